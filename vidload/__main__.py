@@ -1,0 +1,3 @@
+from vidload.cli import main
+
+raise SystemExit(main())

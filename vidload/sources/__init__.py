@@ -1,0 +1,1 @@
+"""Frame sources: one interface (FrameSource), four storages."""
