@@ -1,0 +1,182 @@
+"""Annotation lists and manifests: reading, writing, load_videos."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import numpy as np
+import pytest
+
+from vidload.manifest import (
+    MANIFEST_FIELDS,
+    ManifestRow,
+    VideoEntry,
+    is_manifest,
+    load_videos,
+    read_annotation_list,
+    read_manifest,
+    write_manifest,
+)
+
+HEADER = ",".join(MANIFEST_FIELDS)
+
+
+def test_video_list_with_comments_and_blank_lines(tmp_path):
+    path = tmp_path / "train.txt"
+    path.write_text("# mmaction2 video list\n\nabseiling/x1.mp4 0\n  juggling/y 2.avi 3\n")
+    with pytest.raises(ValueError, match=r"train.txt:4: 3 fields"):
+        read_annotation_list(path)  # a path with a space reads as 3 fields, not 2
+    path.write_text("# mmaction2 video list\n\nabseiling/x1.mp4 0\n\n  juggling/y2.avi 3  \n")
+    assert load_videos(path) == [
+        VideoEntry("abseiling/x1.mp4", 0, None, None),
+        VideoEntry("juggling/y2.avi", 3, None, None),
+    ]
+
+
+def test_rawframes_list(tmp_path):
+    path = tmp_path / "val_rawframes.txt"
+    path.write_text("abseiling/x1 250 0\r\njuggling/y2 17 5\r\n")
+    assert load_videos(str(path)) == [
+        VideoEntry("abseiling/x1", 0, 250, None),
+        VideoEntry("juggling/y2", 5, 17, None),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("a.mp4 0\nb.mp4 1 2 3\n", r"list.txt:2: 4 fields .*multi-label lists are not supported"),
+        ("a.mp4\n", r"list.txt:1: 1 fields"),
+        ("a.mp4 1 2\n", r"list.txt:1: 'a.mp4 1 2' names a video file .*multi-label"),
+        ("a.mp4 0\nb 10 1\n", r"list.txt:2: 3 fields but the first entry has 2"),
+        ("# c\na.mp4 dog\n", r"list.txt:2: label \('dog'\) is not an integer"),
+        ("a 1.5 0\n", r"list.txt:1: total_frames \('1.5'\) is not an integer"),
+        ("a -3 0\n", r"list.txt:1: total_frames \(-3\) must be >= 0"),
+        ("/abs/a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
+        ("../a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
+    ],
+)
+def test_annotation_list_errors_name_file_and_line(tmp_path, text, match):
+    path = tmp_path / "list.txt"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        load_videos(path)
+
+
+def test_not_utf8_and_missing_file(tmp_path):
+    path = tmp_path / "bin.txt"
+    path.write_bytes(b"\xff\xfe\x00garbage\x80\n")
+    with pytest.raises(ValueError, match=r"bin.txt: not a UTF-8 text file"):
+        load_videos(path)
+    with pytest.raises(FileNotFoundError, match=r"nope.txt.* is not a file"):
+        load_videos(tmp_path / "nope.txt")
+
+
+def _rows():
+    return [
+        ManifestRow("a/x1.mp4", 0, 50, 28, 320, 240, 29.97002997002997, 123456, "mismatch"),
+        ManifestRow("a/x,2.mp4", None, 300, 300, 340, 256, 30.0, 99, "ok"),
+        ManifestRow("b/bad.mp4", 3, None, None, None, None, None, 0, "failed", 'empty, "0 B"'),
+        ManifestRow("b/y.mkv", 1, None, 310, 64, 48, None, None, "skipped"),
+    ]
+
+
+def test_manifest_round_trip(tmp_path):
+    path = tmp_path / "manifest.csv"
+    write_manifest(path, _rows())
+    lines = path.read_text().splitlines()
+    assert lines[0] == HEADER
+    assert lines[1] == "a/x1.mp4,0,50,28,320,240,29.97002997002997,123456,mismatch,"
+    assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B"""'
+    assert read_manifest(path) == _rows()
+    assert is_manifest(path)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.csv"]  # no temp file left
+
+
+def test_write_manifest_is_atomic_on_failure(tmp_path):
+    path = tmp_path / "manifest.csv"
+    write_manifest(path, _rows()[:1])
+    before = path.read_bytes()
+    with pytest.raises(TypeError, match="rows must be ManifestRow, got tuple"):
+        write_manifest(path, [_rows()[1], ("a.mp4", 0)])
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["manifest.csv"]
+
+
+def test_manifest_row_normalises_and_validates():
+    row = ManifestRow("x.mp4", np.int64(2), np.int32(10), 9, fps=np.float32(25.0), bytes=0)
+    assert (type(row.label), type(row.reported_frames), type(row.fps)) == (int, int, float)
+    with pytest.raises(ValueError, match=r"status \('done'\) must be one of"):
+        ManifestRow("x.mp4", status="done")
+    with pytest.raises(ValueError, match=r"actual_frames \(-1\) must be >= 0"):
+        ManifestRow("x.mp4", actual_frames=-1)
+    with pytest.raises(TypeError, match="width must be an int, got 1.5"):
+        ManifestRow("x.mp4", width=1.5)
+    with pytest.raises(ValueError, match="must be a relative path"):
+        ManifestRow("/x.mp4")
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        ("video_id,label\n", r"m.csv:1: manifest header \['video_id', 'label'\] must be"),
+        (HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, a manifest row has 10"),
+        (HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,\n", r"m.csv:2: status \('fine'\) must be"),
+        (HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,\n", r"m.csv:3: reported_frames \('x'\) is not"),
+        (HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,\n", r"m.csv:2: fps \('fast'\) is not a number"),
+    ],
+)
+def test_manifest_errors_name_file_and_line(tmp_path, body, match):
+    path = tmp_path / "m.csv"
+    path.write_text(body)
+    with pytest.raises(ValueError, match=match):
+        load_videos(path)
+
+
+def test_load_videos_from_manifest_skips_failed_rows_with_warning(tmp_path):
+    path = tmp_path / "manifest.csv"
+    write_manifest(path, _rows())
+    with pytest.warns(UserWarning, match=r"manifest.csv: left out 1 video\(s\) .*b/bad.mp4"):
+        entries = load_videos(path)
+    assert entries == [
+        VideoEntry("a/x1.mp4", 0, 28, 50),
+        VideoEntry("a/x,2.mp4", -1, 300, 300),  # unlabelled -> -1
+        VideoEntry("b/y.mkv", 1, 310, None),
+    ]
+
+
+def test_load_videos_from_sequences():
+    entries = load_videos(
+        [("a.mp4", 1), ["b/c.avi", np.int64(2), 40], VideoEntry("d", 0, 5, 6), ("e", 3, None)]
+    )
+    assert entries == [
+        VideoEntry("a.mp4", 1, None, None),
+        VideoEntry("b/c.avi", 2, 40, None),
+        VideoEntry("d", 0, 5, 6),
+        VideoEntry("e", 3, None, None),
+    ]
+    assert type(entries[1].label) is int
+    assert load_videos([]) == []
+
+
+@pytest.mark.parametrize(
+    ("videos", "error", "match"),
+    [
+        ([("a.mp4",)], TypeError, r"videos\[0\] .* must be \(video_id, label\)"),
+        ([("a.mp4", 1), ("b.mp4", "1")], TypeError, r"videos\[1\] .*label must be an int"),
+        ([("a.mp4", 1.0)], TypeError, r"videos\[0\] .*label must be an int"),
+        ([("a.mp4", 1, -2)], ValueError, r"videos\[0\] .*num_frames \(-2\) must be >= 0"),
+        ([("", 1)], TypeError, r"videos\[0\] .*non-empty str"),
+        ([("../a.mp4", 1)], ValueError, r"videos\[0\] .*relative path"),
+        ({"a.mp4": 1}, TypeError, "videos must be a path or a sequence .* got dict"),
+        (42, TypeError, "got int"),
+    ],
+)
+def test_load_videos_sequence_errors(videos, error, match):
+    with pytest.raises(error, match=match):
+        load_videos(videos)

@@ -1,0 +1,420 @@
+"""ClipDataset: samples frame indices, asks a frame source for them, reconciles frame counts.
+
+Randomness: item `i` of epoch `e` draws from `np.random.default_rng([seed, e, i])`, so an item's
+clip depends on (seed, epoch, index) only, never on the number of DataLoader workers or on
+which worker loads it.
+
+State shared across DataLoader workers and epochs lives in shared-memory tensors created in
+`__init__` (the epoch, the frame counts learned from reads, the videos found broken), so a
+count learned by one worker is used by every worker, in this epoch and later ones, including
+non-persistent workers re-created each epoch. Two workers that discover the same video at the
+same moment may both warn about it; otherwise each video is warned about once.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Literal, get_args
+
+import numpy as np
+import torch
+from torch.utils.data import Dataset
+
+from vidload.errors import FrameCountError, VideoReadError, VidloadError
+from vidload.manifest import VideoEntry, load_videos
+from vidload.sampling import (
+    SAMPLING_MODES,
+    SHORT_POLICIES,
+    Sampler,
+    SamplingMode,
+    ShortPolicy,
+    sample_clip,
+)
+from vidload.sources.base import FrameSource
+
+OnMismatch = Literal["resample", "error"]
+OnError = Literal["raise", "skip"]
+
+_UNKNOWN = -1
+
+
+class FrameCountWarning(UserWarning):
+    """A video has fewer frames than the count its clips were sampled from (warned once)."""
+
+
+class SkippedVideoWarning(UserWarning):
+    """A broken video was skipped (on_error="skip"); warned when it is found broken."""
+
+
+class ClipDataset(Dataset):
+    """Clips of `num_frames` frames from every video of a frame source.
+
+    `clip, label = ds[i]`: clip is a contiguous torch.uint8 tensor (T, C, H, W), RGB, with
+    T = num_frames and C = 3 (or whatever `transform` returns); label is an int. Item i is clip
+    i % clips_per_video of video i // clips_per_video; `len(ds) == len(videos) * clips_per_video`.
+
+    Args:
+        videos: an mmaction2 annotation list (`path label` or `frame_dir total_frames label`),
+            a manifest CSV from `vidload convert`/`vidload probe`, or a sequence of
+            `(video_id, label)` / `(video_id, label, num_frames)` (see `load_videos`).
+        source: where frames come from (`VideoSource`, `JpegSource`, ...); must be picklable.
+        num_frames: frames per clip (T).
+        sampling: "segment" (TSN: one frame per equal segment), "consecutive" (frames `stride`
+            apart) or a `Sampler` callable `f(num_available, num_frames, *, train, rng,
+            clip_index, num_clips) -> int indices (num_frames,) in [0, num_available)`.
+        train: random clips (True) or deterministic, evenly spread test clips (False).
+        clips_per_video: clips per video (K); at test time the K clips are spread evenly.
+        stride: gap between frames for sampling="consecutive" (must be 1 for "segment").
+        transform: called on each clip tensor; its result is returned instead.
+        on_mismatch: when a read shows fewer frames than the count sampled from: "resample"
+            records the real count, resamples inside it and warns once per video
+            (`FrameCountWarning`); "error" raises FrameCountError (never skipped).
+        on_error: "raise" lets vidload errors (VideoReadError, ...) propagate with the video id
+            and path; "skip" returns a clip of the next readable video instead, counts it in
+            `num_skipped`, warns (`SkippedVideoWarning`) and skips that video without decoding
+            it in later epochs. Only vidload's errors are skipped; any other exception
+            propagates.
+        seed: base seed; None draws one at construction (shared by every worker).
+        short_policy: what to do with videos shorter than a clip (see `vidload.sampling`).
+        max_attempts: with on_error="skip", how many broken videos one item may try before
+            raising VidloadError.
+
+    The count sampled from is the best one known: a count learned from an earlier read, else
+    the video list's count (rawframes `total_frames`, manifest `actual_frames`), else
+    `source.reported_frames(video_id)` (0 or None means unknown), else
+    `source.actual_frames(video_id)`.
+    """
+
+    def __init__(
+        self,
+        videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
+        source: FrameSource,
+        num_frames: int = 8,
+        sampling: SamplingMode | Sampler = "segment",
+        train: bool = True,
+        clips_per_video: int = 1,
+        stride: int = 1,
+        transform: Callable[[torch.Tensor], object] | None = None,
+        on_mismatch: OnMismatch = "resample",
+        on_error: OnError = "raise",
+        seed: int | None = None,
+        *,
+        short_policy: ShortPolicy = "repeat_last",
+        max_attempts: int = 10,
+    ) -> None:
+        if not isinstance(source, FrameSource):
+            raise TypeError(
+                f"source must provide reported_frames, actual_frames and read (a FrameSource), "
+                f"got {type(source).__name__}"
+            )
+        for name, value in [
+            ("num_frames", num_frames),
+            ("clips_per_video", clips_per_video),
+            ("stride", stride),
+            ("max_attempts", max_attempts),
+        ]:
+            _check_positive_int(name, value)
+        if isinstance(sampling, str):
+            if sampling not in SAMPLING_MODES:
+                raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES}")
+            if sampling == "segment" and stride != 1:
+                raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
+        elif not callable(sampling):
+            raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
+        elif stride != 1:
+            raise ValueError(f"stride ({stride}) must be 1 with a custom sampler")
+        if not isinstance(train, bool):
+            raise TypeError(f"train must be a bool, got {train!r}")
+        if transform is not None and not callable(transform):
+            raise TypeError(f"transform must be callable or None, got {transform!r}")
+        _check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
+        _check_choice("on_error", on_error, get_args(OnError))
+        _check_choice("short_policy", short_policy, SHORT_POLICIES)
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy)
+        elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+            raise TypeError(f"seed must be an int or None, got {seed!r}")
+        elif seed < 0:
+            raise ValueError(f"seed ({seed}) must be >= 0")
+
+        self.videos: list[VideoEntry] = load_videos(videos)
+        if not self.videos:
+            raise ValueError(f"videos ({videos!r}) lists no videos")
+        self.source = source
+        self.num_frames = num_frames
+        self.sampling = sampling
+        self.train = train
+        self.clips_per_video = clips_per_video
+        self.stride = stride
+        self.transform = transform
+        self.on_mismatch = on_mismatch
+        self.on_error = on_error
+        self.seed = int(seed)
+        self.short_policy = short_policy
+        self.max_attempts = max_attempts
+        #: broken videos passed over by this process (on_error="skip"); per process.
+        self.num_skipped = 0
+
+        ids = sorted({e.video_id for e in self.videos})
+        slot_of = {vid: k for k, vid in enumerate(ids)}
+        self._ids = ids
+        self._slot = [slot_of[e.video_id] for e in self.videos]
+        self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+        self._learned = torch.full((len(ids),), _UNKNOWN, dtype=torch.int64).share_memory_()
+        self._broken = torch.zeros(len(ids), dtype=torch.bool).share_memory_()
+
+    # ---------------------------------------------------------------- public state
+
+    def __len__(self) -> int:
+        return len(self.videos) * self.clips_per_video
+
+    def __iter__(self) -> Iterator[tuple[object, int]]:
+        """Items 0, 1, ... in order. Defined so that a FrameCountError (an IndexError) raised
+        by an item propagates instead of silently ending a `for` loop over the dataset."""
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        sampling = self.sampling if isinstance(self.sampling, str) else _name(self.sampling)
+        return (
+            f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips, "
+            f"{type(self.source).__name__}, num_frames={self.num_frames}, "
+            f"sampling={sampling!r}, stride={self.stride}, train={self.train}, "
+            f"on_mismatch={self.on_mismatch!r}, on_error={self.on_error!r}, seed={self.seed})"
+        )
+
+    @property
+    def epoch(self) -> int:
+        """The epoch set by `set_epoch` (0 at first)."""
+        return int(self._epoch[0])
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw the clips of `epoch` from now on; call before iterating each epoch.
+
+        The epoch lives in shared memory, so persistent DataLoader workers see it too.
+        """
+        _check_int("epoch", epoch)
+        if epoch < 0:
+            raise ValueError(f"epoch ({epoch}) must be >= 0")
+        self._epoch[0] = int(epoch)
+
+    @property
+    def learned_frames(self) -> dict[str, int]:
+        """Frame counts learned from reads so far, by video id, in any process."""
+        return {
+            vid: int(n) for vid, n in zip(self._ids, self._learned.tolist(), strict=True) if n >= 0
+        }
+
+    @property
+    def broken_videos(self) -> list[str]:
+        """Videos found broken and skipped so far (on_error="skip"), in any process."""
+        return [vid for vid, bad in zip(self._ids, self._broken.tolist(), strict=True) if bad]
+
+    # ---------------------------------------------------------------- items
+
+    def __getitem__(self, index: int) -> tuple[object, int]:
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"index ({index}) must be in [0, {len(self)})")
+        v, c = divmod(i, self.clips_per_video)
+        if self.on_error == "skip":
+            return self._item_or_skip(i, v, c)
+        try:
+            return self._item(i, v, c, attempt=0)
+        except VidloadError as e:
+            ctx = _in_context(e, self.videos[v].video_id, i)
+            if ctx is e:
+                raise
+            raise ctx from e
+
+    def _item_or_skip(self, i: int, v: int, c: int) -> tuple[object, int]:
+        n = len(self.videos)
+        failures = 0
+        last: VidloadError | None = None
+        for step in range(n):
+            w = (v + step) % n
+            if self._broken[self._slot[w]]:
+                self.num_skipped += 1
+                continue
+            try:
+                return self._item(i, w, c, attempt=step)
+            except VidloadError as e:
+                if isinstance(e, FrameCountError) and self.on_mismatch == "error":
+                    raise
+                vid = self.videos[w].video_id
+                self._broken[self._slot[w]] = True
+                self.num_skipped += 1
+                failures += 1
+                last = e
+                warnings.warn(
+                    f"ClipDataset item {i}: skipping video {vid!r}: {e} "
+                    f"(on_error='skip'; later epochs skip it without decoding)",
+                    SkippedVideoWarning,
+                    stacklevel=3,
+                )
+                if failures >= self.max_attempts:
+                    raise VidloadError(
+                        f"ClipDataset item {i}: {failures} videos in a row failed to load "
+                        f"(max_attempts={self.max_attempts}); last: {vid!r}: {e}"
+                    ) from e
+        raise VidloadError(
+            f"ClipDataset item {i}: all {n} videos are broken; nothing left to return"
+        ) from last
+
+    def _item(self, i: int, v: int, c: int, attempt: int) -> tuple[object, int]:
+        entry = self.videos[v]
+        key = [self.seed, self.epoch, i] + ([attempt] if attempt else [])
+        clip = self._read_clip(entry, self._slot[v], c, key, i)
+        if self.transform is not None:
+            clip = self.transform(clip)
+        return clip, entry.label
+
+    def _read_clip(
+        self, entry: VideoEntry, slot: int, c: int, key: list[int], i: int
+    ) -> torch.Tensor:
+        """Sample from the best known count; on FrameCountError learn the real count and
+        resample once, from the same (seed, epoch, index) stream."""
+        vid = entry.video_id
+        count, origin = self._best_count(entry, slot)
+        try:
+            return self._read(vid, self._sample(count, c, key, vid, i))
+        except FrameCountError as e:
+            actual = e.actual if e.actual is not None else self.source.actual_frames(vid)
+            if self.on_mismatch == "error":
+                raise FrameCountError(
+                    vid,
+                    count,
+                    actual,
+                    e.index,
+                    message=f"{vid}: clip sampled from {count} frames ({origin}) but only "
+                    f"{actual} frames exist (on_mismatch='error')",
+                ) from e
+            if actual >= count:
+                raise FrameCountError(
+                    vid,
+                    count,
+                    actual,
+                    e.index,
+                    message=f"{vid}: {type(self.source).__name__} raised FrameCountError for "
+                    f"frame {e.index} although it says {actual} frames exist",
+                ) from e
+            self._learn(slot, actual, warn=f"{vid}: {count} frames {origin},")
+        try:
+            return self._read(vid, self._sample(actual, c, key, vid, i))
+        except FrameCountError as e:
+            raise FrameCountError(
+                vid,
+                count,
+                e.actual,
+                e.index,
+                message=f"{vid}: frame {e.index} is still out of range after resampling "
+                f"within the {actual} frames the source reported: {e}",
+            ) from e
+
+    def _best_count(self, entry: VideoEntry, slot: int) -> tuple[int, str]:
+        learned = int(self._learned[slot])
+        if learned != _UNKNOWN:
+            count, origin = learned, "learned from an earlier read"
+        elif entry.known_frames is not None:
+            count, origin = entry.known_frames, "from the video list"
+        else:
+            reported = self.source.reported_frames(entry.video_id)
+            if reported:
+                count, origin = reported, "reported by the source"
+            else:
+                count, origin = self.source.actual_frames(entry.video_id), "counted by decoding"
+                self._learn(slot, count, warn=None)
+        if count <= 0:
+            raise VideoReadError(entry.video_id, f"no frames to sample (0 frames {origin})")
+        return count, origin
+
+    def _learn(self, slot: int, actual: int, warn: str | None) -> None:
+        """Publish `actual` to every worker; warn unless some process already learned it."""
+        if actual <= 0:
+            raise VideoReadError(self._ids[slot], "no frames decode")
+        if int(self._learned[slot]) == actual:
+            return
+        self._learned[slot] = actual
+        if warn is not None:
+            warnings.warn(
+                f"{warn} but only {actual} frames decode; sampling within {actual} from now on "
+                f"(warned once per video)",
+                FrameCountWarning,
+                stacklevel=5,
+            )
+
+    def _sample(self, count: int, c: int, key: list[int], vid: str, i: int) -> np.ndarray:
+        try:
+            return sample_clip(
+                self.sampling,
+                count,
+                self.num_frames,
+                train=self.train,
+                rng=np.random.default_rng(key),
+                clip_index=c,
+                num_clips=self.clips_per_video,
+                stride=self.stride,
+                short_policy=self.short_policy,
+            )
+        except (ValueError, TypeError) as e:
+            raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
+
+    def _read(self, vid: str, indices: np.ndarray) -> torch.Tensor:
+        frames = self.source.read(vid, indices)
+        if (
+            not isinstance(frames, np.ndarray)
+            or frames.dtype != np.uint8
+            or frames.ndim != 4
+            or frames.shape[0] != len(indices)
+            or frames.shape[3] != 3
+        ):
+            got = (
+                f"{frames.dtype} {frames.shape}"
+                if isinstance(frames, np.ndarray)
+                else type(frames).__name__
+            )
+            raise TypeError(
+                f"{type(self.source).__name__}.read({vid!r}, ...) returned {got}; "
+                f"expected uint8 ({len(indices)}, H, W, 3)"
+            )
+        if not frames.flags.writeable:
+            frames = frames.copy()
+        return torch.from_numpy(frames).permute(0, 3, 1, 2).contiguous()
+
+
+def _in_context(e: VidloadError, vid: str, i: int) -> VidloadError:
+    """`e` with the video id and item in its message (a new error of the same kind), or `e`
+    itself when its message already names the video."""
+    where = f"video {vid!r}, ClipDataset item {i}"
+    if isinstance(e, VideoReadError):
+        return VideoReadError(e.path, f"{e.reason} ({where})", e.index)
+    if vid in str(e):
+        return e
+    if isinstance(e, FrameCountError):
+        return FrameCountError(e.video_id, e.reported, e.actual, e.index, f"{e} ({where})")
+    return VidloadError(f"{where}: {e}")
+
+
+def _name(fn: object) -> str:
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    _check_int(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} ({value}) must be > 0")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} ({value!r}) must be one of {choices}")

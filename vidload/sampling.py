@@ -1,0 +1,260 @@
+"""Which frames make a clip: pure index functions, no decoding, no global RNG.
+
+Every sampler maps a frame count to an explicit index array that a source then reads:
+
+    segment_indices(num_available, num_frames, *, train, rng, ...) -> int64 (num_frames,)
+    consecutive_indices(num_available, num_frames, *, stride, train, rng, ...) -> same
+
+Indices always lie in [0, num_available). Training draws from `rng` (a `np.random.Generator`
+the caller derives, e.g. from (seed, epoch, index)); testing is deterministic and never touches
+`rng`. With `num_clips=K` at test time, clip `clip_index` in [0, K) is one of K evenly spread
+views of the video.
+
+A user sampler is any callable with the `Sampler` signature; `sample_clip` runs the built-in
+ones by name or a user one, and checks what it returns.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol, get_args
+
+import numpy as np
+
+ShortPolicy = Literal["repeat_last", "loop", "error"]
+SamplingMode = Literal["segment", "consecutive"]
+
+SHORT_POLICIES: tuple[str, ...] = get_args(ShortPolicy)
+SAMPLING_MODES: tuple[str, ...] = get_args(SamplingMode)
+
+
+class Sampler(Protocol):
+    """A user sampler: returns the frame indices of one clip.
+
+    Called as `f(num_available, num_frames, *, train, rng, clip_index, num_clips)` and must
+    return a 1-D array-like of `num_frames` integers in [0, num_available). `rng` is a
+    `np.random.Generator` seeded from (seed, epoch, item index): use it and nothing else for
+    randomness so results do not depend on the number of DataLoader workers.
+    """
+
+    def __call__(
+        self,
+        num_available: int,
+        num_frames: int,
+        *,
+        train: bool,
+        rng: np.random.Generator,
+        clip_index: int,
+        num_clips: int,
+    ) -> np.ndarray: ...
+
+
+def segment_indices(
+    num_available: int,
+    num_frames: int,
+    *,
+    train: bool,
+    rng: np.random.Generator | None = None,
+    clip_index: int = 0,
+    num_clips: int = 1,
+    short_policy: ShortPolicy = "repeat_last",
+) -> np.ndarray:
+    """TSN sampling: one frame from each of `num_frames` equal segments of [0, num_available).
+
+    Segment k is [floor(k * n / N), floor((k + 1) * n / N)) for n = num_available, N = num_frames.
+    Training picks one frame uniformly at random inside each segment. Testing picks, in every
+    segment, the frame at offset floor(len * (clip_index + 0.5) / num_clips) from its start (the
+    centre when num_clips == 1), so the K test clips are evenly spread views.
+
+    When num_available >= num_frames the result is strictly increasing. When the video is shorter
+    than the clip (num_available < num_frames), `short_policy` decides:
+    "repeat_last" -> [0, 1, ..., n-1, n-1, ...] (sorted, the last frame repeated),
+    "loop" -> [0, 1, ..., n-1, 0, 1, ...], "error" -> ValueError.
+
+    Returns:
+        int64 (num_frames,) frame indices in [0, num_available).
+    """
+    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, short_policy)
+    n, count = num_available, num_frames
+    if n < count:
+        return _pad_short(np.arange(n, dtype=np.int64), count, short_policy, n, "segment")
+    k = np.arange(count, dtype=np.int64)
+    starts = (k * n) // count
+    lengths = ((k + 1) * n) // count - starts
+    if train:
+        return starts + rng.integers(0, lengths)
+    return starts + ((2 * clip_index + 1) * lengths) // (2 * num_clips)
+
+
+def consecutive_indices(
+    num_available: int,
+    num_frames: int,
+    *,
+    stride: int = 1,
+    train: bool,
+    rng: np.random.Generator | None = None,
+    clip_index: int = 0,
+    num_clips: int = 1,
+    short_policy: ShortPolicy = "repeat_last",
+) -> np.ndarray:
+    """`num_frames` frames `stride` apart: [start, start + stride, ..., start + (N-1) * stride].
+
+    The clip spans (N - 1) * stride + 1 frames, so valid starts are [0, n - span]. Training draws
+    the start uniformly from them; testing splits them into `num_clips` equal parts and takes the
+    centre of part `clip_index` (the centred clip when num_clips == 1).
+
+    When the video is shorter than the span, the clip starts at frame 0 and keeps the strided
+    frames that exist, [0, stride, ...] below n; `short_policy` fills the rest:
+    "repeat_last" repeats the last of them, "loop" cycles through them again, "error" raises
+    ValueError.
+
+    Returns:
+        int64 (num_frames,) frame indices in [0, num_available).
+    """
+    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, short_policy)
+    _check_positive_int("stride", stride)
+    n, count = num_available, num_frames
+    offsets = np.arange(count, dtype=np.int64) * stride
+    span = int(offsets[-1]) + 1
+    if n < span:
+        in_range = offsets[offsets < n]
+        return _pad_short(in_range, count, short_policy, n, f"consecutive (stride {stride})")
+    num_starts = n - span + 1
+    if train:
+        start = int(rng.integers(0, num_starts))
+    else:
+        start = ((2 * clip_index + 1) * num_starts) // (2 * num_clips)
+    return start + offsets
+
+
+def sample_clip(
+    sampling: SamplingMode | Sampler,
+    num_available: int,
+    num_frames: int,
+    *,
+    train: bool,
+    rng: np.random.Generator | None,
+    clip_index: int = 0,
+    num_clips: int = 1,
+    stride: int = 1,
+    short_policy: ShortPolicy = "repeat_last",
+) -> np.ndarray:
+    """Indices of one clip from a built-in sampler ("segment", "consecutive") or a user `Sampler`.
+
+    `stride` and `short_policy` go to the built-in samplers only (a user sampler closes over its
+    own settings). What a user sampler returns is checked: it must be 1-D integers, `num_frames`
+    long, in [0, num_available); otherwise ValueError/TypeError naming the sampler.
+
+    Returns:
+        int64 (num_frames,) frame indices in [0, num_available).
+    """
+    if sampling == "segment":
+        if stride != 1:
+            raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
+        return segment_indices(
+            num_available,
+            num_frames,
+            train=train,
+            rng=rng,
+            clip_index=clip_index,
+            num_clips=num_clips,
+            short_policy=short_policy,
+        )
+    if sampling == "consecutive":
+        return consecutive_indices(
+            num_available,
+            num_frames,
+            stride=stride,
+            train=train,
+            rng=rng,
+            clip_index=clip_index,
+            num_clips=num_clips,
+            short_policy=short_policy,
+        )
+    if isinstance(sampling, str) or not callable(sampling):
+        raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES} or a callable")
+    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, "repeat_last")
+    out = sampling(
+        num_available,
+        num_frames,
+        train=train,
+        rng=rng,
+        clip_index=clip_index,
+        num_clips=num_clips,
+    )
+    return check_indices(out, num_available, num_frames, who=_name(sampling))
+
+
+def check_indices(indices: object, num_available: int, num_frames: int, *, who: str) -> np.ndarray:
+    """`indices` as int64 (num_frames,) after checking they are 1-D integers in [0, num_available).
+
+    `who` names the sampler in the error messages.
+    """
+    arr = np.asarray(indices)
+    if arr.ndim != 1:
+        raise ValueError(f"{who} returned indices of shape {arr.shape}; they must be 1-D")
+    if arr.dtype == np.bool_ or not np.issubdtype(arr.dtype, np.integer):
+        raise TypeError(f"{who} returned indices of dtype {arr.dtype}; they must be integers")
+    if arr.shape[0] != num_frames:
+        raise ValueError(
+            f"{who} returned {arr.shape[0]} indices; it must return num_frames ({num_frames})"
+        )
+    lo, hi = int(arr.min()), int(arr.max())
+    if lo < 0 or hi >= num_available:
+        raise ValueError(
+            f"{who} returned indices in [{lo}, {hi}]; they must lie in [0, {num_available})"
+        )
+    return arr.astype(np.int64, copy=False)
+
+
+def _pad_short(
+    in_range: np.ndarray, count: int, policy: str, num_available: int, what: str
+) -> np.ndarray:
+    if policy == "error":
+        raise ValueError(
+            f"num_available ({num_available}) is too short for a {what} clip of {count} frames "
+            f"and short_policy is 'error'"
+        )
+    if policy == "loop":
+        return np.resize(in_range, count)
+    return np.concatenate([in_range, np.full(count - in_range.size, in_range[-1], np.int64)])
+
+
+def _check_common(
+    num_available: int,
+    num_frames: int,
+    train: bool,
+    rng: np.random.Generator | None,
+    clip_index: int,
+    num_clips: int,
+    short_policy: str,
+) -> None:
+    _check_int("num_available", num_available)
+    if num_available <= 0:
+        raise ValueError(f"num_available ({num_available}) must be > 0: a video with no frames")
+    _check_positive_int("num_frames", num_frames)
+    _check_positive_int("num_clips", num_clips)
+    _check_int("clip_index", clip_index)
+    if not 0 <= clip_index < num_clips:
+        raise ValueError(f"clip_index ({clip_index}) must be in [0, num_clips={num_clips})")
+    if not isinstance(train, (bool, np.bool_)):
+        raise TypeError(f"train must be a bool, got {train!r}")
+    if train and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a np.random.Generator when train=True, got {rng!r}")
+    if short_policy not in SHORT_POLICIES:
+        raise ValueError(f"short_policy ({short_policy!r}) must be one of {SHORT_POLICIES}")
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    _check_int(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} ({value}) must be > 0")
+
+
+def _name(fn: object) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__name__
+    return f"sampler {name}"
