@@ -11,7 +11,20 @@ import numpy as np
 
 #: File extensions treated as videos (lower case, with the dot).
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
-    {".mp4", ".avi", ".mkv", ".webm", ".mov", ".m4v", ".mpg", ".mpeg", ".flv", ".wmv", ".ts", ".3gp"}
+    {
+        ".mp4",
+        ".avi",
+        ".mkv",
+        ".webm",
+        ".mov",
+        ".m4v",
+        ".mpg",
+        ".mpeg",
+        ".flv",
+        ".wmv",
+        ".ts",
+        ".3gp",
+    }
 )
 
 

@@ -1,0 +1,279 @@
+"""One padded npy file per video: `root/<id>.npy` holding the encoded JPEG bytes of every frame.
+
+Layout: a plain 2-D uint8 npy array of shape (num_frames, 4 + longest encoded frame), C order,
+loadable with `numpy.load`. Row i is frame i:
+
+    bytes [0, 4)        little-endian uint32 length L of frame i's JPEG
+    bytes [4, 4 + L)    the JPEG, exactly as written
+    bytes [4 + L, ...)  zero padding
+
+The length prefix makes the stored bytes recoverable exactly: "last non-zero byte + 1" would
+drop a JPEG's own trailing zero bytes, and would force reading all of a row's padding. Plain
+numpy: `a = np.load(p); n = int(a[i, :4].view("<u4")[0]); jpeg = a[i, 4 : 4 + n].tobytes()`.
+
+Read modes, for 8 random frames of a 300-frame 320x240 video (q95, ~29 KB a frame, 9.7 MB
+file, warm page cache, project machine):
+
+    "mmap": map the file, copy only the needed rows         ~51 us/clip   (default)
+    "read": one sequential read of the whole file per clip  ~755 us/clip
+    (np.load(mmap_mode="r") per clip: ~130 us; np.load of the whole file: ~870 us)
+
+against ~4,800 us to decode the 8 frames. "read" suits storage where one big read beats several
+small ones (some network filesystems). No file handle or map is kept between calls, so nothing
+crosses a DataLoader fork; the parsed npy header is cached per process and re-parsed when the
+file's inode, size or mtime changes.
+
+Counts: `reported_frames` and `actual_frames` are both the number of rows (the writer stores
+exactly the frames it was given); a file whose size disagrees with its header is corrupt and
+raises `VideoReadError`.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources.base import as_index_array, normalize_video_id, strip_video_ext
+from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
+
+__all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
+
+LENGTH_BYTES = 4
+_HEADER_CACHE_SIZE = 4096
+
+
+@dataclass(frozen=True)
+class _Header:
+    stamp: tuple[int, int, int]  # (st_ino, st_size, st_mtime_ns) of the file it was read from
+    data_offset: int
+    rows: int
+    cols: int
+
+
+def _parse_header(path: Path, f) -> tuple[int, int, int]:
+    """(data_offset, rows, cols) of a 2-D C-order uint8 npy file."""
+    try:
+        version = np.lib.format.read_magic(f)
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    except (ValueError, OSError, SyntaxError) as e:
+        raise VideoReadError(path, f"not a valid npy file: {e}") from e
+    if dtype != np.uint8 or len(shape) != 2 or fortran:
+        raise VideoReadError(
+            path,
+            f"not a vidload npy file: needs a 2-D C-order uint8 array, got {dtype} {shape}"
+            f"{' (Fortran order)' if fortran else ''}",
+        )
+    rows, cols = shape
+    if rows and cols <= LENGTH_BYTES:
+        raise VideoReadError(path, f"rows of {cols} bytes cannot hold a length and a JPEG")
+    return f.tell(), rows, cols
+
+
+class NpySource:
+    """Frames stored as length-prefixed JPEG rows in one npy file per video (`root/<id>.npy`).
+
+    Args:
+        root: folder of `.npy` files; a video id's extension is replaced by `.npy`.
+        mode: "mmap" maps the file and copies only the needed rows (default, fastest measured);
+            "read" reads the whole file sequentially on every call.
+
+    `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
+    """
+
+    def __init__(
+        self, root: str | os.PathLike[str], *, mode: Literal["mmap", "read"] = "mmap"
+    ) -> None:
+        if mode not in ("mmap", "read"):
+            raise ValueError(f"mode ({mode!r}) must be 'mmap' or 'read'")
+        self.root = Path(root)
+        self.mode = mode
+        self._headers: OrderedDict[str, _Header] = OrderedDict()
+
+    def __getstate__(self) -> dict[str, object]:
+        state = self.__dict__.copy()
+        state["_headers"] = OrderedDict()
+        return state
+
+    def __repr__(self) -> str:
+        return f"NpySource({str(self.root)!r}, mode={self.mode!r})"
+
+    def path(self, video_id: str) -> Path:
+        """The npy file of `video_id`."""
+        return self.root / (strip_video_ext(normalize_video_id(video_id)) + ".npy")
+
+    def _open(self, path: Path) -> tuple[int, _Header]:
+        """An open file descriptor and the validated header of `path` (caller closes the fd)."""
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except FileNotFoundError as e:
+            raise VideoReadError(path, "npy file not found") from e
+        except OSError as e:
+            raise VideoReadError(path, f"cannot open: {e}") from e
+        try:
+            st = os.fstat(fd)
+            stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+            key = str(path)
+            header = self._headers.get(key)
+            if header is None or header.stamp != stamp:
+                if st.st_size == 0:
+                    raise VideoReadError(path, "empty file (0 bytes)")
+                with os.fdopen(os.dup(fd), "rb") as f:
+                    offset, rows, cols = _parse_header(path, f)
+                expected = offset + rows * cols
+                if st.st_size != expected:
+                    raise VideoReadError(
+                        path,
+                        f"file has {st.st_size} bytes but its header ({rows} x {cols}) "
+                        f"needs {expected}: truncated or corrupt",
+                    )
+                header = _Header(stamp, offset, rows, cols)
+                self._headers[key] = header
+                while len(self._headers) > _HEADER_CACHE_SIZE:
+                    self._headers.popitem(last=False)
+            else:
+                self._headers.move_to_end(key)
+            return fd, header
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def _header(self, video_id: str) -> _Header:
+        fd, header = self._open(self.path(video_id))
+        os.close(fd)
+        return header
+
+    def reported_frames(self, video_id: str) -> int | None:
+        """Rows in the file's npy header."""
+        return self._header(video_id).rows
+
+    def actual_frames(self, video_id: str) -> int:
+        """Rows in the file (the header's count, checked against the file size)."""
+        return self._header(video_id).rows
+
+    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+
+        Raises:
+            FrameCountError: an index >= the number of rows.
+            VideoReadError: a missing, empty, truncated or corrupt file, or a bad row.
+        """
+        idx = as_index_array(indices)
+        path = self.path(video_id)
+        fd, header = self._open(path)
+        try:
+            if idx.size and int(idx.max()) >= header.rows:
+                bad = int(idx[idx >= header.rows][0])
+                raise FrameCountError(video_id, header.rows, header.rows, bad)
+            wanted = np.unique(idx) if idx.size else np.zeros(1 if header.rows else 0, np.int64)
+            rows = self._rows(fd, path, header, wanted)
+        finally:
+            os.close(fd)
+        buffers = [_frame_bytes(path, row, int(i)) for row, i in zip(rows, wanted, strict=True)]
+        if idx.size == 0:
+            if not buffers:
+                return np.empty((0, 0, 0, 3), np.uint8)
+            h, w = jpeg_size(buffers[0], path=str(path), index=0)
+            return np.empty((0, h, w, 3), np.uint8)
+        inverse = np.searchsorted(wanted, idx)
+        return decode_many(buffers, order=inverse, paths=str(path), indices=wanted)
+
+    def _rows(self, fd: int, path: Path, header: _Header, wanted: np.ndarray) -> np.ndarray:
+        """Copies of rows `wanted` (sorted), uint8 (len(wanted), cols)."""
+        size = header.data_offset + header.rows * header.cols
+        try:
+            if self.mode == "read":
+                whole = np.empty(size, np.uint8)
+                _read_exact(fd, whole, path)
+                data = whole[header.data_offset :].reshape(header.rows, header.cols)
+                return data[wanted]
+            with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
+                data = np.frombuffer(
+                    mm, np.uint8, count=header.rows * header.cols, offset=header.data_offset
+                ).reshape(header.rows, header.cols)
+                out = data[wanted]  # fancy indexing copies
+                del data
+                return out
+        except VideoReadError:
+            raise
+        except (OSError, ValueError) as e:
+            raise VideoReadError(path, f"cannot read the frames: {e}") from e
+
+
+def _read_exact(fd: int, buf: np.ndarray, path: Path) -> None:
+    """Fill `buf` from the start of file `fd` with sequential reads."""
+    view = memoryview(buf).cast("B")
+    done = 0
+    os.lseek(fd, 0, os.SEEK_SET)
+    while done < len(view):
+        got = os.readv(fd, [view[done:]])
+        if got == 0:
+            raise VideoReadError(path, f"file ended after {done} of {len(view)} bytes")
+        done += got
+
+
+def _frame_bytes(path: Path, row: np.ndarray, index: int) -> np.ndarray:
+    """The JPEG stored in one row (a view), checked against the row's length prefix."""
+    length = int(row[:LENGTH_BYTES].view("<u4")[0])
+    room = row.shape[0] - LENGTH_BYTES
+    if length == 0 or length > room:
+        raise VideoReadError(path, f"corrupt row: length prefix {length} not in [1, {room}]", index)
+    return row[LENGTH_BYTES : LENGTH_BYTES + length]
+
+
+def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
+    """Every frame's stored bytes, exactly as written, from a vidload npy file."""
+    path = Path(path)
+    try:
+        arr = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as e:
+        raise VideoReadError(path, f"cannot load the npy file: {e}") from e
+    if arr.dtype != np.uint8 or arr.ndim != 2:
+        raise VideoReadError(path, f"not a vidload npy file: {arr.dtype} {arr.shape}")
+    return [_frame_bytes(path, row, i).tobytes() for i, row in enumerate(arr)]
+
+
+def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[bytes]) -> int:
+    """Write encoded JPEG frames as length-prefixed, zero-padded rows of one npy file, atomically.
+
+    The file is written under a temporary name beside `path` and renamed over it when complete
+    (an existing file is replaced; parent folders are made). Each frame must be a complete JPEG
+    (SOI ... EOI; trailing zero bytes are kept exactly). Returns the number of frames (>= 1).
+    """
+    path = Path(path)
+    data = list(frames)
+    if not data:
+        raise ValueError(f"no frames to write to {path}")
+    for i, b in enumerate(data):
+        try:
+            check_jpeg_markers(b, path=f"frame {i} for {path}", index=i)
+        except VideoReadError as e:
+            raise ValueError(f"not a complete JPEG: {e}") from e
+    lengths = [len(memoryview(b).cast("B")) for b in data]
+    if max(lengths) >= 2**32:
+        raise ValueError(f"{path}: a frame of {max(lengths)} bytes exceeds the 4 GiB row limit")
+    arr = np.zeros((len(data), LENGTH_BYTES + max(lengths)), np.uint8)
+    arr[:, :LENGTH_BYTES] = np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
+    for i, (b, n) in enumerate(zip(data, lengths, strict=True)):
+        arr[i, LENGTH_BYTES : LENGTH_BYTES + n] = np.frombuffer(b, np.uint8)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    try:
+        with open(tmp, "wb") as f:
+            np.save(f, arr, allow_pickle=False)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return len(data)
