@@ -1,0 +1,230 @@
+"""The `vidload` command line: exit codes 0/1/2, summaries and tables, bench forwarding, and the
+progress bar it draws."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from media import make_video, truncate_copy
+
+import vidload
+from vidload.cli import main
+from vidload.manifest import load_videos, read_manifest
+from vidload.progress import Progress, format_bytes, format_duration
+
+W, H = 96, 64
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("cli") / "videos"
+    make_video(folder / "a/x1.mp4", 12, width=W, height=H, options={"g": "6", "bf": "2"})
+    make_video(folder / "b/x2.mkv", 10, width=W, height=H)
+    full = make_video(folder / "_full.mp4", 40, width=W, height=H, options={"g": "8"},
+                      container_options={"movflags": "faststart"})  # fmt: skip
+    truncate_copy(full, folder / "b/trunc.mp4", 0.5)
+    full.unlink()
+    return folder
+
+
+@pytest.fixture
+def broken(videos, tmp_path) -> Path:
+    folder = tmp_path / "broken"
+    folder.mkdir()
+    (folder / "x1.mp4").write_bytes((videos / "a/x1.mp4").read_bytes())
+    (folder / "empty.mp4").write_bytes(b"")
+    # a header that promises 40 frames, and no frame data
+    data = (videos / "b/trunc.mp4").read_bytes()
+    (folder / "stub.mp4").write_bytes(data[: data.index(b"mdat") + 54])
+    return folder
+
+
+def test_convert_ok_then_resume(videos, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]) == 0
+    text = capsys.readouterr().out
+    assert "converted 3, skipped 0 (already done), failed 0 of 3 videos" in text
+    assert "size ratio" in text
+    assert "frame counts: 1 of 3 videos: reported != actual" in text
+    assert "! b/trunc.mp4: reported 40, actual" in text
+    assert f"manifest: {out / 'manifest.csv'}" in text
+
+    assert main(["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]) == 0
+    assert "converted 0, skipped 3 (already done), failed 0 of 3" in capsys.readouterr().out
+
+
+def test_convert_failure_exits_1_and_lists_reasons(broken, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["convert", str(broken), str(out), "--to", "npy", "--workers", "1", "-q"]) == 1
+    text = capsys.readouterr().out
+    assert "converted 1, skipped 0 (already done), failed 2 of 3 videos" in text
+    assert "x empty.mp4: empty file (0 bytes)" in text
+    assert "x stub.mp4: no frame" in text
+    assert (out / "x1.npy").is_file()
+
+
+def test_convert_draws_progress_on_stderr(broken, tmp_path, capsys):
+    assert (
+        main(["convert", str(broken), str(tmp_path / "o"), "--to", "jpeg", "--workers", "1"]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "convert" in err and "3/3" in err and "video/s" in err
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["convert", "{v}", "{o}"], "the following arguments are required: --to"),
+        (["convert", "{v}", "{o}", "--to", "png"], "invalid choice: 'png'"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--quality", "0"], "0 must be in [1, 100]"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--quality", "101"], "101 must be in [1, 100]"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--quality", "hi"], "'hi' is not an integer"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--workers", "0"], "0 must be >= 1"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--short-side", "-3"], "-3 must be >= 1"),
+        (["convert", "{o}/missing", "{o}", "--to", "npy"], "does not exist"),
+        (["convert", "{v}", "{v}/out", "--to", "npy"], "must not be inside one another"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--root", "{v}"], "applies only to an annot"),
+        (["convert", "{v}"], "the following arguments are required"),
+        (["probe", "{o}/missing"], "does not exist"),
+        (["probe", "{v}", "--workers", "x"], "'x' is not an integer"),
+        ([], "the following arguments are required: COMMAND"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+    ],
+)
+def test_bad_arguments_exit_2(videos, tmp_path, capsys, args, message):
+    argv = [a.format(v=videos, o=tmp_path) for a in args]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and message in err
+    assert not (videos / "out").exists()
+
+
+def test_version_and_help(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"vidload {vidload.__version__}"
+    assert main(["convert", "--help"]) == 0
+    assert "--short-side S" in capsys.readouterr().out
+
+
+def test_python_dash_m_vidload():
+    done = subprocess.run(
+        [sys.executable, "-m", "vidload", "--version"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith("vidload ")
+
+
+def test_probe_table_marks_mismatches_and_writes_a_manifest(videos, tmp_path, capsys):
+    manifest = tmp_path / "probe.csv"
+    assert main(["probe", str(videos), "--write", str(manifest), "--workers", "1", "-q"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["video_id", "reported", "actual", "size", "fps", "status"]
+    (trunc,) = [ln for ln in lines if "b/trunc.mp4" in ln]
+    assert trunc.startswith("!") and trunc.split()[2] == "40" and "mismatch" in trunc
+    (x1,) = [ln for ln in lines if "a/x1.mp4" in ln]
+    assert x1.split()[:4] == ["a/x1.mp4", "12", "12", f"{W}x{H}"]
+    assert "1 of 3 videos: reported != actual" in lines
+    rows = {r.video_id: r for r in read_manifest(manifest)}
+    assert (rows["b/x2.mkv"].actual_frames, rows["b/x2.mkv"].status) == (10, "ok")
+    assert rows["b/trunc.mp4"].status == "mismatch" and rows["b/trunc.mp4"].reported_frames == 40
+    assert 0 < rows["b/trunc.mp4"].actual_frames < 40
+    assert [e.video_id for e in load_videos(manifest)] == ["a/x1.mp4", "b/trunc.mp4", "b/x2.mkv"]
+
+
+def test_probe_failure_exits_1(broken, capsys):
+    assert main(["probe", str(broken), "-q"]) == 1
+    text = capsys.readouterr().out
+    assert "failed: 2 of 3 videos" in text
+    assert "x empty.mp4: empty file (0 bytes)" in text
+    (empty,) = [ln for ln in text.splitlines() if ln.startswith("x  empty.mp4")]
+    assert empty.split()[2:4] == ["-", "-"]
+    (stub,) = [ln for ln in text.splitlines() if ln.startswith("x  stub.mp4")]
+    assert stub.split()[2:5] == ["40", "-", f"{W}x{H}"] and "failed: no frame" in stub
+
+
+def test_probe_containers_with_two_workers(videos, tmp_path, capsys):
+    out = tmp_path / "npy"
+    assert main(["convert", str(videos), str(out), "--to", "npy", "--workers", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["probe", str(out), "--workers", "2", "-q"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    (x2,) = [ln for ln in lines if ln.split()[:1] == ["b/x2"]]
+    assert x2.split()[:4] == ["b/x2", "10", "10", f"{W}x{H}"]
+    assert "0 of 3 videos: reported != actual" in lines
+
+
+def test_probe_annotation_list_against_containers(videos, tmp_path, capsys):
+    out = tmp_path / "h5"
+    assert main(["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]) == 0
+    lst = tmp_path / "val.txt"
+    lst.write_text("a/x1.mp4 4\nb/x2.mkv 7\n")
+    capsys.readouterr()
+    write = tmp_path / "m.csv"
+    assert main(["probe", str(lst), "--root", str(out), "--write", str(write), "-q"]) == 0
+    rows = read_manifest(write)
+    assert [(r.video_id, r.label, r.actual_frames, r.fps) for r in rows] == [
+        ("a/x1.mp4", 4, 12, 25.0),
+        ("b/x2.mkv", 7, 10, 25.0),
+    ]
+
+
+def test_bench_forwards_every_argument(monkeypatch):
+    seen = {}
+
+    def fake_main(argv=None):
+        seen["argv"] = argv
+        return 7
+
+    monkeypatch.setitem(sys.modules, "vidload.bench", types.SimpleNamespace(main=fake_main))
+    assert main(["bench", "DATA", "--help", "--workers", "3", "--", "-x"]) == 7
+    assert seen["argv"] == ["DATA", "--help", "--workers", "3", "--", "-x"]
+
+
+def test_bench_help_is_bench_own(capsys):
+    assert main(["bench", "--help"]) == 0
+    assert "usage: vidload bench" in capsys.readouterr().out
+
+
+def test_progress_lines_off_a_terminal():
+    stream = io.StringIO()
+    with Progress(3, desc="convert", unit="video", stream=stream) as bar:
+        for _ in range(3):
+            bar.update()
+        bar.set_postfix("99 frames/s")
+    lines = stream.getvalue().splitlines()
+    assert lines[0].startswith("convert  1/3   33%") and "ETA" in lines[0]
+    assert len(lines) == 2  # no redraw within log_interval, one final line
+    assert lines[-1].startswith("convert  3/3  100%") and "in 0:00" in lines[-1]
+    assert lines[-1].endswith("99 frames/s") and "video/s" in lines[-1]
+
+
+def test_progress_quiet_and_terminal():
+    quiet = io.StringIO()
+    with Progress(2, stream=quiet, enabled=False) as bar:
+        bar.update(2)
+    assert quiet.getvalue() == ""
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    tty = Tty()
+    with Progress(2, stream=tty, tty_interval=0.0) as bar:
+        bar.update()
+        bar.update()
+    text = tty.getvalue()
+    assert text.count("\r") == 3 and text.endswith("\n") and "\n" not in text[:-1]
+    with pytest.raises(ValueError, match=r"total \(-1\) must be >= 0"):
+        Progress(-1)
+
+
+def test_formatting_helpers():
+    assert format_duration(65) == "1:05"
+    assert format_duration(3725) == "1:02:05"
+    assert format_duration(float("inf")) == "?"
+    assert format_bytes(1536) == "1.5 KiB"
+    assert format_bytes(12) == "12 B"

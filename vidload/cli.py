@@ -1,0 +1,294 @@
+"""The `vidload` command line: argument parsing and printing only; the work is in the library.
+
+    vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy} [--workers N] [--short-side S]
+                    [--quality Q] [--overwrite] [--root DIR] [--quiet]
+    vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--quiet]
+    vidload bench   ...   (vidload.bench's own arguments)
+
+Exit status: 0 when every video was handled, 1 when some failed (listed with reasons),
+2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from vidload.manifest import ManifestRow
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_LIST_LIMIT = 20  # mismatches listed in the convert summary before "... and N more"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vidload")
+    except PackageNotFoundError:
+        import vidload
+
+        return vidload.__version__
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _quality(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{value} must be in [1, 100]")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vidload",
+        description="Fast, frame-exact video clip loading: convert, probe and benchmark datasets.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    conv = sub.add_parser(
+        "convert",
+        help="build JPEG folders, HDF5 or npy containers from videos or JPEG folders",
+        description=(
+            "Convert every video of INPUT into one container per video under OUTPUT, laid out "
+            "so JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
+            "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+        ),
+    )
+    conv.add_argument(
+        "input",
+        metavar="INPUT",
+        help="folder of videos and/or JPEG frame folders (searched recursively), or an "
+        "annotation list (mmaction2 `path label` / `frame_dir total_frames label`) or manifest",
+    )
+    conv.add_argument("output", metavar="OUTPUT", help="folder to write the containers into")
+    conv.add_argument("--to", required=True, choices=("jpeg", "hdf5", "npy"), help="format")
+    _add_common(conv)
+    conv.add_argument(
+        "--short-side",
+        type=_positive_int,
+        metavar="S",
+        help="resize so the shorter side is S pixels, keeping the aspect ratio",
+    )
+    conv.add_argument(
+        "--quality", type=_quality, default=95, metavar="Q", help="JPEG quality 1-100 (95)"
+    )
+    conv.add_argument(
+        "--overwrite", action="store_true", help="convert everything again, even videos done"
+    )
+
+    prb = sub.add_parser(
+        "probe",
+        help="reported vs actual frame counts of videos or containers",
+        description=(
+            "Print each video's frame count as its metadata reports it and as it really "
+            "decodes, marking mismatches with '!' and failures with 'x'."
+        ),
+    )
+    prb.add_argument(
+        "input",
+        metavar="INPUT",
+        help="folder of videos, JPEG frame folders, .h5 or .npy files, or an annotation list",
+    )
+    prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
+    _add_common(prb)
+
+    sub.add_parser(
+        "bench",
+        help="speed of every source on the same clips (see `vidload bench --help`)",
+        add_help=False,
+    )
+    return parser
+
+
+def _add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workers",
+        type=_positive_int,
+        metavar="N",
+        help="processes to use (default: all cores)",
+    )
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="folder the entries of an annotation list are relative to (default: the list's "
+        "folder)",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the `vidload` command line with `argv` (default: sys.argv[1:]); return the exit code."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list[:1] == ["bench"]:
+        from vidload.bench import main as bench_main
+
+        try:
+            return bench_main(args_list[1:])
+        except SystemExit as e:  # bench's own --help or usage error
+            return _exit_code(e)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(args_list)
+    except SystemExit as e:  # --help, --version, or a usage error (already printed)
+        return _exit_code(e)
+    if args.command == "convert":
+        return _convert(parser, args)
+    return _probe(parser, args)
+
+
+def _exit_code(e: SystemExit) -> int:
+    if e.code is None:
+        return EXIT_OK
+    return e.code if isinstance(e.code, int) else EXIT_USAGE
+
+
+def _usage_error(parser: argparse.ArgumentParser, command: str, e: Exception) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"vidload {command}: error: {e}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from vidload.convert import convert
+
+    try:
+        report = convert(
+            args.input,
+            args.output,
+            to=args.to,
+            workers=args.workers,
+            short_side=args.short_side,
+            quality=args.quality,
+            overwrite=args.overwrite,
+            root=args.root,
+            progress=not args.quiet,
+        )
+    except (FileNotFoundError, ValueError, TypeError) as e:
+        return _usage_error(parser, "convert", e)
+    except KeyboardInterrupt:
+        print("vidload convert: interrupted; run it again to resume", file=sys.stderr)
+        return 130
+    print_convert_summary(report, sys.stdout)
+    return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def print_convert_summary(report, out: TextIO) -> None:
+    """The end-of-run summary of a ConvertReport."""
+    from vidload.progress import format_bytes
+
+    total = len(report.rows)
+    print(
+        f"converted {len(report.converted)}, skipped {len(report.skipped)} (already done), "
+        f"failed {len(report.failed)} of {total} videos in {report.seconds:.1f} s "
+        f"({report.frames} frames stored)",
+        file=out,
+    )
+    ratio = report.size_ratio
+    ratio_text = f", size ratio {ratio:.2f}x" if ratio is not None else ""
+    print(
+        f"bytes in {format_bytes(report.bytes_in)}, bytes out {format_bytes(report.bytes_out)}"
+        f"{ratio_text}",
+        file=out,
+    )
+    mismatches = report.mismatches
+    if mismatches:
+        print(
+            f"frame counts: {len(mismatches)} of {total} videos: reported != actual "
+            f"(stored what decoded; the manifest keeps both)",
+            file=out,
+        )
+        for row in mismatches[:_LIST_LIMIT]:
+            print(
+                f"  ! {row.video_id}: reported {row.reported_frames}, actual {row.actual_frames}",
+                file=out,
+            )
+        if len(mismatches) > _LIST_LIMIT:
+            print(f"  ... and {len(mismatches) - _LIST_LIMIT} more", file=out)
+    else:
+        done = total - len(report.failed)
+        print(f"frame counts: reported == actual for all {done} videos stored", file=out)
+    _print_failures(report.failed, total, out)
+    print(f"manifest: {report.manifest_path}", file=out)
+
+
+def _print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> None:
+    if not failed:
+        return
+    print(f"failed: {len(failed)} of {total} videos", file=out)
+    for row in failed:
+        print(f"  x {row.video_id}: {row.error}", file=out)
+
+
+def _probe(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from vidload.manifest import write_manifest
+    from vidload.probe import probe
+
+    try:
+        rows = probe(args.input, root=args.root, workers=args.workers, progress=not args.quiet)
+    except (FileNotFoundError, ValueError, TypeError) as e:
+        return _usage_error(parser, "probe", e)
+    except KeyboardInterrupt:
+        print("vidload probe: interrupted", file=sys.stderr)
+        return 130
+    print_probe_table(rows, sys.stdout)
+    if args.write:
+        write_manifest(args.write, rows)
+        print(f"manifest: {args.write}", file=sys.stdout)
+    return EXIT_FAILED if any(r.status == "failed" for r in rows) else EXIT_OK
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
+    """A table of reported vs actual counts: `!` marks a mismatch, `x` a failure."""
+    header = ("", "video_id", "reported", "actual", "size", "fps", "status")
+    table = [header]
+    for r in rows:
+        mark = {"mismatch": "!", "failed": "x"}.get(r.status, " ")
+        size = f"{r.width}x{r.height}" if r.width is not None and r.height is not None else "-"
+        status = r.status if r.error is None else f"{r.status}: {r.error}"
+        table.append(
+            (
+                mark,
+                r.video_id,
+                _cell(r.reported_frames),
+                _cell(r.actual_frames),
+                size,
+                _cell(r.fps),
+                status,
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    right = {2, 3, 5}  # numbers
+    for row in table:
+        cells = [
+            row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i])
+            for i in range(len(widths))
+        ]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    total = len(rows)
+    mismatched = sum(r.status == "mismatch" for r in rows)
+    print(f"{mismatched} of {total} videos: reported != actual", file=out)
+    _print_failures([r for r in rows if r.status == "failed"], total, out)

@@ -1,0 +1,862 @@
+"""Build frame containers from videos or JPEG folders: the library behind `vidload convert`.
+
+`convert(input_path, output, to=...)` turns every video of `input_path` into one container in
+`output`, laid out as the sources read it, so `JpegSource(output)`, `Hdf5Source(output)` and
+`NpySource(output)` take the same video ids as `VideoSource(input_path)`:
+
+    video id `a/x1.mp4` -> `output/a/x1/img_00001.jpg ...` (jpeg), `output/a/x1.h5` (hdf5),
+                           `output/a/x1.npy` (npy)
+
+`input_path` is one of:
+
+* a folder: searched recursively for video files (by extension, `VIDEO_EXTENSIONS`) and for
+  JPEG frame folders (a folder holding `img_00001.jpg`; its sub-folders are not searched). Names
+  starting with "." are skipped (they are temporary files).
+* an annotation list (mmaction2 `path label` or `frame_dir total_frames label`) or a manifest:
+  entries are paths relative to `root`, which defaults to the list's own folder. Labels are
+  carried into the output manifest.
+
+Frames are decoded (`VideoSource.iter_frames`: the frames that really decode), optionally
+resized so the short side is `short_side` (cv2.INTER_AREA, aspect kept), and JPEG-encoded at
+`quality`. A JPEG folder is repacked byte for byte (the stored bytes are the files' bytes) unless
+`short_side` is given, which decodes, resizes and re-encodes it.
+
+Resuming: every container is written atomically (temporary name, then rename), so a container at
+its final path is complete. Without `overwrite`, a video is skipped when its container exists and
+the manifest says it converted, or, with no manifest row (a run killed before writing it), when
+the container opens and validates. `output/vidload-convert.json` records `to`, `short_side` and
+`quality`; resuming with different options raises ValueError (pass `overwrite=True`). Stale
+temporary files of a killed run are removed at the start of the next one, so two runs must not
+write into the same `output` at the same time.
+
+`output/manifest.csv` gets one `ManifestRow` per video (merged with the rows already there):
+`actual_frames` is the number of frames stored, `reported_frames` what the input's header
+claimed, status "mismatch" when the two differ, "failed" with the reason when nothing could be
+stored. The input is only ever read.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from contextlib import closing
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal, TypeVar, get_args
+
+import cv2
+import numpy as np
+
+from vidload.errors import VideoReadError, VidloadError
+from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
+from vidload.progress import Progress
+from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
+from vidload.sources.hdf5 import Hdf5Source, write_hdf5
+from vidload.sources.jpeg import JpegSource, write_jpeg_folder
+from vidload.sources.jpeg_decode import check_jpeg_markers, decode_jpeg, encode_jpeg, jpeg_size
+from vidload.sources.npy import NpySource, write_npy
+from vidload.sources.video import VideoSource
+
+__all__ = [
+    "CONVERT_FORMATS",
+    "ConvertFormat",
+    "ConvertReport",
+    "InputItem",
+    "container_path",
+    "convert",
+    "find_inputs",
+    "resize_short_side",
+]
+
+ConvertFormat = Literal["jpeg", "hdf5", "npy"]
+CONVERT_FORMATS: tuple[str, ...] = get_args(ConvertFormat)
+InputKind = Literal["video", "jpeg", "hdf5", "npy"]
+
+#: Name of the manifest `convert` writes in `output`.
+MANIFEST_NAME = "manifest.csv"
+#: Name of the file recording the options a conversion used.
+OPTIONS_NAME = "vidload-convert.json"
+#: First frame file that marks a folder as a JPEG frame folder.
+FIRST_FRAME_NAME = "img_00001.jpg"
+_CONTAINER_SUFFIX = {"hdf5": ".h5", "npy": ".npy"}
+#: Temporary names of the writers (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-...`) and of
+#: `write_manifest` (`.manifest.csv.<random>.tmp`).
+_STALE_RE = re.compile(r"^\..+\.(tmp|old)-\d+-[0-9a-f]{8}$|^\.manifest\.csv\..+\.tmp$")
+_CHECKPOINT_S = 30.0
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+# --------------------------------------------------------------------------- finding inputs
+
+
+@dataclass(frozen=True)
+class InputItem:
+    """One video to read.
+
+    Attributes:
+        video_id: path relative to the input root, `/`-separated (videos keep their extension).
+        kind: "video" (a video file), "jpeg" (a frame folder), "hdf5" or "npy" (a container).
+        path: the file or folder.
+        label: class index from an annotation list, None when unlabelled.
+        listed_frames: a frame count given by the list (rawframes `total_frames` or a manifest),
+            used as the reported count of JPEG folders.
+    """
+
+    video_id: str
+    kind: InputKind
+    path: Path
+    label: int | None = None
+    listed_frames: int | None = None
+
+
+def find_inputs(
+    input_path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    kinds: Sequence[InputKind] = ("video", "jpeg"),
+) -> tuple[Path, list[InputItem]]:
+    """(root, items) for a folder, an annotation list or a manifest.
+
+    A folder is searched recursively (sorted, symlinks followed, names starting with "."
+    skipped) for files with a video extension, folders holding `img_00001.jpg` and, when
+    `kinds` allows, `.h5` and `.npy` files. A list's entries are relative to `root` (default: the
+    list's folder); an entry naming no existing path is looked up as a container of `kinds`
+    (`a/x1.mp4` -> `a/x1/`, `a/x1.h5`, `a/x1.npy`), else kept (it fails when read).
+
+    Raises:
+        FileNotFoundError: `input_path` (or `root`) does not exist.
+        ValueError: nothing to read, `root` given with a folder, or two inputs share an id.
+    """
+    kinds = tuple(kinds)
+    for kind in kinds:
+        if kind not in get_args(InputKind):
+            raise ValueError(f"kinds ({kinds!r}) must be drawn from {get_args(InputKind)}")
+    src = Path(input_path)
+    if not src.exists():
+        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
+    if src.is_dir():
+        if root is not None:
+            raise ValueError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+        items = _walk(src, kinds)
+        base = src
+        if not items:
+            wanted = _describe_kinds(kinds)
+            raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
+    else:
+        base = Path(root) if root is not None else src.parent
+        if not base.is_dir():
+            raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
+        try:
+            entries = load_videos(src)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"INPUT ({str(src)!r}) is not an annotation list: {e}") from e
+        items = [_list_item(base, e.video_id, e.label, _listed(e), kinds) for e in entries]
+        if not items:
+            raise ValueError(f"annotation list {str(src)!r} names no videos")
+    _check_unique(items, src)
+    return base, items
+
+
+def _listed(entry) -> int | None:
+    return entry.reported_frames if entry.reported_frames is not None else entry.known_frames
+
+
+def _describe_kinds(kinds: Sequence[str]) -> str:
+    names = {
+        "video": "video files (" + " ".join(sorted(VIDEO_EXTENSIONS)) + ")",
+        "jpeg": f"JPEG frame folders ({FIRST_FRAME_NAME}, ...)",
+        "hdf5": ".h5 files",
+        "npy": ".npy files",
+    }
+    return " or ".join(names[k] for k in kinds)
+
+
+def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
+    items: list[InputItem] = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+        real = os.path.realpath(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if real in seen:  # a symlink loop or a second link to a folder already searched
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        folder = Path(dirpath)
+        if "jpeg" in kinds and folder != base and FIRST_FRAME_NAME in filenames:
+            rel = folder.relative_to(base).as_posix()
+            items.append(InputItem(rel, "jpeg", folder))
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            kind = _file_kind(name)
+            if kind is not None and kind in kinds:
+                path = folder / name
+                rel = path.relative_to(base).as_posix()
+                vid = rel if kind == "video" else rel[: -len(_CONTAINER_SUFFIX[kind])]
+                items.append(InputItem(vid, kind, path))
+    items.sort(key=lambda it: it.video_id)
+    return items
+
+
+def _file_kind(name: str) -> InputKind | None:
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in VIDEO_EXTENSIONS:
+        return "video"
+    if suffix == ".h5":
+        return "hdf5"
+    if suffix == ".npy":
+        return "npy"
+    return None
+
+
+def _list_item(
+    base: Path, video_id: str, label: int, listed: int | None, kinds: Sequence[str]
+) -> InputItem:
+    vid = normalize_video_id(video_id)
+    label_or_none = None if label < 0 else label
+    path = base / vid
+    if path.is_dir():
+        kind: str | None = "jpeg"
+    elif path.exists():
+        kind = _file_kind(path.name)
+        if kind is None or kind not in kinds:
+            raise ValueError(
+                f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
+            )
+        if kind != "video":  # a container named directly: its id has no suffix
+            vid = vid[: -len(path.suffix)]
+    else:
+        stem = base / strip_video_ext(vid)
+        found = [
+            (k, p)
+            for k, p in (
+                ("jpeg", stem),
+                ("hdf5", stem.with_name(stem.name + ".h5")),
+                ("npy", stem.with_name(stem.name + ".npy")),
+            )
+            if k in kinds and (p / FIRST_FRAME_NAME if k == "jpeg" else p).is_file()
+        ]
+        if len(found) > 1:
+            raise ValueError(
+                f"{video_id!r} matches several containers: {', '.join(str(p) for _, p in found)}"
+            )
+        if found:
+            kind, path = found[0]
+        else:  # missing: read as what its name says, and fail then with the reason
+            suffix = path.suffix.lower()
+            kind = "video" if suffix in VIDEO_EXTENSIONS or "jpeg" not in kinds else "jpeg"
+    return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
+
+
+def _check_unique(items: Sequence[InputItem], where: Path) -> None:
+    seen: set[str] = set()
+    for item in items:
+        if item.video_id in seen:
+            raise ValueError(f"{where}: video id {item.video_id!r} is listed more than once")
+        seen.add(item.video_id)
+
+
+def _check_one_container_each(items: Sequence[InputItem], where: Path) -> None:
+    """Two inputs whose ids differ only in a video extension would share one container."""
+    by_key: dict[str, str] = {}
+    for item in items:
+        key = strip_video_ext(item.video_id)
+        other = by_key.setdefault(key, item.video_id)
+        if other != item.video_id:
+            raise ValueError(
+                f"{where}: {other!r} and {item.video_id!r} would share one container "
+                f"({key!r}); rename one, or convert them separately"
+            )
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def resize_short_side(rgb: np.ndarray, short_side: int) -> np.ndarray:
+    """Resize uint8 (H, W, 3) so its shorter side is `short_side`, keeping the aspect ratio
+    (longer side rounded; cv2.INTER_AREA). Returns `rgb` itself when the size already fits."""
+    h, w = rgb.shape[:2]
+    size = _target_size(h, w, short_side)
+    if size == (h, w):
+        return rgb
+    return cv2.resize(rgb, (size[1], size[0]), interpolation=cv2.INTER_AREA)
+
+
+def _target_size(h: int, w: int, short_side: int) -> tuple[int, int]:
+    """(height, width) with the short side `short_side` and the aspect of h x w."""
+    if h <= w:
+        return short_side, max(1, round(w * short_side / h))
+    return max(1, round(h * short_side / w)), short_side
+
+
+def _encoded_video_frames(
+    path: Path, frames: Iterable[np.ndarray], short_side: int | None, quality: int
+) -> Iterator[bytes]:
+    """JPEG bytes of decoded uint8 (H, W, 3) frames, resized to one size when asked."""
+    first: tuple[int, int] | None = None
+    target: tuple[int, int] | None = None
+    for i, rgb in enumerate(frames):
+        shape = rgb.shape[:2]
+        if first is None:
+            first = shape
+            target = _target_size(*shape, short_side) if short_side else shape
+        elif shape != first:
+            raise VideoReadError(
+                path,
+                f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}",
+                i,
+            )
+        if target != shape:
+            rgb = cv2.resize(rgb, (target[1], target[0]), interpolation=cv2.INTER_AREA)
+        yield encode_jpeg(rgb, quality)
+
+
+def _jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
+    """The stored bytes of a frame folder's contiguous frames, checked to be one size."""
+    src = JpegSource(item.path.parent)
+    name = item.path.name
+    count = src.actual_frames(name)
+    size: tuple[int, int] | None = None
+    for i in range(count):
+        path = src.frame_path(name, i)
+        try:
+            data = path.read_bytes()
+        except OSError as e:
+            raise VideoReadError(path, f"cannot read the frame file: {e}", i) from e
+        check_jpeg_markers(data, path=str(path), index=i)
+        this = jpeg_size(data, path=str(path), index=i)
+        if size is None:
+            size = this
+        elif this != size:
+            raise VideoReadError(
+                path,
+                f"frame size {this[1]}x{this[0]} differs from the first frame's "
+                f"{size[1]}x{size[0]}",
+                i,
+            )
+        yield data
+
+
+def _decoded_jpeg_folder(folder: Path, frames: Iterable[bytes]) -> Iterator[np.ndarray]:
+    for i, data in enumerate(frames):
+        yield decode_jpeg(data, path=str(folder), index=i)
+
+
+# --------------------------------------------------------------------------- one video
+
+
+@dataclass(frozen=True)
+class _Job:
+    """What a worker needs to convert (or verify) one video; picklable."""
+
+    item: InputItem
+    root: Path
+    container: Path
+    to: ConvertFormat
+    short_side: int | None
+    quality: int
+    threads: int
+    verify: bool  # the container exists without a manifest row: validate it, else convert
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    row: ManifestRow
+    action: Literal["converted", "skipped", "failed"]
+    bytes_in: int = 0
+    frames: int = 0
+
+
+def container_path(output: Path, video_id: str, to: ConvertFormat) -> Path:
+    """Where `convert` puts `video_id`'s container: the layout the sources read."""
+    stem = strip_video_ext(normalize_video_id(video_id))
+    if to == "jpeg":
+        return output / stem
+    return output / (stem + _CONTAINER_SUFFIX[to])
+
+
+def _path_bytes(path: Path) -> int:
+    """Size of a file, or of the files in a folder (not recursive)."""
+    if path.is_dir():
+        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
+    return path.stat().st_size
+
+
+def _reason(e: BaseException, item: InputItem) -> str:
+    """A short reason for the manifest: the error without the item's own path."""
+    if isinstance(e, VideoReadError) and e.path == str(item.path):
+        where = f" (frame {e.index})" if e.index is not None else ""
+        return f"{e.reason}{where}"
+    return str(e) or type(e).__name__
+
+
+def _status(reported: int | None, actual: int) -> Literal["ok", "mismatch"]:
+    return "mismatch" if reported is not None and reported != actual else "ok"
+
+
+def _input_header(job: _Job) -> tuple[int | None, float | None]:
+    """(reported frames, fps) of the input, without decoding."""
+    item = job.item
+    if item.kind == "video":
+        info = VideoSource(job.root, threads=1, cache_size=0).info(item.video_id)
+        return info.reported_frames, info.fps
+    if item.listed_frames is not None:
+        return item.listed_frames, None
+    return JpegSource(item.path.parent).reported_frames(item.path.name), None
+
+
+class _NoFrames(VideoReadError):
+    """The input opened but not one frame decodes."""
+
+
+def _convert_job(job: _Job) -> _Outcome:
+    """Convert one video (or accept its existing container); failures become a failed row."""
+    item = job.item
+    reported: int | None = None
+    fps: float | None = None
+    try:
+        reported, fps = _input_header(job)
+        if job.verify:
+            try:
+                return _verified(job, reported, fps)
+            except VidloadError:
+                pass  # an invalid container: convert the video again
+        return _convert_video(job, reported, fps)
+    except (VidloadError, OSError) as e:
+        row = ManifestRow(
+            item.video_id,
+            item.label,
+            reported_frames=reported,
+            actual_frames=0 if isinstance(e, _NoFrames) else None,
+            fps=fps,
+            status="failed",
+            error=_reason(e, item),
+        )
+        return _Outcome(row, "failed")
+
+
+def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
+    """Decode (or read), encode and write one video's container."""
+    item = job.item
+    if item.kind == "video":
+        src = VideoSource(job.root, threads=job.threads, cache_size=0)
+        frames = src.iter_frames(item.video_id)
+        encoded = _encoded_video_frames(item.path, frames, job.short_side, job.quality)
+        raw = None
+    else:
+        raw = _Counter(_jpeg_folder_bytes(item))
+        encoded = iter(raw)
+        if job.short_side is not None:
+            decoded = _decoded_jpeg_folder(item.path, raw)
+            encoded = _encoded_video_frames(item.path, decoded, job.short_side, job.quality)
+
+    first = next(encoded, None)
+    if first is None:
+        what = (
+            f"no frame files ({FIRST_FRAME_NAME}, ...)" if raw is not None else "no frame decodes"
+        )
+        raise _NoFrames(item.path, what)
+    if job.to == "jpeg":
+        count = write_jpeg_folder(job.container, _chain(first, encoded))  # streamed to disk
+    else:
+        data = [first, *encoded]
+        if job.to == "hdf5":
+            attrs = {
+                "fps": fps,
+                "reported_frames": reported,
+                "source": item.video_id,
+                "quality": job.quality if (item.kind == "video" or job.short_side) else None,
+                "short_side": job.short_side,
+            }
+            count = write_hdf5(job.container, data, attrs=attrs)
+        else:
+            count = write_npy(job.container, data)
+    height, width = jpeg_size(first, path=str(job.container), index=0)
+    bytes_in = _path_bytes(item.path) if raw is None else raw.bytes
+    row = ManifestRow(
+        item.video_id,
+        item.label,
+        reported_frames=reported,
+        actual_frames=count,
+        width=width,
+        height=height,
+        fps=fps,
+        bytes=_path_bytes(job.container),
+        status=_status(reported, count),
+    )
+    return _Outcome(row, "converted", bytes_in, count)
+
+
+def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
+    """The row of an existing, valid container (a run killed before writing its manifest)."""
+    out_root = job.container.parent
+    name = job.container.name
+    if job.to == "jpeg":
+        src = JpegSource(out_root)
+    elif job.to == "hdf5":
+        src, name = Hdf5Source(out_root, cache_size=0), name[: -len(".h5")]
+    else:
+        src, name = NpySource(out_root), name[: -len(".npy")]
+    actual = src.actual_frames(name)
+    if actual == 0:
+        raise VideoReadError(job.container, "holds no frames")
+    _, height, width, _ = src.read(name, [0, actual - 1]).shape
+    row = ManifestRow(
+        job.item.video_id,
+        job.item.label,
+        reported_frames=reported,
+        actual_frames=actual,
+        width=width,
+        height=height,
+        fps=fps,
+        bytes=_path_bytes(job.container),
+        status=_status(reported, actual),
+    )
+    return _Outcome(row, "skipped")
+
+
+class _Counter:
+    """Iterates over byte strings, adding up their lengths."""
+
+    def __init__(self, it: Iterable[bytes]) -> None:
+        self._it = iter(it)
+        self.bytes = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self
+
+    def __next__(self) -> bytes:
+        data = next(self._it)
+        self.bytes += len(data)
+        return data
+
+
+def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
+    yield first
+    yield from rest
+
+
+# --------------------------------------------------------------------------- parallel map
+
+
+def _init_worker() -> None:
+    cv2.setNumThreads(1)  # one process per core already
+
+
+def run_parallel(fn: Callable[[T], R], jobs: Sequence[T], workers: int) -> Iterator[R]:
+    """`fn(job)` for every job, in completion order, on `workers` spawned processes
+    (`workers == 1`, or a single job, runs in this process). `fn` and the jobs must be
+    picklable; an exception `fn` raises propagates."""
+    if workers == 1 or len(jobs) <= 1:
+        for job in jobs:
+            yield fn(job)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker)
+    try:
+        futures = [pool.submit(fn, job) for job in jobs]
+        for future in as_completed(futures):
+            yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def check_workers(workers: int | None) -> int:
+    """`workers`, or all cores for None; ValueError/TypeError for anything but an int >= 1."""
+    if workers is None:
+        return os.cpu_count() or 1
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise TypeError(f"workers must be an int or None, got {workers!r}")
+    if workers < 1:
+        raise ValueError(f"workers ({workers}) must be >= 1")
+    return workers
+
+
+# --------------------------------------------------------------------------- convert
+
+
+@dataclass(frozen=True)
+class ConvertReport:
+    """What one `convert` run did.
+
+    Attributes:
+        output: the output folder.
+        manifest_path: `output/manifest.csv`.
+        rows: one manifest row per input video, in input order.
+        converted, skipped: ids converted in this run, and ids whose container was already done.
+        failed: rows of the videos that could not be converted (`error` says why).
+        bytes_in, bytes_out: input and output bytes of the videos converted in this run.
+        frames: frames stored in this run.
+        seconds: wall time of the run.
+    """
+
+    output: Path
+    manifest_path: Path
+    rows: tuple[ManifestRow, ...]
+    converted: tuple[str, ...]
+    skipped: tuple[str, ...]
+    failed: tuple[ManifestRow, ...]
+    bytes_in: int
+    bytes_out: int
+    frames: int
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        """True when every video converted or was already done."""
+        return not self.failed
+
+    @property
+    def mismatches(self) -> tuple[ManifestRow, ...]:
+        """Rows whose reported frame count differs from the frames stored."""
+        return tuple(r for r in self.rows if r.status == "mismatch")
+
+    @property
+    def size_ratio(self) -> float | None:
+        """bytes_out / bytes_in of this run's conversions (None when nothing was converted)."""
+        return self.bytes_out / self.bytes_in if self.bytes_in else None
+
+
+@dataclass
+class _Plan:
+    root: Path
+    output: Path
+    jobs: list[_Job] = field(default_factory=list)
+    done: dict[str, ManifestRow] = field(default_factory=dict)  # skipped: row kept as it was
+    items: list[InputItem] = field(default_factory=list)
+    previous: dict[str, ManifestRow] = field(default_factory=dict)
+
+
+def convert(
+    input_path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    to: ConvertFormat,
+    workers: int | None = None,
+    short_side: int | None = None,
+    quality: int = 95,
+    overwrite: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    progress: bool = True,
+) -> ConvertReport:
+    """Convert every video of `input_path` into a `to` container under `output` (module doc).
+
+    Args:
+        input_path: a folder of videos and/or JPEG frame folders, or an annotation list / manifest.
+        output: the folder to fill (made if missing); must not overlap a folder `input_path`.
+        to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`) or "npy"
+            (`output/<id>.npy`), ids without their video extension.
+        workers: processes (spawned; default all cores; 1 converts in this process).
+        short_side: resize so the shorter side has this many pixels (aspect kept); None keeps
+            the size.
+        quality: JPEG quality in [1, 100] for encoded frames.
+        overwrite: convert every video again, even those already done.
+        root: folder the entries of an annotation list are relative to (default: its folder).
+        progress: draw a progress bar on stderr.
+
+    Returns:
+        a ConvertReport; failed videos are in it (and in the manifest), never raised.
+
+    Raises:
+        FileNotFoundError: `input_path` does not exist.
+        ValueError / TypeError: a bad argument, overlapping `input_path` and `output`, or a resumed
+            `output` converted with other options.
+    """
+    started = time.perf_counter()
+    if to not in CONVERT_FORMATS:
+        raise ValueError(f"to ({to!r}) must be one of {CONVERT_FORMATS}")
+    workers = check_workers(workers)
+    if short_side is not None:
+        if isinstance(short_side, bool) or not isinstance(short_side, int):
+            raise TypeError(f"short_side must be an int or None, got {short_side!r}")
+        if short_side < 1:
+            raise ValueError(f"short_side ({short_side}) must be >= 1")
+    if isinstance(quality, bool) or not isinstance(quality, int):
+        raise TypeError(f"quality must be an int, got {quality!r}")
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality ({quality}) must be in [1, 100]")
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
+    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
+    _check_one_container_each(items, Path(input_path))
+    _check_no_overlap(Path(input_path), base, out, items, to)
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / MANIFEST_NAME
+    _check_options(out, to, short_side, quality, overwrite)
+    _remove_stale_temporaries(out)
+    previous = _previous_rows(manifest_path, overwrite)
+
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    plan = _Plan(base, out, items=items, previous=previous)
+    for item in items:
+        container = container_path(out, item.video_id, to)
+        prev = previous.get(item.video_id)
+        exists = container.exists()
+        if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
+            plan.done[item.video_id] = replace(prev, label=item.label)
+            continue
+        verify = exists and not overwrite and prev is None
+        plan.jobs.append(_Job(item, base, container, to, short_side, quality, threads, verify))
+    return _run(plan, workers, progress, manifest_path, started)
+
+
+def _run(
+    plan: _Plan, workers: int, progress: bool, manifest_path: Path, started: float
+) -> ConvertReport:
+    results: dict[str, _Outcome] = {}
+    last_checkpoint = time.perf_counter()
+    bar = Progress(
+        len(plan.jobs), desc="convert", unit="video", enabled=progress and bool(plan.jobs)
+    )
+    frames = 0
+    try:
+        with closing(run_parallel(_convert_job, plan.jobs, workers)) as outcomes:
+            for outcome in outcomes:
+                results[outcome.row.video_id] = outcome
+                frames += outcome.frames
+                bar.set_postfix(f"{frames / max(bar.elapsed, 1e-9):.0f} frames/s")
+                bar.update()
+                if time.perf_counter() - last_checkpoint > _CHECKPOINT_S:
+                    _write_merged(manifest_path, plan, results)
+                    last_checkpoint = time.perf_counter()
+    finally:
+        bar.close()
+        _write_merged(manifest_path, plan, results)
+
+    rows, converted, skipped, failed = [], [], [], []
+    bytes_in = bytes_out = 0
+    for item in plan.items:
+        vid = item.video_id
+        if vid in plan.done:
+            rows.append(plan.done[vid])
+            skipped.append(vid)
+            continue
+        outcome = results[vid]
+        rows.append(outcome.row)
+        if outcome.action == "failed":
+            failed.append(outcome.row)
+        elif outcome.action == "skipped":
+            skipped.append(vid)
+        else:
+            converted.append(vid)
+            bytes_in += outcome.bytes_in
+            bytes_out += outcome.row.bytes or 0
+    return ConvertReport(
+        output=plan.output,
+        manifest_path=manifest_path,
+        rows=tuple(rows),
+        converted=tuple(converted),
+        skipped=tuple(skipped),
+        failed=tuple(failed),
+        bytes_in=bytes_in,
+        bytes_out=bytes_out,
+        frames=frames,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _write_merged(manifest_path: Path, plan: _Plan, results: dict[str, _Outcome]) -> None:
+    """The previous manifest's rows, updated with this run's; sorted by video id."""
+    merged = dict(plan.previous)
+    merged.update(plan.done)
+    for vid, outcome in results.items():
+        merged[vid] = outcome.row
+    write_manifest(manifest_path, [merged[k] for k in sorted(merged)])
+
+
+def _previous_rows(manifest_path: Path, overwrite: bool) -> dict[str, ManifestRow]:
+    if not manifest_path.exists():
+        return {}
+    try:
+        rows = read_manifest(manifest_path)
+    except ValueError as e:
+        if overwrite:
+            return {}
+        raise ValueError(
+            f"{manifest_path} cannot be resumed from ({e}); remove it or pass overwrite"
+        ) from e
+    return {r.video_id: r for r in rows}
+
+
+def _check_options(
+    out: Path, to: str, short_side: int | None, quality: int, overwrite: bool
+) -> None:
+    """Refuse to resume into an output converted with other options; record these ones."""
+    path = out / OPTIONS_NAME
+    options = {"to": to, "short_side": short_side, "quality": quality}
+    if path.exists() and not overwrite:
+        try:
+            old = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
+        if old != options:
+            raise ValueError(
+                f"OUTPUT {str(out)!r} was converted with {old}, not {options}; "
+                f"use the same options to resume, or overwrite to convert everything again"
+            )
+        return
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.write_text(json.dumps(options) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    """Delete what killed runs left: the writers' and write_manifest's temporary names."""
+    for dirpath, dirnames, filenames in os.walk(out):
+        for name in list(dirnames):
+            if _STALE_RE.match(name):
+                shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
+                dirnames.remove(name)
+        for name in filenames:
+            if _STALE_RE.match(name):
+                Path(dirpath, name).unlink(missing_ok=True)
+        # frame folders hold only frames: no need to look inside them
+        dirnames[:] = [d for d in dirnames if not Path(dirpath, d, FIRST_FRAME_NAME).exists()]
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _check_no_overlap(
+    input_path: Path, base: Path, out: Path, items: Sequence[InputItem], to: ConvertFormat
+) -> None:
+    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""
+    out_r = out.resolve()
+    if input_path.is_dir():
+        in_r = base.resolve()
+        if _is_within(out_r, in_r) or _is_within(in_r, out_r):
+            raise ValueError(
+                f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
+                f"one another"
+            )
+        return
+    inputs = {item.path.resolve() for item in items}
+    above_inputs = {p for path in inputs for p in path.parents}
+    frame_folders = {item.path.resolve() for item in items if item.kind == "jpeg"}
+    for item in items:
+        target = container_path(out_r, item.video_id, to)
+        if (
+            target in inputs
+            or target in above_inputs
+            or any(p in frame_folders for p in target.parents)
+        ):
+            raise ValueError(
+                f"the container of {item.video_id!r} ({target}) would overwrite or sit inside "
+                f"the input; choose another OUTPUT"
+            )
+    if out_r in inputs:
+        raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")

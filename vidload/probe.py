@@ -1,0 +1,144 @@
+"""Reported vs actual frame counts of videos or containers: the library behind `vidload probe`.
+
+`probe(input_path)` reads every video of `input_path` (a folder or an annotation list, found as
+`vidload.convert.find_inputs` finds them, containers included) and returns one `ManifestRow`
+each:
+
+* a video file: `reported_frames` from its header (`VideoSource.info`, no decoding),
+  `actual_frames` from a full decode of the same stream (`VideoSource.actual_frames`).
+* a JPEG frame folder: `reported_frames` is the list's `total_frames` when an annotation list
+  gives one, else the number of frame files; `actual_frames` the contiguous run of frames.
+* an `.h5` / `.npy` container: the counts its source gives; the first and last frames are
+  decoded to check the container and find the frame size.
+
+Status "mismatch" when reported and actual differ, "failed" (with `error`) when the video cannot
+be read or no frame decodes. The rows make a manifest `ClipDataset` accepts (`write_manifest`).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+import h5py
+
+from vidload.convert import (
+    InputItem,
+    _path_bytes,
+    _reason,
+    _status,
+    check_workers,
+    find_inputs,
+    run_parallel,
+)
+from vidload.errors import VideoReadError, VidloadError
+from vidload.manifest import ManifestRow
+from vidload.progress import Progress
+from vidload.sources.hdf5 import Hdf5Source
+from vidload.sources.jpeg import JpegSource
+from vidload.sources.npy import NpySource
+from vidload.sources.video import VideoSource
+
+__all__ = ["probe"]
+
+
+@dataclass(frozen=True)
+class _ProbeJob:
+    item: InputItem
+    root: Path
+    threads: int
+
+
+def probe(
+    input_path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    workers: int | None = None,
+    progress: bool = True,
+) -> list[ManifestRow]:
+    """One ManifestRow per video of `input_path`, in input order (sorted ids for a folder).
+
+    Args:
+        input_path: a folder of videos, JPEG frame folders, `.h5` or `.npy` containers (searched
+            recursively), or an annotation list / manifest.
+        root: folder the entries of an annotation list are relative to (default: its folder).
+        workers: processes (spawned; default all cores; 1 reads in this process).
+        progress: draw a progress bar on stderr.
+
+    Failures are rows with status "failed", never raised.
+
+    Raises:
+        FileNotFoundError: `input_path` does not exist.
+        ValueError / TypeError: a bad argument or nothing to read.
+    """
+    workers = check_workers(workers)
+    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    jobs = [_ProbeJob(item, base, threads) for item in items]
+    rows: dict[str, ManifestRow] = {}
+    with Progress(len(jobs), desc="probe", unit="video", enabled=progress) as bar:
+        with closing(run_parallel(_probe_job, jobs, workers)) as results:
+            for row in results:
+                rows[row.video_id] = row
+                bar.update()
+    return [rows[item.video_id] for item in items]
+
+
+def _probe_job(job: _ProbeJob) -> ManifestRow:
+    item = job.item
+    known: dict[str, object] = {}  # what the header told before a failure
+    try:
+        return _probe_item(job, known)
+    except (VidloadError, OSError) as e:
+        return ManifestRow(
+            item.video_id, item.label, status="failed", error=_reason(e, item), **known
+        )
+
+
+def _probe_item(job: _ProbeJob, known: dict[str, object]) -> ManifestRow:
+    item = job.item
+    vid = item.video_id
+    if item.kind == "video":
+        src = VideoSource(job.root, threads=job.threads, cache_size=0)
+        info = src.info(vid)
+        known.update(
+            reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
+        )
+        actual = src.actual_frames(vid)  # raises when no frame decodes
+    else:
+        if item.kind == "jpeg":
+            counts = {vid: item.listed_frames} if item.listed_frames is not None else None
+            src = JpegSource(job.root, frame_counts=counts)
+        elif item.kind == "hdf5":
+            src = Hdf5Source(job.root, cache_size=0)
+            known["fps"] = _hdf5_fps(item.path)
+        else:
+            src = NpySource(job.root)
+        known["reported_frames"] = src.reported_frames(vid)
+        actual = src.actual_frames(vid)
+        if actual == 0:
+            known["actual_frames"] = 0
+            raise VideoReadError(item.path, "no frame decodes (0 frames)")
+        _, height, width, _ = src.read(vid, [0, actual - 1]).shape
+        known.update(width=width, height=height)
+    reported = known["reported_frames"]
+    return ManifestRow(
+        vid,
+        item.label,
+        actual_frames=actual,
+        bytes=_path_bytes(item.path),
+        status=_status(reported, actual),  # type: ignore[arg-type]
+        **known,  # type: ignore[arg-type]
+    )
+
+
+def _hdf5_fps(path: Path) -> float | None:
+    """The `fps` attribute `vidload convert` stores, None when absent or unreadable."""
+    try:
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get("fps")
+    except OSError:
+        return None  # Hdf5Source reports why the file cannot be read
+    return None if value is None else float(value)
