@@ -7,10 +7,12 @@ The index is written as 12 bits, one bit per cell of a 4 x 3 grid covering the f
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
 
 import av
+import av.error
 import numpy as np
 
 GRID_COLS, GRID_ROWS = 4, 3
@@ -39,7 +41,9 @@ def frame_number(rgb: np.ndarray) -> int:
     value = 0
     for bit in range(BITS):
         r, c = divmod(bit, GRID_COLS)
-        cell = rgb[r * ch + ch // 4 : (r + 1) * ch - ch // 4, c * cw + cw // 4 : (c + 1) * cw - cw // 4]
+        cell = rgb[
+            r * ch + ch // 4 : (r + 1) * ch - ch // 4, c * cw + cw // 4 : (c + 1) * cw - cw // 4
+        ]
         if cell.mean() > 125:
             value |= 1 << bit
     return value
@@ -55,22 +59,20 @@ def make_video(
     fps: int = 25,
     pix_fmt: str = "yuv420p",
     options: dict[str, str] | None = None,
+    container_options: dict[str, str] | None = None,
 ) -> Path:
     """Encode `num_frames` painted frames with `codec` into `path` (container from the suffix)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream(codec, rate=Fraction(fps))
-        stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
-        if options:
-            stream.options = dict(options)
-        for i in range(num_frames):
-            frame = av.VideoFrame.from_ndarray(paint(i, width, height), format="rgb24")
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return path
+    return encode_frames(
+        path,
+        range(num_frames),
+        codec=codec,
+        width=width,
+        height=height,
+        fps=fps,
+        pix_fmt=pix_fmt,
+        options=options,
+        container_options=container_options,
+    )
 
 
 def sequential_decode(path: str | Path, stream_index: int = 0) -> list[np.ndarray]:
@@ -78,3 +80,131 @@ def sequential_decode(path: str | Path, stream_index: int = 0) -> list[np.ndarra
     with av.open(str(path)) as container:
         stream = container.streams.video[stream_index]
         return [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+
+
+def encode_frames(
+    path: str | Path,
+    indices: Sequence[int],
+    *,
+    pts: Sequence[int] | None = None,
+    time_base: Fraction | None = None,
+    codec: str = "libx264",
+    width: int = 128,
+    height: int = 96,
+    fps: int = 25,
+    pix_fmt: str = "yuv420p",
+    options: dict[str, str] | None = None,
+    container_options: dict[str, str] | None = None,
+) -> Path:
+    """Encode frames painted with `indices` into `path`, frame j at timestamp `pts[j]` in
+    `time_base` (default: j / fps). Irregular `pts` make a variable-frame-rate video; a first
+    pts > 0 makes a video with a non-zero start time."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if pts is not None and len(pts) != len(indices):
+        raise ValueError(f"pts ({len(pts)}) and indices ({len(indices)}) differ in length")
+    with av.open(str(path), "w", options=container_options or {}) as out:
+        stream = _add_video_stream(out, codec, width, height, fps, pix_fmt, options, time_base)
+        for j, index in enumerate(indices):
+            frame = av.VideoFrame.from_ndarray(paint(index, width, height), format="rgb24")
+            if pts is not None:
+                frame.pts = int(pts[j])
+                frame.time_base = stream.codec_context.time_base
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+def _add_video_stream(out, codec, width, height, fps, pix_fmt, options, time_base=None):
+    stream = out.add_stream(codec, rate=Fraction(fps))
+    stream.width, stream.height, stream.pix_fmt = width, height, pix_fmt
+    if time_base is not None:
+        stream.codec_context.time_base = time_base
+        stream.time_base = time_base
+    if options:
+        stream.options = dict(options)
+    return stream
+
+
+def make_two_stream_video(
+    path: str | Path,
+    counts: tuple[int, int],
+    *,
+    sizes: tuple[tuple[int, int], tuple[int, int]] = ((96, 64), (128, 96)),
+    offsets: tuple[int, int] = (0, 1000),
+    codec: str = "libx264",
+    fps: int = 25,
+) -> Path:
+    """A file with two video streams: stream s has counts[s] frames of size sizes[s]
+    (width, height), frame i painted with offsets[s] + i."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        streams = [
+            _add_video_stream(out, codec, w, h, fps, "yuv420p", {"g": "12"}) for w, h in sizes
+        ]
+        for i in range(max(counts)):
+            for s, stream in enumerate(streams):
+                if i < counts[s]:
+                    w, h = sizes[s]
+                    img = paint(offsets[s] + i, w, h)
+                    frame = av.VideoFrame.from_ndarray(img, format="rgb24")
+                    for packet in stream.encode(frame):
+                        out.mux(packet)
+        for stream in streams:
+            for packet in stream.encode(None):
+                out.mux(packet)
+    return path
+
+
+def make_audio_only(path: str | Path, seconds: float = 0.5, rate: int = 8000) -> Path:
+    """A file with one audio stream (a sine tone) and no video stream."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("pcm_s16le", rate=rate, layout="mono")
+        t = np.arange(int(seconds * rate)) / rate
+        samples = (np.sin(2 * np.pi * 440 * t) * 8000).astype(np.int16)[None, :]
+        frame = av.AudioFrame.from_ndarray(samples, format="s16", layout="mono")
+        frame.sample_rate = rate
+        for packet in stream.encode(frame):
+            out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path
+
+
+def truncate_copy(src: str | Path, dst: str | Path, fraction: float) -> Path:
+    """Copy the first `fraction` of the bytes of `src` to `dst` (a truncated download)."""
+    data = Path(src).read_bytes()
+    dst = Path(dst)
+    dst.write_bytes(data[: int(len(data) * fraction)])
+    return dst
+
+
+def decode_until_bad(path: str | Path, stream_index: int = 0) -> list[np.ndarray]:
+    """Like `sequential_decode`, but stops where the data goes bad (a corrupt packet, a demux
+    or decode error) and keeps the frames decoded before it: the frames of a truncated file."""
+    frames: list[np.ndarray] = []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[stream_index]
+        packets = container.demux(stream)
+        while True:
+            try:
+                packet = next(packets)
+                if packet.is_corrupt:
+                    raise av.error.InvalidDataError(0, "corrupt packet")
+                decoded = stream.codec_context.decode(packet)
+            except StopIteration:
+                break
+            except av.error.FFmpegError:
+                try:
+                    decoded = stream.codec_context.decode(None)
+                except av.error.FFmpegError:
+                    decoded = []
+                frames += [f.to_ndarray(format="rgb24") for f in decoded]
+                break
+            frames += [f.to_ndarray(format="rgb24") for f in decoded]
+    return frames

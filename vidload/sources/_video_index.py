@@ -1,0 +1,257 @@
+"""Where each frame of one video stream is, and the one decode loop every read goes through.
+
+A `FrameIndex` lists the frames of a stream in the order a sequential decode outputs them, each
+identified by a *key* (its pts, or its dts when it has no pts), plus the keyframe packets a
+decode can restart from (`SeekPoint`). It is built one of two ways:
+
+* `index_from_packets`: a demux-only scan, no decoding. Frame i is taken to be the packet with
+  the i-th smallest pts. Cheap, but a guess: it is checked against the decoder on every read.
+* `IndexRecorder`: records a full sequential decode. Its count is the truth (`exact=True`).
+
+`decode_packets` is the single decode loop shared by sequential decoding and seek-and-decode,
+so both stop at the same place when the data goes bad.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+import av
+import av.error
+
+
+@dataclass(frozen=True)
+class SeekPoint:
+    """A packet a decode can start from.
+
+    Attributes:
+        pos: output position of the first frame a decode started here yields (0 for the first
+            packet of the stream; the keyframe's own position for a keyframe).
+        pts, dts: the packet's timestamps (stream time base); candidates for `container.seek`.
+    A packet is recognised by its key (`packet_key`): demuxers do not always restore a
+    packet's dts after a seek (Matroska), but its pts they do.
+    """
+
+    pos: int
+    pts: int | None
+    dts: int | None
+
+    def seek_targets(self) -> list[int]:
+        """Timestamps to try with a backward seek, most precise first (deduplicated)."""
+        out: list[int] = []
+        for ts in (self.pts, self.dts):
+            if ts is not None and ts not in out:
+                out.append(ts)
+        return out
+
+
+_NONE = -(2**63)  # stands for a missing timestamp in the int64 arrays below
+
+
+def _lookup(sorted_keys: array, values: array | None, key: int | None) -> int | None:
+    """values[i] (or i) where sorted_keys[i] == key; None if key is absent."""
+    if key is None:
+        return None
+    i = bisect.bisect_left(sorted_keys, key)
+    if i < len(sorted_keys) and sorted_keys[i] == key:
+        return i if values is None else values[i]
+    return None
+
+
+class FrameIndex:
+    """Frames of one stream in sequential-decode output order, stored compactly (int64 arrays,
+    about 24 bytes a frame) so that a process can keep thousands.
+
+    Attributes:
+        num_frames: frames in the index (the true count when `exact`).
+        keys: key of each frame, in output order; None when the frames cannot be told apart by
+            timestamps (missing or repeated), in which case only sequential decoding is exact.
+        exact: built from a full decode (True) or guessed from a packet scan (False).
+        seekable: False once seeking failed to reproduce sequential decoding for this stream.
+    """
+
+    def __init__(
+        self,
+        num_frames: int,
+        keys: Sequence[int] | None,
+        exact: bool,
+        seek_points: Sequence[SeekPoint],
+    ) -> None:
+        self.num_frames = num_frames
+        self.exact = exact
+        self.keys = array("q", keys) if keys is not None else None
+        if self.keys is not None and any(a >= b for a, b in pairwise(keys)):
+            order = sorted(range(len(keys)), key=keys.__getitem__)
+            self._sorted_keys = array("q", (keys[i] for i in order))
+            self._key_pos: array | None = array("q", order)
+        else:  # keys in output order are already sorted: position = rank
+            self._sorted_keys, self._key_pos = self.keys or array("q"), None
+        points = sorted(seek_points, key=lambda sp: sp.pos)
+        self._seek_pos = array("q", (sp.pos for sp in points))
+        self._seek_pts = array("q", (_NONE if sp.pts is None else sp.pts for sp in points))
+        self._seek_dts = array("q", (_NONE if sp.dts is None else sp.dts for sp in points))
+        landing = sorted(
+            (packet_key(sp.pts, sp.dts), sp.pos)
+            for sp in points
+            if packet_key(sp.pts, sp.dts) is not None
+        )
+        self._landing_keys = array("q", (k for k, _ in landing))
+        self._landing_pos = array("q", (p for _, p in landing))
+        self.seekable = self.keys is not None and len(points) > 0
+
+    def __repr__(self) -> str:
+        return (
+            f"FrameIndex(num_frames={self.num_frames}, exact={self.exact}, "
+            f"seekable={self.seekable}, seek_points={list(self._seek_pos)})"
+        )
+
+    @property
+    def seek_points(self) -> list[SeekPoint]:
+        """Where a decode can restart, sorted by `pos`; the first is the stream start."""
+        return [self.seek_point(i) for i in range(len(self._seek_pos))]
+
+    def seek_point(self, i: int) -> SeekPoint:
+        pts, dts = self._seek_pts[i], self._seek_dts[i]
+        return SeekPoint(
+            self._seek_pos[i], None if pts == _NONE else pts, None if dts == _NONE else dts
+        )
+
+    def seek_point_before(self, pos: int) -> int:
+        """Number of the last seek point with `pos` <= the given position (0 if none)."""
+        return max(bisect.bisect_right(self._seek_pos, pos) - 1, 0)
+
+    @property
+    def keys_in_order(self) -> bool:
+        """Whether frames come out of the decoder in increasing key order. Not so where the
+        container guesses pts (AVI with B-frames): there each frame carries the pts of the
+        packet it was decoded from, in decode order."""
+        return self._key_pos is None
+
+    def pos_of(self, key: int | None) -> int | None:
+        """Output position of the frame with this key; None if no frame has it."""
+        return _lookup(self._sorted_keys, self._key_pos, key)
+
+    def landing_pos(self, key: int | None) -> int | None:
+        """If `key` is that of a seek point's packet: the position decoding from it resumes at."""
+        return _lookup(self._landing_keys, self._landing_pos, key)
+
+
+def packet_key(pts: int | None, dts: int | None) -> int | None:
+    """The timestamp that identifies a frame: pts, else dts, else None."""
+    return pts if pts is not None else dts
+
+
+def frame_key(frame: av.VideoFrame) -> int | None:
+    """The key of a decoded frame (see `packet_key`)."""
+    return packet_key(frame.pts, frame.dts)
+
+
+def _seek_points(packets: list[tuple[int | None, int | None, bool]], key_to_pos) -> list[SeekPoint]:
+    """Stream start plus every keyframe packet whose frame is in the index, sorted by position."""
+    if not packets:
+        return []
+    first_pts, first_dts, _ = packets[0]
+    points = {0: SeekPoint(0, first_pts, first_dts)}
+    for pts, dts, is_key in packets[1:]:
+        if not is_key:
+            continue
+        pos = key_to_pos.get(packet_key(pts, dts))
+        if pos is not None and pos > 0 and pos not in points:
+            points[pos] = SeekPoint(pos, pts, dts)
+    return [points[p] for p in sorted(points)]
+
+
+def usable_packet(packet: av.Packet) -> bool:
+    """A packet that carries data for the decoder (not the demuxer's empty flush packet)."""
+    return packet.size > 0
+
+
+def index_from_packets(container: av.container.InputContainer, stream) -> FrameIndex | None:
+    """Guess the index from a demux-only scan (no decoding); None if it cannot be guessed.
+
+    Frame i is the packet with the i-th smallest pts. Needs every packet to carry a distinct
+    pts; the scan stops at the first corrupt packet or demux error, as decoding does.
+    """
+    packets: list[tuple[int | None, int | None, bool]] = []
+    pts: list[int | None] = []
+    try:
+        for packet in container.demux(stream):
+            if packet.is_corrupt:
+                break
+            if usable_packet(packet):
+                packets.append((packet.pts, packet.dts, packet.is_keyframe))
+                if not packet.is_discard:  # decoded for reference, output dropped
+                    pts.append(packet.pts)
+    except av.error.FFmpegError:
+        pass  # data goes bad here; decoding stops at the same place
+    if not pts or any(p is None for p in pts) or len(set(pts)) != len(pts):
+        return None
+    keys = sorted(pts)
+    key_to_pos = {k: i for i, k in enumerate(keys)}
+    return FrameIndex(len(keys), keys, False, _seek_points(packets, key_to_pos))
+
+
+def _flush(ctx) -> list[av.VideoFrame]:
+    try:
+        return ctx.decode(None)
+    except av.error.FFmpegError:
+        return []
+
+
+def decode_packets(ctx, packets: Iterable[av.Packet], on_packet=None) -> Iterator[av.VideoFrame]:
+    """Frames decoded from `packets`, in output order, until the data ends or goes bad.
+
+    The data goes bad at a packet flagged corrupt, a demux error or a decode error: decoding
+    stops there and the frames already decoded are flushed out. Every read, sequential or
+    after a seek, goes through this loop so that all of them agree on where a file ends.
+    `on_packet(packet)` is called on each packet that is decoded.
+    """
+    it = iter(packets)
+    while True:
+        try:
+            packet = next(it)
+        except StopIteration:
+            yield from _flush(ctx)  # a no-op when the demuxer's flush packet came last
+            return
+        except av.error.FFmpegError:
+            yield from _flush(ctx)
+            return
+        if packet.is_corrupt:
+            yield from _flush(ctx)
+            return
+        if on_packet is not None:
+            on_packet(packet)
+        try:
+            frames = ctx.decode(packet)
+        except av.error.EOFError:
+            return  # the decoder was already drained
+        except av.error.FFmpegError:
+            yield from _flush(ctx)
+            return
+        yield from frames
+
+
+class IndexRecorder:
+    """Watches a full sequential decode and builds the exact `FrameIndex` from it."""
+
+    def __init__(self) -> None:
+        self.packets: list[tuple[int | None, int | None, bool]] = []
+        self.keys: list[int | None] = []
+
+    def on_packet(self, packet: av.Packet) -> None:
+        if packet.size > 0:
+            self.packets.append((packet.pts, packet.dts, packet.is_keyframe))
+
+    def on_frame(self, frame: av.VideoFrame) -> None:
+        self.keys.append(frame_key(frame))
+
+    def index(self) -> FrameIndex:
+        keys = self.keys
+        if any(k is None for k in keys) or len(set(keys)) != len(keys):
+            return FrameIndex(len(keys), None, True, [])
+        key_to_pos = {k: i for i, k in enumerate(keys)}
+        return FrameIndex(len(keys), list(keys), True, _seek_points(self.packets, key_to_pos))

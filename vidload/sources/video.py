@@ -1,0 +1,587 @@
+"""VideoSource: frame-exact random access into video files with PyAV (seek, then decode).
+
+Frame i of a video is the i-th frame a full sequential decode of the chosen stream outputs.
+`read` finds it without decoding from the start:
+
+1. An index of the stream (`_video_index.FrameIndex`: each frame's timestamp in output order,
+   and the keyframes) is built once per process and file. Where the container stores pts
+   (MP4/MOV, Matroska/WebM, MPEG-TS) a demux-only packet scan suffices (no decoding); elsewhere
+   (AVI, elementary streams: pts guessed) the index comes from one full decode.
+2. A read sorts the wanted frames and, for each, seeks to the last keyframe before it only if
+   that keyframe lies past the decoder's current position; otherwise it keeps decoding forward.
+   Packets of unwanted frames are decoded with skip_frame=NONREF (dropped when nothing refers to
+   them), which leaves the wanted frames' pixels untouched.
+3. Decoded frames are matched to the index by timestamp, never by counting from the seek, and
+   each is checked against it. Where they disagree the decoder wins: the index is rebuilt from
+   a full decode, and a stream whose seeks still disagree is read by sequential decoding.
+
+Decoding stops where the data goes bad (corrupt packet, demux or decode error), the same way
+in `read`, `iter_frames` and `actual_frames`, so they agree on truncated files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from itertools import chain
+from pathlib import Path
+
+import av
+import av.error
+import numpy as np
+
+from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources._video_index import (
+    FrameIndex,
+    IndexRecorder,
+    decode_packets,
+    frame_key,
+    index_from_packets,
+    packet_key,
+)
+from vidload.sources.base import as_index_array, normalize_video_id
+
+__all__ = ["VideoInfo", "VideoSource"]
+
+#: Frame indexes kept per process (int64 arrays, ~24 bytes a frame: ~7 KB for 300 frames).
+_INDEX_CACHE_SIZE = 4096
+#: Seek attempts per stretch before decoding from a freshly opened file instead.
+_MAX_SEEK_TRIES = 4
+#: Containers that store each packet's pts. Elsewhere (AVI, elementary streams) pts are
+#: guessed, frames may come out of the decoder in another order than the guessed pts (packed
+#: B-frames, open GOPs), and only an index from a full decode is trusted.
+_PTS_CONTAINERS = frozenset({"mov", "matroska", "mpegts"})
+#: Decoders that honour skip_frame=NONREF frame by frame (libdav1d reads it once, at open).
+_SKIP_NONREF_CODECS = frozenset({"h264", "hevc", "vp8", "vp9", "mpeg4", "mpeg1video", "mpeg2video"})
+
+
+@dataclass(frozen=True)
+class VideoInfo:
+    """What a video's header says about the chosen stream (nothing is decoded).
+
+    Attributes:
+        reported_frames: frame count from the header (see `VideoSource.reported_frames`).
+        fps: average frame rate, None when the header has none.
+        width, height: coded frame size in pixels.
+        codec: decoder name, e.g. "h264".
+        stream_index: index of the chosen stream among the file's video streams.
+        duration_s: stream (else container) duration in seconds, None when unknown.
+    """
+
+    reported_frames: int | None
+    fps: float | None
+    width: int
+    height: int
+    codec: str
+    stream_index: int
+    duration_s: float | None
+
+
+class _Mismatch(Exception):
+    """Decoding after a seek did not reproduce the index (internal; triggers a fallback)."""
+
+
+@dataclass
+class _Handle:
+    """One open file: the container, the chosen stream and the file's (mtime, size)."""
+
+    container: av.container.InputContainer
+    stream: av.VideoStream
+    stat: tuple[int, int]
+    at_start: bool = True  # nothing demuxed yet
+
+    @property
+    def stores_pts(self) -> bool:
+        """Whether the container stores real pts, so that a packet scan may stand in for a
+        full decode (frame i = the packet with the i-th smallest pts)."""
+        return self.container.format.name.split(",")[0] in _PTS_CONTAINERS
+
+    @property
+    def can_skip_nonref(self) -> bool:
+        return self.stream.codec_context.name in _SKIP_NONREF_CODECS
+
+    def close(self) -> None:
+        self.container.close()
+
+
+class VideoSource:
+    """Frames of the video files under `root`, read by seek-and-decode, frame-exact.
+
+    Args:
+        root: folder of video files; a video id is a path relative to it, extension included.
+        threads: decoder threads per open file; 1 (default) suits DataLoader workers, 0 lets
+            FFmpeg choose.
+        stream: which video stream to use, as an index among the file's video streams; None
+            (default) takes FFmpeg's best video stream. The same stream is counted and decoded.
+        cache_size: open files kept per process (0 closes each file after every call).
+
+    Picklable: it holds only paths and settings. Open files and indexes live per process and
+    are dropped when the process id changes (a fork) and left out of pickles.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        *,
+        threads: int = 1,
+        stream: int | None = None,
+        cache_size: int = 8,
+    ) -> None:
+        for name, value in (("threads", threads), ("cache_size", cache_size)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be an int, got {value!r}")
+            if value < 0:
+                raise ValueError(f"{name} ({value}) must be >= 0")
+        if stream is not None:
+            if isinstance(stream, bool) or not isinstance(stream, int):
+                raise TypeError(f"stream must be an int or None, got {stream!r}")
+            if stream < 0:
+                raise ValueError(f"stream ({stream}) must be >= 0")
+        self.root = Path(root)
+        self.threads = threads
+        self.stream = stream
+        self.cache_size = cache_size
+        self._skip_nonref = True  # measured: ~1.5x on long GOPs; results stay frame-exact
+        self._reset_caches()
+
+    # ------------------------------------------------------------------ per-process state
+
+    def _reset_caches(self) -> None:
+        self._pid = os.getpid()
+        self._handles: OrderedDict[str, _Handle] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, tuple[int, int]], FrameIndex] = OrderedDict()
+        self._actual: dict[tuple[str, tuple[int, int]], int] = {}
+
+    def _check_pid(self) -> None:
+        if self._pid != os.getpid():
+            # Inherited through a fork: the parent's handles share file offsets with it, so
+            # forget them without using them.
+            self._reset_caches()
+
+    def __getstate__(self) -> dict:
+        return {
+            "root": self.root,
+            "threads": self.threads,
+            "stream": self.stream,
+            "cache_size": self.cache_size,
+            "_skip_nonref": self._skip_nonref,
+        }
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._reset_caches()
+
+    def __repr__(self) -> str:
+        return (
+            f"VideoSource({str(self.root)!r}, threads={self.threads}, stream={self.stream}, "
+            f"cache_size={self.cache_size})"
+        )
+
+    def close(self) -> None:
+        """Close the files this process keeps open (they reopen on demand)."""
+        self._check_pid()
+        while self._handles:
+            _, handle = self._handles.popitem()
+            handle.close()
+
+    # ------------------------------------------------------------------ opening files
+
+    def path(self, video_id: str) -> Path:
+        """The file of `video_id`: root / video_id (the id keeps its extension)."""
+        return self.root / normalize_video_id(video_id)
+
+    def _stat(self, path: Path) -> tuple[int, int]:
+        try:
+            st = os.stat(path)
+        except FileNotFoundError as e:
+            raise VideoReadError(path, "file not found") from e
+        except OSError as e:
+            raise VideoReadError(path, f"cannot stat file: {e}") from e
+        return (st.st_mtime_ns, st.st_size)
+
+    def _open(self, path: Path, stat: tuple[int, int]) -> _Handle:
+        """Open `path` and pick its video stream; errors become VideoReadError."""
+        try:
+            container = av.open(str(path), "r")
+        except av.error.FFmpegError as e:
+            reason = "empty file (0 bytes)" if stat[1] == 0 else f"not a readable video: {e}"
+            raise VideoReadError(path, reason) from e
+        except OSError as e:
+            raise VideoReadError(path, f"cannot open file: {e}") from e
+        try:
+            stream = self._choose_stream(path, container)
+            ctx = stream.codec_context
+            if ctx is None:
+                raise VideoReadError(path, f"no decoder for video codec of stream {stream.index}")
+            ctx.thread_count = self.threads
+            if self.threads != 1:
+                ctx.thread_type = "AUTO"
+        except BaseException:
+            container.close()
+            raise
+        return _Handle(container, stream, stat)
+
+    def _choose_stream(self, path: Path, container) -> av.VideoStream:
+        videos = list(container.streams.video)
+        if not videos:
+            raise VideoReadError(path, "no video stream")
+        if self.stream is None:
+            try:
+                return container.streams.best("video") or videos[0]
+            except av.error.FFmpegError:
+                return videos[0]
+        if self.stream >= len(videos):
+            raise VideoReadError(
+                path, f"video stream {self.stream} requested but the file has {len(videos)}"
+            )
+        return videos[self.stream]
+
+    def _handle(self, path: Path) -> _Handle:
+        """An open handle on `path` from this process's cache (reopened if the file changed)."""
+        self._check_pid()
+        key = str(path)
+        stat = self._stat(path)
+        handle = self._handles.pop(key, None)
+        if handle is not None and handle.stat != stat:
+            handle.close()
+            handle = None
+        if handle is None:
+            handle = self._open(path, stat)
+        if self.cache_size > 0:
+            self._handles[key] = handle
+            while len(self._handles) > self.cache_size:
+                _, old = self._handles.popitem(last=False)
+                old.close()
+        return handle
+
+    def _release(self, handle: _Handle) -> None:
+        if self.cache_size == 0:
+            handle.close()
+
+    def _fresh(self, path: Path) -> _Handle:
+        """A handle of its own (not cached), positioned at the start of the file."""
+        self._check_pid()
+        return self._open(path, self._stat(path))
+
+    # ------------------------------------------------------------------ header
+
+    def info(self, video_id: str) -> VideoInfo:
+        """What the header says about the chosen stream; nothing is decoded."""
+        path = self.path(video_id)
+        handle = self._handle(path)
+        try:
+            return _info(handle)
+        finally:
+            self._release(handle)
+
+    def reported_frames(self, video_id: str) -> int | None:
+        """Frame count the header claims: the stream's frame count, else duration x frame
+        rate (rounded), else None. No decoding; may be wrong."""
+        return self.info(video_id).reported_frames
+
+    # ------------------------------------------------------------------ counting
+
+    def actual_frames(self, video_id: str) -> int:
+        """Frames that really decode from the chosen stream: a full decode, once per process
+        and file version; equals the number of frames `iter_frames` yields. A file whose data
+        goes bad part-way counts the frames decoded before; one where no frame decodes raises
+        VideoReadError."""
+        path = self.path(video_id)
+        stat = self._stat(path)
+        self._check_pid()
+        count = self._actual.get((str(path), stat))
+        if count is None:
+            count = self._exact_index(path).num_frames
+        return count
+
+    def _exact_index(self, path: Path) -> FrameIndex:
+        """Index built from a full sequential decode (cached)."""
+        key = (str(path), self._stat(path))
+        index = self._indexes.get(key)
+        if index is None or not index.exact:
+            recorder = IndexRecorder()
+            for frame in self._decode_all(path, recorder):
+                recorder.on_frame(frame)
+            index = self._store_exact(key, recorder.index())
+        if index.num_frames == 0:
+            raise VideoReadError(path, "no frame of the video stream decodes")
+        return index
+
+    def _store_exact(self, key: tuple[str, tuple[int, int]], index: FrameIndex) -> FrameIndex:
+        if index.num_frames:
+            self._actual[key] = index.num_frames
+        self._remember(key, index)
+        return index
+
+    def _remember(self, key: tuple[str, tuple[int, int]], index: FrameIndex) -> None:
+        self._indexes[key] = index
+        self._indexes.move_to_end(key)
+        while len(self._indexes) > _INDEX_CACHE_SIZE:
+            self._indexes.popitem(last=False)
+
+    def _guess_index(self, path: Path, handle: _Handle) -> FrameIndex:
+        """The cached index of `path`, else one from a packet scan where the container
+        stores pts, else one from a full decode."""
+        key = (str(path), handle.stat)
+        index = self._indexes.get(key)
+        if index is not None:
+            self._indexes.move_to_end(key)
+            return index
+        if not handle.stores_pts:
+            return self._exact_index(path)
+        scan = handle if handle.at_start else self._fresh(path)
+        scan.at_start = False
+        try:
+            index = index_from_packets(scan.container, scan.stream)
+        finally:
+            if scan is not handle:
+                scan.close()
+        if index is None:
+            return self._exact_index(path)
+        self._remember(key, index)
+        return index
+
+    # ------------------------------------------------------------------ decoding
+
+    def _decode_all(self, path: Path, recorder: IndexRecorder | None = None):
+        """Every frame of the chosen stream from a freshly opened file, in output order."""
+        handle = self._fresh(path)
+        try:
+            on_packet = recorder.on_packet if recorder is not None else None
+            packets = handle.container.demux(handle.stream)
+            yield from decode_packets(handle.stream.codec_context, packets, on_packet)
+        except av.error.FFmpegError as e:
+            raise VideoReadError(path, f"decoding failed: {e}") from e
+        finally:
+            handle.close()
+
+    def iter_frames(self, video_id: str) -> Iterator[np.ndarray]:
+        """Sequential decode of the chosen stream: uint8 (H, W, 3) RGB frames in order.
+
+        Stops where the data goes bad (truncated or corrupt file); yields exactly
+        `actual_frames(video_id)` frames.
+        """
+        path = self.path(video_id)
+        key = (str(path), self._stat(path))
+        recorder = IndexRecorder()
+        for frame in self._decode_all(path, recorder):
+            recorder.on_frame(frame)
+            yield frame.to_ndarray(format="rgb24")
+        self._check_pid()
+        self._store_exact(key, recorder.index())
+        if not recorder.keys:
+            raise VideoReadError(path, "no frame of the video stream decodes")
+
+    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB,
+        in the order asked, equal pixel for pixel to those of a sequential decode.
+
+        Raises:
+            IndexError: a negative index.
+            FrameCountError: an index >= `actual_frames(video_id)`.
+            VideoReadError: the file is missing or cannot be decoded.
+        """
+        idx = as_index_array(indices)
+        path = self.path(video_id)
+        handle = self._handle(path)
+        try:
+            if idx.size == 0:
+                h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
+                return np.empty((0, h, w, 3), np.uint8)
+            frames = self._read_frames(video_id, path, handle, idx)
+        except av.error.FFmpegError as e:
+            raise VideoReadError(path, f"decoding failed: {e}") from e
+        finally:
+            self._release(handle)
+        try:
+            return np.stack([frames[int(i)] for i in idx])
+        except ValueError as e:
+            raise VideoReadError(path, f"frame size changes within the stream: {e}") from e
+
+    def _read_frames(
+        self, video_id: str, path: Path, handle: _Handle, idx: np.ndarray
+    ) -> dict[int, np.ndarray]:
+        wanted = sorted(set(idx.tolist()))
+        known = self._actual.get((str(path), handle.stat))
+        if known is not None and wanted[-1] >= known:
+            self._raise_if_beyond(video_id, handle, known, idx)
+        index = self._guess_index(path, handle)
+        for _ in range(3):  # packet guess -> exact index -> sequential decode
+            if wanted[-1] >= index.num_frames:
+                index = self._exact_index(path)
+                self._raise_if_beyond(video_id, handle, index.num_frames, idx)
+            if not index.seekable:
+                return self._read_sequential(video_id, path, handle, index, idx, wanted)
+            try:
+                return self._read_seeking(handle, index, wanted)
+            except _Mismatch:
+                if index.exact:
+                    index.seekable = False
+                else:
+                    index = self._exact_index(path)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _raise_if_beyond(self, video_id: str, handle: _Handle, actual: int, idx) -> None:
+        bad = idx[idx >= actual]
+        if bad.size:
+            reported = _info(handle).reported_frames
+            raise FrameCountError(video_id, reported, actual, int(bad[0]))
+
+    def _read_sequential(self, video_id, path, handle, index, idx, wanted) -> dict:
+        """Decode from the start of a fresh file up to the last wanted frame."""
+        self._raise_if_beyond(video_id, handle, index.num_frames, idx)
+        out: dict[int, np.ndarray] = {}
+        targets = set(wanted)
+        for pos, frame in enumerate(self._decode_all(path)):
+            if pos in targets:
+                out[pos] = frame.to_ndarray(format="rgb24")
+                if len(out) == len(targets):
+                    return out
+        # the file decoded fewer frames than its exact index said: it changed under us
+        raise VideoReadError(path, f"decoded fewer frames than the {index.num_frames} counted")
+
+    def _read_seeking(self, handle: _Handle, index: FrameIndex, wanted: list[int]) -> dict:
+        """Seek to the keyframe before each stretch of wanted frames and decode forward."""
+        out: dict[int, np.ndarray] = {}
+        wanted_set = set(wanted)
+        stretch: Iterator[tuple[int, av.VideoFrame]] | None = None
+        next_pos = -1  # output position the current stretch yields next
+        try:
+            for target in wanted:
+                sp = index.seek_point(index.seek_point_before(target))
+                if stretch is None or sp.pos > next_pos:
+                    if stretch is not None:
+                        stretch.close()
+                    stretch = self._seek(handle, index, target, wanted_set)
+                for pos, frame in stretch:
+                    next_pos = pos + 1
+                    if pos == target:
+                        out[pos] = frame.to_ndarray(format="rgb24")
+                        break
+                    if pos > target:
+                        raise _Mismatch(f"frame {target} was not decoded")
+                else:
+                    raise _Mismatch(f"stream ended before frame {target}")
+        finally:
+            if stretch is not None:
+                stretch.close()
+        return out
+
+    def _seek(self, handle: _Handle, index: FrameIndex, target: int, wanted: set[int]):
+        """Seek so decoding resumes at or before `target`; returns the checked frame stream.
+
+        Demuxers land only roughly (MPEG-PS/TS) or on an earlier keyframe (Matroska with
+        B-frames), so after the seek packets are skipped, undecoded, up to the first one that
+        starts a seek point; one past `target` means the seek overshot: try an earlier one.
+        """
+        container, stream = handle.container, handle.stream
+        ctx = stream.codec_context
+        handle.at_start = False
+        first_sp = index.seek_point_before(target)
+        tries = 0
+        for sp_i in range(first_sp, -1, -1):
+            for ts in index.seek_point(sp_i).seek_targets():
+                tries += 1
+                if tries > _MAX_SEEK_TRIES:
+                    raise _Mismatch("seeking does not land on a known keyframe")
+                try:
+                    container.seek(ts, backward=True, stream=stream)
+                except av.error.FFmpegError:
+                    continue
+                packets = container.demux(stream)
+                landed = _first_seek_point(packets, index)
+                if landed is None or landed[0] > target:
+                    continue
+                start, packet = landed
+                packets = chain([packet], packets)
+                # Skipping is safe only where frames carry their own packet's pts in order:
+                # in packed or guessed-pts streams it changes which packet a frame is decoded
+                # from, hence its timestamp.
+                skip = self._skip_nonref and handle.can_skip_nonref and index.keys_in_order
+                return _checked(ctx, index, start, packets, wanted, skip)
+        raise _Mismatch("seeking does not land on a known keyframe")
+
+
+def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
+    """Skip (without decoding) to the first packet that starts a seek point of `index`.
+
+    Returns (position decoding resumes at, that packet), or None when the data ends or goes
+    bad first.
+    """
+    try:
+        for packet in packets:
+            if packet.is_corrupt:
+                return None
+            start = index.landing_pos(packet_key(packet.pts, packet.dts))
+            if start is not None:
+                return start, packet
+    except av.error.FFmpegError:
+        return None
+    return None
+
+
+def _checked(
+    ctx, index: FrameIndex, start: int, packets, wanted: set[int], skip_nonref: bool
+) -> Iterator[tuple[int, av.VideoFrame]]:
+    """(position, frame) pairs decoded from `packets`, which begin at position `start`.
+
+    Frames of the index placed before `start` (leading frames of an open GOP) are skipped;
+    every other frame must carry the key of the next position, or the index is wrong:
+    _Mismatch. With `skip_nonref`, packets of unwanted frames go to the decoder with
+    skip_frame=NONREF: it drops them if no other frame refers to them, and only their positions
+    may be missing from the output.
+    """
+    droppable: set[int] = set()
+    skipping = False
+    ctx.skip_frame = "DEFAULT"
+
+    def on_packet(packet: av.Packet) -> None:
+        nonlocal skipping
+        pos = index.pos_of(packet_key(packet.pts, packet.dts))
+        skip = pos is not None and pos not in wanted
+        if skip:
+            droppable.add(pos)
+        if skip != skipping:
+            ctx.skip_frame = "NONREF" if skip else "DEFAULT"
+            skipping = skip
+
+    expected = start
+    try:
+        for frame in decode_packets(ctx, packets, on_packet if skip_nonref else None):
+            pos = index.pos_of(frame_key(frame))
+            if expected == start and pos is not None and pos < start:
+                continue
+            if pos is None or pos < expected or not droppable.issuperset(range(expected, pos)):
+                raise _Mismatch(f"decoded frame at position {pos}, expected {expected}")
+            yield pos, frame
+            expected = pos + 1
+    finally:
+        if skipping:
+            ctx.skip_frame = "DEFAULT"
+
+
+def _info(handle: _Handle) -> VideoInfo:
+    stream = handle.stream
+    ctx = stream.codec_context
+    rate = stream.average_rate or stream.guessed_rate
+    fps = float(rate) if rate else None
+    duration_s: float | None = None
+    if stream.duration is not None and stream.time_base is not None:
+        duration_s = float(stream.duration * stream.time_base)
+    elif handle.container.duration is not None:
+        duration_s = handle.container.duration / av.time_base
+    reported: int | None = stream.frames or None
+    if reported is None and duration_s is not None and fps:
+        reported = int(round(duration_s * fps)) or None
+    videos = list(handle.container.streams.video)
+    return VideoInfo(
+        reported_frames=reported,
+        fps=fps,
+        width=ctx.width,
+        height=ctx.height,
+        codec=ctx.name,
+        stream_index=videos.index(stream),
+        duration_s=duration_s,
+    )
