@@ -1,13 +1,43 @@
-"""vidload: fast, frame-exact video clip loading for PyTorch."""
+"""vidload: fast, frame-exact video clip loading for PyTorch.
 
+The public surface is what this module re-exports; everything else is private or lives in the
+submodules: `vidload.sampling`, `vidload.manifest`, and `vidload.convert.convert` /
+`vidload.probe.probe` (the library behind `vidload convert` / `vidload probe`; not re-exported
+here, where they would shadow their modules).
+"""
+
+from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
+from vidload.manifest import ManifestRow, VideoEntry, load_videos, read_manifest, write_manifest
+from vidload.sampling import Sampler, consecutive_indices, sample_clip, segment_indices
 from vidload.sources.base import FrameSource
+from vidload.sources.hdf5 import Hdf5Source
+from vidload.sources.jpeg import JpegSource
+from vidload.sources.npy import NpySource
+from vidload.sources.video import VideoInfo, VideoSource
 
 __all__ = [
+    "ClipDataset",
     "FrameCountError",
+    "FrameCountWarning",
     "FrameSource",
+    "Hdf5Source",
+    "JpegSource",
+    "ManifestRow",
+    "NpySource",
+    "Sampler",
+    "SkippedVideoWarning",
+    "VideoEntry",
+    "VideoInfo",
     "VideoReadError",
+    "VideoSource",
     "VidloadError",
+    "consecutive_indices",
+    "load_videos",
+    "read_manifest",
+    "sample_clip",
+    "segment_indices",
+    "write_manifest",
 ]
 
 __version__ = "0.1.0"
