@@ -57,8 +57,11 @@ def main() -> None:
     print(f"  {clips_per_second(ds, args.workers):.1f} clips/s")
 
     report = convert(videos_dir, h5_dir, to="hdf5", progress=True)
-    print(f"converted to HDF5: {report}")
-    ds = ClipDataset(h5_dir / "manifest.csv", Hdf5Source(h5_dir), num_frames=8, seed=0)
+    print(
+        f"HDF5 in {h5_dir}: {len(report.converted)} converted, {len(report.skipped)} already"
+        f" done, {len(report.failed)} failed"
+    )
+    ds = ClipDataset(videos, Hdf5Source(h5_dir), num_frames=8, seed=0)  # same ids, same list
     print(f"Hdf5Source (JPEG bytes per video), {args.workers} workers:")
     print(f"  {clips_per_second(ds, args.workers):.1f} clips/s")
 
