@@ -1,0 +1,205 @@
+"""`vidload bench` and the sample-video generator: a fast smoke test on tiny data.
+
+No timing is asserted: only that every row runs, reads the same pixels as its reference, and
+that the report, JSON and error paths say what they should.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+from media import make_video
+
+from vidload import bench
+from vidload._bench import report
+from vidload._bench.workdir import find_videos
+from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
+
+SOURCES = {"video", "jpeg", "hdf5", "npy-mmap", "npy-read"}
+TINY = ["--min-time", "0", "--repeats", "1", "--no-progress"]
+
+
+def _decode(path: Path) -> tuple[list[np.ndarray], bool]:
+    """All frames of `path`, and whether any packet has pts != dts (B-frames reorder)."""
+    with av.open(str(path)) as c:
+        stream = c.streams.video[0]
+        reordered = any(p.pts != p.dts for p in c.demux(stream) if p.size)
+    with av.open(str(path)) as c:
+        frames = [f.to_ndarray(format="rgb24") for f in c.decode(c.streams.video[0])]
+    return frames, reordered
+
+
+def test_sample_videos_are_moving_h264_with_b_frames_and_reused(tmp_path):
+    spec = SynthSpec(num_videos=5, width=96, height=64, seconds=1.6)
+    ids = make_sample_videos(tmp_path, spec, progress=False)
+    assert len(set(ids)) == 5
+    assert find_videos(tmp_path) == ids  # what a later run finds is what was made: reusable
+    assert all(v.endswith(".mp4") and "/" in v for v in ids)
+    for vid in ids:
+        frames, reordered = _decode(tmp_path / vid)
+        assert len(frames) == spec.num_frames == 40
+        assert frames[0].shape == (64, 96, 3)
+        assert reordered, f"{vid}: no B-frames"
+        first, last = frames[0].astype(np.int16), frames[-1].astype(np.int16)
+        assert first.std() > 10  # content, not a flat colour
+        assert np.abs(first - last).mean() > 5  # it moves
+    a, _ = _decode(tmp_path / ids[0])
+    b, _ = _decode(tmp_path / ids[1])
+    assert np.abs(a[0].astype(np.int16) - b[0]).mean() > 5  # videos differ from each other
+
+    stamps = {v: (tmp_path / v).stat().st_mtime_ns for v in ids}
+    assert make_sample_videos(tmp_path, spec, progress=False) == ids
+    assert {v: (tmp_path / v).stat().st_mtime_ns for v in ids} == stamps  # reused, not rewritten
+    longer = SynthSpec(num_videos=5, width=96, height=64, seconds=2.0)
+    make_sample_videos(tmp_path, longer, progress=False)
+    assert len(_decode(tmp_path / ids[0])[0]) == 50
+    assert json.loads((tmp_path / SPEC_FILE).read_text())["seconds"] == 2.0
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"num_videos": 0}, r"num_videos \(0\) must be >= 1"),
+        ({"width": 95}, r"must be even and >= 16"),
+        ({"seconds": 0.01}, r"seconds \(0.01\) must give at least one frame"),
+    ],
+)
+def test_synth_spec_rejects_bad_values(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        SynthSpec(**kwargs)
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """One --quick run with every row, the DataLoader (1 worker) and --cold."""
+    tmp = tmp_path_factory.mktemp("bench")
+    out = tmp / "result.json"
+    argv = ["--quick", "--work", str(tmp / "work"), "--workers", "1", "--clips", "4"]
+    argv += ["--batch-size", "2", "--cold", "--json", str(out), *TINY]
+    return tmp, argv, out
+
+
+def test_quick_run_measures_every_source_on_the_same_clips(quick_run, capsys):
+    tmp, argv, out = quick_run
+    assert bench.main(argv) == 0
+    text = capsys.readouterr().out
+    result = json.loads(out.read_text())
+    rows = result["loaders"]
+    assert SOURCES | {"memory", "pil", "pyav-from-start"} <= set(rows)
+    for name, row in rows.items():
+        assert row["clips_per_s"] > 0, name
+        assert name in text
+    for name in SOURCES:
+        assert rows[name]["check"] == "identical", (name, rows[name]["check"])
+        split = rows[name]["split_ms_per_clip"]
+        assert split["read"] > 0 and split["decode"] > 0
+        assert split["rest"] == pytest.approx(split["total"] - split["read"] - split["decode"])
+        assert rows[name]["dataloader"]["clips_per_s"] > 0
+        assert rows[name]["cold"]["cold_s"] > 0 and rows[name]["cold"]["warm_s"] > 0
+    assert rows["video"]["disk_vs_video"] == pytest.approx(1.0)
+    assert rows["jpeg"]["disk_vs_video"] > 1.5  # JPEG frames take more room than H.264
+    # npy "read" reads the whole file, "mmap" only the clip's rows
+    assert rows["npy-read"]["bytes_read_per_clip"] > rows["npy-mmap"]["bytes_read_per_clip"]
+    assert rows["memory"]["vs_memory"] == pytest.approx(1.0)
+    assert result["data"]["num_videos"] == 2
+    assert set(result["data"]["frames_per_video"].values()) == {50}
+    assert result["dataloader_settings"]["workers"] == 1
+    assert "× in-memory" in text and "rest ms" in text
+
+    markdown = report.render(result, markdown=True)
+    table_lines = [ln for ln in markdown.splitlines() if ln.startswith("|")]
+    assert len(table_lines) >= 2 * (len(rows) + 2)
+    assert table_lines[1].startswith("|:---|---:")
+
+
+def test_second_run_reuses_the_work_folder(quick_run, capsys):
+    tmp, argv, _ = quick_run
+    work = tmp / "work"
+    if not (work / "vidload-bench.json").exists():
+        assert bench.main(argv) == 0
+    stamp = (work / "npy").stat().st_mtime_ns
+    argv = ["--quick", "--work", str(work), "--only", "npy-mmap,memory", "--no-dataloader"]
+    assert bench.main([*argv, "--clips", "2", *TINY]) == 0
+    err = capsys.readouterr().err
+    assert "reusing" in err and "converting" not in err
+    assert (work / "npy").stat().st_mtime_ns == stamp
+
+
+def test_user_videos_are_linked_and_benchmarked(tmp_path, capsys):
+    data = tmp_path / "data"
+    make_video(data / "b" / "two.mp4", 30, width=64, height=48)
+    make_video(data / "a" / "one.avi", 24, codec="mpeg4", width=80, height=48)  # another size
+    (data / "a" / "notes.txt").write_text("not a video")
+    out = tmp_path / "r.json"
+    argv = [str(data), "--quick", "--work", str(tmp_path / "work"), "--only", "video,jpeg,memory"]
+    argv += ["--workers", "0", "--clips", "3", "--json", str(out), *TINY]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert result["data"]["origin"] == str(data.resolve())
+    assert result["data"]["frames_per_video"] == {"a/one.avi": 24, "b/two.mp4": 30}
+    assert set(result["loaders"]) == {"video", "jpeg", "memory"}
+    assert result["loaders"]["jpeg"]["check"] == "identical"
+    assert (tmp_path / "work" / "videos" / "a" / "one.avi").is_symlink()
+
+    argv[argv.index("--clips") + 1] = "2"
+    assert bench.main([*argv, "--num-videos", "1"]) == 0  # first video by path only
+    result = json.loads(out.read_text())
+    assert list(result["data"]["frames_per_video"]) == ["a/one.avi"]
+
+
+@pytest.mark.parametrize(
+    ("make_args", "match"),
+    [
+        (lambda tmp: [str(tmp / "missing")], r"DATA \(.*missing\) must be a folder of videos"),
+        (lambda tmp: [str(tmp)], r"no video files .* found under"),
+        (lambda tmp: ["--only", "video,bogus"], r"unknown loaders \['bogus'\]"),
+        (lambda tmp: ["--clips", "0"], r"clips \(0\) must be an int >= 1"),
+    ],
+)
+def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, make_args, match):
+    argv = [*make_args(tmp_path), "--work", str(tmp_path / "work"), "--no-progress"]
+    assert bench.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("vidload bench: error:")
+    assert __import__("re").search(match, err), err
+
+
+def test_foreign_work_folder_is_refused(tmp_path, capsys):
+    (tmp_path / "mine.txt").write_text("precious")
+    assert bench.main(["--quick", "--work", str(tmp_path), "--no-progress"]) == 2
+    assert "not made by `vidload bench`" in capsys.readouterr().err
+    assert (tmp_path / "mine.txt").read_text() == "precious"
+
+
+def test_plot_without_matplotlib_fails_before_running(tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    argv = ["--quick", "--work", str(tmp_path / "w"), "--plot", str(tmp_path / "p.png")]
+    assert bench.main(argv) == 2
+    assert "--plot needs matplotlib" in capsys.readouterr().err
+    assert not (tmp_path / "w").exists()
+
+
+def test_plot_draws_a_png(quick_run, tmp_path):
+    pytest.importorskip("matplotlib")
+    _, argv, out = quick_run
+    if not out.exists():
+        assert bench.main(argv) == 0
+    png = tmp_path / "chart.png"
+    report.plot(json.loads(out.read_text()), png)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_other_load_measures_a_busy_cpu_fraction():
+    if not Path("/proc/stat").exists():
+        pytest.skip("needs Linux /proc")
+    from vidload._bench.timing import OtherLoad
+
+    with OtherLoad() as other:
+        sum(i * i for i in range(200_000))  # our own work is not counted as other load
+    assert other.cpus is not None and 0.0 <= other.cpus <= (os.cpu_count() or 1) + 0.5

@@ -1,0 +1,8 @@
+"""The pieces behind `vidload bench` (private; the public entry point is `vidload.bench`).
+
+workdir: the sample or user videos and their converted copies, cached in a work folder.
+loaders: every way of reading a clip that the benchmark compares, behind one small interface.
+timing:  timing tools: interleaved repeats, the DataLoader, page-cache eviction, other load.
+run:     one benchmark run: the rows, the clips, every measurement, the results dictionary.
+report:  tables (text and Markdown), JSON and the bar chart.
+"""

@@ -1,0 +1,182 @@
+"""The benchmark's outputs: text or Markdown tables, and a PNG bar chart (matplotlib optional)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+Result = dict[str, Any]
+
+
+def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
+    if value is None:
+        return "–"
+    if abs(value) >= 100 and digits <= 1:
+        return f"{value:,.0f}{suffix}"
+    return f"{value:,.{digits}f}{suffix}"
+
+
+def render_table(headers: list[str], rows: list[list[str]], *, markdown: bool) -> str:
+    """Columns: the first left-aligned, the others right-aligned."""
+    if markdown:
+        lines = ["| " + " | ".join(headers) + " |"]
+        lines.append("|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|")
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        first = cells[0].ljust(widths[0])
+        return "  ".join([first] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)])
+
+    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+
+
+def speed_table(result: Result, *, markdown: bool) -> str:
+    cfg = result["config"]
+    dl = result.get("dataloader_settings")
+    headers = ["loader", "clips/s", "frames/s", "× in-memory", "× PIL"]
+    if dl:
+        w = dl["workers"]
+        headers += [f"DataLoader clips/s ({w} worker{'s' * (w != 1)})", "DataLoader ÷ 1 process"]
+    if cfg["cold"]:
+        headers += ["cold ÷ warm epoch"]
+    rows = []
+    for name, r in result["loaders"].items():
+        row = [
+            name if r["kind"] == "source" else f"{name} (ref)",
+            _fmt(r["clips_per_s"]),
+            _fmt(r["frames_per_s"], 0),
+            _fmt(r.get("vs_memory"), 2, "×"),
+            _fmt(r.get("vs_pil"), 2, "×"),
+        ]
+        if dl:
+            d = r.get("dataloader")
+            row += [_fmt(d and d["clips_per_s"]), _fmt(d and d["vs_one_process"], 2, "×")]
+        if cfg["cold"]:
+            c = r.get("cold")
+            row += [_fmt(c and c["ratio"], 2, "×")]
+        rows.append(row)
+    return render_table(headers, rows, markdown=markdown)
+
+
+def split_table(result: Result, *, markdown: bool) -> str:
+    headers = [
+        "loader",
+        "total ms/clip",
+        "read ms",
+        "decode ms",
+        "rest ms",
+        "KiB read/clip",
+        "MiB on disk/video",
+        "× video size",
+    ]
+    rows = []
+    for name, r in result["loaders"].items():
+        s = r.get("split_ms_per_clip") or {}
+        disk = r.get("disk_bytes_per_video")
+        rows.append(
+            [
+                name if r["kind"] == "source" else f"{name} (ref)",
+                _fmt(1000 / r["clips_per_s"] if r["clips_per_s"] else None, 2),
+                _fmt(s.get("read"), 2),
+                _fmt(s.get("decode"), 2),
+                _fmt(s.get("rest"), 2),
+                _fmt(r["bytes_read_per_clip"] / 1024 if r.get("bytes_read_per_clip") else None),
+                _fmt(disk / 2**20 if disk else None, 2),
+                _fmt(r.get("disk_vs_video"), 1, "×"),
+            ]
+        )
+    return render_table(headers, rows, markdown=markdown)
+
+
+def render(result: Result, *, markdown: bool = False) -> str:
+    """The full report: a heading line, the speed table, the split table and the notes."""
+    cfg = result["config"]
+    data = result["data"]
+    head = (
+        f"vidload bench: {data['num_videos']} video{'s' if data['num_videos'] != 1 else ''} "
+        f"({data['description']}), "
+        f"{cfg['clips']} clips of {cfg['frames']} frames (TSN segments, seed {cfg['seed']}), "
+        f"batches of {cfg['batch_size']}; best of {cfg['repeats']} interleaved repeats; "
+        f"{result['machine']['cpus']} CPUs"
+    )
+    parts = []
+    if markdown:
+        parts.append(f"**{head}**")
+    else:
+        parts.append(head)
+    parts.append("")
+    parts.append(
+        "Speed, one process, warm page cache (× columns: this row's clips/s over the reference's):"
+    )
+    parts.append("")
+    parts.append(speed_table(result, markdown=markdown))
+    parts.append("")
+    parts.append(
+        "Where the time goes (one process, warm): read = the bytes only, decode = the same "
+        "bytes already in memory, rest = total - read - decode (container, tensors, collate):"
+    )
+    parts.append("")
+    parts.append(split_table(result, markdown=markdown))
+    red = result.get("reduced_decode")
+    if red:
+        parts.append("")
+        parts.append(
+            f"Reduced-size decode to {red['size'][1]}x{red['size'][0]} (JPEG DCT scaling) vs full "
+            f"decode + cv2.resize(INTER_AREA): {_fmt(red['dct_frames_per_s'], 0)} vs "
+            f"{_fmt(red['full_resize_frames_per_s'], 0)} frames/s = {red['speedup']:.2f}×"
+        )
+    notes = result.get("notes", [])
+    if notes:
+        parts.append("")
+        parts += [("- " if markdown else "* ") + n for n in notes]
+    return "\n".join(parts)
+
+
+def _pyplot():
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise RuntimeError(
+            "--plot needs matplotlib, which is not installed: pip install matplotlib "
+            "(or pip install 'vidload[plot]')"
+        ) from e
+    return plt
+
+
+def check_plotting() -> None:
+    """Raise RuntimeError now, before a long run, if `plot` would fail for lack of matplotlib."""
+    _pyplot()
+
+
+def plot(result: Result, path: Path) -> None:
+    """Horizontal bars of clips/s per loader: one process, and the DataLoader when measured."""
+    plt = _pyplot()
+    names = list(result["loaders"])
+    one = [result["loaders"][n]["clips_per_s"] or 0 for n in names]
+    dl = [(result["loaders"][n].get("dataloader") or {}).get("clips_per_s") or 0 for n in names]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(names) + 1.5))
+    ys = range(len(names))
+    bars = ax.barh([y - 0.2 for y in ys], one, height=0.4, label="one process")
+    ax.bar_label(bars, fmt="%.0f", padding=2, fontsize=7)
+    if any(dl):
+        w = (result.get("dataloader_settings") or {}).get("workers")
+        label = f"DataLoader, {w} worker{'s' * (w != 1)}"
+        bars = ax.barh([y + 0.2 for y in ys], dl, height=0.4, label=label)
+        ax.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in dl], padding=2, fontsize=7)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels(
+        [n if result["loaders"][n]["kind"] == "source" else f"{n} (ref)" for n in names]
+    )
+    ax.invert_yaxis()
+    ax.margins(x=0.12)
+    ax.set_xlabel(f"clips/s ({result['config']['frames']} frames each, higher is better)")
+    ax.set_title(f"vidload bench: {result['data']['description']}", fontsize=9)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

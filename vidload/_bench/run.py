@@ -1,0 +1,573 @@
+"""One benchmark run: build the rows, sample the clips, time everything, return the results.
+
+`run_benchmark(BenchConfig(...))` is what `vidload bench` calls; it returns the dictionary that
+`--json` writes and `report.render` prints.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import torch
+
+from vidload._bench.loaders import (
+    DecordBatch,
+    Hdf5Raw,
+    JpegFolderRaw,
+    Loader,
+    MemoryJpeg,
+    NpyRaw,
+    PilPerFile,
+    PyAvFromStart,
+    TorchcodecExact,
+    VideoFileRaw,
+    VideoInMemory,
+    decode_jpeg_payload,
+    optional_import,
+)
+from vidload._bench.timing import (
+    OtherLoad,
+    RoundRobin,
+    drop_from_page_cache,
+    epoch,
+    filesystem_of,
+    make_loader,
+    one_pass,
+    timed,
+)
+from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
+from vidload.sampling import segment_indices
+from vidload.sources.hdf5 import Hdf5Source
+from vidload.sources.jpeg import JpegSource
+from vidload.sources.jpeg_decode import decode_jpeg
+from vidload.sources.npy import NpySource
+from vidload.sources.video import VideoSource
+from vidload.synth import SynthSpec
+
+__all__ = ["BenchConfig", "REFERENCE_NAMES", "SOURCE_NAMES", "run_benchmark"]
+
+SOURCE_NAMES = ("video", "jpeg", "hdf5", "npy-mmap", "npy-read")
+REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
+
+
+@dataclass
+class BenchConfig:
+    """Settings of one benchmark run (the command line's options)."""
+
+    data: Path | None = None
+    work: Path | None = None
+    num_videos: int = 8
+    clips: int = 64
+    repeats: int = 3
+    frames: int = 8
+    batch_size: int = 16
+    workers: int = os.cpu_count() or 1
+    seed: int = 0
+    quality: int = 95
+    short_side: int | None = None
+    min_time: float = 0.3
+    cold: bool = False
+    dataloader: bool = True
+    only: tuple[str, ...] | None = None
+    synth_seconds: float = 7.0
+    synth_size: tuple[int, int] = (320, 240)
+    convert_workers: int | None = None  # None: all cores
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        for name in ("num_videos", "clips", "repeats", "frames", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} ({value!r}) must be an int >= 1")
+        if isinstance(self.workers, bool) or not isinstance(self.workers, int) or self.workers < 0:
+            raise ValueError(f"workers ({self.workers!r}) must be an int >= 0")
+        if self.min_time < 0:
+            raise ValueError(f"min_time ({self.min_time}) must be >= 0")
+        if self.only is not None:
+            unknown = sorted(set(self.only) - set(SOURCE_NAMES) - set(REFERENCE_NAMES))
+            if unknown:
+                raise ValueError(
+                    f"--only names unknown loaders {unknown}; choose from "
+                    f"{', '.join(SOURCE_NAMES + REFERENCE_NAMES)}"
+                )
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+def build_loaders(
+    work: WorkDir, cfg: BenchConfig, notes: list[str], ram_videos: Path | None
+) -> list[Loader]:
+    """The rows: the five sources, then the references that can run here. `ram_videos` is a
+    RAM-backed copy of the videos (for the video row's decode time), or None."""
+    vids, conv = work.videos, work.converted
+    loaders = [
+        Loader(
+            "video",
+            "source",
+            "video",
+            "VideoSource(threads=1): seek to the keyframe before each stretch, decode forward",
+            lambda: VideoSource(vids, threads=1),
+            VideoFileRaw(vids),
+            VideoInMemory(ram_videos) if ram_videos is not None else None,
+        ),
+        Loader(
+            "jpeg",
+            "source",
+            "jpeg",
+            "JpegSource: one file per frame",
+            lambda: JpegSource(conv["jpeg"]),
+            JpegFolderRaw(conv["jpeg"]),
+            decode_jpeg_payload,
+        ),
+        Loader(
+            "hdf5",
+            "source",
+            "hdf5",
+            "Hdf5Source: one HDF5 file of JPEG bytes per video",
+            lambda: Hdf5Source(conv["hdf5"]),
+            Hdf5Raw(conv["hdf5"]),
+            decode_jpeg_payload,
+        ),
+        Loader(
+            "npy-mmap",
+            "source",
+            "npy",
+            'NpySource(mode="mmap"): copy the clip\'s rows of a padded npy',
+            lambda: NpySource(conv["npy"], mode="mmap"),
+            NpyRaw(conv["npy"], "mmap"),
+            decode_jpeg_payload,
+        ),
+        Loader(
+            "npy-read",
+            "source",
+            "npy",
+            'NpySource(mode="read"): read the whole npy per clip',
+            lambda: NpySource(conv["npy"], mode="read"),
+            NpyRaw(conv["npy"], "read"),
+            decode_jpeg_payload,
+        ),
+    ]
+    memory = MemoryJpeg(conv["jpeg"])
+    loaders += [
+        Loader(
+            "memory",
+            "reference",
+            "memory",
+            "the clip's JPEG bytes already in memory, vidload's decoder (the JPEG-family limit)",
+            lambda: memory,
+            memory.payload,
+            decode_jpeg_payload,
+        ),
+        Loader(
+            "pil",
+            "reference",
+            "jpeg",
+            'naive loader: np.asarray(PIL.Image.open(path).convert("RGB")) per frame file',
+            lambda: PilPerFile(conv["jpeg"]),
+        ),
+        Loader(
+            "pyav-from-start",
+            "reference",
+            "video",
+            "PyAV, one thread, decode from the start up to the last wanted frame",
+            lambda: PyAvFromStart(vids),
+        ),
+    ]
+    why = optional_import("torchcodec")
+    if why is None:
+        loaders.append(
+            Loader(
+                "torchcodec",
+                "reference",
+                "video",
+                'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at',
+                lambda: TorchcodecExact(vids),
+            )
+        )
+    else:
+        notes.append(f"torchcodec skipped: cannot import it here ({why})")
+    why = optional_import("decord")
+    if why is None:
+        loaders.append(
+            Loader(
+                "decord",
+                "reference",
+                "video",
+                "decord VideoReader(num_threads=1).get_batch",
+                lambda: DecordBatch(vids),
+            )
+        )
+    else:
+        notes.append(f"decord skipped: cannot import it here ({why})")
+    if cfg.only is not None:
+        loaders = [ld for ld in loaders if ld.name in cfg.only]
+    return loaders
+
+
+def sample_clips(
+    work: WorkDir, sources: dict[str, Any], cfg: BenchConfig
+) -> tuple[list[tuple[str, np.ndarray]], list[int], dict[str, int]]:
+    """`cfg.clips` clips (video id, int64 indices), cycling over the videos in a shuffled order;
+    indices from `segment_indices(n, frames, train=True)` with n the smallest frame count any
+    source has for that video, so every row can read every clip."""
+    counts = {}
+    for vid in work.video_ids:
+        counts[vid] = min(src.actual_frames(vid) for src in sources.values())
+    rng = np.random.default_rng(cfg.seed)
+    clips, labels = [], []
+    order: list[str] = []
+    while len(clips) < cfg.clips:
+        if not order:
+            order = [work.video_ids[i] for i in rng.permutation(len(work.video_ids))]
+        vid = order.pop()
+        idx = segment_indices(counts[vid], cfg.frames, train=True, rng=rng)
+        clips.append((vid, idx))
+        labels.append(work.labels[vid])
+    return clips, labels, counts
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str, str]:
+    """Compare the first clip across rows: JPEG rows against `memory`, video rows against
+    `pyav-from-start`. Returns a short verdict per row."""
+    vid, idx = clips[0]
+    outs = {name: r.read(vid, idx) for name, r in readers.items()}
+    verdict = {}
+    for name, out in outs.items():
+        if out.dtype != np.uint8 or out.ndim != 4 or out.shape[0] != len(idx) or out.shape[3] != 3:
+            raise RuntimeError(f"{name} returned {out.dtype} {out.shape}, not uint8 (k, H, W, 3)")
+        ref = "memory" if name in ("jpeg", "hdf5", "npy-mmap", "npy-read", "pil") else None
+        if name in ("video", "torchcodec", "decord"):
+            ref = "pyav-from-start"
+        if ref is None or ref not in outs:
+            continue
+        other = outs[ref]
+        if other.shape != out.shape:
+            verdict[name] = f"shape {out.shape} vs {ref} {other.shape}"
+        else:
+            diff = int(np.abs(out.astype(np.int16) - other.astype(np.int16)).max())
+            verdict[name] = "identical" if diff == 0 else f"max |diff| {diff} vs {ref}"
+        if name in ("jpeg", "hdf5", "npy-mmap", "npy-read", "video") and verdict[name] != (
+            "identical"
+        ):
+            notes.append(f"{name}: pixels differ from {ref} ({verdict[name]})")
+    return verdict
+
+
+def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any] | None:
+    if "size" not in inspect.signature(decode_jpeg).parameters:
+        return None
+    bufs = list(memory._bytes.values())
+    h, w = decode_jpeg(bufs[0]).shape[:2]
+    half = (h // 2, w // 2)
+
+    def full_resize() -> None:
+        for b in bufs:
+            cv2.resize(decode_jpeg(b), (half[1], half[0]), interpolation=cv2.INTER_AREA)
+
+    def dct() -> None:
+        for b in bufs:
+            decode_jpeg(b, size=half)
+
+    rr.add("reduced/full+resize", full_resize)
+    rr.add("reduced/dct", dct)
+    return {"size": list(half), "frames": len(bufs)}
+
+
+def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
+    """Prepare the data, measure every row, and return the results (as `--json` writes them).
+
+    One-process figures run with one torch thread, as a DataLoader worker does: torch's
+    intra-op threads would otherwise fight other processes for the cores during `stack`.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run(cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(cfg: BenchConfig) -> dict[str, Any]:
+    notes: list[str] = [
+        "one process: the clips read in this process with one torch thread (as in a DataLoader "
+        "worker), made tensors and stacked into batches as the default collate does"
+    ]
+    work_root = cfg.work or default_work_dir(cfg.data)
+    spec = SynthSpec(
+        num_videos=cfg.num_videos,
+        width=cfg.synth_size[0],
+        height=cfg.synth_size[1],
+        seconds=cfg.synth_seconds,
+    )
+    work = prepare(
+        cfg.data,
+        work_root,
+        num_videos=cfg.num_videos,
+        spec=spec,
+        quality=cfg.quality,
+        short_side=cfg.short_side,
+        workers=cfg.convert_workers,
+        progress=cfg.progress,
+    )
+    for vid, why in sorted(work.failed.items()):
+        notes.append(f"left out {vid}: {why}")
+    with ram_copy(work.videos, work.video_ids, notes) as ram_videos:
+        return _measure(cfg, work, spec, notes, ram_videos)
+
+
+def _measure(
+    cfg: BenchConfig, work: WorkDir, spec: SynthSpec, notes: list[str], ram_videos: Path | None
+) -> dict[str, Any]:
+    loaders = build_loaders(work, cfg, notes, ram_videos)
+    if ram_videos is not None and any(ld.name == "video" for ld in loaders):
+        notes.append(
+            "video split: decode = the same VideoSource reading a copy of the files in RAM "
+            "(/dev/shm), so demuxing and seeking count as decode and rest is ~0 (within noise)"
+        )
+    if not loaders:
+        raise ValueError(f"--only {cfg.only} leaves nothing to measure")
+    readers = {ld.name: ld.make() for ld in loaders}
+    all_sources = {
+        "video": VideoSource(work.videos),
+        "jpeg": JpegSource(work.converted["jpeg"]),
+        "hdf5": Hdf5Source(work.converted["hdf5"]),
+        "npy": NpySource(work.converted["npy"]),
+    }
+    log("counting frames and sampling clips")
+    clips, labels, counts = sample_clips(work, all_sources, cfg)
+    memory = readers.get("memory") or MemoryJpeg(work.converted["jpeg"])
+    for vid, idx in clips:
+        memory.preload(vid, idx)
+    log("checking that every row returns the same pixels")
+    checks = _check_outputs(readers, clips, notes)
+
+    results, reduced = _measure_one_process(loaders, readers, memory, clips, cfg, notes, checks)
+    _add_disk_and_ratios(results, loaders, work)
+    sources = [ld for ld in loaders if ld.kind == "source"]
+    dl_settings = None
+    if cfg.dataloader and sources:
+        dl_settings = _measure_dataloader(sources, readers, clips, labels, results, cfg, notes)
+    if cfg.cold and sources:
+        _measure_cold(sources, work, clips, results, cfg, notes)
+    return {
+        "config": {
+            **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+            "statistic": f"best of {cfg.repeats} interleaved repeats",
+        },
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+            "cuda": torch.cuda.is_available(),
+            "opencv": cv2.__version__,
+        },
+        "data": {
+            "work": str(work.root),
+            "origin": work.origin,
+            "description": _describe(work, spec, counts),
+            "num_videos": len(work.video_ids),
+            "frames_per_video": counts,
+        },
+        "dataloader_settings": dl_settings,
+        "loaders": results,
+        "reduced_decode": reduced,
+        "notes": notes,
+    }
+
+
+def _measure_one_process(
+    loaders, readers, memory, clips, cfg, notes, checks
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Whole reads, raw reads and decodes of every row (and the reduced-size decode), timed in
+    interleaved rounds: (one result row per loader, the reduced-size decode result or None)."""
+    rr = RoundRobin(cfg.min_time)
+    log(f"warming up and calibrating {len(loaders)} rows")
+    bytes_read: dict[str, float] = {}
+    for ld in loaders:
+        reader = readers[ld.name]
+        rr.add(f"total/{ld.name}", lambda r=reader: one_pass(r.read, clips, cfg.batch_size))
+        if ld.raw is None:
+            continue
+        payloads = [ld.raw(v, i) for v, i in clips]
+        bytes_read[ld.name] = float(np.mean([p.nbytes for p in payloads]))
+
+        def raw_pass(raw=ld.raw) -> None:
+            for v, i in clips:
+                raw(v, i)
+
+        rr.add(f"read/{ld.name}", raw_pass)
+        if ld.decode is not None:
+
+            def decode_pass(decode=ld.decode, payloads=payloads) -> None:
+                for p in payloads:
+                    decode(p)
+
+            rr.add(f"decode/{ld.name}", decode_pass)
+    reduced_tasks = _reduced_decode_tasks(memory, rr)
+    log(f"timing one process: {cfg.repeats} interleaved repeats")
+    with OtherLoad() as other:
+        rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
+    _note_other_load(notes, "the one-process timing", other.cpus)
+
+    results: dict[str, Any] = {}
+    n = len(clips)
+    for ld in loaders:
+        total = rr.best(f"total/{ld.name}")
+        row: dict[str, Any] = {
+            "kind": ld.kind,
+            "storage": ld.storage,
+            "description": ld.description,
+            "check": checks.get(ld.name),
+            "clips_per_s": n / total,
+            "frames_per_s": n * cfg.frames / total,
+            "times_s": {"total": rr.times[f"total/{ld.name}"]},
+        }
+        if ld.raw is not None:
+            read = rr.best(f"read/{ld.name}")
+            dec = rr.best(f"decode/{ld.name}") if ld.decode is not None else None
+            row["split_ms_per_clip"] = {
+                "total": 1000 * total / n,
+                "read": 1000 * read / n,
+                "decode": None if dec is None else 1000 * dec / n,
+                "rest": None if dec is None else 1000 * (total - read - dec) / n,
+            }
+            for part in ("read", "decode"):
+                if f"{part}/{ld.name}" in rr.times:
+                    row["times_s"][part] = rr.times[f"{part}/{ld.name}"]
+            if ld.storage != "memory":
+                row["bytes_read_per_clip"] = bytes_read[ld.name]
+        results[ld.name] = row
+    if reduced_tasks is None:
+        notes.append("reduced-size decode not measured: decode_jpeg has no size= argument")
+        return results, None
+    full, dct = rr.best("reduced/full+resize"), rr.best("reduced/dct")
+    reduced = {
+        **reduced_tasks,
+        "full_resize_frames_per_s": reduced_tasks["frames"] / full,
+        "dct_frames_per_s": reduced_tasks["frames"] / dct,
+        "speedup": full / dct,
+        "times_s": {"full+resize": rr.times["reduced/full+resize"], "dct": rr.times["reduced/dct"]},
+    }
+    return results, reduced
+
+
+def _add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: WorkDir) -> None:
+    """Bytes on disk per video (and against the video file), and speed against the references."""
+
+    def disk(storage: str) -> float:
+        sizes = [sum(p.stat().st_size for p in work.files(storage, v)) for v in work.video_ids]
+        return float(np.mean(sizes))
+
+    video_disk = disk("video")
+    for ld in loaders:
+        row = results[ld.name]
+        if ld.storage in ("video", "jpeg", "hdf5", "npy"):
+            row["disk_bytes_per_video"] = disk(ld.storage)
+            row["disk_vs_video"] = row["disk_bytes_per_video"] / video_disk
+        for ref, key in (("memory", "vs_memory"), ("pil", "vs_pil")):
+            if ref in results:
+                row[key] = row["clips_per_s"] / results[ref]["clips_per_s"]
+
+
+def _describe(work: WorkDir, spec: SynthSpec, counts: dict[str, int]) -> str:
+    lo, hi = min(counts.values()), max(counts.values())
+    frames = f"{lo}" if lo == hi else f"{lo}-{hi}"
+    if work.origin == "synthetic":
+        return (
+            f"synthetic {spec.width}x{spec.height} H.264 with B-frames, {spec.fps} fps, "
+            f"{frames} frames each"
+        )
+    return f"{work.origin}, {frames} frames each"
+
+
+def _measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> dict[str, Any]:
+    pin = torch.cuda.is_available()
+    notes.append(
+        f"DataLoader: batch_size={cfg.batch_size}, num_workers={cfg.workers}, "
+        f"persistent_workers={cfg.workers > 0}, pin_memory={pin} "
+        f"({'CUDA available' if pin else 'no CUDA here, so pinning is off'})"
+    )
+    log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
+    loaders = {
+        ld.name: make_loader(
+            readers[ld.name],
+            clips,
+            labels,
+            batch_size=cfg.batch_size,
+            workers=cfg.workers,
+            pin_memory=pin,
+        )
+        for ld in sources
+    }
+    rr = RoundRobin(cfg.min_time)
+    for name, dl in loaders.items():
+        epoch(dl)  # starts the workers, fills their caches
+        rr.add(name, lambda dl=dl: epoch(dl))
+    log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
+    with OtherLoad() as other:
+        rr.run(cfg.repeats)
+    _note_other_load(notes, "the DataLoader timing", other.cpus)
+    for name, dl in loaders.items():
+        best = rr.best(name)
+        row = results[name]
+        row["dataloader"] = {
+            "clips_per_s": len(clips) / best,
+            "frames_per_s": len(clips) * cfg.frames / best,
+            "vs_one_process": (len(clips) / best) / row["clips_per_s"],
+            "times_s": rr.times[name],
+        }
+        del dl
+    loaders.clear()
+    return {"workers": cfg.workers, "pin_memory": pin, "batch_size": cfg.batch_size}
+
+
+def _note_other_load(notes: list[str], phase: str, cpus: float | None) -> None:
+    """A warning note when other processes kept a quarter of a CPU or more busy in `phase`."""
+    if cpus is not None and cpus >= 0.25:
+        notes.append(
+            f"warning: other processes kept {cpus:.1f} of {os.cpu_count()} CPUs busy on average "
+            f"during {phase}; its figures are pessimistic (rerun on an idle machine)"
+        )
+
+
+def _pass_seconds(reader, clips, batch_size: int) -> float:
+    return timed(lambda: one_pass(reader.read, clips, batch_size))
+
+
+def _measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
+    fs = filesystem_of(work.root)
+    if fs in ("tmpfs", "ramfs"):
+        notes.append(f"--cold has no effect here: {work.root} is on {fs} (files live in memory)")
+    notes.append(
+        "cold: before each cold epoch the rows' files are evicted with "
+        "posix_fadvise(DONTNEED) and the source is created afresh (first-epoch setup included)"
+    )
+    log(f"timing cold vs warm epochs: {cfg.repeats} interleaved repeats")
+    files = {
+        ld.name: [p for v in work.video_ids for p in work.files(ld.storage, v)] for ld in sources
+    }
+    times: dict[str, dict[str, list[float]]] = {ld.name: {"cold": [], "warm": []} for ld in sources}
+    with OtherLoad() as other:
+        for _ in range(cfg.repeats):
+            for ld in sources:
+                reader = ld.make()
+                drop_from_page_cache(files[ld.name])
+                times[ld.name]["cold"].append(_pass_seconds(reader, clips, cfg.batch_size))
+                times[ld.name]["warm"].append(_pass_seconds(reader, clips, cfg.batch_size))
+                del reader
+    _note_other_load(notes, "the cold-cache timing", other.cpus)
+    for name, t in times.items():
+        cold, warm = min(t["cold"]), min(t["warm"])
+        results[name]["cold"] = {"cold_s": cold, "warm_s": warm, "ratio": cold / warm, **t}

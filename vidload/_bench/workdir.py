@@ -1,0 +1,278 @@
+"""The benchmark's work folder: the videos and their copies in every storage format.
+
+Layout of a work folder:
+
+    WORK/vidload-bench.json   what was built, from what (used to reuse it on the next run)
+    WORK/videos/              generated sample videos, or links to the user's chosen videos
+    WORK/jpeg/ WORK/hdf5/ WORK/npy/   the output of `vidload.convert.convert` for each format
+
+A folder is reused when it was built from the same videos (same paths, sizes and modification
+times) with the same conversion settings; whatever changed is rebuilt. A folder that is not
+empty and was not made by the benchmark is refused rather than written into.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from vidload.sources.base import VIDEO_EXTENSIONS, strip_video_ext
+from vidload.synth import SynthSpec, make_sample_videos, video_ids
+
+STATE_FILE = "vidload-bench.json"
+FORMATS: tuple[str, ...] = ("jpeg", "hdf5", "npy")
+
+
+@dataclass
+class WorkDir:
+    """A prepared work folder. `video_ids` are paths relative to `videos`, with extensions."""
+
+    root: Path
+    videos: Path
+    video_ids: list[str]
+    labels: dict[str, int]
+    origin: str  # "synthetic" or the user's data folder
+    converted: dict[str, Path] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # video id -> why it is left out
+
+    def files(self, storage: str, video_id: str) -> list[Path]:
+        """The files that hold `video_id` in `storage` ("video", "jpeg", "hdf5" or "npy")."""
+        key = strip_video_ext(video_id)
+        if storage == "video":
+            return [self.videos / video_id]
+        if storage == "jpeg":
+            folder = self.converted["jpeg"] / key
+            return sorted(p for p in folder.iterdir() if p.is_file())
+        if storage in ("hdf5", "npy"):
+            ext = ".h5" if storage == "hdf5" else ".npy"
+            return [self.converted[storage] / (key + ext)]
+        raise ValueError(f"storage ({storage!r}) must be one of 'video', {FORMATS}")
+
+
+def default_work_dir(data: Path | None) -> Path:
+    """`$TMPDIR/vidload-bench/synthetic`, or `.../data-<hash of DATA's absolute path>`."""
+    base = Path(tempfile.gettempdir()) / "vidload-bench"
+    if data is None:
+        return base / "synthetic"
+    digest = hashlib.sha1(str(data.resolve()).encode()).hexdigest()[:10]
+    return base / f"data-{data.resolve().name}-{digest}"
+
+
+_START = time.perf_counter()
+
+
+def log(message: str) -> None:
+    """A progress line on stderr, with the seconds since the benchmark module was loaded."""
+    print(f"[bench {time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def find_videos(root: Path) -> list[str]:
+    """Video files under `root` (recursive, sorted), as `/`-separated relative paths."""
+    ids = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in filenames:
+            if name.startswith(".") or ".partial." in name:
+                continue
+            if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
+                rel = os.path.relpath(os.path.join(dirpath, name), root)
+                ids.append(rel.replace(os.sep, "/"))
+    return sorted(ids)
+
+
+def _fingerprint(videos: Path, ids: list[str]) -> dict[str, list[int]]:
+    out = {}
+    for vid in ids:
+        st = (videos / vid).stat()
+        out[vid] = [st.st_size, st.st_mtime_ns]
+    return out
+
+
+def _load_state(root: Path) -> dict:
+    path = root / STATE_FILE
+    if not path.exists():
+        if root.exists() and any(root.iterdir()):
+            raise ValueError(
+                f"work folder {root} is not empty and has no {STATE_FILE}: it was not made by "
+                "`vidload bench`; pass an empty or new folder with --work"
+            )
+        return {}
+    try:
+        return json.loads(path.read_text())
+    except ValueError as e:
+        raise ValueError(f"{path}: not a valid benchmark state file ({e}); remove it") from e
+
+
+def _save_state(root: Path, state: dict) -> None:
+    tmp = root / (STATE_FILE + ".tmp")
+    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
+    tmp.replace(root / STATE_FILE)
+
+
+def _link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:
+    """Make `videos` hold exactly one symlink per chosen id, pointing into `data`."""
+    if videos.exists():
+        for dirpath, _dirs, files in os.walk(videos):
+            for name in files:
+                p = Path(dirpath) / name
+                if not p.is_symlink():
+                    raise ValueError(f"{p}: expected only links to the user's videos here")
+        shutil.rmtree(videos)
+    for vid in ids:
+        link = videos / vid
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to((data / vid).resolve())
+
+
+def prepare(
+    data: Path | None,
+    work: Path,
+    *,
+    num_videos: int,
+    spec: SynthSpec,
+    quality: int,
+    short_side: int | None,
+    workers: int | None,
+    progress: bool = True,
+) -> WorkDir:
+    """Build (or reuse) the work folder: the videos, then a copy in every format of FORMATS.
+
+    With `data` None, `spec` sample videos are generated; otherwise the first `num_videos`
+    videos under `data` (sorted by path) are used, linked into the work folder, not copied.
+    """
+    from vidload.convert import convert
+
+    work = Path(work)
+    state = _load_state(work)
+    work.mkdir(parents=True, exist_ok=True)
+    videos = work / "videos"
+    clashes: dict[str, str] = {}
+    if data is None:
+        origin = "synthetic"
+        stale = state.get("origin") != origin or state.get("spec") != asdict(spec)
+        if videos.exists() and (stale or find_videos(videos) != video_ids(spec)):
+            shutil.rmtree(videos)
+            state = {}
+        ids = make_sample_videos(videos, spec, progress=progress)
+    else:
+        origin = str(data.resolve())
+        if not data.is_dir():
+            raise ValueError(f"DATA ({data}) must be a folder of videos")
+        found = find_videos(data)
+        if not found:
+            exts = ", ".join(sorted(VIDEO_EXTENSIONS))
+            raise ValueError(f"no video files ({exts}) found under {data}")
+        ids, clashes = _choose(found, num_videos)
+        if (
+            state.get("origin") != origin
+            or state.get("videos") != _fingerprint(data, ids)
+            or find_videos(videos) != ids
+        ):
+            _link_user_videos(data, videos, ids)
+            state = {}
+    fingerprint = _fingerprint(videos, ids)
+    settings = {"quality": quality, "short_side": short_side}
+    if state.get("origin") != origin or state.get("videos") != fingerprint:
+        state = {"origin": origin, "videos": fingerprint, "formats": {}}
+    state["spec"] = asdict(spec) if data is None else None
+    _save_state(work, state)
+    converted = {}
+    for fmt in FORMATS:
+        out = work / fmt
+        if state["formats"].get(fmt) == settings and out.is_dir():
+            log(f"reusing {out}")
+        else:
+            log(f"converting {len(ids)} videos to {fmt} in {out}")
+            state["formats"].pop(fmt, None)
+            _save_state(work, state)
+            convert(
+                videos,
+                out,
+                to=fmt,
+                workers=workers,
+                short_side=short_side,
+                quality=quality,
+                overwrite=True,
+                progress=progress,
+            )
+            state["formats"][fmt] = settings
+            _save_state(work, state)
+        converted[fmt] = out
+    failed = _failed_in_manifests(converted)
+    failed.update(clashes)
+    usable = [v for v in ids if v not in failed]
+    if not usable:
+        reasons = "; ".join(f"{v}: {why}" for v, why in sorted(failed.items()))
+        raise ValueError(f"no video could be converted to every format ({reasons})")
+    return WorkDir(work, videos, usable, _labels(usable), origin, converted, failed)
+
+
+def _choose(found: list[str], num_videos: int) -> tuple[list[str], dict[str, str]]:
+    """The first `num_videos` of `found` whose containers do not clash: `a/x.mp4` and `a/x.avi`
+    would share `a/x.h5`, so the second is left out (returned with the reason)."""
+    chosen: dict[str, str] = {}
+    clashes: dict[str, str] = {}
+    for vid in found:
+        if len(chosen) == num_videos:
+            break
+        key = strip_video_ext(vid)
+        if key in chosen:
+            clashes[vid] = f"same name as {chosen[key]} without the extension"
+            continue
+        chosen[key] = vid
+    return list(chosen.values()), clashes
+
+
+def _failed_in_manifests(converted: dict[str, Path]) -> dict[str, str]:
+    """Video id -> why, for the videos some conversion could not store."""
+    from vidload.manifest import read_manifest
+
+    failed: dict[str, str] = {}
+    for fmt, out in converted.items():
+        for row in read_manifest(out / "manifest.csv"):
+            if row.status == "failed":
+                failed.setdefault(row.video_id, f"cannot be converted to {fmt}: {row.error}")
+    return failed
+
+
+def _labels(ids: list[str]) -> dict[str, int]:
+    """Label = index of the video's parent folder among all parent folders (sorted)."""
+    classes = sorted({str(Path(v).parent) for v in ids})
+    return {v: classes.index(str(Path(v).parent)) for v in ids}
+
+
+@contextmanager
+def ram_copy(videos: Path, ids: list[str], notes: list[str]) -> Iterator[Path | None]:
+    """A temporary copy of the videos in /dev/shm (RAM-backed), removed afterwards; None, with
+    a note, when /dev/shm is missing, not tmpfs, or too small for them."""
+    shm = Path("/dev/shm")
+    need = sum((videos / v).stat().st_size for v in ids)
+    try:
+        st = os.statvfs(shm)
+        room = st.f_bavail * st.f_frsize
+    except OSError:
+        room = -1
+    if room < 2 * need:
+        notes.append(
+            f"video decode not split from reading: no room in /dev/shm for a {need / 2**20:.0f} "
+            "MiB RAM copy of the videos"
+        )
+        yield None
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="vidload-bench-", dir=shm))
+    try:
+        for vid in ids:
+            (tmp / vid).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(videos / vid, tmp / vid)
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -1,0 +1,173 @@
+"""`vidload bench`: how fast every frame source reads the same clips, and what it costs on disk.
+
+    vidload bench [DATA] [--work DIR] [--num-videos N] [--clips N] [--repeats R] [--workers W]
+                  [--cold] [--json PATH] [--plot PATH] [--markdown] [--quick] ...
+
+Without DATA it generates UCF101-like sample videos (`vidload.synth`); with DATA (a folder of
+videos) it takes the first `--num-videos` of them. Either way the videos are converted into every
+format (`vidload.convert`) in a work folder that later runs reuse. Then, on the same sampled
+clips (a fixed seed; TSN segment clips; the same video ids and index arrays for every row) it
+measures each source and some reference loaders:
+
+* clips/s and frames/s in one process, and through a DataLoader (batches of `--batch-size`,
+  `--workers` persistent workers, pin_memory only when CUDA is available);
+* where the time goes: reading the bytes only, decoding the same bytes already in memory, and
+  the rest (container overhead, tensor building, collate);
+* bytes read per clip and bytes on disk per video against the source video;
+* with `--cold`, the first epoch after evicting the files from the page cache against a warm one;
+* reduced-size (DCT-scaled) JPEG decode against full decode + resize.
+
+Every figure is the best of `--repeats` repeats, interleaved round-robin over the rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from vidload._bench import report
+from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
+from vidload._bench.workdir import log
+
+__all__ = ["BenchConfig", "main", "run_benchmark"]
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="vidload bench",
+        description=(
+            "Speed of every frame source (video, jpeg, hdf5, npy) on the same clips, against "
+            "reference loaders; bytes on disk and read per clip. Without DATA, UCF101-like "
+            "sample videos are generated. Figures are the best of the interleaved repeats."
+        ),
+    )
+    add = p.add_argument
+    add("data", nargs="?", type=Path, metavar="DATA", help="folder of videos (default: generate)")
+    add(
+        "--work",
+        type=Path,
+        metavar="DIR",
+        help="work folder for the videos and their conversions, reused across runs "
+        "(default: under the system temp folder)",
+    )
+    add(
+        "--num-videos",
+        type=int,
+        metavar="N",
+        help="videos to generate, or to take from DATA (the first N by path); 8 (quick: 2)",
+    )
+    add("--clips", type=int, metavar="N", help="clips read per pass; 64 (quick: 16)")
+    add("--repeats", type=int, metavar="R", help="interleaved repeats; 3 (quick: 1)")
+    add("--frames", type=int, default=8, metavar="T", help="frames per clip; 8")
+    add("--batch-size", type=int, default=16, metavar="B", help="clips per batch; 16")
+    add(
+        "--workers",
+        type=int,
+        metavar="W",
+        help=f"DataLoader workers; all cores ({os.cpu_count()} here)",
+    )
+    add("--seed", type=int, default=0, metavar="S", help="seed of the clip sampling; 0")
+    add("--quality", type=int, default=95, metavar="Q", help="JPEG quality when converting; 95")
+    add("--short-side", type=int, metavar="S", help="resize frames when converting; off")
+    add(
+        "--min-time",
+        type=float,
+        metavar="SEC",
+        help="a timed unit repeats its pass until it lasts this long; 0.3 (quick: 0)",
+    )
+    add("--cold", action="store_true", help="also time a cold-cache first epoch vs a warm one")
+    add("--no-dataloader", action="store_true", help="skip the DataLoader timing")
+    add(
+        "--only",
+        metavar="ROWS",
+        help=f"comma-separated rows to run, from: {', '.join(SOURCE_NAMES + REFERENCE_NAMES)}",
+    )
+    add("--json", type=Path, metavar="PATH", help="write the results as JSON")
+    add("--plot", type=Path, metavar="PATH", help="draw a PNG bar chart (needs matplotlib)")
+    add("--markdown", action="store_true", help="print the tables in Markdown (for a README)")
+    add(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 short 160x120 videos converted in this process, 16 clips, "
+        "1 repeat, no calibration",
+    )
+    add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    quick = args.quick
+
+    def pick(value, normal, fast):
+        return value if value is not None else (fast if quick else normal)
+
+    only = None
+    if args.only:
+        only = tuple(s.strip() for s in args.only.split(",") if s.strip())
+    return BenchConfig(
+        data=args.data,
+        work=args.work,
+        num_videos=pick(args.num_videos, 8, 2),
+        clips=pick(args.clips, 64, 16),
+        repeats=pick(args.repeats, 3, 1),
+        frames=args.frames,
+        batch_size=args.batch_size,
+        workers=args.workers if args.workers is not None else (os.cpu_count() or 1),
+        seed=args.seed,
+        quality=args.quality,
+        short_side=args.short_side,
+        min_time=pick(args.min_time, 0.3, 0.0),
+        cold=args.cold,
+        dataloader=not args.no_dataloader,
+        only=only,
+        synth_seconds=2.0 if quick else 7.0,
+        synth_size=(160, 120) if quick else (320, 240),
+        convert_workers=1 if quick else None,
+        progress=not args.no_progress,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark from command-line arguments; prints the report, returns 0 (2 on a
+    bad argument or unusable data)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        cfg = config_from_args(args)
+        if args.plot is not None:
+            report.check_plotting()
+        if cfg.data is not None and not cfg.data.is_dir():
+            raise ValueError(f"DATA ({cfg.data}) must be a folder of videos")
+        result = run_benchmark(cfg)
+    except (ValueError, RuntimeError) as e:
+        print(f"vidload bench: error: {e}", file=sys.stderr)
+        return 2
+    print(report.render(result, markdown=args.markdown))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
+        log(f"wrote {args.json}")
+    if args.plot is not None:
+        report.plot(result, args.plot)
+        log(f"wrote {args.plot}")
+    return 0
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, (Path, tuple)):
+        return str(value) if isinstance(value, Path) else list(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
