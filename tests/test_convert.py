@@ -352,12 +352,22 @@ def test_resume_with_other_options_is_refused(dataset, tmp_path):
     assert len(report.converted) == 4
 
 
-def test_ids_sharing_a_container_are_refused(tmp_path):
+@pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy"])
+def test_ids_differing_only_in_extension_keep_it_in_the_container_name(tmp_path, to):
     make_video(tmp_path / "in/x.mp4", 3, width=W, height=H)
-    make_video(tmp_path / "in/x.mkv", 3, width=W, height=H)
-    with pytest.raises(ValueError, match="would share one container"):
-        convert(tmp_path / "in", tmp_path / "out", to="npy", progress=False)
-    assert not (tmp_path / "out").exists()
+    make_video(tmp_path / "in/x.mkv", 5, width=W, height=H)
+    make_video(tmp_path / "in/y.mp4", 4, width=W, height=H)
+    out = tmp_path / "out"
+    report = convert(tmp_path / "in", out, to=to, workers=1, progress=False)
+    assert report.ok and len(report.converted) == 3
+    suffix = {"jpeg": "", "hdf5": ".h5", "npy": ".npy"}[to]
+    assert (out / f"x.mp4{suffix}").exists() and (out / f"x.mkv{suffix}").exists()
+    assert (out / f"y{suffix}").exists() and not (out / f"x{suffix}").exists()
+    source = {"jpeg": JpegSource, "hdf5": Hdf5Source, "npy": NpySource}[to](out)
+    for vid, n in [("x.mp4", 3), ("x.mkv", 5), ("y.mp4", 4)]:
+        assert source.actual_frames(vid) == n
+        assert [frame_number(f) for f in source.read(vid, [n - 1, 0])] == [n - 1, 0]
+    assert convert(tmp_path / "in", out, to=to, workers=1, progress=False).converted == ()
 
 
 def test_find_inputs_skips_hidden_and_other_files(dataset, tmp_path):
@@ -381,7 +391,6 @@ REAL = Path(__file__).resolve().parents[1].parent / "shared" / "videos"
 
 @pytest.mark.skipif(not (REAL / "mma_test.mp4").is_file(), reason="shared/videos not present")
 def test_real_clip_smoke(tmp_path):
-    # mma_test.mp4 and mma_test.avi would share one container: convert one through a list
     lst = tmp_path / "list.txt"
     lst.write_text("mma_test.mp4 2\n")
     out = tmp_path / "out"
@@ -393,3 +402,16 @@ def test_real_clip_smoke(tmp_path):
     got = NpySource(out).read("mma_test.mp4", picks)
     want = VideoSource(REAL).read("mma_test.mp4", picks)
     assert min(psnr(a, b) for a, b in zip(got, want, strict=True)) >= 35
+
+
+@pytest.mark.skipif(not (REAL / "mma_test.avi").is_file(), reason="shared/videos not present")
+def test_real_folder_with_two_clips_of_one_name(tmp_path):
+    report = convert(REAL, tmp_path / "out", to="hdf5", workers=2, progress=False)
+    assert report.ok
+    counts = {r.video_id: (r.reported_frames, r.actual_frames) for r in report.rows}
+    assert counts == {"mma_test.avi": (164, 164), "mma_test.mp4": (300, 300)}
+    source, video = Hdf5Source(tmp_path / "out"), VideoSource(REAL)
+    for vid, n in [("mma_test.avi", 164), ("mma_test.mp4", 300)]:
+        picks = [n - 1, 0, n // 2]
+        got, want = source.read(vid, picks), video.read(vid, picks)
+        assert min(psnr(a, b) for a, b in zip(got, want, strict=True)) >= 35

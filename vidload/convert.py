@@ -7,6 +7,9 @@
     video id `a/x1.mp4` -> `output/a/x1/img_00001.jpg ...` (jpeg), `output/a/x1.h5` (hdf5),
                            `output/a/x1.npy` (npy)
 
+Two inputs whose ids differ only in the video extension (`x.mp4`, `x.avi`) keep it in their
+container names (`x.mp4.h5`, `x.avi.h5`); the sources look for such a full name first.
+
 `input_path` is one of:
 
 * a folder: searched recursively for video files (by extension, `VIDEO_EXTENSIONS`) and for
@@ -267,17 +270,13 @@ def _check_unique(items: Sequence[InputItem], where: Path) -> None:
         seen.add(item.video_id)
 
 
-def _check_one_container_each(items: Sequence[InputItem], where: Path) -> None:
-    """Two inputs whose ids differ only in a video extension would share one container."""
-    by_key: dict[str, str] = {}
+def _sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
+    """Ids that differ from another input's id only in the video extension (`x.mp4`, `x.avi`):
+    their containers keep the extension in their name (`x.mp4.h5`) so that each gets its own."""
+    by_key: dict[str, list[str]] = {}
     for item in items:
-        key = strip_video_ext(item.video_id)
-        other = by_key.setdefault(key, item.video_id)
-        if other != item.video_id:
-            raise ValueError(
-                f"{where}: {other!r} and {item.video_id!r} would share one container "
-                f"({key!r}); rename one, or convert them separately"
-            )
+        by_key.setdefault(strip_video_ext(item.video_id), []).append(item.video_id)
+    return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
 
 
 # --------------------------------------------------------------------------- frames
@@ -378,9 +377,17 @@ class _Outcome:
     frames: int = 0
 
 
-def container_path(output: Path, video_id: str, to: ConvertFormat) -> Path:
-    """Where `convert` puts `video_id`'s container: the layout the sources read."""
-    stem = strip_video_ext(normalize_video_id(video_id))
+def container_path(
+    output: Path, video_id: str, to: ConvertFormat, *, keep_extension: bool = False
+) -> Path:
+    """Where `convert` puts `video_id`'s container: the layout the sources read.
+
+    The video extension is dropped (`a/x1.mp4` -> `a/x1.h5`) unless `keep_extension`
+    (`a/x1.mp4.h5`), which `convert` sets for ids that differ from another input's only in
+    the extension; the sources look for that full name first (`sources.base.container_path`).
+    """
+    vid = normalize_video_id(video_id)
+    stem = vid if keep_extension else strip_video_ext(vid)
     if to == "jpeg":
         return output / stem
     return output / (stem + _CONTAINER_SUFFIX[to])
@@ -690,8 +697,8 @@ def convert(
     if out.exists() and not out.is_dir():
         raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
-    _check_one_container_each(items, Path(input_path))
-    _check_no_overlap(Path(input_path), base, out, items, to)
+    full_names = _sharing_a_name(items)
+    _check_no_overlap(Path(input_path), base, out, items, to, full_names)
 
     out.mkdir(parents=True, exist_ok=True)
     manifest_path = out / MANIFEST_NAME
@@ -702,7 +709,9 @@ def convert(
     threads = max(1, (os.cpu_count() or 1) // workers)
     plan = _Plan(base, out, items=items, previous=previous)
     for item in items:
-        container = container_path(out, item.video_id, to)
+        container = container_path(
+            out, item.video_id, to, keep_extension=item.video_id in full_names
+        )
         prev = previous.get(item.video_id)
         exists = container.exists()
         if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
@@ -832,7 +841,12 @@ def _is_within(path: Path, folder: Path) -> bool:
 
 
 def _check_no_overlap(
-    input_path: Path, base: Path, out: Path, items: Sequence[InputItem], to: ConvertFormat
+    input_path: Path,
+    base: Path,
+    out: Path,
+    items: Sequence[InputItem],
+    to: ConvertFormat,
+    full_names: frozenset[str],
 ) -> None:
     """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""
     out_r = out.resolve()
@@ -848,7 +862,9 @@ def _check_no_overlap(
     above_inputs = {p for path in inputs for p in path.parents}
     frame_folders = {item.path.resolve() for item in items if item.kind == "jpeg"}
     for item in items:
-        target = container_path(out_r, item.video_id, to)
+        target = container_path(
+            out_r, item.video_id, to, keep_extension=item.video_id in full_names
+        )
         if (
             target in inputs
             or target in above_inputs

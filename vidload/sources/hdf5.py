@@ -37,7 +37,7 @@ import h5py
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources.base import as_index_array, normalize_video_id, strip_video_ext
+from vidload.sources.base import as_index_array, container_path
 from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
@@ -149,7 +149,11 @@ class Hdf5Source:
 
     def path(self, video_id: str) -> Path:
         """The HDF5 file of `video_id`."""
-        return self.root / (strip_video_ext(normalize_video_id(video_id)) + ".h5")
+        return container_path(self.root, video_id, ".h5")
+
+    def files(self, video_id: str) -> list[Path]:
+        """The files a read of `video_id` opens: its HDF5 file (for read-ahead hints)."""
+        return [self.path(video_id)]
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""

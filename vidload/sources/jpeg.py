@@ -32,7 +32,12 @@ from pathlib import Path
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources.base import as_index_array, normalize_video_id, strip_video_ext
+from vidload.sources.base import (
+    as_index_array,
+    container_path,
+    normalize_video_id,
+    strip_video_ext,
+)
 from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
@@ -101,7 +106,7 @@ class JpegSource:
         for vid, count in (frame_counts or {}).items():
             if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
                 raise ValueError(f"frame_counts[{vid!r}] ({count!r}) must be an int >= 0")
-            self.frame_counts[self._key(vid)] = int(count)
+            self.frame_counts[_count_key(vid)] = int(count)
         self._counts: dict[str, tuple[int, int]] = {}  # key -> (files matching, actual)
         self._names: list[str] = []  # template.format(start_index + i), made as needed
 
@@ -114,9 +119,9 @@ class JpegSource:
     def __repr__(self) -> str:
         return f"JpegSource({str(self.root)!r}, template={self.template!r})"
 
-    @staticmethod
-    def _key(video_id: str) -> str:
-        return strip_video_ext(normalize_video_id(video_id))
+    def _key(self, video_id: str) -> str:
+        """The frame folder of `video_id`, relative to the root (see `container_path`)."""
+        return container_path(self.root, video_id, "").relative_to(self.root).as_posix()
 
     def folder(self, video_id: str) -> Path:
         """The folder holding `video_id`'s frames."""
@@ -125,6 +130,14 @@ class JpegSource:
     def frame_path(self, video_id: str, index: int) -> Path:
         """The file of frame `index` (0-based)."""
         return self.folder(video_id) / self.template.format(self.start_index + index)
+
+    def files(self, video_id: str) -> list[Path]:
+        """The frame files of `video_id` that `read` can open (the `actual_frames` run), from
+        the cached directory listing (for read-ahead hints). Raises VideoReadError like `read`
+        for a missing folder."""
+        key = self._key(video_id)
+        folder = self.root / key
+        return [folder / self._name(i) for i in range(self._scan(key)[1])]
 
     def _name(self, index: int) -> str:
         """File name of frame `index` (0-based); names are made once per source and process."""
@@ -166,10 +179,10 @@ class JpegSource:
 
     def reported_frames(self, video_id: str) -> int | None:
         """`frame_counts[video_id]` when given, else the number of files matching the template."""
-        key = self._key(video_id)
-        if key in self.frame_counts:
-            return self.frame_counts[key]
-        return self._scan(key)[0]
+        count = self.frame_counts.get(_count_key(video_id))
+        if count is not None:
+            return count
+        return self._scan(self._key(video_id))[0]
 
     def actual_frames(self, video_id: str) -> int:
         """Frame files from `start_index` on with no gap, less empty files at the end (cached)."""
@@ -274,3 +287,8 @@ def _replace_dir(src: Path, dst: Path) -> None:
         os.replace(old, dst)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _count_key(video_id: str) -> str:
+    """`frame_counts` keys: ids without a video extension (no file-system look-up)."""
+    return strip_video_ext(normalize_video_id(video_id))

@@ -42,7 +42,7 @@ from typing import Literal
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources.base import as_index_array, normalize_video_id, strip_video_ext
+from vidload.sources.base import as_index_array, container_path
 from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
@@ -111,7 +111,11 @@ class NpySource:
 
     def path(self, video_id: str) -> Path:
         """The npy file of `video_id`."""
-        return self.root / (strip_video_ext(normalize_video_id(video_id)) + ".npy")
+        return container_path(self.root, video_id, ".npy")
+
+    def files(self, video_id: str) -> list[Path]:
+        """The files a read of `video_id` opens: its npy file (for read-ahead hints)."""
+        return [self.path(video_id)]
 
     def _open(self, path: Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
