@@ -25,7 +25,7 @@ import av
 import h5py
 import numpy as np
 
-from vidload.sources.base import strip_video_ext
+from vidload.sources.base import container_path
 from vidload.sources.jpeg_decode import decode_many
 
 Read = Callable[[str, np.ndarray], np.ndarray]
@@ -82,7 +82,7 @@ class JpegFolderRaw:
         self.root, self.template, self.start = root, template, start_index
 
     def __call__(self, video_id: str, indices: np.ndarray) -> Payload:
-        folder = self.root / strip_video_ext(video_id)
+        folder = container_path(self.root, video_id, "")
         uniq, inverse = _unique(indices)
         bufs = [
             np.fromfile(folder / self.template.format(self.start + i), dtype=np.uint8)
@@ -100,10 +100,10 @@ class Hdf5Raw:
         self._open: dict[str, tuple[h5py.File, h5py.Dataset, np.ndarray]] = {}
 
     def __call__(self, video_id: str, indices: np.ndarray) -> Payload:
-        key = strip_video_ext(video_id)
+        key = video_id
         entry = self._open.get(key)
         if entry is None:
-            f = h5py.File(self.root / (key + ".h5"), "r")
+            f = h5py.File(container_path(self.root, video_id, ".h5"), "r")
             entry = (f, f["frames"], f["offsets"][()].astype(np.int64))
             self._open[key] = entry
         _, frames, offsets = entry
@@ -186,7 +186,7 @@ class PilPerFile:
     def read(self, video_id: str, indices: np.ndarray) -> np.ndarray:
         from PIL import Image
 
-        folder = self.root / strip_video_ext(video_id)
+        folder = container_path(self.root, video_id, "")
         frames = []
         for i in indices.tolist():
             with Image.open(folder / self.template.format(i + 1)) as img:
@@ -281,7 +281,7 @@ class NpyRaw:
         import mmap
         import os
 
-        path = self.root / (strip_video_ext(video_id) + ".npy")
+        path = container_path(self.root, video_id, ".npy")
         offset, rows, cols = self._header(path)
         uniq, inverse = _unique(indices)
         size = offset + rows * cols

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from vidload.sources.base import VIDEO_EXTENSIONS, strip_video_ext
+from vidload.sources.base import VIDEO_EXTENSIONS, container_path
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
@@ -46,15 +46,14 @@ class WorkDir:
 
     def files(self, storage: str, video_id: str) -> list[Path]:
         """The files that hold `video_id` in `storage` ("video", "jpeg", "hdf5" or "npy")."""
-        key = strip_video_ext(video_id)
         if storage == "video":
             return [self.videos / video_id]
         if storage == "jpeg":
-            folder = self.converted["jpeg"] / key
+            folder = container_path(self.converted["jpeg"], video_id, "")
             return sorted(p for p in folder.iterdir() if p.is_file())
         if storage in ("hdf5", "npy"):
             ext = ".h5" if storage == "hdf5" else ".npy"
-            return [self.converted[storage] / (key + ext)]
+            return [container_path(self.converted[storage], video_id, ext)]
         raise ValueError(f"storage ({storage!r}) must be one of 'video', {FORMATS}")
 
 
@@ -155,7 +154,6 @@ def prepare(
     state = _load_state(work)
     work.mkdir(parents=True, exist_ok=True)
     videos = work / "videos"
-    clashes: dict[str, str] = {}
     if data is None:
         origin = "synthetic"
         stale = state.get("origin") != origin or state.get("spec") != asdict(spec)
@@ -171,7 +169,7 @@ def prepare(
         if not found:
             exts = ", ".join(sorted(VIDEO_EXTENSIONS))
             raise ValueError(f"no video files ({exts}) found under {data}")
-        ids, clashes = _choose(found, num_videos)
+        ids = found[:num_videos]  # x.mp4 and x.avi both kept: convert names them apart
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)
@@ -208,28 +206,11 @@ def prepare(
             _save_state(work, state)
         converted[fmt] = out
     failed = _failed_in_manifests(converted)
-    failed.update(clashes)
     usable = [v for v in ids if v not in failed]
     if not usable:
         reasons = "; ".join(f"{v}: {why}" for v, why in sorted(failed.items()))
         raise ValueError(f"no video could be converted to every format ({reasons})")
     return WorkDir(work, videos, usable, _labels(usable), origin, converted, failed)
-
-
-def _choose(found: list[str], num_videos: int) -> tuple[list[str], dict[str, str]]:
-    """The first `num_videos` of `found` whose containers do not clash: `a/x.mp4` and `a/x.avi`
-    would share `a/x.h5`, so the second is left out (returned with the reason)."""
-    chosen: dict[str, str] = {}
-    clashes: dict[str, str] = {}
-    for vid in found:
-        if len(chosen) == num_videos:
-            break
-        key = strip_video_ext(vid)
-        if key in chosen:
-            clashes[vid] = f"same name as {chosen[key]} without the extension"
-            continue
-        chosen[key] = vid
-    return list(chosen.values()), clashes
 
 
 def _failed_in_manifests(converted: dict[str, Path]) -> dict[str, str]:
