@@ -75,11 +75,17 @@ def make_video(
     )
 
 
+def rgb(frame: av.VideoFrame) -> np.ndarray:
+    """uint8 (H, W, 3) RGB pixels of a decoded frame, converted on one thread (PyAV's default
+    starts swscale threads for every frame: slow, and they must not outlive a fork)."""
+    return frame.to_ndarray(format="rgb24", threads=1)
+
+
 def sequential_decode(path: str | Path, stream_index: int = 0) -> list[np.ndarray]:
     """Every frame of video stream `stream_index`, decoded in order, as uint8 (H, W, 3) RGB."""
     with av.open(str(path)) as container:
         stream = container.streams.video[stream_index]
-        return [f.to_ndarray(format="rgb24") for f in container.decode(stream)]
+        return [rgb(f) for f in container.decode(stream)]
 
 
 def encode_frames(
@@ -204,7 +210,7 @@ def decode_until_bad(path: str | Path, stream_index: int = 0) -> list[np.ndarray
                     decoded = stream.codec_context.decode(None)
                 except av.error.FFmpegError:
                     decoded = []
-                frames += [f.to_ndarray(format="rgb24") for f in decoded]
+                frames += [rgb(f) for f in decoded]
                 break
-            frames += [f.to_ndarray(format="rgb24") for f in decoded]
+            frames += [rgb(f) for f in decoded]
     return frames

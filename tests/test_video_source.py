@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import multiprocessing as mp
 import os
 import pickle
@@ -334,6 +335,20 @@ def test_file_replaced_on_disk_is_reindexed(tmp_path):
 
 # ------------------------------------------------------------------ processes
 
+#: Longest wait for child processes; a child that deadlocks fails the test instead of hanging it.
+CHILD_TIMEOUT_S = 60
+
+
+def _run_in_pool(method: str, func, jobs: list[tuple]) -> list:
+    """func(*job) for each job in a pool of 2 `method` processes, failing after a timeout."""
+    with mp.get_context(method).Pool(2) as pool:
+        pending = pool.starmap_async(func, jobs)
+        try:
+            return pending.get(timeout=CHILD_TIMEOUT_S)
+        except mp.TimeoutError:
+            pool.terminate()
+            pytest.fail(f"{method} child processes hung for {CHILD_TIMEOUT_S} s on {func.__name__}")
+
 
 def test_pickles_without_handles(hard_video_dir, references):
     src = VideoSource(hard_video_dir, threads=2, stream=0, cache_size=3)
@@ -344,6 +359,100 @@ def test_pickles_without_handles(hard_video_dir, references):
     assert (copy.root, copy.threads, copy.stream, copy.cache_size) == (hard_video_dir, 2, 0, 3)
     assert not copy._handles and not copy._indexes
     assert_frames(copy.read("vp9.webm", [7, 3]), references["vp9.webm"], [7, 3], "vp9.webm")
+
+
+def test_files_inherited_through_a_fork_are_kept_not_closed(hard_video_dir, references):
+    """In a child, the parent's open files are neither used nor freed: freeing a decoder whose
+    threads live in the parent deadlocks. Simulated here by changing the recorded pids."""
+    vid = "hevc.mp4"
+    src = VideoSource(hard_video_dir, cache_size=2)
+    src.read(vid, [5])
+    src.read("vp9.webm", [5])
+    parent_handles = list(src._handles.values())
+    for handle in parent_handles:
+        handle.pid = -1  # as if opened by the process this one was forked from
+    src._pid = -1
+    parked = video_module._Handle.inherited
+    n_parked = len(parked)
+    try:
+        assert_frames(src.read(vid, [5, 1]), references[vid], [5, 1], vid)
+        assert src._pid == os.getpid() and len(src._handles) == 1
+        assert parked[n_parked:] == parent_handles
+        assert all(len(h.container.streams) > 0 for h in parent_handles)  # still open
+        src.close()
+        assert not src._handles and parked[n_parked:] == parent_handles
+    finally:
+        del parked[n_parked:]
+        for handle in parent_handles:  # give them back to this process, which opened them
+            handle.pid, handle.closed = os.getpid(), False
+            handle.close()
+    assert all(len(h.container.streams) == 0 for h in parent_handles)
+
+
+def test_files_are_closed_when_dropped_without_the_garbage_collector(hard_video_dir):
+    """An unclosed PyAV container is cyclic garbage that only the garbage collector frees,
+    maybe in a forked child (deadlock). Dropped handles are closed in the opening process."""
+    gc.disable()
+    try:
+        evicting = VideoSource(hard_video_dir, threads=2, cache_size=1)
+        evicting.read("hevc.mp4", [3])
+        evicted = next(iter(evicting._handles.values())).container
+        evicting.read("vp9.webm", [3])
+        dropped = VideoSource(hard_video_dir, threads=2)
+        dropped.read("hevc.mp4", [3])
+        iterated = VideoSource(hard_video_dir, threads=2)
+        frames = iterated.iter_frames("vp9.webm")
+        next(frames)
+        containers = [h.container for h in dropped._handles.values()]
+        del dropped, frames
+        assert len(evicted.streams) == 0
+        assert containers and all(len(c.streams) == 0 for c in containers)
+    finally:
+        gc.enable()
+
+
+#: Parent state a fork child inherits (a generator cannot be sent to a child).
+_INHERITED_STATE: dict[str, object] = {}
+
+
+def _use_inherited_state(vid: str, indices: list[int]) -> list[np.ndarray]:
+    """In a fork child: read with every source the parent used, drop what the parent left
+    behind (a half-read `iter_frames`, cyclic garbage), collect the garbage."""
+    out = [src.read(vid, indices) for src in _INHERITED_STATE["sources"]]
+    _INHERITED_STATE.pop("half_read", None)
+    gc.collect()
+    return out
+
+
+def test_fork_after_the_parent_decoded_with_threads(hard_video_dir, references):
+    """Regression: a decoder opened with threads in the parent and freed in a fork child
+    waited forever in avcodec_free_context (the children hung). The garbage collector stays
+    off in the parent until the fork, so its leftovers reach the children deterministically."""
+    vid = "h264_bframes_long_gop.mp4"
+    ref = references[vid]
+    gc.collect()
+    gc.disable()
+    try:
+        sources = [VideoSource(hard_video_dir, threads=t) for t in (2, 0, 1)]
+        for src in sources:
+            assert_frames(src.read(vid, [70, 3]), ref, [70, 3], vid)
+        left = VideoSource(hard_video_dir, threads=2)  # dropped with its files open
+        left.read("vp9.webm", [4])
+        left.read(vid, [4])
+        half_read = VideoSource(hard_video_dir, threads=2).iter_frames("hevc.mp4")
+        next(half_read)
+        _INHERITED_STATE.update(sources=sources, half_read=half_read)
+        del left, half_read
+        jobs = [(vid, [i, 89 - i]) for i in (10, 50, 65, 80)]
+        results = _run_in_pool("fork", _use_inherited_state, jobs)
+    finally:
+        _INHERITED_STATE.clear()
+        gc.enable()
+    for per_source, (_, indices) in zip(results, jobs, strict=True):
+        for got in per_source:
+            assert_frames(got, ref, indices, vid)
+    for src in sources:  # the parent's own files still work
+        assert_frames(src.read(vid, [71, 2]), ref, [71, 2], vid)
 
 
 def test_caches_are_dropped_after_a_fork(hard_video_dir):
@@ -359,14 +468,13 @@ def _read_in_child(src: VideoSource, vid: str, indices: list[int]) -> tuple[int,
     return os.getpid(), src.read(vid, indices)
 
 
-@pytest.mark.parametrize("method", ["fork", "spawn"])
-def test_used_in_parent_then_in_child_processes(method, hard_video_dir, references):
+@pytest.mark.parametrize("method, threads", [("fork", 1), ("fork", 2), ("spawn", 2)])
+def test_used_in_parent_then_in_child_processes(method, threads, hard_video_dir, references):
     vid = "h264_bframes_long_gop.mp4"
-    src = VideoSource(hard_video_dir)
+    src = VideoSource(hard_video_dir, threads=threads)
     assert_frames(src.read(vid, [70]), references[vid], [70], vid)
     jobs = [(src, vid, [i, 89 - i]) for i in (10, 50, 65)]
-    with mp.get_context(method).Pool(2) as pool:
-        results = pool.starmap(_read_in_child, jobs)
+    results = _run_in_pool(method, _read_in_child, jobs)
     for (pid, got), (_, _, indices) in zip(results, jobs, strict=True):
         assert pid != os.getpid()
         assert_frames(got, references[vid], indices, vid)
@@ -384,16 +492,33 @@ class _Clips:
         return self.src.read(self.vid, [(7 * i + j) % self.n for j in range(4)])
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
-def test_dataloader_workers(num_workers, hard_video_dir, references):
+def _collect_garbage(worker_id: int) -> None:
+    gc.collect()  # frees what the parent left for the garbage collector, in the worker
+    gc.enable()
+
+
+@pytest.mark.parametrize("num_workers, threads", [(0, 1), (2, 1), (2, 2)])
+def test_dataloader_workers(num_workers, threads, hard_video_dir, references):
+    """Fork workers after the parent decoded (with decoder threads too) and left garbage."""
     from torch.utils.data import DataLoader
 
     vid = "hevc.mp4"
-    src = VideoSource(hard_video_dir)
+    src = VideoSource(hard_video_dir, threads=threads)
     src.read(vid, [1])  # handles open in the parent before the workers fork
     ds = _Clips(src, vid, len(references[vid]))
-    loader = DataLoader(ds, batch_size=None, num_workers=num_workers)
-    for i, clip in enumerate(loader):
+    workers = {"multiprocessing_context": "fork", "timeout": CHILD_TIMEOUT_S} if num_workers else {}
+    loader = DataLoader(ds, batch_size=None, num_workers=num_workers,
+                        worker_init_fn=_collect_garbage, **workers)  # fmt: skip
+    gc.disable()  # until the workers have forked: the parent's garbage goes with them
+    try:
+        left = VideoSource(hard_video_dir, threads=2)
+        left.read("vp9.webm", [2])
+        del left
+        clips = list(loader)
+    finally:
+        gc.enable()
+    assert len(clips) == len(ds)
+    for i, clip in enumerate(clips):
         assert_frames(clip.numpy(), references[vid], [(7 * i + j) % ds.n for j in range(4)], vid)
 
 
