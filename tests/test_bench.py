@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import av
@@ -18,6 +19,7 @@ from media import make_video
 
 from vidload import bench
 from vidload._bench import report
+from vidload._bench.timing import RoundRobin, row_pass
 from vidload._bench.workdir import find_videos
 from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
 
@@ -31,7 +33,7 @@ def _decode(path: Path) -> tuple[list[np.ndarray], bool]:
         stream = c.streams.video[0]
         reordered = any(p.pts != p.dts for p in c.demux(stream) if p.size)
     with av.open(str(path)) as c:
-        frames = [f.to_ndarray(format="rgb24") for f in c.decode(c.streams.video[0])]
+        frames = [f.to_ndarray(format="rgb24", threads=1) for f in c.decode(c.streams.video[0])]
     return frames, reordered
 
 
@@ -133,24 +135,116 @@ def test_second_run_reuses_the_work_folder(quick_run, capsys):
 
 def test_user_videos_are_linked_and_benchmarked(tmp_path, capsys):
     data = tmp_path / "data"
-    make_video(data / "b" / "two.mp4", 30, width=64, height=48)
+    make_video(data / "a" / "one.mp4", 30, width=64, height=48)
     make_video(data / "a" / "one.avi", 24, codec="mpeg4", width=80, height=48)  # another size
     (data / "a" / "notes.txt").write_text("not a video")
     out = tmp_path / "r.json"
-    argv = [str(data), "--quick", "--work", str(tmp_path / "work"), "--only", "video,jpeg,memory"]
+    rows = "video,jpeg,hdf5,npy-mmap,memory,pyav-from-start"
+    argv = [str(data), "--quick", "--work", str(tmp_path / "work"), "--only", rows]
     argv += ["--workers", "0", "--clips", "3", "--json", str(out), *TINY]
     assert bench.main(argv) == 0
     result = json.loads(out.read_text())
     assert result["data"]["origin"] == str(data.resolve())
-    assert result["data"]["frames_per_video"] == {"a/one.avi": 24, "b/two.mp4": 30}
-    assert set(result["loaders"]) == {"video", "jpeg", "memory"}
-    assert result["loaders"]["jpeg"]["check"] == "identical"
+    # one.mp4 and one.avi differ only by extension: both kept, each read from its own container
+    # (the first clip of every video is compared, and their frame sizes differ)
+    assert result["data"]["frames_per_video"] == {"a/one.avi": 24, "a/one.mp4": 30}
+    assert set(result["loaders"]) == set(rows.split(","))
+    for name in ("video", "jpeg", "hdf5", "npy-mmap"):
+        assert result["loaders"][name]["check"] == "identical", name
     assert (tmp_path / "work" / "videos" / "a" / "one.avi").is_symlink()
 
+    stale = tmp_path / "work" / "hdf5" / "a" / "gone.h5"  # e.g. a video since removed
+    stale.write_bytes(b"stale")
     argv[argv.index("--clips") + 1] = "2"
     assert bench.main([*argv, "--num-videos", "1"]) == 0  # first video by path only
     result = json.loads(out.read_text())
     assert list(result["data"]["frames_per_video"]) == ["a/one.avi"]
+    assert not stale.exists()  # a rebuilt format starts from an empty folder
+
+
+class _FakeClock:
+    """A clock that only the fakes below move: each part of a row costs a known time."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _recording_row(clock: _FakeClock, calls: list):
+    """read (5 s), raw (1 s) and decode (3 s) halves that record what they are asked for."""
+
+    def read(video_id, indices):
+        calls.append(("read", video_id, indices.tolist()))
+        clock.now += 5.0
+        return np.zeros((len(indices), 4, 6, 3), np.uint8)
+
+    def raw(video_id, indices):
+        calls.append(("raw", video_id, indices.tolist()))
+        clock.now += 1.0
+        return (video_id, indices.tolist())
+
+    def decode(payload):
+        calls.append(("decode", *payload))
+        clock.now += 3.0
+
+    return read, raw, decode
+
+
+def test_row_pass_times_read_and_decode_of_the_clips_the_whole_read_reads():
+    clock, calls = _FakeClock(), []
+    read, raw, decode = _recording_row(clock, calls)
+    clips = [("a.mp4", np.array([0, 2])), ("b.avi", np.array([1, 1])), ("a.mp4", np.array([3]))]
+    parts = row_pass(read, clips, 2, raw, decode, clock=clock)
+    # each clip: its whole read, then the raw read and decode of the same (video, indices)
+    expected = [(part, v, i.tolist()) for v, i in clips for part in ("read", "raw", "decode")]
+    assert calls == expected
+    assert parts == {"total": 15.0, "read": 3.0, "decode": 9.0}  # rest = total - read - decode
+
+    calls.clear()
+    assert row_pass(read, clips, 2, clock=clock) == {"total": 15.0, "read": 0.0, "decode": 0.0}
+    assert [c[0] for c in calls] == ["read"] * 3  # a reference row: whole reads only
+
+
+def test_round_robin_warms_up_and_keeps_each_rounds_parts_together():
+    clock, calls = _FakeClock(), []
+    read, raw, decode = _recording_row(clock, calls)
+    clips = [("a.mp4", np.array([0])), ("b.avi", np.array([1]))]
+    rr = RoundRobin(0.0, clock)
+    warm = rr.add("row/x", lambda: row_pass(read, clips, 4, raw, decode, clock))
+    # the warm-up is a whole pass: every video of the row is opened (indexes built) untimed
+    assert [(c[0], c[1]) for c in calls] == [
+        (p, v) for v, _ in clips for p in ("read", "raw", "decode")
+    ]
+    assert warm["total"] == 10.0 and warm["decode"] == 6.0 and warm["wall"] >= 0
+    # a row whose second round is fastest overall but reads slower: its parts are not mixed
+    # with the first round's (the split must add up to the total it reports)
+    rounds = iter(
+        [{"total": 9.0, "read": 1.0, "decode": 5.0}] * 2
+        + [{"total": 8.0, "read": 2.0, "decode": 5.5}]
+    )
+    rr.add("row/y", lambda: next(rounds))
+    calls.clear()
+    rr.run(2)
+    assert len(calls) == 2 * 3 * len(clips)
+    assert rr.times["row/x"] == [10.0, 10.0]
+    best = rr.best_round("row/y")
+    assert (best["total"], best["read"], best["decode"]) == (8.0, 2.0, 5.5)
+
+
+def test_own_clock_falls_back_to_wall_time_without_schedstat(monkeypatch):
+    from vidload._bench import timing
+
+    with timing.OwnClock() as clock:
+        a, b = clock(), clock()
+        assert b >= a
+        assert clock.available == Path("/proc/thread-self/schedstat").exists()
+    monkeypatch.setattr(timing, "_SCHEDSTAT", "/nonexistent/schedstat")
+    with timing.OwnClock() as clock:
+        assert not clock.available
+        before = time.perf_counter()
+        assert before <= clock() <= time.perf_counter()
 
 
 @pytest.mark.parametrize(

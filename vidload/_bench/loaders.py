@@ -209,7 +209,7 @@ class PyAvFromStart:
             stream.codec_context.thread_count = 1
             for pos, frame in enumerate(c.decode(stream)):
                 if pos in wanted:
-                    out[pos] = frame.to_ndarray(format="rgb24")
+                    out[pos] = frame.to_ndarray(format="rgb24", threads=1)
                 if pos >= last:
                     break
         return np.stack([out[i] for i in indices.tolist()])

@@ -114,8 +114,9 @@ def render(result: Result, *, markdown: bool = False) -> str:
     parts.append(speed_table(result, markdown=markdown))
     parts.append("")
     parts.append(
-        "Where the time goes (one process, warm): read = the bytes only, decode = the same "
-        "bytes already in memory, rest = total - read - decode (container, tensors, collate):"
+        "Where the time goes (one process, warm; each clip's parts timed in the same pass): "
+        "read = the bytes only, decode = the same bytes already in memory, "
+        "rest = total - read - decode (container, tensors, collate):"
     )
     parts.append("")
     parts.append(split_table(result, markdown=markdown))

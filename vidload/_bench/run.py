@@ -34,12 +34,14 @@ from vidload._bench.loaders import (
 )
 from vidload._bench.timing import (
     OtherLoad,
+    OwnClock,
     RoundRobin,
     drop_from_page_cache,
     epoch,
     filesystem_of,
     make_loader,
     one_pass,
+    row_pass,
     timed,
 )
 from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
@@ -237,30 +239,44 @@ def sample_clips(
 # --------------------------------------------------------------------------- measuring
 
 
+_JPEG_ROWS = ("jpeg", "hdf5", "npy-mmap", "npy-read", "pil")
+_VIDEO_ROWS = ("video", "torchcodec", "decord")
+
+
 def _check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str, str]:
-    """Compare the first clip across rows: JPEG rows against `memory`, video rows against
-    `pyav-from-start`. Returns a short verdict per row."""
-    vid, idx = clips[0]
-    outs = {name: r.read(vid, idx) for name, r in readers.items()}
-    verdict = {}
-    for name, out in outs.items():
-        if out.dtype != np.uint8 or out.ndim != 4 or out.shape[0] != len(idx) or out.shape[3] != 3:
-            raise RuntimeError(f"{name} returned {out.dtype} {out.shape}, not uint8 (k, H, W, 3)")
-        ref = "memory" if name in ("jpeg", "hdf5", "npy-mmap", "npy-read", "pil") else None
-        if name in ("video", "torchcodec", "decord"):
-            ref = "pyav-from-start"
-        if ref is None or ref not in outs:
-            continue
-        other = outs[ref]
-        if other.shape != out.shape:
-            verdict[name] = f"shape {out.shape} vs {ref} {other.shape}"
-        else:
-            diff = int(np.abs(out.astype(np.int16) - other.astype(np.int16)).max())
-            verdict[name] = "identical" if diff == 0 else f"max |diff| {diff} vs {ref}"
-        if name in ("jpeg", "hdf5", "npy-mmap", "npy-read", "video") and verdict[name] != (
-            "identical"
-        ):
-            notes.append(f"{name}: pixels differ from {ref} ({verdict[name]})")
+    """Compare, across rows, the first clip of every video: JPEG rows against `memory`, video
+    rows against `pyav-from-start`. Returns a short verdict per row ("identical", else about
+    the first clip that differs)."""
+    firsts: dict[str, np.ndarray] = {}
+    for vid, idx in clips:
+        firsts.setdefault(vid, idx)
+    verdict: dict[str, str] = {}
+    for vid, idx in firsts.items():
+        outs = {name: r.read(vid, idx) for name, r in readers.items()}
+        for name, out in outs.items():
+            if (
+                out.dtype != np.uint8
+                or out.ndim != 4
+                or out.shape[0] != len(idx)
+                or out.shape[3] != 3
+            ):
+                raise RuntimeError(
+                    f"{name} returned {out.dtype} {out.shape} for {vid}, not uint8 (k, H, W, 3)"
+                )
+            ref = "memory" if name in _JPEG_ROWS else None
+            if name in _VIDEO_ROWS:
+                ref = "pyav-from-start"
+            if ref is None or ref not in outs or verdict.get(name, "identical") != "identical":
+                continue
+            other = outs[ref]
+            if other.shape != out.shape:
+                verdict[name] = f"{vid}: shape {out.shape} vs {ref} {other.shape}"
+            else:
+                diff = int(np.abs(out.astype(np.int16) - other.astype(np.int16)).max())
+                verdict[name] = "identical" if diff == 0 else f"{vid}: max |diff| {diff} vs {ref}"
+    for name, v in verdict.items():
+        if name in SOURCE_NAMES and v != "identical":
+            notes.append(f"{name}: pixels differ from its reference ({v})")
     return verdict
 
 
@@ -349,7 +365,7 @@ def _measure(
     memory = readers.get("memory") or MemoryJpeg(work.converted["jpeg"])
     for vid, idx in clips:
         memory.preload(vid, idx)
-    log("checking that every row returns the same pixels")
+    log("checking that every row returns the same pixels (first clip of each video)")
     checks = _check_outputs(readers, clips, notes)
 
     results, reduced = _measure_one_process(loaders, readers, memory, clips, cfg, notes, checks)
@@ -390,41 +406,32 @@ def _measure(
 def _measure_one_process(
     loaders, readers, memory, clips, cfg, notes, checks
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Whole reads, raw reads and decodes of every row (and the reduced-size decode), timed in
-    interleaved rounds: (one result row per loader, the reduced-size decode result or None)."""
-    rr = RoundRobin(cfg.min_time)
-    log(f"warming up and calibrating {len(loaders)} rows")
-    bytes_read: dict[str, float] = {}
-    for ld in loaders:
-        reader = readers[ld.name]
-        rr.add(f"total/{ld.name}", lambda r=reader: one_pass(r.read, clips, cfg.batch_size))
-        if ld.raw is None:
-            continue
-        payloads = [ld.raw(v, i) for v, i in clips]
-        bytes_read[ld.name] = float(np.mean([p.nbytes for p in payloads]))
-
-        def raw_pass(raw=ld.raw) -> None:
-            for v, i in clips:
-                raw(v, i)
-
-        rr.add(f"read/{ld.name}", raw_pass)
-        if ld.decode is not None:
-
-            def decode_pass(decode=ld.decode, payloads=payloads) -> None:
-                for p in payloads:
-                    decode(p)
-
-            rr.add(f"decode/{ld.name}", decode_pass)
-    reduced_tasks = _reduced_decode_tasks(memory, rr)
-    log(f"timing one process: {cfg.repeats} interleaved repeats")
-    with OtherLoad() as other:
-        rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
-    _note_other_load(notes, "the one-process timing", other.cpus)
+    """Every row's whole reads, with the raw reads and decodes of the same clips timed in the
+    same pass (`row_pass`), and the reduced-size decode, in interleaved rounds: (one result
+    row per loader, the reduced-size decode result or None)."""
+    with OwnClock() as clock:
+        rr = RoundRobin(cfg.min_time, clock)
+        log(f"warming up and calibrating {len(loaders)} rows")
+        bytes_read: dict[str, float] = {}
+        for ld in loaders:
+            task = _row_task(readers[ld.name], ld, clips, cfg.batch_size, clock)
+            rr.add(f"row/{ld.name}", task)
+            if ld.raw is not None and ld.storage != "memory":
+                bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes for v, i in clips]))
+        reduced_tasks = _reduced_decode_tasks(memory, rr)
+        log(f"timing one process: {cfg.repeats} interleaved repeats")
+        with OtherLoad() as other:
+            rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
+        own_clock = clock.available
+    _note_own_clock(notes, own_clock, rr)
+    _note_other_load(notes, "the one-process timing", other.cpus, own_clock=own_clock)
 
     results: dict[str, Any] = {}
     n = len(clips)
     for ld in loaders:
-        total = rr.best(f"total/{ld.name}")
+        rounds = rr.rounds[f"row/{ld.name}"]
+        best = rr.best_round(f"row/{ld.name}")
+        total = best["total"]
         row: dict[str, Any] = {
             "kind": ld.kind,
             "storage": ld.storage,
@@ -432,22 +439,25 @@ def _measure_one_process(
             "check": checks.get(ld.name),
             "clips_per_s": n / total,
             "frames_per_s": n * cfg.frames / total,
-            "times_s": {"total": rr.times[f"total/{ld.name}"]},
+            "times_s": {
+                "total": [p["total"] for p in rounds],
+                "wall": [p["wall"] for p in rounds],
+            },
         }
         if ld.raw is not None:
-            read = rr.best(f"read/{ld.name}")
-            dec = rr.best(f"decode/{ld.name}") if ld.decode is not None else None
+            dec = best["decode"] if ld.decode is not None else None
             row["split_ms_per_clip"] = {
                 "total": 1000 * total / n,
-                "read": 1000 * read / n,
+                "read": 1000 * best["read"] / n,
                 "decode": None if dec is None else 1000 * dec / n,
-                "rest": None if dec is None else 1000 * (total - read - dec) / n,
+                "rest": None if dec is None else 1000 * (total - best["read"] - dec) / n,
             }
-            for part in ("read", "decode"):
-                if f"{part}/{ld.name}" in rr.times:
-                    row["times_s"][part] = rr.times[f"{part}/{ld.name}"]
-            if ld.storage != "memory":
+            row["times_s"]["read"] = [p["read"] for p in rounds]
+            if ld.decode is not None:
+                row["times_s"]["decode"] = [p["decode"] for p in rounds]
+            if ld.name in bytes_read:
                 row["bytes_read_per_clip"] = bytes_read[ld.name]
+            _note_split_off(notes, ld.name, row["split_ms_per_clip"])
         results[ld.name] = row
     if reduced_tasks is None:
         notes.append("reduced-size decode not measured: decode_jpeg has no size= argument")
@@ -461,6 +471,41 @@ def _measure_one_process(
         "times_s": {"full+resize": rr.times["reduced/full+resize"], "dct": rr.times["reduced/dct"]},
     }
     return results, reduced
+
+
+def _row_task(reader, ld: Loader, clips, batch_size: int, clock):
+    """The timed unit of one row: a `row_pass` over `clips` (raw read and decode of each clip
+    right after its whole read, where the row has them)."""
+    return lambda: row_pass(reader.read, clips, batch_size, ld.raw, ld.decode, clock)
+
+
+def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:
+    if not available:
+        notes.append(
+            "one process: wall-clock times (no /proc/thread-self/schedstat here), so load from "
+            "other processes counts in them and can skew the read/decode split"
+        )
+        return
+    own = sum(p["total"] for rounds in rr.rounds.values() for p in rounds)
+    wall = sum(p["wall"] for rounds in rr.rounds.values() for p in rounds)
+    waited = 1 - own / wall if wall > 0 else 0.0
+    notes.append(
+        "one process: times leave out what the benchmark waited for a CPU held by another "
+        f"process (run-queue delay, /proc/thread-self/schedstat): {waited:.0%} of the "
+        "wall-clock time here"
+    )
+
+
+def _note_split_off(notes: list[str], name: str, split: dict[str, float | None]) -> None:
+    """A warning note when read + decode exceed the whole read by more than 10%: the parts
+    are timed in the same pass, so this means the timing was disturbed, not a real cost."""
+    rest, total = split["rest"], split["total"]
+    if rest is not None and total and rest < -0.1 * total:
+        notes.append(
+            f"warning: {name}: read + decode exceed the whole read by {-rest / total:.0%} "
+            f"({total - rest:.2f} vs {total:.2f} ms/clip); its split was disturbed (other "
+            "load?): rerun with more --repeats"
+        )
 
 
 def _add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: WorkDir) -> None:
@@ -533,12 +578,20 @@ def _measure_dataloader(sources, readers, clips, labels, results, cfg, notes) ->
     return {"workers": cfg.workers, "pin_memory": pin, "batch_size": cfg.batch_size}
 
 
-def _note_other_load(notes: list[str], phase: str, cpus: float | None) -> None:
+def _note_other_load(
+    notes: list[str], phase: str, cpus: float | None, *, own_clock: bool = False
+) -> None:
     """A warning note when other processes kept a quarter of a CPU or more busy in `phase`."""
     if cpus is not None and cpus >= 0.25:
+        effect = (
+            "its figures leave out waits for a CPU but not the caches and memory bandwidth "
+            "others took"
+            if own_clock
+            else "its figures are pessimistic"
+        )
         notes.append(
             f"warning: other processes kept {cpus:.1f} of {os.cpu_count()} CPUs busy on average "
-            f"during {phase}; its figures are pessimistic (rerun on an idle machine)"
+            f"during {phase}; {effect} (rerun on an idle machine)"
         )
 
 

@@ -4,6 +4,14 @@ Timer discipline: each measurement is calibrated once (an untimed warm-up pass g
 duration, and a timed unit repeats the pass until it lasts at least `min_time`), then the
 repeats are interleaved round-robin over all loaders, so slow drift and noise from other
 processes hit every loader alike. The benchmark reports the best (fastest) repeat.
+
+The parts of one row (its whole read, the raw read of the bytes, the decode of those bytes) are
+timed in the same pass, clip by clip (`row_pass`), never in passes of their own. And they are
+timed with `OwnClock`: wall-clock time less what this thread spent waiting for a CPU that
+another process held. On a shared machine a burst of other load lasting a second or two
+otherwise lands on one part and not the others: with each part in a pass of its own, one repeat
+and about one of two CPUs busy elsewhere, the decode of the real clips once came out at 3.4x the
+whole read it is part of.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import pickle
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,6 +54,89 @@ def one_pass(read, clips: Sequence[Clip], batch_size: int) -> None:
         build_batch(read, clips[start : start + batch_size])
 
 
+Parts = dict[str, float]
+_SCHEDSTAT = "/proc/thread-self/schedstat"
+
+
+class OwnClock:
+    """A clock (seconds, like `time.perf_counter`) that stops while this thread waits for a CPU.
+
+    It reads wall-clock time less the thread's run-queue delay (the second field of Linux's
+    /proc/thread-self/schedstat: time runnable but not running because other threads held the
+    CPUs). Time blocked on I/O still counts, so cold reads are not hidden. Where the file is
+    missing or unreadable it is plain wall-clock time and `available` is False. Read it only
+    on the thread that created it; `close()` (or `with`) releases the file.
+    """
+
+    def __init__(self) -> None:
+        self._fd: int | None = None
+        try:
+            self._fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+            self._run_delay()
+        except (OSError, ValueError, IndexError):
+            self.close()
+
+    @property
+    def available(self) -> bool:
+        return self._fd is not None
+
+    def _run_delay(self) -> float:
+        return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
+
+    def __call__(self) -> float:
+        now = time.perf_counter()
+        return now if self._fd is None else now - self._run_delay()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> OwnClock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def row_pass(
+    read: Callable[[str, np.ndarray], np.ndarray],
+    clips: Sequence[Clip],
+    batch_size: int,
+    raw: Callable[[str, np.ndarray], Any] | None = None,
+    decode: Callable[[Any], object] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> Parts:
+    """One pass as `one_pass` reads it, with the time split between its parts.
+
+    Each clip is read whole (`read`, made a tensor) and then, where the row has them, read raw
+    (`raw(video_id, indices)`) and the bytes just read decoded (`decode(payload)`), so the three
+    parts of a clip are timed milliseconds apart. Returns `clock` seconds: "total" (the whole
+    reads plus the collate of each batch), "read" and "decode" (0.0 where the row has no such
+    part).
+    """
+    total = read_s = decode_s = 0.0
+    for start in range(0, len(clips), batch_size):
+        batch = []
+        for video_id, indices in clips[start : start + batch_size]:
+            t0 = clock()
+            batch.append((torch.from_numpy(read(video_id, indices)).permute(0, 3, 1, 2), 0))
+            t1 = clock()
+            total += t1 - t0
+            if raw is None:
+                continue
+            payload = raw(video_id, indices)
+            t2 = clock()
+            read_s += t2 - t1
+            if decode is not None:
+                decode(payload)
+                decode_s += clock() - t2
+        t0 = clock()
+        collate_clips(batch)
+        total += clock() - t0
+    return {"total": total, "read": read_s, "decode": decode_s}
+
+
 def calibrate(seconds_per_pass: float, min_time: float, max_passes: int = 50) -> int:
     """Passes per timed unit so one unit lasts at least `min_time` seconds."""
     if seconds_per_pass <= 0:
@@ -62,29 +154,62 @@ def timed(fn: Callable[[], object], passes: int = 1) -> float:
 
 
 class RoundRobin:
-    """Named measurements, calibrated once and then repeated in interleaved rounds."""
+    """Named measurements, calibrated once and then repeated in interleaved rounds.
 
-    def __init__(self, min_time: float) -> None:
+    Each round of a task is recorded as a dict of seconds per pass: "wall" (wall-clock), and
+    "total" measured with `clock` (the same unless a clock such as `OwnClock` is given); a
+    `fn` that returns a dict of seconds (`row_pass`, which must then use the same clock) is
+    recorded as that dict plus "wall".
+    """
+
+    def __init__(self, min_time: float, clock: Callable[[], float] = time.perf_counter) -> None:
         self.min_time = min_time
+        self.clock = clock
         self.tasks: list[tuple[str, Callable[[], object], int]] = []
-        self.times: dict[str, list[float]] = {}
+        self.rounds: dict[str, list[Parts]] = {}
 
-    def add(self, name: str, fn: Callable[[], object]) -> float:
-        """Run `fn` once untimed-for-results (warm-up), calibrate, and schedule it."""
-        warm = timed(fn)
-        self.tasks.append((name, fn, calibrate(warm, self.min_time)))
-        self.times[name] = []
-        return warm
+    def add(self, name: str, fn: Callable[[], object]) -> Parts:
+        """Run `fn` once (warm-up: files opened, indexes built, caches filled), calibrate, and
+        schedule it. Returns the warm-up's parts."""
+        parts = self._timed(fn, 1)
+        self.tasks.append((name, fn, calibrate(parts["wall"], self.min_time)))
+        self.rounds[name] = []
+        return parts
 
     def run(self, repeats: int, on_round: Callable[[int], None] | None = None) -> None:
         for r in range(repeats):
             for name, fn, passes in self.tasks:
-                self.times[name].append(timed(fn, passes))
+                self.rounds[name].append(self._timed(fn, passes))
             if on_round is not None:
                 on_round(r)
 
+    @property
+    def times(self) -> dict[str, list[float]]:
+        """Seconds per pass ("total") of each round, by task."""
+        return {name: [p["total"] for p in rounds] for name, rounds in self.rounds.items()}
+
     def best(self, name: str) -> float:
-        return min(self.times[name])
+        return self.best_round(name)["total"]
+
+    def best_round(self, name: str) -> Parts:
+        """The parts of the fastest round of `name` (all measured in the same pass)."""
+        return min(self.rounds[name], key=lambda p: p["total"])
+
+    def _timed(self, fn: Callable[[], object], passes: int) -> Parts:
+        """Seconds per call of `passes` back-to-back calls of `fn`."""
+        gc.collect()
+        sums: Parts = {}
+        wall, own = time.perf_counter(), self.clock()
+        for _ in range(passes):
+            parts = fn()
+            if isinstance(parts, dict):
+                for key, value in parts.items():
+                    sums[key] = sums.get(key, 0.0) + value
+        own = self.clock() - own
+        wall = time.perf_counter() - wall
+        sums.setdefault("total", own)
+        sums["wall"] = wall
+        return {key: value / passes for key, value in sums.items()}
 
 
 # --------------------------------------------------------------------------- DataLoader

@@ -192,6 +192,8 @@ def prepare(
             log(f"converting {len(ids)} videos to {fmt} in {out}")
             state["formats"].pop(fmt, None)
             _save_state(work, state)
+            if out.exists():  # ours (the state file says so): no stale container may linger
+                shutil.rmtree(out)
             convert(
                 videos,
                 out,
