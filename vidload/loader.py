@@ -1,0 +1,252 @@
+"""A DataLoader recipe for ClipDataset: worker count, threads, shuffling by epoch, read-ahead.
+
+`make_loader(ds)` returns a plain `torch.utils.data.DataLoader` whose settings were measured on
+a 2-core machine (see the README's "DataLoader recipe"). Each epoch draws new clips and a new
+order only when told which epoch it is: call `set_epoch(loader, epoch)` (or loop over
+`epochs(loader, n)`) before iterating. Both the dataset's clips and the shuffle order are
+functions of (seed, epoch), so a run resumed at epoch k sees what an uninterrupted run saw.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Dataset, Sampler, SequentialSampler, Subset
+
+from vidload.prefetch import ReadAheadSampler, item_files
+from vidload.sources.jpeg import JpegSource
+
+__all__ = ["EpochShuffleSampler", "epochs", "make_loader", "set_epoch"]
+
+#: Measured defaults (README, "DataLoader recipe").
+DEFAULT_PREFETCH_FACTOR = 2
+DEFAULT_LOOKAHEAD_BATCHES = 1
+
+
+class EpochShuffleSampler(Sampler[int]):
+    """A permutation of range(n) drawn from (seed, epoch): the same epoch gives the same order.
+
+    `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
+    `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
+    """
+
+    def __init__(self, n: int, *, seed: int) -> None:
+        _check_int("n", n, minimum=0)
+        _check_int("seed", seed, minimum=0)
+        self.n = int(n)
+        self.seed = int(seed)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        _check_int("epoch", epoch, minimum=0)
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __iter__(self) -> Iterator[int]:
+        # spawn_key keeps this stream apart from the items' np.random.default_rng([seed, e, i])
+        seq = np.random.SeedSequence([self.seed, self.epoch], spawn_key=(1,))
+        yield from np.random.default_rng(seq).permutation(self.n).tolist()
+
+    def __repr__(self) -> str:
+        return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
+
+
+def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
+    """One torch and one OpenCV thread per worker, then the caller's init function.
+
+    Workers are as many as the cores, and a clip's decode is single-threaded anyway; extra
+    threads only contend (OpenCV's default is one per core). Torch stays at 1 (PyTorch's own
+    worker default): more can deadlock a forked worker whose parent already used OpenMP (seen
+    here: `torch.set_num_threads(2)` in a worker hangs in libgomp's barrier).
+    """
+    import cv2
+
+    torch.set_num_threads(1)
+    cv2.setNumThreads(1)
+    if user_fn is not None:
+        user_fn(worker_id)
+
+
+def make_loader(
+    dataset: Dataset,
+    batch_size: int = 16,
+    *,
+    shuffle: bool | None = None,
+    sampler: Sampler | Iterable | None = None,
+    drop_last: bool = False,
+    seed: int | None = None,
+    num_workers: int | None = None,
+    prefetch_factor: int = DEFAULT_PREFETCH_FACTOR,
+    persistent_workers: bool = True,
+    pin_memory: bool | None = None,
+    worker_init_fn: Callable[[int], None] | None = None,
+    read_ahead: bool | None = None,
+    lookahead: int | None = None,
+    **loader_kwargs: Any,
+) -> DataLoader:
+    """A DataLoader over `dataset` (a ClipDataset, or a Subset of one) with measured defaults.
+
+    Batches are `(clips, labels)`: clips uint8 (B, T, C, H, W), labels int64 (B,) with the
+    default collate function.
+
+    Args:
+        dataset: a ClipDataset (or any map-style dataset with `read_ahead=False`).
+        batch_size: clips per batch.
+        shuffle: shuffle with an `EpochShuffleSampler` (order from (seed, epoch)). None: the
+            ClipDataset's `train` flag (True for other datasets). Must not be True with
+            `sampler`.
+        sampler: an item sampler to use instead (e.g. a `DistributedSampler`); its
+            `set_epoch` is called by `set_epoch(loader, epoch)`.
+        drop_last: drop a last batch smaller than `batch_size`.
+        seed: shuffle seed; None uses the ClipDataset's `seed` (a fresh one for other datasets).
+        num_workers: worker processes; None means `os.cpu_count()`; 0 loads in this process.
+        prefetch_factor: batches each worker keeps ready (ignored with 0 workers).
+        persistent_workers: keep workers (and their open files) between epochs (ignored with 0
+            workers).
+        pin_memory: None means `torch.cuda.is_available()`.
+        worker_init_fn: called in each worker with its id, after the worker is limited to
+            one torch and one OpenCV thread (with 0 workers this process is left alone).
+        read_ahead: wrap the sampler in a `ReadAheadSampler`, which hints upcoming files to
+            the kernel (True needs a ClipDataset whose source names its files). None: on
+            when it can name them (`HasFiles` sources, VideoSource), except for a JpegSource,
+            whose frame files cost more to hint (about 1 ms of CPU per 175-frame video per
+            epoch, even when cached) than the cold reads they save on a fast disk.
+        lookahead: items to hint ahead of the one handed out; None means `batch_size`.
+        **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
+            multiprocessing_context, ...).
+
+    Raises:
+        ValueError / TypeError: a bad argument (the value and the rule are in the message).
+    """
+    _check_int("batch_size", batch_size, minimum=1)
+    if num_workers is None:
+        num_workers = os.cpu_count() or 1
+    _check_int("num_workers", num_workers, minimum=0)
+    _check_int("prefetch_factor", prefetch_factor, minimum=1)
+    for name, value in [("drop_last", drop_last), ("persistent_workers", persistent_workers)]:
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool, got {value!r}")
+    for name, value in [
+        ("shuffle", shuffle),
+        ("pin_memory", pin_memory),
+        ("read_ahead", read_ahead),
+    ]:
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"{name} must be a bool or None, got {value!r}")
+    if worker_init_fn is not None and not callable(worker_init_fn):
+        raise TypeError(f"worker_init_fn must be callable or None, got {worker_init_fn!r}")
+    for name in ("batch_sampler", "sampler", "shuffle", "batch_size", "worker_init_fn"):
+        if name in loader_kwargs:
+            raise TypeError(f"make_loader got {name!r} twice")
+    if lookahead is None:
+        lookahead = DEFAULT_LOOKAHEAD_BATCHES * batch_size
+    _check_int("lookahead", lookahead, minimum=0)
+
+    clips = _unwrap(dataset)
+    if sampler is not None:
+        if shuffle:
+            raise ValueError(
+                "shuffle (True) must be False or None with a sampler: the sampler decides "
+                "the order (use DistributedSampler(shuffle=True) to shuffle across ranks)"
+            )
+        item_sampler = sampler
+    else:
+        if shuffle is None:
+            shuffle = bool(getattr(clips, "train", True))
+        if shuffle:
+            if seed is None:
+                seed = getattr(clips, "seed", None)
+            if seed is None:
+                seed = int(np.random.SeedSequence().entropy)
+            item_sampler = EpochShuffleSampler(len(dataset), seed=seed)
+        else:
+            item_sampler = SequentialSampler(dataset)
+    if read_ahead is None:
+        read_ahead = _can_read_ahead(dataset)
+    if read_ahead:
+        item_sampler = ReadAheadSampler(item_sampler, dataset, lookahead=lookahead)
+    if pin_memory is None:
+        pin_memory = torch.cuda.is_available()
+
+    workers: dict[str, Any] = {}
+    if num_workers > 0:
+        workers = {
+            "prefetch_factor": prefetch_factor,
+            "persistent_workers": persistent_workers,
+            "worker_init_fn": functools.partial(_init_worker, worker_init_fn),
+        }
+    elif worker_init_fn is not None:
+        raise ValueError("worker_init_fn is never called with num_workers (0)")
+    return DataLoader(
+        dataset,
+        batch_size=batch_size,
+        sampler=item_sampler,
+        drop_last=drop_last,
+        num_workers=num_workers,
+        pin_memory=pin_memory,
+        **workers,
+        **loader_kwargs,
+    )
+
+
+def set_epoch(loader: DataLoader, epoch: int) -> None:
+    """Tell the loader's dataset and sampler that `epoch` begins; call before iterating it.
+
+    Sets the dataset's epoch (new clips; shared with persistent workers) when it has
+    `set_epoch` (a ClipDataset, also inside a Subset), and the sampler's (new order) when it
+    has one (EpochShuffleSampler, DistributedSampler, through a ReadAheadSampler too).
+    """
+    _check_int("epoch", epoch, minimum=0)
+    clips = _unwrap(loader.dataset)
+    if hasattr(clips, "set_epoch"):
+        clips.set_epoch(epoch)
+    batch_sampler = loader.batch_sampler
+    samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
+    done: set[int] = set()
+    for sampler in samplers:
+        if hasattr(sampler, "set_epoch") and id(sampler) not in done:
+            done.add(id(sampler))
+            sampler.set_epoch(epoch)
+
+
+def epochs(loader: DataLoader, stop: int, *, start: int = 0) -> Iterator[int]:
+    """Epochs start, ..., stop - 1, calling `set_epoch(loader, epoch)` before yielding each.
+
+    for epoch in epochs(loader, 10):
+        for clips, labels in loader:
+            ...
+    """
+    _check_int("stop", stop, minimum=0)
+    _check_int("start", start, minimum=0)
+    for epoch in range(start, stop):
+        set_epoch(loader, epoch)
+        yield epoch
+
+
+def _can_read_ahead(dataset: Dataset) -> bool:
+    """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders)."""
+    try:
+        item_files(dataset)
+    except TypeError:
+        return False
+    return not isinstance(_unwrap(dataset).source, JpegSource)
+
+
+def _unwrap(dataset: Dataset) -> Dataset:
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return dataset
+
+
+def _check_int(name: str, value: object, *, minimum: int) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} ({value}) must be >= {minimum}")
