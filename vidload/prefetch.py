@@ -13,8 +13,8 @@ A hint is only a hint: a file that cannot be opened (missing, no permission) is 
 raises the proper `VideoReadError` for it. Where `os.posix_fadvise` does not exist (macOS,
 Windows) the wrapper yields the same indices and hints nothing; it warns once per process.
 
-Which files: a source that has `files(video_id) -> list[Path]` (the `HasFiles` protocol;
-JpegSource, Hdf5Source, NpySource) gives them; a `VideoSource` gives its `path(video_id)`.
+Which files: the source's `files(video_id) -> list[Path]` (the `HasFiles` protocol, which
+VideoSource, JpegSource, Hdf5Source and NpySource all have).
 
 Measured on the project machine (2 cores, virtio disk; 512 videos of 175 frames, 320x240,
 ~4.5 MB each; clips of 8 frames; one process, torch/OpenCV threads = 1): the first (cold)
@@ -94,10 +94,6 @@ def _files_of(source: object) -> Callable[[str], list[Path]]:
     """The function giving a video's files for `source`, or raise TypeError."""
     if isinstance(source, HasFiles):
         return source.files
-    from vidload.sources.video import VideoSource
-
-    if isinstance(source, VideoSource):
-        return lambda video_id: [source.path(video_id)]
     raise TypeError(
         f"read-ahead needs a source with files(video_id) -> list[Path] (the HasFiles protocol); "
         f"{type(source).__name__} has none. Add one, or pass read_ahead=False"
@@ -173,7 +169,7 @@ class ReadAheadSampler(Sampler[T]):
             `DistributedSampler`, ...) yielding item indices, or a `BatchSampler` yielding
             lists of them.
         dataset: the ClipDataset the indices refer to (or a torch `Subset` of one); its
-            source must have `files(video_id)` (the `HasFiles` protocol) or be a VideoSource.
+            source must have `files(video_id)` (the `HasFiles` protocol; every vidload source has).
         lookahead: how many of `sampler`'s elements (items, or batches for a BatchSampler)
             ahead of the one being yielded to hint (>= 0; 0 hints each element as it is
             yielded, which already leads a worker's read by the DataLoader's prefetch queue).

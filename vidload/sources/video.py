@@ -239,6 +239,10 @@ class VideoSource:
         """The file of `video_id`: root / video_id (the id keeps its extension)."""
         return self.root / normalize_video_id(video_id)
 
+    def files(self, video_id: str) -> list[Path]:
+        """The files a read of `video_id` opens: its video file (for read-ahead hints)."""
+        return [self.path(video_id)]
+
     def _stat(self, path: Path) -> tuple[int, int]:
         try:
             st = os.stat(path)
