@@ -8,7 +8,9 @@ here, where they would shadow their modules).
 
 from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
+from vidload.loader import EpochShuffleSampler, epochs, make_loader, set_epoch
 from vidload.manifest import ManifestRow, VideoEntry, load_videos, read_manifest, write_manifest
+from vidload.prefetch import ReadAheadSampler, ReadAheadWarning
 from vidload.sampling import Sampler, consecutive_indices, sample_clip, segment_indices
 from vidload.sources.base import FrameSource
 from vidload.sources.hdf5 import Hdf5Source
@@ -18,6 +20,7 @@ from vidload.sources.video import VideoInfo, VideoSource
 
 __all__ = [
     "ClipDataset",
+    "EpochShuffleSampler",
     "FrameCountError",
     "FrameCountWarning",
     "FrameSource",
@@ -25,6 +28,8 @@ __all__ = [
     "JpegSource",
     "ManifestRow",
     "NpySource",
+    "ReadAheadSampler",
+    "ReadAheadWarning",
     "Sampler",
     "SkippedVideoWarning",
     "VideoEntry",
@@ -33,10 +38,13 @@ __all__ = [
     "VideoSource",
     "VidloadError",
     "consecutive_indices",
+    "epochs",
     "load_videos",
+    "make_loader",
     "read_manifest",
     "sample_clip",
     "segment_indices",
+    "set_epoch",
     "write_manifest",
 ]
 
