@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from vidload._checks import check_choice, check_int, check_positive_int, qualname
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import VideoEntry, load_videos
 from vidload.sampling import (
@@ -116,7 +117,7 @@ class ClipDataset(Dataset):
             ("stride", stride),
             ("max_attempts", max_attempts),
         ]:
-            _check_positive_int(name, value)
+            check_positive_int(name, value)
         if isinstance(sampling, str):
             if sampling not in SAMPLING_MODES:
                 raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES}")
@@ -130,9 +131,9 @@ class ClipDataset(Dataset):
             raise TypeError(f"train must be a bool, got {train!r}")
         if transform is not None and not callable(transform):
             raise TypeError(f"transform must be callable or None, got {transform!r}")
-        _check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
-        _check_choice("on_error", on_error, get_args(OnError))
-        _check_choice("short_policy", short_policy, SHORT_POLICIES)
+        check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
+        check_choice("on_error", on_error, get_args(OnError))
+        check_choice("short_policy", short_policy, SHORT_POLICIES)
         if seed is None:
             seed = int(np.random.SeedSequence().entropy)
         elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -178,7 +179,7 @@ class ClipDataset(Dataset):
             yield self[i]
 
     def __repr__(self) -> str:
-        sampling = self.sampling if isinstance(self.sampling, str) else _name(self.sampling)
+        sampling = self.sampling if isinstance(self.sampling, str) else qualname(self.sampling)
         return (
             f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips, "
             f"{type(self.source).__name__}, num_frames={self.num_frames}, "
@@ -196,7 +197,7 @@ class ClipDataset(Dataset):
 
         The epoch lives in shared memory, so persistent DataLoader workers see it too.
         """
-        _check_int("epoch", epoch)
+        check_int("epoch", epoch)
         if epoch < 0:
             raise ValueError(f"epoch ({epoch}) must be >= 0")
         self._epoch[0] = int(epoch)
@@ -398,23 +399,3 @@ def _in_context(e: VidloadError, vid: str, i: int) -> VidloadError:
     if isinstance(e, FrameCountError):
         return FrameCountError(e.video_id, e.reported, e.actual, e.index, f"{e} ({where})")
     return VidloadError(f"{where}: {e}")
-
-
-def _name(fn: object) -> str:
-    return getattr(fn, "__qualname__", None) or type(fn).__name__
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-
-
-def _check_positive_int(name: str, value: object) -> None:
-    _check_int(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} ({value}) must be > 0")
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} ({value!r}) must be one of {choices}")

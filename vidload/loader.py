@@ -18,6 +18,7 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader, Dataset, Sampler, SequentialSampler, Subset
 
+from vidload._checks import check_int
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
@@ -36,14 +37,14 @@ class EpochShuffleSampler(Sampler[int]):
     """
 
     def __init__(self, n: int, *, seed: int) -> None:
-        _check_int("n", n, minimum=0)
-        _check_int("seed", seed, minimum=0)
+        check_int("n", n, minimum=0)
+        check_int("seed", seed, minimum=0)
         self.n = int(n)
         self.seed = int(seed)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        _check_int("epoch", epoch, minimum=0)
+        check_int("epoch", epoch, minimum=0)
         self.epoch = int(epoch)
 
     def __len__(self) -> int:
@@ -125,11 +126,11 @@ def make_loader(
     Raises:
         ValueError / TypeError: a bad argument (the value and the rule are in the message).
     """
-    _check_int("batch_size", batch_size, minimum=1)
+    check_int("batch_size", batch_size, minimum=1)
     if num_workers is None:
         num_workers = os.cpu_count() or 1
-    _check_int("num_workers", num_workers, minimum=0)
-    _check_int("prefetch_factor", prefetch_factor, minimum=1)
+    check_int("num_workers", num_workers, minimum=0)
+    check_int("prefetch_factor", prefetch_factor, minimum=1)
     for name, value in [("drop_last", drop_last), ("persistent_workers", persistent_workers)]:
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, got {value!r}")
@@ -147,7 +148,7 @@ def make_loader(
             raise TypeError(f"make_loader got {name!r} twice")
     if lookahead is None:
         lookahead = DEFAULT_LOOKAHEAD_BATCHES * batch_size
-    _check_int("lookahead", lookahead, minimum=0)
+    check_int("lookahead", lookahead, minimum=0)
 
     clips = _unwrap(dataset)
     if sampler is not None:
@@ -203,7 +204,7 @@ def set_epoch(loader: DataLoader, epoch: int) -> None:
     `set_epoch` (a ClipDataset, also inside a Subset), and the sampler's (new order) when it
     has one (EpochShuffleSampler, DistributedSampler, through a ReadAheadSampler too).
     """
-    _check_int("epoch", epoch, minimum=0)
+    check_int("epoch", epoch, minimum=0)
     clips = _unwrap(loader.dataset)
     if hasattr(clips, "set_epoch"):
         clips.set_epoch(epoch)
@@ -223,8 +224,8 @@ def epochs(loader: DataLoader, stop: int, *, start: int = 0) -> Iterator[int]:
         for clips, labels in loader:
             ...
     """
-    _check_int("stop", stop, minimum=0)
-    _check_int("start", start, minimum=0)
+    check_int("stop", stop, minimum=0)
+    check_int("start", start, minimum=0)
     for epoch in range(start, stop):
         set_epoch(loader, epoch)
         yield epoch
@@ -243,10 +244,3 @@ def _unwrap(dataset: Dataset) -> Dataset:
     while isinstance(dataset, Subset):
         dataset = dataset.dataset
     return dataset
-
-
-def _check_int(name: str, value: object, *, minimum: int) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} ({value}) must be >= {minimum}")

@@ -20,6 +20,8 @@ from typing import Literal, Protocol, get_args
 
 import numpy as np
 
+from vidload._checks import check_int, check_positive_int, qualname
+
 ShortPolicy = Literal["repeat_last", "loop", "error"]
 SamplingMode = Literal["segment", "consecutive"]
 
@@ -111,7 +113,7 @@ def consecutive_indices(
         int64 (num_frames,) frame indices in [0, num_available).
     """
     _check_common(num_available, num_frames, train, rng, clip_index, num_clips, short_policy)
-    _check_positive_int("stride", stride)
+    check_positive_int("stride", stride)
     n, count = num_available, num_frames
     offsets = np.arange(count, dtype=np.int64) * stride
     span = int(offsets[-1]) + 1
@@ -181,7 +183,7 @@ def sample_clip(
         clip_index=clip_index,
         num_clips=num_clips,
     )
-    return check_indices(out, num_available, num_frames, who=_name(sampling))
+    return check_indices(out, num_available, num_frames, who=f"sampler {qualname(sampling)}")
 
 
 def check_indices(indices: object, num_available: int, num_frames: int, *, who: str) -> np.ndarray:
@@ -228,12 +230,12 @@ def _check_common(
     num_clips: int,
     short_policy: str,
 ) -> None:
-    _check_int("num_available", num_available)
+    check_int("num_available", num_available)
     if num_available <= 0:
         raise ValueError(f"num_available ({num_available}) must be > 0: a video with no frames")
-    _check_positive_int("num_frames", num_frames)
-    _check_positive_int("num_clips", num_clips)
-    _check_int("clip_index", clip_index)
+    check_positive_int("num_frames", num_frames)
+    check_positive_int("num_clips", num_clips)
+    check_int("clip_index", clip_index)
     if not 0 <= clip_index < num_clips:
         raise ValueError(f"clip_index ({clip_index}) must be in [0, num_clips={num_clips})")
     if not isinstance(train, (bool, np.bool_)):
@@ -242,19 +244,3 @@ def _check_common(
         raise TypeError(f"rng must be a np.random.Generator when train=True, got {rng!r}")
     if short_policy not in SHORT_POLICIES:
         raise ValueError(f"short_policy ({short_policy!r}) must be one of {SHORT_POLICIES}")
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-
-
-def _check_positive_int(name: str, value: object) -> None:
-    _check_int(name, value)
-    if value <= 0:
-        raise ValueError(f"{name} ({value}) must be > 0")
-
-
-def _name(fn: object) -> str:
-    name = getattr(fn, "__qualname__", None) or type(fn).__name__
-    return f"sampler {name}"

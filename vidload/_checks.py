@@ -1,0 +1,31 @@
+"""Argument checks shared by the public functions (messages name the value and the rule)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None) -> None:
+    """TypeError unless `value` is an int (not a bool); ValueError if it is below `minimum`."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} ({value}) must be >= {minimum}")
+
+
+def check_positive_int(name: str, value: object) -> None:
+    """TypeError unless `value` is an int; ValueError unless it is > 0."""
+    check_int(name, value)
+    if value <= 0:
+        raise ValueError(f"{name} ({value}) must be > 0")
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """ValueError unless `value` is one of `choices`."""
+    if value not in choices:
+        raise ValueError(f"{name} ({value!r}) must be one of {choices}")
+
+
+def qualname(fn: object) -> str:
+    """A callable's name for messages."""
+    return getattr(fn, "__qualname__", None) or type(fn).__name__
