@@ -69,6 +69,45 @@ def built(tmp_path_factory, jpegs) -> dict[str, Path]:
 # --- round trips -------------------------------------------------------------------------------
 
 
+def _with_decode_size(kind: str, root: Path, size) -> FrameSource:
+    if kind == "jpeg":
+        return JpegSource(root, decode_size=size)
+    if kind == "hdf5":
+        return Hdf5Source(root, decode_size=size)
+    return NpySource(root, mode=kind.split("-")[1], decode_size=size)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_decode_size_uses_dct_scaling(kind, built, jpegs):
+    src = _with_decode_size(kind, built[kind], (H // 2, W // 2))
+    indices = [5, 0, 23, 5]
+    clip = src.read("a/x1", indices)
+    assert clip.shape == (len(indices), H // 2, W // 2, 3)
+    for frame, i in zip(clip, indices, strict=True):
+        assert np.array_equal(frame, decode_jpeg(jpegs[i], size=(H // 2, W // 2)))
+        assert frame_number(frame) == i
+    # a size between scales rounds up to the next DCT scale; larger than stored: full size
+    assert _with_decode_size(kind, built[kind], (H // 2 + 1, 10)).read("a/x1", [1]).shape == (
+        1,
+        H,
+        W,
+        3,
+    )
+    assert _with_decode_size(kind, built[kind], (10 * H, 10 * W)).read("a/x1", [1]).shape == (
+        1,
+        H,
+        W,
+        3,
+    )
+
+
+@pytest.mark.parametrize("bad", [(0, 10), (10,), "64x48", (1.5, 2)])
+def test_bad_decode_size_is_refused(tmp_path, bad):
+    for make in (JpegSource, Hdf5Source, NpySource):
+        with pytest.raises(ValueError, match=r"decode_size .* must be a \(min_height, min_width\)"):
+            make(tmp_path, decode_size=bad)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_round_trip_any_order_and_duplicates(kind, built, jpegs):
     src = make_source(kind, built[kind])

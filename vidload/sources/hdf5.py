@@ -38,7 +38,7 @@ import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources.base import as_index_array, container_path
-from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
+from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
 
@@ -124,11 +124,23 @@ class Hdf5Source:
     Args:
         root: folder of `.h5` files; a video id's extension is replaced by `.h5`.
         cache_size: open files kept per process (LRU, >= 0; 0 opens and closes every call).
+        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
+            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
+            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
+            decode and a resize. None decodes at the stored size.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, cache_size: int = 32) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        cache_size: int = 32,
+        decode_size: tuple[int, int] | None = None,
+    ) -> None:
+        check_size("decode_size", decode_size)
+        self.decode_size = decode_size
         if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
             raise TypeError(f"cache_size must be an int, got {type(cache_size).__name__}")
         if cache_size < 0:
@@ -228,7 +240,9 @@ class Hdf5Source:
                 buffers.append(handle.frames[offsets[i] : offsets[i + 1]])
             except (OSError, ValueError) as e:
                 raise VideoReadError(path, f"cannot read the frame's bytes: {e}", i) from e
-        return decode_many(buffers, order=inverse, paths=str(path), indices=uniq)
+        return decode_many(
+            buffers, order=inverse, paths=str(path), indices=uniq, size=self.decode_size
+        )
 
 
 def write_hdf5(

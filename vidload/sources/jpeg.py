@@ -38,7 +38,7 @@ from vidload.sources.base import (
     normalize_video_id,
     strip_video_ext,
 )
-from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
+from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
 
@@ -82,6 +82,10 @@ class JpegSource:
         start_index: number of the first frame's file (1 for mmaction2 rawframes).
         frame_counts: optional counts by video id (e.g. from an annotation list); they become
             `reported_frames`. Ids may carry a video extension.
+        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
+            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
+            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
+            decode and a resize. None decodes at the stored size.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable; holds only paths and cached counts.
     """
@@ -93,7 +97,10 @@ class JpegSource:
         template: str = DEFAULT_TEMPLATE,
         start_index: int = 1,
         frame_counts: Mapping[str, int] | None = None,
+        decode_size: tuple[int, int] | None = None,
     ) -> None:
+        check_size("decode_size", decode_size)
+        self.decode_size = decode_size
         self.root = Path(root)
         self._name_re = _template_regex(template)
         self.template = template
@@ -220,7 +227,13 @@ class JpegSource:
         uniq, inverse = np.unique(idx, return_inverse=True)
         paths = [folder / self._name(i) for i in uniq.tolist()]
         buffers = [self._read_file(p, i) for p, i in zip(paths, uniq.tolist(), strict=True)]
-        return decode_many(buffers, order=inverse, paths=[str(p) for p in paths], indices=uniq)
+        return decode_many(
+            buffers,
+            order=inverse,
+            paths=[str(p) for p in paths],
+            indices=uniq,
+            size=self.decode_size,
+        )
 
 
 def _is_empty(path: Path) -> bool:

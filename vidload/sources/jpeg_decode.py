@@ -156,12 +156,13 @@ def _scale_for(height: int, width: int, size: tuple[int, int] | None) -> int:
 
 def reduced_size(height: int, width: int, size: tuple[int, int] | None) -> tuple[int, int]:
     """The (height, width) `decode_jpeg(..., size=size)` returns for a stored H x W frame."""
-    _check_size(size)
+    check_size("size", size)
     s = _scale_for(height, width, size)
     return math.ceil(height / s), math.ceil(width / s)
 
 
-def _check_size(size: tuple[int, int] | None) -> None:
+def check_size(name: str, size: tuple[int, int] | None) -> None:
+    """ValueError unless `size` is None or a (min_height, min_width) pair of ints >= 1."""
     if size is None:
         return
     if (
@@ -170,7 +171,7 @@ def _check_size(size: tuple[int, int] | None) -> None:
         or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in size)
         or min(size) < 1
     ):
-        raise ValueError(f"size ({size!r}) must be a (min_height, min_width) pair of ints >= 1")
+        raise ValueError(f"{name} ({size!r}) must be a (min_height, min_width) pair of ints >= 1")
 
 
 def _flags(scale: int) -> tuple[int, bool]:
@@ -198,7 +199,7 @@ def decode_jpeg(
     Raises:
         VideoReadError: empty, truncated (no EOI), not a JPEG (no SOI) or undecodable data.
     """
-    _check_size(size)
+    check_size("size", size)
     buf = _as_buffer(data)
     where = path if path is not None else "<jpeg bytes>"
     problem = _marker_problem(buf)

@@ -43,7 +43,7 @@ import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources.base import as_index_array, container_path
-from vidload.sources.jpeg_decode import check_jpeg_markers, decode_many, jpeg_size
+from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -88,13 +88,23 @@ class NpySource:
         root: folder of `.npy` files; a video id's extension is replaced by `.npy`.
         mode: "mmap" maps the file and copies only the needed rows (default, fastest measured);
             "read" reads the whole file sequentially on every call.
+        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
+            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
+            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
+            decode and a resize. None decodes at the stored size.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, mode: Literal["mmap", "read"] = "mmap"
+        self,
+        root: str | os.PathLike[str],
+        *,
+        mode: Literal["mmap", "read"] = "mmap",
+        decode_size: tuple[int, int] | None = None,
     ) -> None:
+        check_size("decode_size", decode_size)
+        self.decode_size = decode_size
         if mode not in ("mmap", "read"):
             raise ValueError(f"mode ({mode!r}) must be 'mmap' or 'read'")
         self.root = Path(root)
@@ -191,7 +201,9 @@ class NpySource:
             h, w = jpeg_size(buffers[0], path=str(path), index=0)
             return np.empty((0, h, w, 3), np.uint8)
         inverse = np.searchsorted(wanted, idx)
-        return decode_many(buffers, order=inverse, paths=str(path), indices=wanted)
+        return decode_many(
+            buffers, order=inverse, paths=str(path), indices=wanted, size=self.decode_size
+        )
 
     def _rows(self, fd: int, path: Path, header: _Header, wanted: np.ndarray) -> np.ndarray:
         """Copies of rows `wanted` (sorted), uint8 (len(wanted), cols)."""
