@@ -415,3 +415,30 @@ def test_real_folder_with_two_clips_of_one_name(tmp_path):
         picks = [n - 1, 0, n // 2]
         got, want = source.read(vid, picks), video.read(vid, picks)
         assert min(psnr(a, b) for a, b in zip(got, want, strict=True)) >= 35
+
+
+@pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy"])
+def test_clip_dataset_over_containers_gives_the_videos_clips(dataset, tmp_path, to):
+    """One video list, one seed: the same frames (by painted number) as from the videos, and
+    pixels within JPEG q95 loss, epoch after epoch; the truncated video's real count is used."""
+    import warnings
+
+    from vidload.dataset import ClipDataset
+
+    out = tmp_path / "out"
+    convert(dataset, out, to=to, workers=1, progress=False)
+    videos = [(vid, k) for k, vid in enumerate([*GOOD, TRUNCATED])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the truncated video's count warning, once per source
+        from_videos = ClipDataset(videos, VideoSource(dataset), num_frames=6, seed=11)
+        from_containers = ClipDataset(videos, SOURCES[to](out), num_frames=6, seed=11)
+        for epoch in range(2):
+            from_videos.set_epoch(epoch)
+            from_containers.set_epoch(epoch)
+            for i in range(len(videos)):
+                (a, la), (b, lb) = from_videos[i], from_containers[i]
+                assert la == lb == i and a.shape == b.shape
+                frames_a = a.permute(0, 2, 3, 1).numpy()
+                frames_b = b.permute(0, 2, 3, 1).numpy()
+                assert [frame_number(f) for f in frames_a] == [frame_number(f) for f in frames_b]
+                assert min(psnr(x, y) for x, y in zip(frames_a, frames_b, strict=True)) >= 35
