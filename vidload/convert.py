@@ -491,17 +491,7 @@ def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outco
             count = write_npy(job.container, data)
     height, width = jpeg_size(first, path=str(job.container), index=0)
     bytes_in = _path_bytes(item.path) if raw is None else raw.bytes
-    row = ManifestRow(
-        item.video_id,
-        item.label,
-        reported_frames=reported,
-        actual_frames=count,
-        width=width,
-        height=height,
-        fps=fps,
-        bytes=_path_bytes(job.container),
-        status=_status(reported, count),
-    )
+    row = _stored_row(job, reported, count, (height, width), fps)
     return _Outcome(row, "converted", bytes_in, count)
 
 
@@ -519,7 +509,15 @@ def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
     if actual == 0:
         raise VideoReadError(job.container, "holds no frames")
     _, height, width, _ = src.read(name, [0, actual - 1]).shape
-    row = ManifestRow(
+    return _Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
+
+
+def _stored_row(
+    job: _Job, reported: int | None, actual: int, size: tuple[int, int], fps: float | None
+) -> ManifestRow:
+    """The manifest row of `job`'s written container: `actual` frames of (height, width)."""
+    height, width = size
+    return ManifestRow(
         job.item.video_id,
         job.item.label,
         reported_frames=reported,
@@ -530,7 +528,6 @@ def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
         bytes=_path_bytes(job.container),
         status=_status(reported, actual),
     )
-    return _Outcome(row, "skipped")
 
 
 class _Counter:
