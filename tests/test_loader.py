@@ -124,6 +124,9 @@ def test_loader_settings(root):
     assert make_loader(ds, pin_memory=False, num_workers=0).pin_memory is False
     assert make_loader(ds).num_workers == os.cpu_count()
     assert make_loader(ds, batch_size=5, num_workers=0).sampler.lookahead == 5
+    numpy_ints = make_loader(ds, batch_size=np.int64(5), num_workers=np.int64(0))  # they pass
+    assert numpy_ints.batch_size == 5 and numpy_ints.sampler.lookahead == 5
+    assert len(next(iter(numpy_ints))[0]) == 5
     plain = make_loader(TensorDataset(torch.arange(5)), num_workers=0)  # auto: no read-ahead
     assert isinstance(plain.sampler, EpochShuffleSampler)
     assert sorted(torch.cat([b for (b,) in plain]).tolist()) == [0, 1, 2, 3, 4]

@@ -149,6 +149,8 @@ def make_loader(
     if lookahead is None:
         lookahead = DEFAULT_LOOKAHEAD_BATCHES * batch_size
     check_int("lookahead", lookahead, minimum=0)
+    # numpy ints pass the checks, but torch's BatchSampler takes only Python ints
+    batch_size, num_workers, prefetch_factor = map(int, (batch_size, num_workers, prefetch_factor))
 
     clips = _unwrap(dataset)
     if sampler is not None:

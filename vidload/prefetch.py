@@ -39,6 +39,8 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from torch.utils.data import Dataset, Sampler, Subset
 
+from vidload._checks import check_int
+
 __all__ = ["HasFiles", "ReadAheadSampler", "ReadAheadWarning", "item_files", "read_ahead_supported"]
 
 T = TypeVar("T")
@@ -185,14 +187,11 @@ class ReadAheadSampler(Sampler[T]):
     """
 
     def __init__(self, sampler: Iterable[T], dataset: Dataset, *, lookahead: int = 16) -> None:
-        if isinstance(lookahead, bool) or not isinstance(lookahead, int):
-            raise TypeError(f"lookahead must be an int, got {lookahead!r}")
-        if lookahead < 0:
-            raise ValueError(f"lookahead ({lookahead}) must be >= 0")
+        check_int("lookahead", lookahead, minimum=0)
         if not isinstance(sampler, Iterable):
             raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
         self.sampler = sampler
-        self.lookahead = lookahead
+        self.lookahead = int(lookahead)
         self._lookup = item_files(dataset)
         self.num_hinted = 0
         self.num_failed = 0
