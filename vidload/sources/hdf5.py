@@ -44,7 +44,6 @@ __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
 
 FORMAT_VERSION = 1
 LAYOUT = "jpeg-concat-offsets"
-_COMPUTED_ATTRS = ("num_frames", "width", "height", "format_version", "layout")
 
 
 @dataclass

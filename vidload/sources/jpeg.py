@@ -104,11 +104,7 @@ class JpegSource:
         self.root = Path(root)
         self._name_re = _template_regex(template)
         self.template = template
-        if isinstance(start_index, bool) or not isinstance(start_index, (int, np.integer)):
-            raise TypeError(f"start_index must be an int, got {type(start_index).__name__}")
-        if start_index < 0:
-            raise ValueError(f"start_index ({start_index}) must be >= 0")
-        self.start_index = int(start_index)
+        self.start_index = _checked_start_index(start_index)
         self.frame_counts: dict[str, int] = {}
         for vid, count in (frame_counts or {}).items():
             if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
@@ -258,10 +254,7 @@ def write_jpeg_folder(
     (SOI ... EOI). Returns the number of frames written (>= 1).
     """
     _template_regex(template)
-    if isinstance(start_index, bool) or not isinstance(start_index, (int, np.integer)):
-        raise TypeError(f"start_index must be an int, got {type(start_index).__name__}")
-    if start_index < 0:
-        raise ValueError(f"start_index ({start_index}) must be >= 0")
+    _checked_start_index(start_index)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -300,6 +293,15 @@ def _replace_dir(src: Path, dst: Path) -> None:
         os.replace(old, dst)
         raise
     shutil.rmtree(old, ignore_errors=True)
+
+
+def _checked_start_index(start_index: int) -> int:
+    """`start_index` as an int, after checking it is an int >= 0."""
+    if isinstance(start_index, bool) or not isinstance(start_index, (int, np.integer)):
+        raise TypeError(f"start_index must be an int, got {type(start_index).__name__}")
+    if start_index < 0:
+        raise ValueError(f"start_index ({start_index}) must be >= 0")
+    return int(start_index)
 
 
 def _count_key(video_id: str) -> str:

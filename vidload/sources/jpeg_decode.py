@@ -39,7 +39,6 @@ __all__ = [
 ]
 
 _SOI = b"\xff\xd8"
-_EOI = b"\xff\xd9"
 
 # IMREAD_COLOR_RGB exists from OpenCV 4.10; older versions decode BGR and convert.
 _RGB_FLAG: int | None = getattr(cv2, "IMREAD_COLOR_RGB", None)
