@@ -81,11 +81,12 @@ def _mark_worker(worker_id: int) -> None:
 def test_workers_get_thread_limits_and_the_callers_init(root):
     ds = _dataset(root, transform=_thread_report)
     loader = make_loader(ds, batch_size=3, num_workers=2, worker_init_fn=_mark_worker)
+    before = cv2.getNumThreads()
     cv2.setNumThreads(3)  # workers inherit this; make_loader must set 1
     try:
         reports = torch.cat([r for r, _ in loader])
     finally:
-        cv2.setNumThreads(-1)
+        cv2.setNumThreads(before)  # vidload runs OpenCV on one thread (vidload/_cv2.py)
     assert reports[:, 0].tolist() == [1] * NUM_VIDEOS
     assert reports[:, 1].tolist() == [1] * NUM_VIDEOS
     assert set(reports[:, 2].tolist()) <= {100, 101}
@@ -180,3 +181,14 @@ def test_bad_epochs(root):
     with pytest.raises(TypeError, match="needs a ClipDataset"):
         make_loader(TensorDataset(torch.arange(3)), num_workers=0, read_ahead=True)
     assert isinstance(loader, DataLoader)
+
+
+def test_vidload_sets_opencv_to_one_thread_for_fork_safety():
+    # A pool thread that has run in the parent hangs a forked worker touching the pool
+    # (pthread_cond_destroy); vidload keeps OpenCV at one thread so none exists.
+    import subprocess
+    import sys
+
+    code = "import vidload, cv2; print(cv2.getNumThreads())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "1"

@@ -54,9 +54,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, TypeVar, get_args
 
-import cv2
 import numpy as np
 
+from vidload._cv2 import cv2
 from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
 from vidload.progress import Progress

@@ -67,7 +67,7 @@ def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
     worker default): more can deadlock a forked worker whose parent already used OpenMP (seen
     here: `torch.set_num_threads(2)` in a worker hangs in libgomp's barrier).
     """
-    import cv2
+    from vidload._cv2 import cv2
 
     torch.set_num_threads(1)
     cv2.setNumThreads(1)

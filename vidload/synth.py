@@ -16,9 +16,9 @@ from fractions import Fraction
 from pathlib import Path
 
 import av
-import cv2
 import numpy as np
 
+from vidload._cv2 import cv2
 from vidload.progress import Progress
 
 #: Name of the file that records how a folder of sample videos was generated.

@@ -13,7 +13,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 import torch
 
@@ -45,6 +44,7 @@ from vidload._bench.timing import (
     timed,
 )
 from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
+from vidload._cv2 import cv2
 from vidload.sampling import segment_indices
 from vidload.sources.hdf5 import Hdf5Source
 from vidload.sources.jpeg import JpegSource

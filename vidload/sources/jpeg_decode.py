@@ -5,8 +5,9 @@ Measured on the project's 2-core machine (340x256 frames, q95, one process): PIL
 `np.asarray(Image.open(...).convert("RGB"))` ~990 frames/s, `cv2.imdecode(IMREAD_COLOR_RGB)`
 ~1,660-1,700 frames/s, simplejpeg ~1,655 (the same libjpeg-turbo, identical pixels), and at 1/2
 DCT scale (`size=`) ~2,700 frames/s. So OpenCV: no extra dependency, no loss. OpenCV decodes a
-JPEG on one thread, so `cv2.setNumThreads` (1 or 2) made no measurable difference and is left
-alone. EXIF orientation is ignored (`IMREAD_IGNORE_ORIENTATION`): frames are stored pixels.
+JPEG on one thread, so `cv2.setNumThreads` (1 or 2) made no measurable difference; vidload
+sets it to 1 anyway, for fork safety (`vidload/_cv2.py`). EXIF orientation is ignored
+(`IMREAD_IGNORE_ORIENTATION`): frames are stored pixels.
 
 Every buffer is checked before decoding: it must start with the SOI marker (FF D8) and, after
 any trailing zero bytes, end with the EOI marker (FF D9). libjpeg-turbo otherwise "decodes" a
@@ -24,9 +25,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-import cv2
 import numpy as np
 
+from vidload._cv2 import cv2
 from vidload.errors import VideoReadError
 
 __all__ = [
