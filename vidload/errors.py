@@ -1,10 +1,63 @@
-"""The exceptions vidload raises for bad data (bad arguments raise ValueError/TypeError)."""
+"""The exceptions vidload raises for bad data (bad arguments raise ValueError/TypeError).
+
+Across a DataLoader worker boundary. torch sends a worker's exception to the main process as
+its type and formatted traceback only, and re-raises it there as `exc_type(message)`: one
+argument. Every vidload error can be built that way, so it keeps its type (`except
+VideoReadError` works with any `num_workers`). Its attributes travel in the traceback: an error
+created inside a DataLoader worker carries a note (`add_note`) with them as JSON, which the
+one-argument form reads back from the message; a message without one leaves them None.
+"""
 
 from __future__ import annotations
+
+import json
+import sys
+from typing import ClassVar
+
+#: Prefix of the note that carries an error's attributes out of a DataLoader worker.
+_RECORD = "vidload error attributes: "
+_UNSET = object()
+
+
+def _in_dataloader_worker() -> bool:
+    data = sys.modules.get("torch.utils.data")
+    return data is not None and data.get_worker_info() is not None
+
+
+def _plain(value: object) -> object:
+    """numpy integers as int, anything else JSON cannot hold as its str."""
+    return int(value) if hasattr(value, "__index__") else str(value)
+
+
+def _record_in(message: str) -> dict | None:
+    """The attributes noted on the last (outermost) error in a worker's traceback text."""
+    at = message.rfind(_RECORD)
+    if at < 0:
+        return None
+    line = message[at + len(_RECORD) :].split("\n", 1)[0]
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 class VidloadError(Exception):
     """Base class of vidload's own errors."""
+
+    #: Attributes that travel out of a DataLoader worker (see the module docstring).
+    _fields: ClassVar[tuple[str, ...]] = ()
+
+    def _note_fields(self) -> None:
+        # add_note is Python >= 3.11; on 3.10 the type still travels, the attributes do not
+        if self._fields and hasattr(self, "add_note") and _in_dataloader_worker():
+            record = {name: getattr(self, name) for name in self._fields}
+            self.add_note(_RECORD + json.dumps(record, default=_plain))
+
+    def _restore_fields(self, message: str) -> None:
+        record = _record_in(message) or {}
+        for name in self._fields:
+            setattr(self, name, record.get(name))
 
 
 class FrameCountError(VidloadError, IndexError):
@@ -15,29 +68,39 @@ class FrameCountError(VidloadError, IndexError):
         reported: the count the metadata claimed (None when it claimed none).
         actual: the count of frames that really exist (None when not yet known).
         index: the offending frame index, when known.
+
+    `FrameCountError(message)` (one argument: how torch re-raises a worker's error) takes the
+    attributes from the note in `message`, else leaves them None.
     """
+
+    _fields = ("video_id", "reported", "actual", "index")
 
     def __init__(
         self,
         video_id: str,
-        reported: int | None,
-        actual: int | None,
+        reported: int | None = _UNSET,  # type: ignore[assignment]
+        actual: int | None = _UNSET,  # type: ignore[assignment]
         index: int | None = None,
         message: str | None = None,
     ) -> None:
+        if reported is _UNSET and actual is _UNSET and index is None and message is None:
+            super().__init__(video_id)
+            self._restore_fields(str(video_id))
+            return
         self.video_id = video_id
-        self.reported = reported
-        self.actual = actual
+        self.reported = None if reported is _UNSET else reported
+        self.actual = None if actual is _UNSET else actual
         self.index = index
         if message is None:
             what = f"frame {index}" if index is not None else "a frame"
             message = (
-                f"{video_id}: {what} requested but only {actual} frames exist "
-                f"(metadata reported {reported})"
+                f"{video_id}: {what} requested but only {self.actual} frames exist "
+                f"(metadata reported {self.reported})"
             )
         super().__init__(message)
+        self._note_fields()
 
-    def __reduce__(self):  # keep attributes across DataLoader worker pickling
+    def __reduce__(self):  # keep attributes across pickling
         return (
             self.__class__,
             (self.video_id, self.reported, self.actual, self.index, str(self)),
@@ -51,14 +114,26 @@ class VideoReadError(VidloadError):
         path: the file (or folder) concerned, as a string.
         reason: a short human-readable reason.
         index: the frame index being read, when known.
+
+    `VideoReadError(message)` (one argument: how torch re-raises a worker's error) takes the
+    attributes from the note in `message`, else leaves them None.
     """
 
-    def __init__(self, path: object, reason: str, index: int | None = None) -> None:
+    _fields = ("path", "reason", "index")
+
+    def __init__(self, path: object, reason: str | None = None, index: int | None = None) -> None:
+        if reason is None and index is None:
+            super().__init__(str(path))
+            self._restore_fields(str(path))
+            return
         self.path = str(path)
         self.reason = reason
         self.index = index
         where = f" (frame {index})" if index is not None else ""
         super().__init__(f"{self.path}{where}: {reason}")
+        self._note_fields()
 
     def __reduce__(self):
+        if self.reason is None:
+            return (self.__class__, (str(self),))
         return (self.__class__, (self.path, self.reason, self.index))
