@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, DistributedSampler, Subset, TensorDataset
 
+from vidload._cpus import default_workers
 from vidload.dataset import ClipDataset
 from vidload.loader import EpochShuffleSampler, epochs, make_loader, set_epoch
 from vidload.prefetch import ReadAheadSampler
@@ -123,7 +124,7 @@ def test_loader_settings(root):
     assert loader.prefetch_factor == 3 and loader.num_workers == 2
     assert loader.pin_memory == torch.cuda.is_available()
     assert make_loader(ds, pin_memory=False, num_workers=0).pin_memory is False
-    assert make_loader(ds).num_workers == os.cpu_count()
+    assert make_loader(ds).num_workers == default_workers()
     assert make_loader(ds, batch_size=5, num_workers=0).sampler.lookahead == 5
     numpy_ints = make_loader(ds, batch_size=np.int64(5), num_workers=np.int64(0))  # they pass
     assert numpy_ints.batch_size == 5 and numpy_ints.sampler.lookahead == 5

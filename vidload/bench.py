@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -37,6 +36,7 @@ import numpy as np
 from vidload._bench import report
 from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
 from vidload._bench.workdir import log
+from vidload._cpus import default_workers
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]
 
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers",
         type=int,
         metavar="W",
-        help=f"DataLoader workers; all cores ({os.cpu_count()} here)",
+        help=f"DataLoader workers; the CPUs this process may use ({default_workers()} here)",
     )
     add("--seed", type=int, default=0, metavar="S", help="seed of the clip sampling; 0")
     add("--quality", type=int, default=95, metavar="Q", help="JPEG quality when converting; 95")
@@ -124,7 +124,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         repeats=pick(args.repeats, 3, 1),
         frames=args.frames,
         batch_size=args.batch_size,
-        workers=args.workers if args.workers is not None else (os.cpu_count() or 1),
+        workers=args.workers if args.workers is not None else default_workers(),
         seed=args.seed,
         quality=args.quality,
         short_side=args.short_side,

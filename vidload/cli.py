@@ -121,7 +121,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "--workers",
         type=_positive_int,
         metavar="N",
-        help="processes to use (default: all cores)",
+        help="processes to use (default: the CPUs this process may use)",
     )
     p.add_argument(
         "--root",

@@ -56,6 +56,7 @@ from typing import Literal, TypeVar, get_args
 
 import numpy as np
 
+from vidload._cpus import available_cpus, default_workers
 from vidload._cv2 import cv2
 from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
@@ -577,9 +578,10 @@ def run_parallel(fn: Callable[[T], R], jobs: Sequence[T], workers: int) -> Itera
 
 
 def check_workers(workers: int | None) -> int:
-    """`workers`, or all cores for None; ValueError/TypeError for anything but an int >= 1."""
+    """`workers`, or this process's share of the CPUs it may use for None
+    (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
     if workers is None:
-        return os.cpu_count() or 1
+        return default_workers()
     if isinstance(workers, bool) or not isinstance(workers, int):
         raise TypeError(f"workers must be an int or None, got {workers!r}")
     if workers < 1:
@@ -661,7 +663,8 @@ def convert(
         output: the folder to fill (made if missing); must not overlap a folder `input_path`.
         to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`) or "npy"
             (`output/<id>.npy`), ids without their video extension.
-        workers: processes (spawned; default all cores; 1 converts in this process).
+        workers: processes (spawned; default: the CPUs this process may use, see
+            `check_workers`; 1 converts in this process).
         short_side: resize so the shorter side has this many pixels (aspect kept); None keeps
             the size.
         quality: JPEG quality in [1, 100] for encoded frames.
@@ -703,7 +706,7 @@ def convert(
     _remove_stale_temporaries(out)
     previous = _previous_rows(manifest_path, overwrite)
 
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, available_cpus() // workers)
     plan = _Plan(base, out, items=items, previous=previous)
     for item in items:
         container = container_path(

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import h5py
 
+from vidload._cpus import available_cpus
 from vidload.convert import (
     InputItem,
     _path_bytes,
@@ -64,7 +65,8 @@ def probe(
         input_path: a folder of videos, JPEG frame folders, `.h5` or `.npy` containers (searched
             recursively), or an annotation list / manifest.
         root: folder the entries of an annotation list are relative to (default: its folder).
-        workers: processes (spawned; default all cores; 1 reads in this process).
+        workers: processes (spawned; default: the CPUs this process may use, see
+            `vidload.convert.check_workers`; 1 reads in this process).
         progress: draw a progress bar on stderr.
 
     Failures are rows with status "failed", never raised.
@@ -75,7 +77,7 @@ def probe(
     """
     workers = check_workers(workers)
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
-    threads = max(1, (os.cpu_count() or 1) // workers)
+    threads = max(1, available_cpus() // workers)
     jobs = [_ProbeJob(item, base, threads) for item in items]
     rows: dict[str, ManifestRow] = {}
     with Progress(len(jobs), desc="probe", unit="video", enabled=progress) as bar:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import os
 import platform
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from vidload._bench.timing import (
     timed,
 )
 from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
+from vidload._cpus import default_workers
 from vidload._cv2 import cv2
 from vidload.sampling import segment_indices
 from vidload.sources.hdf5 import Hdf5Source
@@ -70,7 +71,7 @@ class BenchConfig:
     repeats: int = 3
     frames: int = 8
     batch_size: int = 16
-    workers: int = os.cpu_count() or 1
+    workers: int = field(default_factory=default_workers)
     seed: int = 0
     quality: int = 95
     short_side: int | None = None
@@ -80,7 +81,7 @@ class BenchConfig:
     only: tuple[str, ...] | None = None
     synth_seconds: float = 7.0
     synth_size: tuple[int, int] = (320, 240)
-    convert_workers: int | None = None  # None: all cores
+    convert_workers: int | None = None  # None: default_workers()
     progress: bool = True
 
     def __post_init__(self) -> None:
