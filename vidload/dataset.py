@@ -24,6 +24,7 @@ import torch
 from torch.utils.data import Dataset
 
 from vidload._checks import check_choice, check_int, check_positive_int, qualname
+from vidload._dist import shared_seed
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import VideoEntry, load_videos
 from vidload.sampling import (
@@ -69,7 +70,11 @@ class ClipDataset(Dataset):
         train: random clips (True) or deterministic, evenly spread test clips (False).
         clips_per_video: clips per video (K); at test time the K clips are spread evenly.
         stride: gap between frames for sampling="consecutive" (must be 1 for "segment").
-        transform: called on each clip tensor; its result is returned instead.
+        transform: called on each clip tensor; its result is returned instead. It runs with
+            torch's CPU generator forked and seeded from the item's (seed, epoch, index), so a
+            random transform written against torch's global generator (torchvision v2,
+            kornia) gives the same result for the same item whatever the number of workers,
+            and the caller's generator state is left as it was.
         on_mismatch: when a read shows fewer frames than the count sampled from: "resample"
             records the real count, resamples inside it and warns once per video
             (`FrameCountWarning`); "error" raises FrameCountError (never skipped).
@@ -78,7 +83,10 @@ class ClipDataset(Dataset):
             `num_skipped`, warns (`SkippedVideoWarning`) and skips that video without decoding
             it in later epochs. Only vidload's errors are skipped; any other exception
             propagates.
-        seed: base seed; None draws one at construction (shared by every worker).
+        seed: base seed; None draws one at construction (shared by every worker). Under
+            torch.distributed (a default process group initialised) rank 0 draws it and
+            broadcasts it, so every rank samples the same clip for the same item: a
+            collective, so every rank must construct the dataset (or pass a seed).
         short_policy: what to do with videos shorter than a clip (see `vidload.sampling`).
         max_attempts: with on_error="skip", how many broken videos one item may try before
             raising VidloadError.
@@ -135,7 +143,7 @@ class ClipDataset(Dataset):
         check_choice("on_error", on_error, get_args(OnError))
         check_choice("short_policy", short_policy, SHORT_POLICIES)
         if seed is None:
-            seed = int(np.random.SeedSequence().entropy)
+            seed = shared_seed()
         elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise TypeError(f"seed must be an int or None, got {seed!r}")
         elif seed < 0:
@@ -272,7 +280,7 @@ class ClipDataset(Dataset):
         key = [self.seed, self.epoch, i] + ([attempt] if attempt else [])
         clip = self._read_clip(entry, self._slot[v], c, key, i)
         if self.transform is not None:
-            clip = self.transform(clip)
+            clip = _seeded_call(self.transform, clip, key)
         return clip, entry.label
 
     def _read_clip(
@@ -386,6 +394,24 @@ class ClipDataset(Dataset):
         # (k, H, W, 3) -> (k, 3, H, W) in numpy: one single-threaded copy (torch's
         # permute().contiguous() runs on torch's intra-op threads, which double the CPU per clip)
         return torch.from_numpy(np.array(frames.transpose(0, 3, 1, 2), order="C"))
+
+
+def _seeded_call(transform: Callable[[torch.Tensor], object], clip: torch.Tensor, key: list[int]):
+    """`transform(clip)` with torch's CPU generator forked and seeded from the item's key.
+
+    torchvision v2 and kornia random transforms draw from torch's global generator, whose state
+    in a DataLoader worker depends on the worker and on the items it loaded before; seeding it
+    per item makes the transform's draws a function of (seed, epoch, index), like the frame
+    indices. `fork_rng` restores the caller's generator afterwards, so a loop over the dataset
+    in the main process (0 workers) leaves the training script's RNG where it was. Only the CPU
+    generator is forked and seeded (CUDA cannot be used in forked DataLoader workers anyway);
+    Python's `random` and numpy's global state are not touched. The seed comes from the key's
+    own stream (spawn_key 2), apart from the sampling rng and the loader's shuffle (1).
+    """
+    seq = np.random.SeedSequence(key, spawn_key=(2,))
+    with torch.random.fork_rng(devices=[]):
+        torch.default_generator.manual_seed(int(seq.generate_state(1, np.uint64)[0]))
+        return transform(clip)
 
 
 def _in_context(e: VidloadError, vid: str, i: int) -> VidloadError:

@@ -5,24 +5,40 @@ a 2-core machine (see the README's "DataLoader recipe"). Each epoch draws new cl
 order only when told which epoch it is: call `set_epoch(loader, epoch)` (or loop over
 `epochs(loader, n)`) before iterating. Both the dataset's clips and the shuffle order are
 functions of (seed, epoch), so a run resumed at epoch k sees what an uninterrupted run saw.
+
+Under torch.distributed (a process group initialised before `make_loader` is called) each rank
+gets its share of the items: a seeded `DistributedSampler` when training, a `ShardSampler`
+(every item exactly once over all ranks) when evaluating.
 """
 
 from __future__ import annotations
 
 import functools
-import os
+import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, Sampler, SequentialSampler, Subset
+from torch.utils.data import (
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    Sampler,
+    SequentialSampler,
+    Subset,
+)
 
 from vidload._checks import check_int
+from vidload._cpus import default_workers
+from vidload._dist import process_group, shared_seed
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
-__all__ = ["EpochShuffleSampler", "epochs", "make_loader", "set_epoch"]
+__all__ = ["EpochShuffleSampler", "ShardSampler", "epochs", "make_loader", "set_epoch"]
+
+_log = logging.getLogger(__name__)
+_said_distributed = False
 
 #: Measured defaults (README, "DataLoader recipe").
 DEFAULT_PREFETCH_FACTOR = 2
@@ -57,6 +73,41 @@ class EpochShuffleSampler(Sampler[int]):
 
     def __repr__(self) -> str:
         return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
+
+
+class ShardSampler(Sampler[int]):
+    """Items `rank, rank + num_replicas, ...` of range(n), in order: every item exactly once
+    over all ranks, nothing padded or dropped (for evaluation).
+
+    `DistributedSampler(shuffle=False)` pads the last round with repeated items so that every
+    rank gets the same count, which counts those videos twice in an accuracy. Here the ranks'
+    lengths differ by at most one, so an evaluation loop must not run a collective per batch
+    (sum correct and total on each rank, then one `all_reduce` at the end), and a DDP-wrapped
+    model should be evaluated through `model.module`. `set_epoch` is accepted and changes
+    nothing (the order is fixed).
+    """
+
+    def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
+        check_int("n", n, minimum=0)
+        check_int("num_replicas", num_replicas, minimum=1)
+        check_int("rank", rank, minimum=0)
+        if rank >= num_replicas:
+            raise ValueError(f"rank ({rank}) must be < num_replicas ({num_replicas})")
+        self.n, self.num_replicas, self.rank = int(n), int(num_replicas), int(rank)
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        check_int("epoch", epoch, minimum=0)
+        self.epoch = int(epoch)
+
+    def __len__(self) -> int:
+        return len(range(self.rank, self.n, self.num_replicas))
+
+    def __iter__(self) -> Iterator[int]:
+        yield from range(self.rank, self.n, self.num_replicas)
+
+    def __repr__(self) -> str:
+        return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
 
 
 def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
@@ -104,10 +155,19 @@ def make_loader(
             ClipDataset's `train` flag (True for other datasets). Must not be True with
             `sampler`.
         sampler: an item sampler to use instead (e.g. a `DistributedSampler`); its
-            `set_epoch` is called by `set_epoch(loader, epoch)`.
+            `set_epoch` is called by `set_epoch(loader, epoch)`. None under torch.distributed
+            (a default process group initialised): shuffling gives
+            `DistributedSampler(shuffle=True, seed=<from seed>, drop_last=False)`, which pads
+            the last round with a few repeated items so that every rank runs the same number
+            of steps (DDP needs that); no shuffling gives a `ShardSampler`, every item exactly
+            once over all ranks (evaluation: nothing counted twice, ranks' lengths differ by
+            at most one). Logged once per process (logger "vidload.loader", rank 0).
         drop_last: drop a last batch smaller than `batch_size`.
-        seed: shuffle seed; None uses the ClipDataset's `seed` (a fresh one for other datasets).
-        num_workers: worker processes; None means `os.cpu_count()`; 0 loads in this process.
+        seed: shuffle seed; None uses the ClipDataset's `seed` (a fresh one for other datasets,
+            the same on every rank under torch.distributed: rank 0's, broadcast).
+        num_workers: worker processes; None means this process's share of the CPUs it may use
+            (`vidload._cpus.default_workers()`: the affinity mask divided by torchrun's
+            `LOCAL_WORLD_SIZE`, at least 1); 0 loads in this process.
         prefetch_factor: batches each worker keeps ready (ignored with 0 workers).
         persistent_workers: keep workers (and their open files) between epochs (ignored with 0
             workers).
@@ -128,7 +188,7 @@ def make_loader(
     """
     check_int("batch_size", batch_size, minimum=1)
     if num_workers is None:
-        num_workers = os.cpu_count() or 1
+        num_workers = default_workers()
     check_int("num_workers", num_workers, minimum=0)
     check_int("prefetch_factor", prefetch_factor, minimum=1)
     for name, value in [("drop_last", drop_last), ("persistent_workers", persistent_workers)]:
@@ -163,11 +223,15 @@ def make_loader(
     else:
         if shuffle is None:
             shuffle = bool(getattr(clips, "train", True))
+        group = process_group()
         if shuffle:
             if seed is None:
                 seed = getattr(clips, "seed", None)
             if seed is None:
-                seed = int(np.random.SeedSequence().entropy)
+                seed = int(np.random.SeedSequence().entropy) if group is None else shared_seed()
+        if group is not None:
+            item_sampler = _distributed_sampler(dataset, shuffle, seed, *group)
+        elif shuffle:
             item_sampler = EpochShuffleSampler(len(dataset), seed=seed)
         else:
             item_sampler = SequentialSampler(dataset)
@@ -197,6 +261,40 @@ def make_loader(
         **workers,
         **loader_kwargs,
     )
+
+
+def _distributed_sampler(
+    dataset: Dataset, shuffle: bool, seed: int | None, rank: int, world_size: int
+) -> Sampler[int]:
+    global _said_distributed
+    if shuffle:
+        check_int("seed", seed, minimum=0)
+        # DistributedSampler seeds a torch.Generator with seed + epoch (< 2**64); ClipDataset
+        # seeds can be 128-bit, so derive a 62-bit one (spawn_key apart from the items' streams)
+        torch_seed = int(
+            np.random.SeedSequence([seed], spawn_key=(3,)).generate_state(1, np.uint64)[0]
+        )
+        sampler: Sampler[int] = DistributedSampler(
+            dataset,
+            num_replicas=world_size,
+            rank=rank,
+            shuffle=True,
+            seed=torch_seed >> 2,
+            drop_last=False,
+        )
+        what = "DistributedSampler(shuffle=True; the last round padded with repeated items)"
+    else:
+        sampler = ShardSampler(len(dataset), num_replicas=world_size, rank=rank)
+        what = "ShardSampler (every item once over all ranks, no padding)"
+    if not _said_distributed and rank == 0:
+        _said_distributed = True
+        _log.warning(
+            "vidload.make_loader: torch.distributed is initialised (world size %d) and no "
+            "sampler was given: each rank loads its share through a %s",
+            world_size,
+            what,
+        )
+    return sampler
 
 
 def set_epoch(loader: DataLoader, epoch: int) -> None:

@@ -1,0 +1,39 @@
+"""torch.distributed awareness: the one home for "is there a process group, and which rank am I".
+
+Used by `ClipDataset` (one seed for every rank) and `make_loader` (a `DistributedSampler` by
+default). Nothing here starts or joins a process group; it only looks at one the caller set up
+(`torch.distributed.init_process_group`, e.g. under torchrun).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+__all__ = ["process_group", "shared_seed"]
+
+
+def process_group() -> tuple[int, int] | None:
+    """(rank, world_size) of the default process group, or None when none is initialised (or
+    torch was built without distributed support)."""
+    dist = torch.distributed
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    return dist.get_rank(), dist.get_world_size()
+
+
+def shared_seed() -> int:
+    """A fresh seed, the same on every rank: rank 0 draws it and broadcasts it.
+
+    A collective: every rank of the default process group must call it at the same point (as
+    every rank constructs the same datasets in a DDP script); a rank that does not would leave
+    the others waiting until the group's timeout. Without a process group it is just a fresh
+    seed from the OS's entropy.
+    """
+    seed = int(np.random.SeedSequence().entropy)
+    if process_group() is None:
+        return seed
+    box = [seed]
+    # broadcast_object_list places its buffer on the current CUDA device for NCCL groups
+    torch.distributed.broadcast_object_list(box, src=0)
+    return int(box[0])
