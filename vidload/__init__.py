@@ -1,15 +1,24 @@
 """vidload: fast, frame-exact video clip loading for PyTorch.
 
 The public surface is what this module re-exports; everything else is private or lives in the
-submodules: `vidload.sampling`, `vidload.manifest`, and `vidload.convert.convert` /
-`vidload.probe.probe` (the library behind `vidload convert` / `vidload probe`; not re-exported
-here, where they would shadow their modules).
+submodules: `vidload.sampling`, `vidload.manifest`, `vidload.normalization`, and
+`vidload.convert.convert` / `vidload.probe.probe` (the library behind `vidload convert` /
+`vidload probe`; not re-exported here, where they would shadow their modules).
 """
 
 from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
-from vidload.loader import EpochShuffleSampler, epochs, make_loader, set_epoch
+from vidload.loader import EpochShuffleSampler, ShardSampler, epochs, make_loader, set_epoch
 from vidload.manifest import ManifestRow, VideoEntry, load_videos, read_manifest, write_manifest
+from vidload.normalization import (
+    IMAGENET_MEAN,
+    IMAGENET_STD,
+    KINETICS_MEAN,
+    KINETICS_STD,
+    KINETICS_TORCHVISION_MEAN,
+    KINETICS_TORCHVISION_STD,
+    normalize,
+)
 from vidload.prefetch import ReadAheadSampler, ReadAheadWarning
 from vidload.sampling import Sampler, consecutive_indices, sample_clip, segment_indices
 from vidload.sources.base import FrameSource
@@ -19,6 +28,12 @@ from vidload.sources.npy import NpySource
 from vidload.sources.video import VideoInfo, VideoSource
 
 __all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
+    "KINETICS_MEAN",
+    "KINETICS_STD",
+    "KINETICS_TORCHVISION_MEAN",
+    "KINETICS_TORCHVISION_STD",
     "ClipDataset",
     "EpochShuffleSampler",
     "FrameCountError",
@@ -31,6 +46,7 @@ __all__ = [
     "ReadAheadSampler",
     "ReadAheadWarning",
     "Sampler",
+    "ShardSampler",
     "SkippedVideoWarning",
     "VideoEntry",
     "VideoInfo",
@@ -41,6 +57,7 @@ __all__ = [
     "epochs",
     "load_videos",
     "make_loader",
+    "normalize",
     "read_manifest",
     "sample_clip",
     "segment_indices",
