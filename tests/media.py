@@ -214,3 +214,19 @@ def decode_until_bad(path: str | Path, stream_index: int = 0) -> list[np.ndarray
                 break
             frames += [rgb(f) for f in decoded]
     return frames
+
+
+def corrupt_middle(jpeg: bytes, span: int = 16) -> bytes:
+    """`jpeg` with `span` bytes in the middle of its entropy-coded data XOR-ed with 0x5A: the
+    SOI, headers and EOI are intact, so only a decoder that reports corrupt data notices."""
+    sos = jpeg.index(b"\xff\xda")
+    start = sos + 2 + int.from_bytes(jpeg[sos + 2 : sos + 4], "big")  # after the SOS header
+    end = len(jpeg) - 2  # before the EOI
+    if end - start < 2 * span:
+        raise ValueError(f"entropy-coded data ({end - start} bytes) too short to corrupt")
+    mid = (start + end) // 2 - span // 2
+    bad = bytearray(jpeg)
+    for k in range(mid, mid + span):
+        bad[k] ^= 0x5A
+    assert bad[:2] == b"\xff\xd8" and bad[-2:] == b"\xff\xd9"
+    return bytes(bad)

@@ -13,7 +13,7 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from tests.media import frame_number, paint
+from tests.media import corrupt_middle, frame_number, paint
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources.base import FrameSource
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
@@ -235,6 +235,25 @@ def test_hdf5_attributes(tmp_path, jpegs):
 
 
 # --- JPEG folders ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["jpeg", "hdf5", "npy-mmap", "npy-read"])
+def test_corrupt_bytes_inside_a_frame_raise_naming_it(kind, tmp_path, jpegs):
+    """Bytes flipped in the middle of frame 5's entropy-coded data, its SOI and EOI intact,
+    in the stored container: reading it raises VideoReadError naming the file and frame."""
+    write(kind, tmp_path, "v", jpegs[:8])
+    path = container_path(kind, tmp_path, "v")
+    target = path / "img_00006.jpg" if kind == "jpeg" else path
+    data = target.read_bytes()
+    at = data.index(jpegs[5])
+    target.write_bytes(data[:at] + corrupt_middle(jpegs[5]) + data[at + len(jpegs[5]) :])
+    src = make_source(kind, tmp_path)
+    with pytest.raises(VideoReadError, match="JPEG decode failed \\(corrupt data\\)") as info:
+        src.read("v.mp4", [1, 5, 6])
+    assert info.value.path == str(target) and info.value.index == 5
+    assert f"{target} (frame 5)" in str(info.value)
+    assert isinstance(info.value.__cause__, ValueError)
+    assert [frame_number(f) for f in src.read("v", [4, 6])] == [4, 6]
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pytest
+import simplejpeg
 
-from tests.media import frame_number, paint
+from tests.media import corrupt_middle, frame_number, paint
 from vidload.errors import VideoReadError
-from vidload.sources import jpeg_decode
 from vidload.sources.jpeg_decode import (
     check_jpeg_markers,
     decode_jpeg,
@@ -130,12 +130,18 @@ def test_bad_size(jpegs, size):
         decode_jpeg(jpegs[0], size=size)
 
 
-def test_bgr_fallback_for_old_opencv(jpegs, monkeypatch):
-    ref = decode_jpeg(jpegs[2])
-    ref_half = decode_jpeg(jpegs[2], size=(50, 50))
-    monkeypatch.setattr(jpeg_decode, "_RGB_FLAG", None)
-    np.testing.assert_array_equal(decode_jpeg(jpegs[2]), ref)
-    np.testing.assert_array_equal(decode_jpeg(jpegs[2], size=(50, 50)), ref_half)
+def test_corrupt_middle_is_an_error_not_a_garbage_frame(jpegs):
+    bad = corrupt_middle(jpegs[3])
+    # OpenCV (the previous decoder) returns an image for these bytes, with a warning on stderr
+    assert cv2.imdecode(np.frombuffer(bad, np.uint8), cv2.IMREAD_COLOR) is not None
+    with pytest.raises(VideoReadError, match="JPEG decode failed \\(corrupt data\\)") as info:
+        decode_jpeg(bad, path="v.h5", index=7)
+    assert info.value.path == "v.h5" and info.value.index == 7
+    assert isinstance(info.value.__cause__, ValueError)
+    with pytest.raises(VideoReadError, match=r"v\.npy \(frame 3\): JPEG decode failed"):
+        decode_many(jpegs[:3] + [bad], paths="v.npy", indices=range(4), order=[0, 3])
+    with pytest.raises(VideoReadError, match="JPEG decode failed"):
+        decode_jpeg(bad, size=(H // 2, W // 2))
 
 
 def test_decode_many_order_duplicates_and_out(jpegs):
@@ -146,6 +152,17 @@ def test_decode_many_order_duplicates_and_out(jpegs):
     buf = np.empty((6, H, W, 3), np.uint8)
     got = decode_many(jpegs, out=buf)
     assert got is buf and [frame_number(f) for f in buf] == list(range(6))
+    half = decode_many(jpegs, order=[2, 5], size=(H // 2, W // 2))
+    assert half.shape == (2, *reduced_size(H, W, (H // 2, W // 2)), 3)
+    np.testing.assert_array_equal(half[1], decode_jpeg(jpegs[5], size=(H // 2, W // 2)))
+
+
+def test_decode_many_frame_of_another_size_at_reduced_scale(jpegs):
+    small = encode_jpeg(paint(1, 64, 48))
+    with pytest.raises(VideoReadError, match="differs from the other frames"):
+        decode_many([jpegs[0], small], size=(20, 20))
+    with pytest.raises(VideoReadError, match="differs from the other frames"):
+        decode_many([small, jpegs[0]])  # a bigger frame does not fit the output
 
 
 def test_decode_many_errors(jpegs):
@@ -174,3 +191,16 @@ def test_encode_validation():
         encode_jpeg(np.zeros((8, 8, 3), np.uint8), quality=0)
     img = paint(9, W, H)
     assert len(encode_jpeg(img, quality=50)) < len(encode_jpeg(img, quality=95))
+    with pytest.raises(ValueError, match=r"subsampling \('411'\) must be one of 420, 422, 444"):
+        encode_jpeg(img, subsampling="411")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("subsampling", ["420", "422", "444"])
+def test_encode_subsampling_round_trips(subsampling):
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 256, (48, 64, 3), dtype=np.uint8)
+    img[:, ::2, 0] = 255  # fine colour detail that 4:2:0 / 4:2:2 cannot keep
+    data = encode_jpeg(img, quality=100, subsampling=subsampling)
+    assert simplejpeg.decode_jpeg_header(data)[3] == subsampling
+    err = np.abs(decode_jpeg(data).astype(int) - img).mean()
+    assert (err < 3) == (subsampling == "444"), err

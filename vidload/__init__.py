@@ -6,6 +6,7 @@ submodules: `vidload.sampling`, `vidload.manifest`, `vidload.normalization`, and
 `vidload probe`; not re-exported here, where they would shadow their modules).
 """
 
+import vidload._cv2  # noqa: F401  (OpenCV on one thread before any pool thread exists: fork safety)
 from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.loader import EpochShuffleSampler, ShardSampler, epochs, make_loader, set_epoch

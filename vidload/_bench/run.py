@@ -29,6 +29,7 @@ from vidload._bench.loaders import (
     VideoFileRaw,
     VideoInMemory,
     decode_jpeg_payload,
+    fastest_decode,
     optional_import,
 )
 from vidload._bench.timing import (
@@ -164,10 +165,11 @@ def build_loaders(
             "memory",
             "reference",
             "memory",
-            "the clip's JPEG bytes already in memory, vidload's decoder (the JPEG-family limit)",
+            "the clip's JPEG bytes already in memory, simplejpeg straight into a preallocated "
+            "array, not vidload's code (the JPEG-family limit)",
             lambda: memory,
             memory.payload,
-            decode_jpeg_payload,
+            fastest_decode,
         ),
         Loader(
             "pil",

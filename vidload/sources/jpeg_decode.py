@@ -1,37 +1,48 @@
 """The JPEG decode and encode shared by the container sources (JPEG folders, HDF5, npy).
 
-Decoder: OpenCV's `cv2.imdecode` (libjpeg-turbo), straight to RGB with `IMREAD_COLOR_RGB`.
-Measured on the project's 2-core machine (340x256 frames, q95, one process): PIL
-`np.asarray(Image.open(...).convert("RGB"))` ~990 frames/s, `cv2.imdecode(IMREAD_COLOR_RGB)`
-~1,660-1,700 frames/s, simplejpeg ~1,655 (the same libjpeg-turbo, identical pixels), and at 1/2
-DCT scale (`size=`) ~2,700 frames/s. So OpenCV: no extra dependency, no loss. OpenCV decodes a
-JPEG on one thread, so `cv2.setNumThreads` (1 or 2) made no measurable difference; vidload
-sets it to 1 anyway, for fork safety (`vidload/_cv2.py`). EXIF orientation is ignored
-(`IMREAD_IGNORE_ORIENTATION`): frames are stored pixels.
+Decoder: simplejpeg (libjpeg-turbo's TurboJPEG API), strict, straight into the caller's array.
+Measured on the project's 2-core machine (340x256 frames of `mma_test.mp4`, q95, one process,
+CPU time per frame): `cv2.imdecode(IMREAD_COLOR_RGB)` 364 us, `simplejpeg.decode_jpeg` 356 us,
+and `simplejpeg.decode_jpeg(buffer=out[j])` into a preallocated (k, H, W, 3) array 277 us (no
+allocation, no page faults on a fresh array, no copy into the clip). The pixels are identical
+to OpenCV's (the same libjpeg-turbo). Header reads (`decode_jpeg_header`) cost ~1 us.
 
-Every buffer is checked before decoding: it must start with the SOI marker (FF D8) and, after
-any trailing zero bytes, end with the EOI marker (FF D9). libjpeg-turbo otherwise "decodes" a
-truncated file into a grey lower half with only a warning on stderr; here a truncated, empty or
-corrupt buffer raises `VideoReadError` instead, and no grey frame is ever returned.
+Why strict: libjpeg-turbo "decodes" corrupt entropy-coded data (flipped bytes in the middle of a
+frame, SOI and EOI intact) into a garbage image with only a warning on stderr, which is what
+OpenCV does. simplejpeg with `strict=True` turns every such warning into an error, and
+vidload raises `VideoReadError` naming the file (or container) and frame, chained. Every buffer
+is also checked before decoding: it must start with the SOI marker (FF D8) and, after any
+trailing zero bytes, end with the EOI marker (FF D9), so a truncated, empty or over-long buffer
+gets a message that says so. No grey or garbage frame is ever returned.
 
-Reduced-size decode (`size=(min_height, min_width)`): libjpeg scales by 1/1, 1/2, 1/4 or 1/8 in
-the DCT. The largest factor s whose output is still at least `size` in both dimensions is used,
-and the output is `(ceil(H / s), ceil(W / s))` for a stored frame of H x W. A `size` larger than
-the stored frame decodes at full size (it never upsamples).
+Reduced-size decode (`size=(min_height, min_width)`): libjpeg scales in the DCT. vidload uses
+only the factors 1/1, 1/2, 1/4 and 1/8: the largest s whose output is still at least `size` in
+both dimensions, giving `(ceil(H / s), ceil(W / s))` for a stored H x W frame (`reduced_size`).
+TurboJPEG also offers the factors 7/8, 3/4, 5/8, 3/8, but they are slower than a full decode
+(340x256 at 7/8: 501 us against 359 us at 1/1; at 1/2: 229 us), so simplejpeg is asked for
+exactly 1/s (`min_factor=s`). A `size` larger than the stored frame decodes at full size (it
+never upsamples). EXIF orientation is ignored: frames are stored pixels.
+
+Encode: `simplejpeg.encode_jpeg` (TurboJPEG), from RGB with a chosen chroma subsampling; as fast
+as `cv2.imencode` (210 us against 217 us per 340x256 frame at q95, 4:2:0, including the RGB to
+BGR conversion OpenCV needs), so OpenCV is not needed here at all.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
+import simplejpeg
 
-from vidload._cv2 import cv2
 from vidload.errors import VideoReadError
 
 __all__ = [
+    "SUBSAMPLINGS",
     "check_jpeg_markers",
+    "check_size",
     "decode_jpeg",
     "decode_many",
     "encode_jpeg",
@@ -39,25 +50,13 @@ __all__ = [
     "reduced_size",
 ]
 
-_SOI = b"\xff\xd8"
+Subsampling = Literal["420", "422", "444"]
+SUBSAMPLINGS: tuple[str, ...] = ("420", "422", "444")
 
-# IMREAD_COLOR_RGB exists from OpenCV 4.10; older versions decode BGR and convert.
-_RGB_FLAG: int | None = getattr(cv2, "IMREAD_COLOR_RGB", None)
-_IGNORE_ORIENTATION = cv2.IMREAD_IGNORE_ORIENTATION  # frames are stored pixels, not photos
-# REDUCED_GRAYSCALE_s is the bare "scale by 1/s" bit; OR-ing a colour flag selects the output.
-_SCALE_BITS = {
-    1: 0,
-    2: cv2.IMREAD_REDUCED_GRAYSCALE_2,
-    4: cv2.IMREAD_REDUCED_GRAYSCALE_4,
-    8: cv2.IMREAD_REDUCED_GRAYSCALE_8,
-}
-# Start-of-frame markers carry the image size: C0-CF except DHT (C4), JPG (C8) and DAC (CC).
-_SOF_MARKERS = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
-# Markers without a length field.
-_STANDALONE = frozenset(range(0xD0, 0xDA)) | {0x01}
+_Data = bytes | bytearray | memoryview | np.ndarray
 
 
-def _as_buffer(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
+def _as_buffer(data: _Data) -> np.ndarray:
     """A 1-D uint8 view of `data` (no copy)."""
     if isinstance(data, np.ndarray):
         if data.dtype != np.uint8:
@@ -91,56 +90,32 @@ def _marker_problem(buf: np.ndarray) -> str | None:
     return None
 
 
-def check_jpeg_markers(
-    data: bytes | bytearray | memoryview | np.ndarray,
-    *,
-    path: str | None = None,
-    index: int | None = None,
-) -> None:
+def _where(path: str | None) -> str:
+    return path if path is not None else "<jpeg bytes>"
+
+
+def check_jpeg_markers(data: _Data, *, path: str | None = None, index: int | None = None) -> None:
     """Raise VideoReadError unless `data` starts with SOI (FF D8) and ends with EOI (FF D9),
     trailing zero bytes allowed after the EOI."""
     problem = _marker_problem(_as_buffer(data))
     if problem is not None:
-        raise VideoReadError(path if path is not None else "<jpeg bytes>", problem, index)
+        raise VideoReadError(_where(path), problem, index)
 
 
-def jpeg_size(
-    data: bytes | bytearray | memoryview | np.ndarray,
-    *,
-    path: str | None = None,
-    index: int | None = None,
-) -> tuple[int, int]:
-    """(height, width) of a JPEG, read from its start-of-frame header (no decoding)."""
-    buf = _as_buffer(data)
-    where = path if path is not None else "<jpeg bytes>"
+def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None) -> tuple[int, int]:
+    """(height, width) of a JPEG, read from its header (no decoding, ~1 us)."""
+    return _stored_size(_as_buffer(data), path, index, "cannot read the JPEG header")
+
+
+def _stored_size(buf: np.ndarray, path: str | None, index, what: str) -> tuple[int, int]:
     try:
-        head = bytes(buf[: min(buf.shape[0], 65536)])
-        if head[:2] != _SOI:
-            raise ValueError("no SOI marker")
-        pos = 2
-        while True:
-            while head[pos] != 0xFF:  # tolerate garbage between segments, as libjpeg does
-                pos += 1
-            while head[pos] == 0xFF:  # fill bytes
-                pos += 1
-            marker = head[pos]
-            pos += 1
-            if marker in _STANDALONE:
-                continue
-            if marker == 0xD9 or marker == 0xDA:
-                raise ValueError("no start-of-frame header before the image data")
-            seg_len = int.from_bytes(head[pos : pos + 2], "big")
-            if marker in _SOF_MARKERS:
-                height = int.from_bytes(head[pos + 3 : pos + 5], "big")
-                width = int.from_bytes(head[pos + 5 : pos + 7], "big")
-                if height == 0 or width == 0:
-                    raise ValueError(f"start-of-frame header gives size {width}x{height}")
-                return height, width
-            if seg_len < 2:
-                raise ValueError(f"segment length {seg_len} < 2 at byte {pos}")
-            pos += seg_len
-    except (IndexError, ValueError) as e:
-        raise VideoReadError(where, f"cannot read the JPEG header: {e}", index) from e
+        height, width, _, _ = simplejpeg.decode_jpeg_header(buf)
+    except ValueError as e:
+        raise VideoReadError(_where(path), f"{what}: {e}", index) from e
+    return int(height), int(width)
+
+
+_DECODE_HEADER = "JPEG decode failed: cannot read its header"
 
 
 def _scale_for(height: int, width: int, size: tuple[int, int] | None) -> int:
@@ -174,15 +149,69 @@ def check_size(name: str, size: tuple[int, int] | None) -> None:
         raise ValueError(f"{name} ({size!r}) must be a (min_height, min_width) pair of ints >= 1")
 
 
-def _flags(scale: int) -> tuple[int, bool]:
-    """imdecode flags for scale 1/`scale`, and whether the result is BGR and needs converting."""
-    if _RGB_FLAG is not None:
-        return _SCALE_BITS[scale] | _RGB_FLAG | _IGNORE_ORIENTATION, False
-    return _SCALE_BITS[scale] | cv2.IMREAD_COLOR | _IGNORE_ORIENTATION, True
+class _Plan:
+    """How to decode every frame of one clip: the output size and simplejpeg's scale arguments,
+    chosen from the first frame's header."""
+
+    __slots__ = ("height", "width", "scale")
+
+    def __init__(self, stored: tuple[int, int], size: tuple[int, int] | None) -> None:
+        self.scale = _scale_for(*stored, size)
+        self.height = math.ceil(stored[0] / self.scale)
+        self.width = math.ceil(stored[1] / self.scale)
+
+    def decode_into(self, buf: np.ndarray, dst: np.ndarray, path: str | None, index) -> None:
+        """Decode `buf` into `dst` (a C-contiguous uint8 (h, w, 3) view), strictly."""
+        problem = _marker_problem(buf)
+        if problem is not None:
+            raise VideoReadError(_where(path), problem, index)
+        s = self.scale
+        try:
+            if s == 1:
+                img = simplejpeg.decode_jpeg(buf, colorspace="RGB", buffer=dst, strict=True)
+            else:
+                img = simplejpeg.decode_jpeg(
+                    buf,
+                    colorspace="RGB",
+                    min_height=self.height,
+                    min_width=self.width,
+                    min_factor=s,
+                    buffer=dst,
+                    strict=True,
+                )
+        except ValueError as e:
+            self._check_size_of(buf, path, index)
+            raise VideoReadError(
+                _where(path), f"JPEG decode failed (corrupt data): {e}", index
+            ) from e
+        if img.shape != dst.shape:  # a smaller frame decodes into the start of the buffer
+            self._check_size_of(buf, path, index)
+            raise VideoReadError(  # unreachable unless the header lies
+                _where(path), f"decoded to shape {img.shape}, expected {dst.shape}", index
+            )
+
+    def _check_size_of(self, buf: np.ndarray, path: str | None, index) -> None:
+        """VideoReadError if `buf`'s frame decodes to another size than the plan's."""
+        try:
+            stored = jpeg_size(buf, path=path, index=index)
+        except VideoReadError:
+            return  # not even a header: the caller reports the decode error
+        got = (math.ceil(stored[0] / self.scale), math.ceil(stored[1] / self.scale))
+        if got != (self.height, self.width):
+            raise VideoReadError(
+                _where(path),
+                f"frame size {stored[1]}x{stored[0]} differs from the other frames' "
+                f"({self.width * self.scale}x{self.height * self.scale} or close, decoded at "
+                f"1/{self.scale} to {self.width}x{self.height})"
+                if self.scale > 1
+                else f"frame size {stored[1]}x{stored[0]} differs from the other frames' "
+                f"{self.width}x{self.height}",
+                index,
+            )
 
 
 def decode_jpeg(
-    data: bytes | bytearray | memoryview | np.ndarray,
+    data: _Data,
     *,
     path: str | None = None,
     index: int | None = None,
@@ -197,34 +226,22 @@ def decode_jpeg(
             (1/1, 1/2, 1/4, 1/8) that is at least this big, i.e. (ceil(H/s), ceil(W/s)).
 
     Raises:
-        VideoReadError: empty, truncated (no EOI), not a JPEG (no SOI) or undecodable data.
+        VideoReadError: empty, truncated (no EOI), not a JPEG (no SOI) or corrupt data (any
+            libjpeg warning, e.g. bad entropy-coded data in the middle of the frame).
     """
     check_size("size", size)
     buf = _as_buffer(data)
-    where = path if path is not None else "<jpeg bytes>"
     problem = _marker_problem(buf)
     if problem is not None:
-        raise VideoReadError(where, problem, index)
-    scale = 1
-    if size is not None:
-        height, width = jpeg_size(buf, path=path, index=index)
-        scale = _scale_for(height, width, size)
-    flags, to_rgb = _flags(scale)
-    try:
-        img = cv2.imdecode(buf, flags)
-    except cv2.error as e:
-        raise VideoReadError(where, f"JPEG decode failed: {e}", index) from e
-    if img is None:
-        raise VideoReadError(where, "JPEG decode failed (corrupt data)", index)
-    if img.ndim != 3 or img.shape[2] != 3:
-        raise VideoReadError(where, f"JPEG decoded to shape {img.shape}, not (H, W, 3)", index)
-    if to_rgb:
-        img = cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
-    return img
+        raise VideoReadError(_where(path), problem, index)
+    plan = _Plan(_stored_size(buf, path, index, _DECODE_HEADER), size)
+    out = np.empty((plan.height, plan.width, 3), np.uint8)
+    plan.decode_into(buf, out, path, index)
+    return out
 
 
 def decode_many(
-    buffers: Sequence[bytes | bytearray | memoryview | np.ndarray],
+    buffers: Sequence[_Data],
     *,
     order: Sequence[int] | np.ndarray | None = None,
     paths: Sequence[str | None] | str | None = None,
@@ -234,10 +251,14 @@ def decode_many(
 ) -> np.ndarray:
     """Decode JPEGs of one size straight into a single uint8 (k, H, W, 3) RGB array.
 
+    The size (and DCT scale, with `size`) comes from the first output frame's header; each
+    frame is decoded by libjpeg-turbo directly into its slot of the output (no per-frame array,
+    no copy), and a buffer named several times is decoded once and copied.
+
     Args:
         buffers: encoded frames.
         order: output frame j is `buffers[order[j]]` (default: every buffer, in order); a
-            buffer named several times is decoded once and copied, one never named is skipped.
+            buffer never named is skipped.
         paths: the file of each buffer (or one path for all), for errors.
         indices: the frame index of each buffer, for errors.
         size: minimum (height, width) for reduced-size decoding, as in `decode_jpeg`.
@@ -246,24 +267,46 @@ def decode_many(
     Raises:
         VideoReadError: a bad buffer (see `decode_jpeg`), or frames of differing sizes.
     """
+    check_size("size", size)
     n = len(buffers)
-    order_arr = np.arange(n) if order is None else np.asarray(order, dtype=np.int64).reshape(-1)
-    k = order_arr.shape[0]
+    if order is None:
+        order_list = list(range(n))
+    else:
+        order_arr = np.asarray(order, dtype=np.int64).reshape(-1)
+        if order_arr.size and (order_arr.min() < 0 or order_arr.max() >= n):
+            raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
+        order_list = order_arr.tolist()
+    k = len(order_list)
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
-    if order_arr.min() < 0 or order_arr.max() >= n:
-        raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
     if isinstance(paths, str) or paths is None:
-        path_of: list[str | None] = [paths] * n
+        one_path = paths
+        path_of = None
     else:
         if len(paths) != n:
             raise ValueError(f"paths has {len(paths)} entries for {n} buffers")
-        path_of = list(paths)
+        one_path, path_of = None, paths
     if indices is not None and len(indices) != n:
         raise ValueError(f"indices has {len(indices)} entries for {n} buffers")
-    index_of = [int(i) for i in indices] if indices is not None else [None] * n
-    given_out = out is not None
-    if out is not None and (
+    index_of = None if indices is None else [int(i) for i in indices]
+
+    def where(b: int) -> tuple[str | None, int | None]:
+        return (one_path if path_of is None else path_of[b]), (
+            None if index_of is None else index_of[b]
+        )
+
+    b0 = order_list[0]
+    first = _as_buffer(buffers[b0])
+    problem = _marker_problem(first)
+    if problem is not None:
+        p, i = where(b0)
+        raise VideoReadError(_where(p), problem, i)
+    p, i = where(b0)
+    plan = _Plan(_stored_size(first, p, i, _DECODE_HEADER), size)
+    shape = (k, plan.height, plan.width, 3)
+    if out is None:
+        out = np.empty(shape, np.uint8)
+    elif (
         out.dtype != np.uint8
         or out.ndim != 4
         or out.shape[0] != k
@@ -274,30 +317,26 @@ def decode_many(
             f"out must be a C-contiguous uint8 ({k}, H, W, 3) array, "
             f"got {out.dtype} {tuple(out.shape)}"
         )
+    elif out.shape != shape:
+        raise ValueError(f"out has frames of shape {out.shape[1:]}, decoded {shape[1:]}")
     first_at: dict[int, int] = {}
-    for j, b in enumerate(order_arr.tolist()):
-        if b in first_at:
-            out[j] = out[first_at[b]]
+    for j, b in enumerate(order_list):
+        seen = first_at.get(b)
+        if seen is not None:
+            out[j] = out[seen]
             continue
         first_at[b] = j
-        img = decode_jpeg(buffers[b], path=path_of[b], index=index_of[b], size=size)
-        if out is None:
-            out = np.empty((k, *img.shape), np.uint8)
-        elif img.shape != out.shape[1:]:
-            if given_out and j == 0:
-                raise ValueError(f"out has frames of shape {out.shape[1:]}, decoded {img.shape}")
-            raise VideoReadError(
-                path_of[b] if path_of[b] is not None else "<jpeg bytes>",
-                f"frame size {img.shape[1]}x{img.shape[0]} differs from the other frames' "
-                f"{out.shape[2]}x{out.shape[1]}",
-                index_of[b],
-            )
-        out[j] = img
+        p, i = where(b)
+        plan.decode_into(first if j == 0 else _as_buffer(buffers[b]), out[j], p, i)
     return out
 
 
-def encode_jpeg(rgb: np.ndarray, quality: int = 95) -> bytes:
-    """Encode uint8 (H, W, 3) RGB as a baseline JPEG (4:2:0, libjpeg-turbo via OpenCV)."""
+def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling = "420") -> bytes:
+    """Encode uint8 (H, W, 3) RGB as a baseline JPEG (libjpeg-turbo via simplejpeg).
+
+    `subsampling` is the chroma subsampling: "420" (colour at half resolution both ways, the
+    smallest files), "422" (half horizontally) or "444" (full colour resolution).
+    """
     if not isinstance(rgb, np.ndarray) or rgb.dtype != np.uint8:
         raise TypeError(
             f"rgb must be a uint8 numpy array, got {type(rgb).__name__}"
@@ -309,8 +348,13 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95) -> bytes:
         raise TypeError(f"quality must be an int, got {type(quality).__name__}")
     if not 1 <= quality <= 100:
         raise ValueError(f"quality ({quality}) must be in [1, 100]")
-    bgr = cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)
-    ok, buf = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, int(quality)])
-    if not ok:
-        raise RuntimeError(f"OpenCV failed to encode a {rgb.shape} frame as JPEG")
-    return buf.tobytes()
+    if subsampling not in SUBSAMPLINGS:
+        raise ValueError(f"subsampling ({subsampling!r}) must be one of {', '.join(SUBSAMPLINGS)}")
+    if not rgb.flags.c_contiguous:
+        rgb = np.ascontiguousarray(rgb)
+    try:
+        return simplejpeg.encode_jpeg(
+            rgb, quality=int(quality), colorspace="RGB", colorsubsampling=subsampling
+        )
+    except ValueError as e:
+        raise RuntimeError(f"libjpeg-turbo failed to encode a {rgb.shape} frame: {e}") from e
