@@ -228,3 +228,33 @@ def test_formatting_helpers():
     assert format_duration(float("inf")) == "?"
     assert format_bytes(1536) == "1.5 KiB"
     assert format_bytes(12) == "12 B"
+
+
+def test_probe_a_single_video_or_container(videos, tmp_path, capsys):
+    assert main(["probe", str(videos / "a/x1.mp4"), "-q"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "x1.mp4" in ln]
+    assert line.split()[:4] == ["x1.mp4", "12", "12", f"{W}x{H}"]
+    out = tmp_path / "h5"
+    assert main(["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["probe", str(out / "b/x2.h5"), "-q"]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if ln.split()[:1] == ["x2"]]
+    assert line.split()[:4] == ["x2", "10", "10", f"{W}x{H}"]
+
+
+def test_missing_list_entry_names_the_path_and_root(videos, tmp_path, capsys):
+    lst = tmp_path / "val.txt"
+    lst.write_text("a/x1.mp4 0\n")  # relative to the list's folder, where it is not
+    assert main(["probe", str(lst), "-q"]) == 1
+    text = capsys.readouterr().out
+    assert f"file not found: {tmp_path / 'a/x1.mp4'}" in text and "--root DIR" in text
+    assert main(["probe", str(lst), "--root", str(videos), "-q"]) == 0
+
+
+def test_resume_with_other_options_names_the_option_and_overwrite(videos, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["convert", str(videos), str(out), "--to", "npy", "--workers", "1", "-q"]
+    assert main(args) == 0
+    assert main([*args, "--quality", "80"]) == 2
+    err = capsys.readouterr().err
+    assert "--quality 95 before, 80 now" in err and "--overwrite" in err

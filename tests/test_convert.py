@@ -124,7 +124,8 @@ def test_convert_videos_reads_back_through_the_source(dataset, reference, tmp_pa
     for vid, n in GOOD.items():
         r = rows[vid]
         assert (r.reported_frames, r.actual_frames, r.status) == (n, n, "ok")
-        assert (r.width, r.height, r.fps, r.label) == (W, H, 25.0, None)
+        assert (r.width, r.height, r.fps) == (W, H, 25.0)
+        assert r.label == {"a": 0, "b": 1}[vid.split("/")[0]]  # class folders, sorted
     trunc = rows[TRUNCATED]
     assert trunc.reported_frames == 60
     assert trunc.actual_frames == len(reference[TRUNCATED])
@@ -144,11 +145,12 @@ def test_clip_dataset_accepts_the_manifest(dataset, tmp_path):
 
     out = tmp_path / "out"
     convert(dataset, out, to="hdf5", workers=1, progress=False)
-    ds = ClipDataset(out / "manifest.csv", Hdf5Source(out), num_frames=4, train=False, seed=0)
+    ds = ClipDataset(out / "manifest.csv", Hdf5Source(out), num_frames=4, train=True, seed=0)
     assert len(ds) == 4
     for i in range(len(ds)):
         clip, label = ds[i]
-        assert tuple(clip.shape) == (4, 3, H, W) and label == -1
+        assert tuple(clip.shape) == (4, 3, H, W)
+        assert label == {"a": 0, "b": 1}[ds.videos[i].video_id.split("/")[0]]
 
 
 @pytest.mark.parametrize("to", ["hdf5", "npy"])

@@ -1,8 +1,8 @@
 """The `vidload` command line: argument parsing and printing only; the work is in the library.
 
     vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy} [--workers N] [--short-side S]
-                    [--quality Q] [--overwrite] [--root DIR] [--quiet]
-    vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--quiet]
+                    [--quality Q] [--overwrite] [--root DIR] [--labels FILE] [--quiet]
+    vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--labels FILE] [--quiet]
     vidload bench   ...   (vidload.bench's own arguments)
 
 Exit status: 0 when every video was handled, 1 when some failed (listed with reasons),
@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TextIO
 
 from vidload.manifest import ManifestRow
@@ -103,7 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
     prb.add_argument(
         "input",
         metavar="INPUT",
-        help="folder of videos, JPEG frame folders, .h5 or .npy files, or an annotation list",
+        help="folder of videos, JPEG frame folders, .h5 or .npy files, one such file, or an "
+        "annotation list",
     )
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     _add_common(prb)
@@ -128,6 +130,12 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         metavar="DIR",
         help="folder the entries of an annotation list are relative to (default: the list's "
         "folder)",
+    )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="for a folder INPUT: the class map (class names one per line, line k = label k, "
+        "or an annotation list) instead of the sorted names of its top-level folders",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
 
@@ -177,6 +185,7 @@ def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             quality=args.quality,
             overwrite=args.overwrite,
             root=args.root,
+            labels=args.labels,
             progress=not args.quiet,
         )
     except (FileNotFoundError, ValueError, TypeError) as e:
@@ -236,11 +245,19 @@ def _print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> N
 
 
 def _probe(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
     from vidload.manifest import write_manifest
     from vidload.probe import probe
 
     try:
-        rows = probe(args.input, root=args.root, workers=args.workers, progress=not args.quiet)
+        rows = probe(
+            args.input,
+            root=args.root,
+            workers=args.workers,
+            labels=args.labels,
+            progress=not args.quiet,
+        )
+        class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     except (FileNotFoundError, ValueError, TypeError) as e:
         return _usage_error(parser, "probe", e)
     except KeyboardInterrupt:
@@ -250,6 +267,10 @@ def _probe(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.write:
         write_manifest(args.write, rows)
         print(f"manifest: {args.write}", file=sys.stdout)
+        if class_map is not None and is_contiguous(class_map):
+            classes = Path(args.write).with_name(CLASSES_NAME)
+            write_classes(classes, class_map)
+            print(f"classes: {classes}", file=sys.stdout)
     return EXIT_FAILED if any(r.status == "failed" for r in rows) else EXIT_OK
 
 

@@ -19,6 +19,11 @@ container names (`x.mp4.h5`, `x.avi.h5`); the sources look for such a full name 
   entries are paths relative to `root`, which defaults to the list's own folder. Labels are
   carried into the output manifest.
 
+A folder's videos are labelled by their top-level class folder (`class_name/.../x.mp4`; sorted
+names -> 0, 1, ..., or the mapping of a `labels` file) and the names go to
+`output/classes.txt`, one per line in label order (`vidload.labels`). Videos directly in the
+folder are unlabelled.
+
 Frames are decoded (`VideoSource.iter_frames`: the frames that really decode), optionally
 resized so the short side is `short_side` (cv2.INTER_AREA, aspect kept), and JPEG-encoded at
 `quality`. A JPEG folder is repacked byte for byte (the stored bytes are the files' bytes) unless
@@ -59,6 +64,13 @@ import numpy as np
 from vidload._cpus import available_cpus, default_workers
 from vidload._cv2 import cv2
 from vidload.errors import VideoReadError, VidloadError
+from vidload.labels import (
+    CLASSES_NAME,
+    input_class_map,
+    is_contiguous,
+    label_by_folder,
+    write_classes,
+)
 from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
 from vidload.progress import Progress
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
@@ -128,7 +140,8 @@ def find_inputs(
     root: str | os.PathLike[str] | None = None,
     kinds: Sequence[InputKind] = ("video", "jpeg"),
 ) -> tuple[Path, list[InputItem]]:
-    """(root, items) for a folder, an annotation list or a manifest.
+    """(root, items) for a folder, a single video file or container, an annotation list or
+    a manifest.
 
     A folder is searched recursively (sorted, symlinks followed, names starting with "."
     skipped) for files with a video extension, folders holding `img_00001.jpg` and, when
@@ -155,6 +168,15 @@ def find_inputs(
         if not items:
             wanted = _describe_kinds(kinds)
             raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
+    elif _file_kind(src.name) is not None:  # one video file or container
+        if root is not None:
+            raise ValueError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+        kind = _file_kind(src.name)
+        if kind not in kinds:
+            raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
+        base = src.parent
+        vid = src.name if kind == "video" else src.name[: -len(_CONTAINER_SUFFIX[kind])]
+        items = [InputItem(vid, kind, src)]  # type: ignore[arg-type]
     else:
         base = Path(root) if root is not None else src.parent
         if not base.is_dir():
@@ -168,6 +190,22 @@ def find_inputs(
             raise ValueError(f"annotation list {str(src)!r} names no videos")
     _check_unique(items, src)
     return base, items
+
+
+def label_inputs(
+    input_path: str | os.PathLike[str],
+    items: Sequence[InputItem],
+    labels: str | os.PathLike[str] | None = None,
+) -> tuple[list[InputItem], dict[str, int] | None]:
+    """(items, class map): a folder INPUT's items labelled by their top-level class folder
+    (`vidload.labels.input_class_map`: sorted folder names, or the `labels` file's mapping);
+    other inputs' items unchanged, with class map None."""
+    class_map = input_class_map(input_path, [it.video_id for it in items], labels)
+    if class_map is None:
+        return list(items), None
+    where = f"labels ({str(labels)!r})" if labels is not None else "the class map"
+    found = label_by_folder([it.video_id for it in items], class_map, where=where)
+    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
 
 
 def _listed(entry) -> int | None:
@@ -402,8 +440,14 @@ def _path_bytes(path: Path) -> int:
 
 
 def _reason(e: BaseException, item: InputItem) -> str:
-    """A short reason for the manifest: the error without the item's own path."""
+    """A short reason for the manifest: the error without the item's own path, except for a
+    missing file, whose message names the path tried and how to change the root."""
     if isinstance(e, VideoReadError) and e.path == str(item.path):
+        if isinstance(e.__cause__, FileNotFoundError) or not item.path.exists():
+            return (
+                f"file not found: {item.path} (annotation list entries are relative to the "
+                f"list's folder unless --root DIR is given)"
+            )
         where = f" (frame {e.index})" if e.index is not None else ""
         return f"{e.reason}{where}"
     return str(e) or type(e).__name__
@@ -654,6 +698,7 @@ def convert(
     quality: int = 95,
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
+    labels: str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> ConvertReport:
     """Convert every video of `input_path` into a `to` container under `output` (module doc).
@@ -670,6 +715,10 @@ def convert(
         quality: JPEG quality in [1, 100] for encoded frames.
         overwrite: convert every video again, even those already done.
         root: folder the entries of an annotation list are relative to (default: its folder).
+        labels: for a folder `input_path`, the class map (a class-name-per-line file or an
+            annotation list, `vidload.labels.read_class_map`) instead of the sorted names of
+            its top-level folders. A folder's videos are labelled by their class folder and
+            the map is written to `output/classes.txt` (when its labels are 0..n-1).
         progress: draw a progress bar on stderr.
 
     Returns:
@@ -697,6 +746,7 @@ def convert(
     if out.exists() and not out.is_dir():
         raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
+    items, class_map = label_inputs(input_path, items, labels)
     full_names = _sharing_a_name(items)
     _check_no_overlap(Path(input_path), base, out, items, to, full_names)
 
@@ -705,6 +755,8 @@ def convert(
     _check_options(out, to, short_side, quality, overwrite)
     _remove_stale_temporaries(out)
     previous = _previous_rows(manifest_path, overwrite)
+    if class_map is not None and is_contiguous(class_map):
+        write_classes(out / CLASSES_NAME, class_map)
 
     threads = max(1, available_cpus() // workers)
     plan = _Plan(base, out, items=items, previous=previous)
@@ -812,9 +864,18 @@ def _check_options(
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
         if old != options:
+            differ = (
+                ", ".join(
+                    f"--{k.replace('_', '-')} {old.get(k)} before, {options[k]} now"
+                    for k in options
+                    if old.get(k) != options[k]
+                )
+                or f"recorded {old}"
+            )
             raise ValueError(
-                f"OUTPUT {str(out)!r} was converted with {old}, not {options}; "
-                f"use the same options to resume, or overwrite to convert everything again"
+                f"OUTPUT {str(out)!r} was converted with other options ({differ}; recorded in "
+                f"{path.name}): use the same options to resume, or --overwrite "
+                f"(overwrite=True) to convert everything again"
             )
         return
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")

@@ -26,7 +26,7 @@ from torch.utils.data import Dataset
 from vidload._checks import check_choice, check_int, check_positive_int, qualname
 from vidload._dist import shared_seed
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
-from vidload.manifest import VideoEntry, load_videos
+from vidload.manifest import UNLABELLED, VideoEntry, load_videos
 from vidload.sampling import (
     SAMPLING_MODES,
     SHORT_POLICIES,
@@ -152,6 +152,8 @@ class ClipDataset(Dataset):
         self.videos: list[VideoEntry] = load_videos(videos)
         if not self.videos:
             raise ValueError(f"videos ({videos!r}) lists no videos")
+        if train:
+            _check_labelled(self.videos, videos)
         self.source = source
         self.num_frames = num_frames
         self.sampling = sampling
@@ -412,6 +414,21 @@ def _seeded_call(transform: Callable[[torch.Tensor], object], clip: torch.Tensor
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(int(seq.generate_state(1, np.uint64)[0]))
         return transform(clip)
+
+
+def _check_labelled(entries: Sequence[VideoEntry], videos: object) -> None:
+    """Training needs labels: refuse a video list where every label is unknown (-1), which
+    would otherwise fail much later inside the loss ("Target -1 is out of bounds")."""
+    if any(e.label != UNLABELLED for e in entries):
+        return
+    where = str(videos) if isinstance(videos, (str, os.PathLike)) else "videos"
+    raise ValueError(
+        f"{where}: all {len(entries)} videos are unlabelled (label -1), so train=True has "
+        f"nothing to learn. Label them: convert or probe --write a class-folder tree "
+        f"(class_name/video.mp4 -> labels by sorted folder name, classes.txt beside the "
+        f"manifest), pass --labels FILE to fix the mapping, or use an annotation list with "
+        f"labels; use train=False for unlabelled inference"
+    )
 
 
 def _in_context(e: VidloadError, vid: str, i: int) -> VidloadError:

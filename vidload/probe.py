@@ -32,6 +32,7 @@ from vidload.convert import (
     _status,
     check_workers,
     find_inputs,
+    label_inputs,
     run_parallel,
 )
 from vidload.errors import VideoReadError, VidloadError
@@ -57,16 +58,19 @@ def probe(
     *,
     root: str | os.PathLike[str] | None = None,
     workers: int | None = None,
+    labels: str | os.PathLike[str] | None = None,
     progress: bool = True,
 ) -> list[ManifestRow]:
     """One ManifestRow per video of `input_path`, in input order (sorted ids for a folder).
 
     Args:
         input_path: a folder of videos, JPEG frame folders, `.h5` or `.npy` containers (searched
-            recursively), or an annotation list / manifest.
+            recursively), one video file or container, or an annotation list / manifest.
         root: folder the entries of an annotation list are relative to (default: its folder).
         workers: processes (spawned; default: the CPUs this process may use, see
             `vidload.convert.check_workers`; 1 reads in this process).
+        labels: class map for a folder `input_path` (as `convert`'s): a folder's videos are
+            labelled by their top-level class folder (`vidload.convert.label_inputs`).
         progress: draw a progress bar on stderr.
 
     Failures are rows with status "failed", never raised.
@@ -77,6 +81,7 @@ def probe(
     """
     workers = check_workers(workers)
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
+    items, _ = label_inputs(input_path, items, labels)
     threads = max(1, available_cpus() // workers)
     jobs = [_ProbeJob(item, base, threads) for item in items]
     rows: dict[str, ManifestRow] = {}

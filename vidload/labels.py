@@ -1,0 +1,195 @@
+"""Class labels from a folder tree: `class_name/.../video.mp4` -> the class's index.
+
+The layout of Kinetics, UCF101, HMDB51 and torchvision's `ImageFolder`: a video's class is its
+top-level folder; class names are sorted and numbered 0, 1, ... `vidload convert` and `vidload
+probe --write` label a folder INPUT this way and write the names, one per line in label order,
+to `classes.txt` beside the manifest.
+
+Two trees (train and val) get the same numbering only if they hold the same class folders; a
+`labels` file fixes the mapping instead (`read_class_map`): either a class-name-per-line file
+(`classes.txt`, mmaction2's `label_map_*.txt`: line k names class k) or an annotation list /
+manifest, whose entries give each top-level folder its label.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
+
+__all__ = [
+    "CLASSES_NAME",
+    "class_of",
+    "folder_class_map",
+    "input_class_map",
+    "is_contiguous",
+    "label_by_folder",
+    "read_class_map",
+    "write_classes",
+]
+
+#: Name of the class-name file written beside a manifest.
+CLASSES_NAME = "classes.txt"
+
+
+def class_of(video_id: str) -> str | None:
+    """The top-level folder of `video_id` (`abseiling/x1.mp4` -> "abseiling"); None for a
+    video directly in the root (no class folder)."""
+    parts = PurePosixPath(video_id).parts
+    return parts[0] if len(parts) > 1 else None
+
+
+def folder_class_map(video_ids: Iterable[str]) -> dict[str, int]:
+    """{class name: label} with the sorted top-level folder names numbered 0, 1, ..."""
+    names = sorted({c for c in map(class_of, video_ids) if c is not None})
+    return {name: k for k, name in enumerate(names)}
+
+
+def label_by_folder(
+    video_ids: Sequence[str], class_map: Mapping[str, int], *, where: str = "labels"
+) -> list[int | None]:
+    """The label of each video: `class_map[class_of(video_id)]`, None without a class folder.
+
+    Raises:
+        ValueError: a video's class folder is not in `class_map` (named, with `where`).
+    """
+    labels: list[int | None] = []
+    missing: set[str] = set()
+    for vid in video_ids:
+        name = class_of(vid)
+        if name is None:
+            labels.append(None)
+        elif name in class_map:
+            labels.append(class_map[name])
+        else:
+            missing.add(name)
+            labels.append(None)
+    if missing:
+        shown = ", ".join(repr(m) for m in sorted(missing)[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        raise ValueError(
+            f"class folder(s) {shown}{more} are not in {where}; every top-level folder of the "
+            f"input must be named there"
+        )
+    return labels
+
+
+def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
+    """{class name: label} from a class-name-per-line file or an annotation list / manifest.
+
+    * A manifest (header `video_id,...`) or an annotation list (every line `path ... label`,
+      last field an integer): each entry's top-level folder gets the entry's label. Two labels
+      for one folder, or an entry with no folder, is an error.
+    * Otherwise one class name per line, line k (blank and `#` lines skipped) naming class k;
+      names may contain spaces (Kinetics' "air drumming").
+
+    Raises:
+        FileNotFoundError: no such file.
+        ValueError: an empty file, a repeated name, or a list whose labels disagree by folder.
+    """
+    from vidload.manifest import is_manifest, load_videos
+
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"labels ({str(path)!r}) is not a file")
+    try:
+        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"labels ({str(path)!r}): not a UTF-8 text file ({e})") from e
+    lines = [ln.strip() for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    if not lines:
+        raise ValueError(f"labels ({str(path)!r}) names no classes")
+    if is_manifest(path) or all(_looks_like_entry(ln) for ln in lines):
+        return _map_from_entries(path, load_videos(path))
+    out: dict[str, int] = {}
+    for k, name in enumerate(lines):
+        if name in out:
+            raise ValueError(f"labels ({str(path)!r}): class {name!r} is named twice")
+        out[name] = k
+    return out
+
+
+def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) -> None:
+    """Write the class names one per line, line k naming label k (atomically).
+
+    Raises:
+        ValueError: the labels are not exactly 0..n-1 (one name per line cannot say which
+            labels are missing; `is_contiguous` tells beforehand), or a name cannot be one line.
+    """
+    names = sorted(class_map, key=class_map.__getitem__)
+    if not is_contiguous(class_map):
+        raise ValueError(
+            f"class labels {sorted(class_map.values())} must be 0..{len(names) - 1} to be "
+            f"written one name per line"
+        )
+    for name in names:
+        if "\n" in name or name != name.strip() or name.startswith("#"):
+            raise ValueError(f"class name {name!r} cannot be written one per line")
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp.write_text("".join(n + "\n" for n in names), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def is_contiguous(class_map: Mapping[str, int]) -> bool:
+    """Whether the labels are exactly 0..n-1, so `write_classes` can write them."""
+    return sorted(class_map.values()) == list(range(len(class_map)))
+
+
+def _looks_like_entry(line: str) -> bool:
+    fields = line.split()
+    if len(fields) < 2:
+        return False
+    try:
+        int(fields[-1])
+    except ValueError:
+        return False
+    return True
+
+
+def _map_from_entries(path: Path, entries) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in entries:
+        name = class_of(e.video_id)
+        if name is None:
+            raise ValueError(
+                f"labels ({str(path)!r}): entry {e.video_id!r} has no class folder, so it "
+                f"cannot map a folder to a label"
+            )
+        if e.label < 0:
+            continue
+        if out.setdefault(name, e.label) != e.label:
+            raise ValueError(
+                f"labels ({str(path)!r}): folder {name!r} has labels {out[name]} and {e.label}"
+            )
+    if not out:
+        raise ValueError(f"labels ({str(path)!r}) gives no folder a label")
+    return out
+
+
+def input_class_map(
+    input_path: str | os.PathLike[str],
+    video_ids: Sequence[str],
+    labels: str | os.PathLike[str] | None = None,
+) -> dict[str, int] | None:
+    """The class map `convert` and `probe` label a folder INPUT with; None for another input.
+
+    A folder gets `read_class_map(labels)` when `labels` is given, else its own sorted class
+    folders (`folder_class_map`); None when no video sits in a class folder. An annotation
+    list or a single file carries its own labels (or none): `labels` is refused there.
+
+    Raises:
+        ValueError: `labels` given with an INPUT that is not a folder.
+    """
+    if not Path(input_path).is_dir():
+        if labels is not None:
+            raise ValueError(
+                f"labels ({str(labels)!r}) applies to a folder INPUT only; "
+                f"{str(input_path)!r} is a file (an annotation list carries its own labels)"
+            )
+        return None
+    if labels is not None:
+        return read_class_map(labels)
+    return folder_class_map(video_ids) or None
