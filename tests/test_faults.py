@@ -7,16 +7,32 @@ files, H: manifest and list edges, I: bench on damaged folders).
 
 from __future__ import annotations
 
+import os
 import pickle
 import sys
+import threading
+import warnings
 
+import h5py
+import numpy as np
 import pytest
 import torch
-from media import make_video
+from media import frame_number, make_video, paint
 from torch.utils.data import DataLoader, Dataset
 
-from vidload import ClipDataset, VideoSource
+from vidload import (
+    ClipDataset,
+    Hdf5Source,
+    JpegSource,
+    NpySource,
+    SkippedVideoWarning,
+    VideoSource,
+)
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
+from vidload.probe import probe
+from vidload.sources.hdf5 import write_hdf5
+from vidload.sources.jpeg_decode import encode_jpeg
+from vidload.sources.npy import write_npy
 
 W, H = 64, 48
 #: Attributes cross a worker boundary in an exception note (Python >= 3.11); the type always.
@@ -100,3 +116,199 @@ def test_c_one_argument_form_and_pickling():
         assert type(back) is type(err) and str(back) == str(err)
         assert vars(back) == vars(err)
     assert issubclass(VideoReadError, VidloadError)
+
+
+# --------------------------------------------------------------- A: container damage
+
+
+def _jpegs(n: int = 4) -> list[bytes]:
+    return [encode_jpeg(paint(i, W, H), quality=90) for i in range(n)]
+
+
+def _h5_group_for(name: str):
+    def damage(f):
+        data = f[name][()]
+        del f[name]
+        f.create_group(name).create_dataset("inside", data=data)
+
+    return damage
+
+
+def _h5_attr(name: str, value):
+    def damage(f):
+        f.attrs[name] = value
+
+    return damage
+
+
+H5_DAMAGE = {
+    "frames_group": (_h5_group_for("frames"), "'frames' must be a dataset"),
+    "offsets_group": (_h5_group_for("offsets"), "'offsets' must be a dataset"),
+    "num_frames_text": (_h5_attr("num_frames", "abc"), "attribute 'num_frames'"),
+    "num_frames_array": (_h5_attr("num_frames", np.arange(3)), "attribute 'num_frames'"),
+    "width_text": (_h5_attr("width", "wide"), "attribute 'width'"),
+    "version_array": (_h5_attr("format_version", np.ones(2)), "attribute 'format_version'"),
+}
+
+
+def _write_h5(root, name: str) -> None:
+    write_hdf5(root / f"{name}.h5", _jpegs())
+
+
+@pytest.fixture(scope="module")
+def h5_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("h5_damage")
+    _write_h5(root, "good")
+    for name, (damage, _) in H5_DAMAGE.items():
+        _write_h5(root, name)
+        with h5py.File(root / f"{name}.h5", "r+") as f:
+            damage(f)
+    # overwritten metadata: h5py raises RuntimeError / OSError / KeyError depending on the bytes
+    for seed in range(6):
+        _write_h5(root, f"meta_bytes{seed}")
+        path = root / f"meta_bytes{seed}.h5"
+        data = bytearray(path.read_bytes())
+        rng = np.random.default_rng(seed)
+        at = int(rng.integers(48, 2048))
+        data[at : at + 64] = rng.integers(0, 256, 64, dtype=np.uint8).tobytes()
+        path.write_bytes(bytes(data))
+    return root
+
+
+@pytest.mark.parametrize("name", sorted(H5_DAMAGE))
+def test_a_hdf5_structure_damage_is_a_read_error_naming_file(h5_root, name):
+    src = Hdf5Source(h5_root, cache_size=0)
+    match = H5_DAMAGE[name][1]
+    for call in (src.reported_frames, src.actual_frames, lambda v: src.read(v, [0])):
+        with pytest.raises(VideoReadError, match=match) as info:
+            call(name)
+        assert info.value.path == str(h5_root / f"{name}.h5")
+        assert name in str(info.value)
+
+
+def test_a_hdf5_overwritten_metadata_is_a_read_error_or_reads_right(h5_root):
+    src = Hdf5Source(h5_root, cache_size=0)
+    for seed in range(6):
+        vid = f"meta_bytes{seed}"
+        try:
+            frames = src.read(vid, [0, 3])
+        except VideoReadError as e:
+            assert e.path.endswith(f"{vid}.h5") and e.__cause__ is not None or "HDF5" in str(e)
+        else:  # the bytes hit something unused: then the frames must be the right ones
+            assert [frame_number(f) for f in frames] == [0, 3]
+
+
+NPY_HEADERS = {
+    "tokenize": b"{'descr': '|u1', 'fortran_order': False, 'shape': (4, (((",
+    "not_a_dict": b"[1, 2, 3]",
+    "bad_descr": b"{'descr': 'zz', 'fortran_order': False, 'shape': (4, 10), }",
+    "bad_shape": b"{'descr': '|u1', 'fortran_order': False, 'shape': 'abc', }",
+    "huge_shape": b"{'descr': '|u1', 'fortran_order': False, 'shape': (2**62, 2**62), }",
+}
+
+
+@pytest.fixture(scope="module")
+def npy_root(tmp_path_factory):
+    root = tmp_path_factory.mktemp("npy_damage")
+    write_npy(root / "good.npy", _jpegs())
+    good = (root / "good.npy").read_bytes()
+    header_len = int.from_bytes(good[8:10], "little")
+    for name, text in NPY_HEADERS.items():
+        header = text.ljust(header_len - 1) + b"\n"
+        (root / f"{name}.npy").write_bytes(
+            good[:10] + header[:header_len] + good[10 + header_len :]
+        )
+    (root / "folder.npy").mkdir()
+    return root
+
+
+@pytest.mark.parametrize("mode", ["mmap", "read"])
+@pytest.mark.parametrize("name", [*sorted(NPY_HEADERS), "folder"])
+def test_a_npy_damage_is_a_read_error_naming_file(npy_root, name, mode):
+    src = NpySource(npy_root, mode=mode)
+    assert [frame_number(f) for f in src.read("good", [3, 0])] == [3, 0]
+    for call in (src.reported_frames, src.actual_frames, lambda v: src.read(v, [0])):
+        with pytest.raises(VideoReadError, match="not a regular file|npy") as info:
+            call(name)
+        assert info.value.path == str(npy_root / f"{name}.npy")
+
+
+def test_a_on_error_skip_through_two_workers_fills_broken_videos(h5_root):
+    videos = [("good", 0), ("frames_group", 1), ("meta_bytes0", 2), ("good", 3)]
+    videos += [(name, 4) for name in H5_DAMAGE]
+    ds = ClipDataset(videos, Hdf5Source(h5_root), num_frames=2, on_error="skip", seed=0)
+    loader = DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkippedVideoWarning)
+        labels = torch.cat([label for _, label in loader]).tolist()
+    assert len(labels) == len(videos)
+    assert set(H5_DAMAGE) <= set(ds.broken_videos)
+    assert "good" not in ds.broken_videos
+
+
+def test_a_probe_marks_damaged_containers_and_goes_on(h5_root, npy_root, tmp_path):
+    for root in (h5_root, npy_root):
+        rows = {row.video_id: row for row in probe(root, workers=1, progress=False)}
+        good = [vid for vid in rows if vid.startswith("good")]
+        assert good and all(rows[vid].status == "ok" for vid in good)
+        failed = {vid for vid, row in rows.items() if row.status == "failed"}
+        assert failed, rows
+        for vid in failed:
+            assert rows[vid].error
+
+
+# --------------------------------------------------------------- G: non-regular files
+
+
+def _within(seconds: float, fn):
+    """fn()'s exception (or None), failing the test if fn is still blocked after `seconds`."""
+    outcome: list[BaseException | None] = []
+
+    def run():
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            outcome.append(e)
+        else:
+            outcome.append(None)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"{fn} still blocked after {seconds} s"
+    return outcome[0]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_g_fifo_named_like_a_video_or_container_fails_fast(tmp_path):
+    os.mkfifo(tmp_path / "pipe.mp4")
+    os.mkfifo(tmp_path / "pipe.h5")
+    os.mkfifo(tmp_path / "pipe.npy")
+    (tmp_path / "frames").mkdir()
+    (tmp_path / "frames" / "img_00001.jpg").write_bytes(encode_jpeg(paint(0, W, H)))
+    os.mkfifo(tmp_path / "frames" / "img_00002.jpg")
+    (tmp_path / "frames" / "img_00003.jpg").write_bytes(encode_jpeg(paint(2, W, H)))
+    (tmp_path / "link.mp4").symlink_to(tmp_path / "pipe.mp4")
+    (tmp_path / "dir.mp4").mkdir()
+    cases = [
+        (VideoSource(tmp_path), "pipe.mp4", "a FIFO"),
+        (VideoSource(tmp_path), "link.mp4", "a FIFO"),
+        (VideoSource(tmp_path), "dir.mp4", "a directory"),
+        (Hdf5Source(tmp_path), "pipe", "a FIFO"),
+        (NpySource(tmp_path), "pipe", "a FIFO"),
+        (JpegSource(tmp_path), "frames", "a FIFO"),
+    ]
+    for src, vid, kind in cases:
+        err = _within(10, lambda src=src, vid=vid: src.read(vid, [0, 1]))
+        assert isinstance(err, VideoReadError), (vid, err)
+        assert f"not a regular file: {kind}" in str(err) and vid.split(".")[0] in err.path
+    # through a DataLoader worker with on_error="skip": skipped, not hung
+    ds = ClipDataset(
+        [("pipe.mp4", 0), ("good.mp4", 1)], VideoSource(tmp_path), num_frames=2, on_error="skip"
+    )
+    make_video(tmp_path / "good.mp4", 12, width=W, height=H)
+    loader = DataLoader(ds, batch_size=2, num_workers=1, timeout=30)  # a hang is an error
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SkippedVideoWarning)
+        _, labels = next(iter(loader))
+    assert labels.tolist() == [1, 1]

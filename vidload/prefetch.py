@@ -40,6 +40,8 @@ from typing import Protocol, TypeVar, runtime_checkable
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
+from vidload.errors import VideoReadError
+from vidload.sources.base import open_regular_file
 
 __all__ = ["HasFiles", "ReadAheadSampler", "ReadAheadWarning", "item_files", "read_ahead_supported"]
 
@@ -268,8 +270,8 @@ class ReadAheadSampler(Sampler[T]):
 
     def _hint(self, video_id: str, path: Path) -> None:
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except (OSError, TypeError, ValueError) as e:  # missing, unreadable, not a path
+            fd = open_regular_file(path)  # a FIFO would block the hinting thread
+        except (VideoReadError, TypeError, ValueError) as e:  # missing, not a file, not a path
             self._failed(f"{str(path)!r} (video {video_id!r})", e)
             return
         try:

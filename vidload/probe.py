@@ -146,6 +146,6 @@ def _hdf5_fps(path: Path) -> float | None:
     try:
         with h5py.File(path, "r") as f:
             value = f.attrs.get("fps")
-    except OSError:
+        return None if value is None else float(value)
+    except Exception:  # h5py raises OSError, RuntimeError, ... on damaged files
         return None  # Hdf5Source reports why the file cannot be read
-    return None if value is None else float(value)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+
+from vidload.errors import VideoReadError
 
 #: File extensions treated as videos (lower case, with the dot).
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
@@ -93,3 +96,58 @@ def container_path(root: Path, video_id: str, suffix: str) -> Path:
         if os.path.exists(full):
             return full
     return root / (stem + suffix)
+
+
+def _file_kind(mode: int) -> str:
+    for test, kind in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
+
+
+def check_regular_file(path: Path) -> os.stat_result:
+    """The stat of `path` (symlinks followed); VideoReadError unless it is a regular file.
+
+    Decoders open whatever they are given: a FIFO named `x.mp4` blocks `av.open` (and any
+    `open`) until a writer appears, forever in a DataLoader worker; a directory named `x.npy`
+    fails later with an error naming a file descriptor. Only regular files are read as videos
+    or containers.
+    """
+    try:
+        st = os.stat(path)
+    except FileNotFoundError as e:
+        raise VideoReadError(path, "file not found") from e
+    except OSError as e:
+        raise VideoReadError(path, f"cannot stat file: {e}") from e
+    if not stat.S_ISREG(st.st_mode):
+        raise VideoReadError(path, f"not a regular file: {_file_kind(st.st_mode)}")
+    return st
+
+
+def open_regular_file(path: Path, *, index: int | None = None) -> int:
+    """A read-only file descriptor on `path`, which must be a regular file (see
+    `check_regular_file`); opened non-blocking so that a FIFO never blocks, then checked.
+    `index` (a frame index) goes into the errors."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError as e:
+        raise VideoReadError(path, "file not found", index) from e
+    except OSError as e:
+        raise VideoReadError(path, f"cannot open: {e}", index) from e
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise VideoReadError(path, f"not a regular file: {_file_kind(st.st_mode)}", index)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

@@ -37,7 +37,7 @@ import h5py
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources.base import as_index_array, container_path
+from vidload.sources.base import as_index_array, check_regular_file, container_path
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
@@ -57,51 +57,82 @@ class _Handle:
 
 
 def _open(path: Path) -> _Handle:
-    """Open and validate one video's HDF5 file."""
+    """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it.
+
+    h5py reports damaged metadata with whatever its C library met first (OSError, KeyError,
+    RuntimeError "Unable to synchronously check link existence", ...): every exception from
+    opening and validating becomes a VideoReadError, chained to it.
+    """
+    check_regular_file(path)
     try:
         f = h5py.File(path, "r")
     except FileNotFoundError as e:
         raise VideoReadError(path, "HDF5 file not found") from e
-    except OSError as e:
+    except Exception as e:
         size = path.stat().st_size if path.is_file() else None
-        reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {e}"
+        reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {_what(e)}"
         raise VideoReadError(path, reason) from e
     try:
         return _validate(path, f)
+    except VideoReadError:
+        f.close()
+        raise
+    except Exception as e:
+        f.close()
+        raise VideoReadError(path, f"cannot read the HDF5 structure: {_what(e)}") from e
     except BaseException:
         f.close()
         raise
 
 
+def _what(e: BaseException) -> str:
+    """An exception as "Type: message" for a reason (h5py's messages alone can be cryptic)."""
+    return f"{type(e).__name__}: {e}"
+
+
+def _int_attr(path: Path, f: h5py.File, name: str) -> int | None:
+    """Root attribute `name` as an int (None when absent); anything but one integer is a
+    VideoReadError naming the attribute."""
+    value = f.attrs.get(name)
+    if value is None:
+        return None
+    arr = np.asarray(value)
+    if arr.ndim != 0 or arr.dtype.kind not in "iu":
+        raise VideoReadError(
+            path, f"attribute {name!r} must be one integer, is {arr.dtype} {arr.shape}: {value!r}"
+        )
+    return int(arr)
+
+
+def _dataset(path: Path, f: h5py.File, name: str) -> h5py.Dataset:
+    obj = f[name]
+    if not isinstance(obj, h5py.Dataset):
+        raise VideoReadError(path, f"{name!r} must be a dataset, is a {type(obj).__name__}")
+    return obj
+
+
 def _validate(path: Path, f: h5py.File) -> _Handle:
-    try:
-        version = f.attrs.get("format_version")
-        if version is not None and int(version) > FORMAT_VERSION:
-            raise VideoReadError(
-                path, f"format_version {int(version)} is newer than supported ({FORMAT_VERSION})"
-            )
-        if "frames" not in f or "offsets" not in f:
-            raise VideoReadError(
-                path,
-                f"not a vidload HDF5 file: needs datasets 'frames' and 'offsets', has {list(f)}",
-            )
-        frames, offsets_ds = f["frames"], f["offsets"]
-        if frames.dtype != np.uint8 or frames.ndim != 1:
-            raise VideoReadError(
-                path, f"'frames' must be 1-D uint8, is {frames.dtype} {frames.shape}"
-            )
-        if offsets_ds.ndim != 1 or offsets_ds.dtype.kind not in "iu" or offsets_ds.shape[0] < 1:
-            raise VideoReadError(
-                path, f"'offsets' must be 1-D integers, is {offsets_ds.dtype} {offsets_ds.shape}"
-            )
-        offsets = offsets_ds[()].astype(np.int64)
-        reported_attr = f.attrs.get("num_frames")
-        width = int(f.attrs.get("width", 0))
-        height = int(f.attrs.get("height", 0))
-    except VideoReadError:
-        raise
-    except (OSError, KeyError, ValueError, TypeError) as e:
-        raise VideoReadError(path, f"cannot read the HDF5 structure: {e}") from e
+    version = _int_attr(path, f, "format_version")
+    if version is not None and version > FORMAT_VERSION:
+        raise VideoReadError(
+            path, f"format_version {version} is newer than supported ({FORMAT_VERSION})"
+        )
+    if "frames" not in f or "offsets" not in f:
+        raise VideoReadError(
+            path,
+            f"not a vidload HDF5 file: needs datasets 'frames' and 'offsets', has {list(f)}",
+        )
+    frames, offsets_ds = _dataset(path, f, "frames"), _dataset(path, f, "offsets")
+    if frames.dtype != np.uint8 or frames.ndim != 1:
+        raise VideoReadError(path, f"'frames' must be 1-D uint8, is {frames.dtype} {frames.shape}")
+    if offsets_ds.ndim != 1 or offsets_ds.dtype.kind not in "iu" or offsets_ds.shape[0] < 1:
+        raise VideoReadError(
+            path, f"'offsets' must be 1-D integers, is {offsets_ds.dtype} {offsets_ds.shape}"
+        )
+    offsets = offsets_ds[()].astype(np.int64)
+    reported = _int_attr(path, f, "num_frames")
+    width = _int_attr(path, f, "width") or 0
+    height = _int_attr(path, f, "height") or 0
     if offsets[0] != 0 or offsets[-1] != frames.shape[0] or np.any(np.diff(offsets) <= 0):
         raise VideoReadError(
             path,
@@ -109,7 +140,6 @@ def _validate(path: Path, f: h5py.File) -> _Handle:
             f"'frames' (first {offsets[0]}, last {offsets[-1]})",
         )
     actual = offsets.shape[0] - 1
-    reported = None if reported_attr is None else int(reported_attr)
     if reported is not None and reported != actual:
         raise VideoReadError(
             path, f"num_frames attribute says {reported} frames but the data holds {actual}"
@@ -237,8 +267,8 @@ class Hdf5Source:
         for i in uniq.tolist():
             try:
                 buffers.append(handle.frames[offsets[i] : offsets[i + 1]])
-            except (OSError, ValueError) as e:
-                raise VideoReadError(path, f"cannot read the frame's bytes: {e}", i) from e
+            except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
+                raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
         return decode_many(
             buffers, order=inverse, paths=str(path), indices=uniq, size=self.decode_size
         )

@@ -36,6 +36,7 @@ from vidload.sources.base import (
     as_index_array,
     container_path,
     normalize_video_id,
+    open_regular_file,
     strip_video_ext,
 )
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
@@ -192,13 +193,12 @@ class JpegSource:
         return self._scan(self._key(video_id))[1]
 
     def _read_file(self, path: Path, index: int) -> np.ndarray:
+        fd = open_regular_file(path, index=index)  # a FIFO would block a plain open
         try:
-            data = np.fromfile(path, dtype=np.uint8)
-        except FileNotFoundError as e:
-            raise VideoReadError(path, "frame file not found", index) from e
+            with os.fdopen(fd, "rb") as f:
+                return np.fromfile(f, dtype=np.uint8)
         except OSError as e:
             raise VideoReadError(path, f"cannot read the frame file: {e}", index) from e
-        return data
 
     def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.

@@ -42,7 +42,7 @@ from typing import Literal
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources.base import as_index_array, container_path
+from vidload.sources.base import as_index_array, container_path, open_regular_file
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
@@ -67,8 +67,8 @@ def _parse_header(path: Path, f) -> tuple[int, int, int]:
             shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
         else:
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-    except (ValueError, OSError, SyntaxError) as e:
-        raise VideoReadError(path, f"not a valid npy file: {e}") from e
+    except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError, ...
+        raise VideoReadError(path, f"not a valid npy file: {type(e).__name__}: {e}") from e
     if dtype != np.uint8 or len(shape) != 2 or fortran:
         raise VideoReadError(
             path,
@@ -129,12 +129,7 @@ class NpySource:
 
     def _open(self, path: Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except FileNotFoundError as e:
-            raise VideoReadError(path, "npy file not found") from e
-        except OSError as e:
-            raise VideoReadError(path, f"cannot open: {e}") from e
+        fd = open_regular_file(path)
         try:
             st = os.fstat(fd)
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)

@@ -61,7 +61,7 @@ from vidload.sources._video_index import (
     index_from_packets,
     packet_key,
 )
-from vidload.sources.base import as_index_array, normalize_video_id
+from vidload.sources.base import as_index_array, check_regular_file, normalize_video_id
 
 __all__ = ["VideoInfo", "VideoSource"]
 
@@ -244,12 +244,7 @@ class VideoSource:
         return [self.path(video_id)]
 
     def _stat(self, path: Path) -> tuple[int, int]:
-        try:
-            st = os.stat(path)
-        except FileNotFoundError as e:
-            raise VideoReadError(path, "file not found") from e
-        except OSError as e:
-            raise VideoReadError(path, f"cannot stat file: {e}") from e
+        st = check_regular_file(path)  # a FIFO would block av.open forever
         return (st.st_mtime_ns, st.st_size)
 
     def _open(self, path: Path, stat: tuple[int, int]) -> _Handle:
