@@ -5,6 +5,10 @@ real footage. Each generated video is a smooth, slowly changing colour gradient 
 texture, seen through a panning and slightly shaking camera, with several textured, soft-edged
 shapes moving across it and a little sensor grain. Encoded with libx264 at its defaults (CRF 23,
 preset medium: B-frames, default GOP), 320x240 at 25 fps, about 7 s: close to a UCF101 clip.
+
+With `SynthSpec(actions=True)` the classes are learnable (for `examples/train.py`): every video
+also shows a marked disc whose motion is its class (`ACTIONS`), while the disc's colour, size
+and place, and the background, are drawn per video, so only the motion tells the classes apart.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from vidload.progress import Progress
 SPEC_FILE = "vidload-synth.json"
 
 _CLASSES = ("Juggling", "Rowing", "Skiing", "Surfing")
+#: Class names of `SynthSpec(actions=True)` videos (sorted): what the marked disc does. All four
+#: survive a horizontal flip, so flip augmentation keeps every label true.
+ACTIONS = ("Falling", "Growing", "Rising", "Shrinking")
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,7 @@ class SynthSpec:
     seed: int = 0
     codec: str = "libx264"
     crf: int = 18
+    actions: bool = False  # classes = ACTIONS, learnable from motion (see the module docstring)
 
     def __post_init__(self) -> None:
         if self.num_videos < 1:
@@ -63,9 +71,10 @@ def video_ids(spec: SynthSpec) -> list[str]:
     """Relative paths of the videos `spec` describes, UCF101 style: `Class/v_Class_g01_c01.mp4`,
     sorted."""
     ids = []
+    classes = ACTIONS if spec.actions else _CLASSES
     for i in range(spec.num_videos):
-        name = _CLASSES[i % len(_CLASSES)]
-        group, clip = divmod(i // len(_CLASSES), 4)
+        name = classes[i % len(classes)]
+        group, clip = divmod(i // len(classes), 4)
         ids.append(f"{name}/v_{name}_g{group + 1:02d}_c{clip + 1:02d}.mp4")
     return sorted(ids)
 
@@ -89,10 +98,25 @@ def make_sample_videos(
     with Progress(len(ids), desc="generate sample videos", unit="video", enabled=progress) as bar:
         for i, vid in enumerate(ids):
             rng = np.random.default_rng([spec.seed, i])
-            _encode(out / vid, render_frames(spec, rng), spec)
+            frames = render_frames(spec, rng)
+            if spec.actions:
+                action = vid.split("/")[0]
+                frames = _with_action(
+                    frames, spec, action, np.random.default_rng([spec.seed, i, 1])
+                )
+            _encode(out / vid, frames, spec)
             bar.update()
-    spec_path.write_text(json.dumps(asdict(spec), indent=2) + "\n")
+    spec_path.write_text(json.dumps(_record(spec), indent=2) + "\n")
     return ids
+
+
+def _record(spec: SynthSpec) -> dict:
+    """What the spec file holds; `actions` only when set, so folders written before the field
+    existed are still recognised (and reused) as they are."""
+    record = asdict(spec)
+    if not spec.actions:
+        del record["actions"]
+    return record
 
 
 def _is_complete(out: Path, spec: SynthSpec, ids: Sequence[str]) -> bool:
@@ -100,7 +124,7 @@ def _is_complete(out: Path, spec: SynthSpec, ids: Sequence[str]) -> bool:
         recorded = json.loads((out / SPEC_FILE).read_text())
     except (OSError, ValueError):
         return False
-    return recorded == asdict(spec) and all((out / v).is_file() for v in ids)
+    return recorded == _record(spec) and all((out / v).is_file() for v in ids)
 
 
 def _encode(path: Path, frames, spec: SynthSpec) -> None:
@@ -116,6 +140,34 @@ def _encode(path: Path, frames, spec: SynthSpec) -> None:
         for packet in stream.encode(None):
             container.mux(packet)
     tmp.replace(path)
+
+
+def _with_action(frames, spec: SynthSpec, action: str, rng: np.random.Generator):
+    """`frames` with a disc drawn on each, moving as `action` says over the whole video:
+    Falling/Rising cross about half the frame height downwards/upwards, Growing/Shrinking
+    change its radius 5x at a fixed place. Colour, size and position are drawn from `rng`."""
+    h, w, n = spec.height, spec.width, spec.num_frames
+    m = min(h, w)
+    hue = int(rng.integers(0, 180))
+    colour = cv2.cvtColor(np.array([[[hue, 255, 255]]], np.uint8), cv2.COLOR_HSV2RGB)[0, 0]
+    colour = tuple(int(c) for c in colour)
+    cx = float(rng.uniform(0.35, 0.65)) * w
+    cy = float(rng.uniform(0.4, 0.6)) * h
+    top, bottom = float(rng.uniform(0.15, 0.3)) * h, float(rng.uniform(0.7, 0.85)) * h
+    radius = float(rng.uniform(0.09, 0.14)) * m
+    small, large = float(rng.uniform(0.05, 0.07)) * m, float(rng.uniform(0.25, 0.32)) * m
+    edge = max(1, m // 40)
+    for t, frame in enumerate(frames):
+        phase = t / max(1, n - 1)
+        y, r = cy, radius
+        if action in ("Falling", "Rising"):
+            y = top + (bottom - top) * (phase if action == "Falling" else 1 - phase)
+        else:
+            r = small + (large - small) * (phase if action == "Growing" else 1 - phase)
+        centre = (int(round(cx)), int(round(y)))
+        cv2.circle(frame, centre, int(round(r)), colour, -1, cv2.LINE_AA)
+        cv2.circle(frame, centre, int(round(r)), (0, 0, 0), edge, cv2.LINE_AA)
+        yield frame
 
 
 def _smooth_field(rng: np.random.Generator, h: int, w: int, cells: int, channels: int = 3):
