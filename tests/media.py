@@ -230,3 +230,41 @@ def corrupt_middle(jpeg: bytes, span: int = 16) -> bytes:
         bad[k] ^= 0x5A
     assert bad[:2] == b"\xff\xd8" and bad[-2:] == b"\xff\xd9"
     return bytes(bad)
+
+
+def paint_gradient(index: int, width: int, height: int) -> np.ndarray:
+    """uint8 (height, width, 3) RGB frame whose pixels say where they are: red rises with x
+    from 0 (left column) to 255 (right column), green with y from 0 (top) to 255 (bottom), and
+    blue is 40 + 12 * (index % 16) everywhere, so a crop, a scale and a flip can be checked
+    from the pixels, and the frame too."""
+    x = np.linspace(0, 255, width)
+    y = np.linspace(0, 255, height)
+    img = np.empty((height, width, 3), np.uint8)
+    img[..., 0] = np.round(x)[None, :]
+    img[..., 1] = np.round(y)[:, None]
+    img[..., 2] = 40 + 12 * (index % 16)
+    return img
+
+
+def encode_rgb(
+    path: str | Path,
+    frames: Sequence[np.ndarray],
+    *,
+    codec: str = "ffv1",
+    pix_fmt: str = "bgr0",
+    fps: int = 25,
+    options: dict[str, str] | None = None,
+) -> Path:
+    """Encode uint8 (H, W, 3) RGB frames into `path`; ffv1 in bgr0 (the default) is lossless,
+    so a decode gives back exactly these pixels."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    height, width = frames[0].shape[:2]
+    with av.open(str(path), "w") as out:
+        stream = _add_video_stream(out, codec, width, height, fps, pix_fmt, options)
+        for img in frames:
+            for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return path

@@ -79,6 +79,7 @@ from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import check_jpeg_markers, decode_jpeg, encode_jpeg, jpeg_size
 from vidload.sources.npy import NpySource, write_npy
 from vidload.sources.video import VideoSource
+from vidload.transforms import scaled_size
 
 __all__ = [
     "CONVERT_FORMATS",
@@ -325,17 +326,10 @@ def resize_short_side(rgb: np.ndarray, short_side: int) -> np.ndarray:
     """Resize uint8 (H, W, 3) so its shorter side is `short_side`, keeping the aspect ratio
     (longer side rounded; cv2.INTER_AREA). Returns `rgb` itself when the size already fits."""
     h, w = rgb.shape[:2]
-    size = _target_size(h, w, short_side)
+    size = scaled_size(h, w, short_side)
     if size == (h, w):
         return rgb
     return cv2.resize(rgb, (size[1], size[0]), interpolation=cv2.INTER_AREA)
-
-
-def _target_size(h: int, w: int, short_side: int) -> tuple[int, int]:
-    """(height, width) with the short side `short_side` and the aspect of h x w."""
-    if h <= w:
-        return short_side, max(1, round(w * short_side / h))
-    return max(1, round(h * short_side / w)), short_side
 
 
 def _encoded_video_frames(
@@ -348,7 +342,7 @@ def _encoded_video_frames(
         shape = rgb.shape[:2]
         if first is None:
             first = shape
-            target = _target_size(*shape, short_side) if short_side else shape
+            target = scaled_size(*shape, short_side) if short_side else shape
         elif shape != first:
             raise VideoReadError(
                 path,

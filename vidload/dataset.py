@@ -13,6 +13,7 @@ same moment may both warn about it; otherwise each video is warned about once.
 
 from __future__ import annotations
 
+import inspect
 import operator
 import os
 import warnings
@@ -36,9 +37,11 @@ from vidload.sampling import (
     sample_clip,
 )
 from vidload.sources.base import FrameSource
+from vidload.transforms import ClipGeometry, apply_geometry, check_geometry, plan_geometry
 
 OnMismatch = Literal["resample", "error"]
 OnError = Literal["raise", "skip"]
+Layout = Literal["TCHW", "CTHW"]
 
 _UNKNOWN = -1
 
@@ -54,9 +57,14 @@ class SkippedVideoWarning(UserWarning):
 class ClipDataset(Dataset):
     """Clips of `num_frames` frames from every video of a frame source.
 
-    `clip, label = ds[i]`: clip is a contiguous torch.uint8 tensor (T, C, H, W), RGB, with
-    T = num_frames and C = 3 (or whatever `transform` returns); label is an int. Item i is clip
-    i % clips_per_video of video i // clips_per_video; `len(ds) == len(videos) * clips_per_video`.
+    `clip, label = ds[i]`: clip is a contiguous torch.uint8 tensor (T, C, H, W) (or (C, T, H, W)
+    with layout="CTHW"), RGB, with T = num_frames and C = 3 (or whatever `transform` returns);
+    label is an int.
+
+    Items: with V = spatial_views and K = clips_per_video, item i is view i % V of clip
+    (i // V) % K of video i // (K * V); `len(ds) == len(videos) * K * V`. With
+    `stack_views=True` item i is video i, all its K * V clips stacked (clip-major, views
+    inner) into (K * V, T, C, H, W) (or (K * V, C, T, H, W)); `len(ds) == len(videos)`.
 
     Args:
         videos: an mmaction2 annotation list (`path label` or `frame_dir total_frames label`),
@@ -71,7 +79,8 @@ class ClipDataset(Dataset):
         clips_per_video: clips per video (K); at test time the K clips are spread evenly.
         stride: gap between frames for sampling="consecutive" (must be 1 for "segment").
         transform: called on each clip tensor; its result is returned instead. It runs with
-            torch's CPU generator forked and seeded from the item's (seed, epoch, index), so a
+            torch's CPU generator forked and seeded from the item's (seed, epoch, index) (the
+            clip's, for spatial views and stacked items: see "Items" above), so a
             random transform written against torch's global generator (torchvision v2,
             kornia) gives the same result for the same item whatever the number of workers,
             and the caller's generator state is left as it was.
@@ -90,6 +99,27 @@ class ClipDataset(Dataset):
         short_policy: what to do with videos shorter than a clip (see `vidload.sampling`).
         max_attempts: with on_error="skip", how many broken videos one item may try before
             raising VidloadError.
+        short_side: int S scales every frame so that its short side is S (aspect kept);
+            (lo, hi) draws S from [lo, hi] per clip when training and uses lo at test time.
+        crop: int or (h, w): a crop of the scaled frame, at a random position per clip when
+            training, centred at test time. The crop must fit in the scaled frame. With crop
+            set every clip has the same shape whatever the videos' sizes.
+        crop_scale: (a, b) with 0 < a <= b <= 1, training only: a random-resized crop (a box
+            of area fraction in [a, b] of the frame, aspect in [3/4, 4/3], resized to `crop`).
+            At test time the centre crop of the short_side-scaled frame is used instead.
+        flip: horizontal flip with probability 0.5 per clip, training only.
+        layout: "TCHW" (default) or "CTHW" (what 3D CNNs take).
+        spatial_views: V crops per clip along the long side at test time (3: left, centre,
+            right); needs `crop` and train=False.
+        stack_views: one item per video holding all its clips_per_video x spatial_views
+            clips, (V, T, C, H, W), so a DistributedSampler shards by video and the
+            evaluation averages over dim 1 of a batch. Allowed when training too (K random
+            clips per video, each with its own geometry).
+
+    Geometry (see `vidload.transforms`) is one plan per clip, drawn from the clip's rng right
+    after its frame indices; the source applies it while decoding when its `read` takes a
+    `geometry` argument (all of vidload's sources do), else the dataset reads full frames and
+    calls `apply_geometry`.
 
     The count sampled from is the best one known: a count learned from an earlier read, else
     the video list's count (rawframes `total_frames`, manifest `actual_frames`), else
@@ -113,6 +143,13 @@ class ClipDataset(Dataset):
         *,
         short_policy: ShortPolicy = "repeat_last",
         max_attempts: int = 10,
+        short_side: int | tuple[int, int] | None = None,
+        crop: int | tuple[int, int] | None = None,
+        crop_scale: tuple[float, float] | None = None,
+        flip: bool = False,
+        layout: Layout = "TCHW",
+        spatial_views: int = 1,
+        stack_views: bool = False,
     ) -> None:
         if not isinstance(source, FrameSource):
             raise TypeError(
@@ -142,6 +179,17 @@ class ClipDataset(Dataset):
         check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
         check_choice("on_error", on_error, get_args(OnError))
         check_choice("short_policy", short_policy, SHORT_POLICIES)
+        check_choice("layout", layout, get_args(Layout))
+        if not isinstance(stack_views, bool):
+            raise TypeError(f"stack_views must be a bool, got {stack_views!r}")
+        _, crop_hw, _ = check_geometry(
+            short_side=short_side,
+            crop=crop,
+            crop_scale=crop_scale,
+            flip=flip,
+            num_views=spatial_views,
+            train=train,
+        )
         if seed is None:
             seed = shared_seed()
         elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
@@ -166,6 +214,15 @@ class ClipDataset(Dataset):
         self.seed = int(seed)
         self.short_policy = short_policy
         self.max_attempts = max_attempts
+        self.short_side = short_side
+        self.crop = crop
+        self.crop_scale = crop_scale
+        self.flip = flip
+        self.layout = layout
+        self.spatial_views = int(spatial_views)
+        self.stack_views = stack_views
+        self._crop_hw = crop_hw
+        self._fused = _takes_geometry(source)
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0
 
@@ -180,7 +237,13 @@ class ClipDataset(Dataset):
     # ---------------------------------------------------------------- public state
 
     def __len__(self) -> int:
-        return len(self.videos) * self.clips_per_video
+        return len(self.videos) * self.items_per_video
+
+    @property
+    def items_per_video(self) -> int:
+        """Items per video: 1 with stack_views, else clips_per_video x spatial_views; item i
+        belongs to video i // items_per_video."""
+        return 1 if self.stack_views else self.clips_per_video * self.spatial_views
 
     def __iter__(self) -> Iterator[tuple[object, int]]:
         """Items 0, 1, ... in order. Defined so that a FrameCountError (an IndexError) raised
@@ -190,11 +253,25 @@ class ClipDataset(Dataset):
 
     def __repr__(self) -> str:
         sampling = self.sampling if isinstance(self.sampling, str) else qualname(self.sampling)
+        views = f" x {self.spatial_views} views" if self.spatial_views > 1 else ""
+        geometry = "".join(
+            f", {name}={value!r}"
+            for name, value, default in [
+                ("short_side", self.short_side, None),
+                ("crop", self.crop, None),
+                ("crop_scale", self.crop_scale, None),
+                ("flip", self.flip, False),
+                ("layout", self.layout, "TCHW"),
+                ("stack_views", self.stack_views, False),
+            ]
+            if value != default
+        )
         return (
-            f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips, "
+            f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips{views}, "
             f"{type(self.source).__name__}, num_frames={self.num_frames}, "
             f"sampling={sampling!r}, stride={self.stride}, train={self.train}, "
-            f"on_mismatch={self.on_mismatch!r}, on_error={self.on_error!r}, seed={self.seed})"
+            f"on_mismatch={self.on_mismatch!r}, on_error={self.on_error!r}, seed={self.seed}"
+            f"{geometry})"
         )
 
     @property
@@ -232,18 +309,18 @@ class ClipDataset(Dataset):
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(f"index ({index}) must be in [0, {len(self)})")
-        v, c = divmod(i, self.clips_per_video)
+        v = i // self.items_per_video
         if self.on_error == "skip":
-            return self._item_or_skip(i, v, c)
+            return self._item_or_skip(i, v)
         try:
-            return self._item(i, v, c, attempt=0)
+            return self._item(i, v, attempt=0)
         except VidloadError as e:
             ctx = _in_context(e, self.videos[v].video_id, i)
             if ctx is e:
                 raise
             raise ctx from e
 
-    def _item_or_skip(self, i: int, v: int, c: int) -> tuple[object, int]:
+    def _item_or_skip(self, i: int, v: int) -> tuple[object, int]:
         n = len(self.videos)
         failures = 0
         last: VidloadError | None = None
@@ -253,7 +330,7 @@ class ClipDataset(Dataset):
                 self.num_skipped += 1
                 continue
             try:
-                return self._item(i, w, c, attempt=step)
+                return self._item(i, w, attempt=step)
             except VidloadError as e:
                 if isinstance(e, FrameCountError) and self.on_mismatch == "error":
                     raise
@@ -277,23 +354,60 @@ class ClipDataset(Dataset):
             f"ClipDataset item {i}: all {n} videos are broken; nothing left to return"
         ) from last
 
-    def _item(self, i: int, v: int, c: int, attempt: int) -> tuple[object, int]:
+    def _clips_of(self, i: int) -> list[tuple[int, int, list[int]]]:
+        """(clip number j, clip index c within its video, views) for each clip of item i.
+
+        Clip j = video * clips_per_video + c; its frame indices and geometry come from the
+        stream (seed, epoch, j), so the spatial views of one clip share its frames, and a
+        stacked item holds exactly the clips the unstacked items would give.
+        """
+        k = self.clips_per_video
+        if self.stack_views:
+            return [(i * k + c, c, list(range(self.spatial_views))) for c in range(k)]
+        j, view = divmod(i, self.spatial_views)
+        return [(j, j % k, [view])]
+
+    def _item(self, i: int, v: int, attempt: int) -> tuple[object, int]:
         entry = self.videos[v]
-        key = [self.seed, self.epoch, i] + ([attempt] if attempt else [])
-        clip = self._read_clip(entry, self._slot[v], c, key, i)
-        if self.transform is not None:
-            clip = _seeded_call(self.transform, clip, key)
-        return clip, entry.label
+        clips = []
+        for j, c, views in self._clips_of(i):
+            key = [self.seed, self.epoch, j] + ([attempt] if attempt else [])
+            for frames in self._read_clip(entry, self._slot[v], c, key, i, views):
+                clip = self._to_tensor(frames)
+                if self.transform is not None:
+                    clip = _seeded_call(self.transform, clip, key)
+                clips.append(clip)
+        if not self.stack_views:
+            return clips[0], entry.label
+        try:
+            return torch.stack(clips), entry.label
+        except (TypeError, RuntimeError) as e:
+            raise TypeError(
+                f"stack_views=True needs every clip (after transform) to be a tensor of one "
+                f"shape; video {entry.video_id!r} gave "
+                f"{[tuple(getattr(x, 'shape', ())) or type(x).__name__ for x in clips]}"
+            ) from e
+
+    def _to_tensor(self, frames: np.ndarray) -> torch.Tensor:
+        """uint8 (k, H, W, 3) -> contiguous uint8 (k, 3, H, W) or (3, k, H, W) tensor.
+
+        One single-threaded numpy copy (torch's permute().contiguous() runs on torch's
+        intra-op threads, which double the CPU per clip).
+        """
+        axes = (0, 3, 1, 2) if self.layout == "TCHW" else (3, 0, 1, 2)
+        return torch.from_numpy(np.array(frames.transpose(axes), order="C"))
 
     def _read_clip(
-        self, entry: VideoEntry, slot: int, c: int, key: list[int], i: int
-    ) -> torch.Tensor:
-        """Sample from the best known count; on FrameCountError learn the real count and
-        resample once, from the same (seed, epoch, index) stream."""
+        self, entry: VideoEntry, slot: int, c: int, key: list[int], i: int, views: list[int]
+    ) -> list[np.ndarray]:
+        """uint8 (k, H, W, 3) frames of one clip, one array per view in `views`.
+
+        Sample from the best known count; on FrameCountError learn the real count and resample
+        once, from the same (seed, epoch, clip) stream."""
         vid = entry.video_id
         count, origin = self._best_count(entry, slot)
         try:
-            return self._read(vid, self._sample(count, c, key, vid, i))
+            return self._read(vid, *self._sample(count, c, key, vid, i, views))
         except FrameCountError as e:
             actual = e.actual if e.actual is not None else self.source.actual_frames(vid)
             if self.on_mismatch == "error":
@@ -316,7 +430,7 @@ class ClipDataset(Dataset):
                 ) from e
             self._learn(slot, actual, warn=f"{vid}: {count} frames {origin},")
         try:
-            return self._read(vid, self._sample(actual, c, key, vid, i))
+            return self._read(vid, *self._sample(actual, c, key, vid, i, views))
         except FrameCountError as e:
             raise FrameCountError(
                 vid,
@@ -359,14 +473,18 @@ class ClipDataset(Dataset):
                 stacklevel=5,
             )
 
-    def _sample(self, count: int, c: int, key: list[int], vid: str, i: int) -> np.ndarray:
+    def _sample(
+        self, count: int, c: int, key: list[int], vid: str, i: int, views: list[int]
+    ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
+        """The clip's frame indices, then its geometry (one plan per view), from one rng."""
+        rng = np.random.default_rng(key)
         try:
-            return sample_clip(
+            indices = sample_clip(
                 self.sampling,
                 count,
                 self.num_frames,
                 train=self.train,
-                rng=np.random.default_rng(key),
+                rng=rng,
                 clip_index=c,
                 num_clips=self.clips_per_video,
                 stride=self.stride,
@@ -374,9 +492,47 @@ class ClipDataset(Dataset):
             )
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
+        plans = [
+            plan_geometry(
+                short_side=self.short_side,
+                crop=self.crop,
+                crop_scale=self.crop_scale,
+                flip=self.flip,
+                train=self.train,
+                rng=rng,
+                view=view,
+                num_views=self.spatial_views,
+            )
+            for view in views
+        ]
+        return indices, plans
 
-    def _read(self, vid: str, indices: np.ndarray) -> torch.Tensor:
-        frames = self.source.read(vid, indices)
+    def _read(
+        self, vid: str, indices: np.ndarray, plans: list[ClipGeometry | None]
+    ) -> list[np.ndarray]:
+        """Read the frames once per clip: fused with the geometry when there is one plan and
+        the source takes it; otherwise full frames, then `apply_geometry` per view."""
+        geometry = plans[0] if len(plans) == 1 and self._fused else None
+        if geometry is not None:
+            frames = self.source.read(vid, indices, geometry=geometry)
+        else:
+            frames = self.source.read(vid, indices)
+        self._check_frames(vid, indices, frames)
+        if geometry is not None:
+            clips = [frames]
+        else:
+            clips = [apply_geometry(frames, plan) for plan in plans]
+        if self._crop_hw is not None:
+            for clip in clips:
+                if clip.shape[1:3] != self._crop_hw:
+                    raise TypeError(
+                        f"{type(self.source).__name__}.read({vid!r}, ..., geometry=...) "
+                        f"returned frames of {clip.shape[1]}x{clip.shape[2]}, not the crop "
+                        f"{self._crop_hw[0]}x{self._crop_hw[1]}"
+                    )
+        return clips
+
+    def _check_frames(self, vid: str, indices: np.ndarray, frames: object) -> None:
         if (
             not isinstance(frames, np.ndarray)
             or frames.dtype != np.uint8
@@ -393,9 +549,17 @@ class ClipDataset(Dataset):
                 f"{type(self.source).__name__}.read({vid!r}, ...) returned {got}; "
                 f"expected uint8 ({len(indices)}, H, W, 3)"
             )
-        # (k, H, W, 3) -> (k, 3, H, W) in numpy: one single-threaded copy (torch's
-        # permute().contiguous() runs on torch's intra-op threads, which double the CPU per clip)
-        return torch.from_numpy(np.array(frames.transpose(0, 3, 1, 2), order="C"))
+
+
+def _takes_geometry(source: object) -> bool:
+    """Whether `source.read` accepts a `geometry` keyword (the fused decode path)."""
+    try:
+        params = inspect.signature(source.read).parameters
+    except (TypeError, ValueError):
+        return False
+    return "geometry" in params or any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
+    )
 
 
 def _seeded_call(transform: Callable[[torch.Tensor], object], clip: torch.Tensor, key: list[int]):

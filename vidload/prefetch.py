@@ -112,7 +112,7 @@ def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list
     """
     ds, mapping = _clip_dataset(dataset)
     files = _files_of(ds.source)
-    per_video = ds.clips_per_video
+    per_video = ds.items_per_video
     videos = ds.videos
 
     size = len(mapping) if mapping is not None else len(ds)

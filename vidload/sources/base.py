@@ -46,7 +46,16 @@ class FrameSource(Protocol):
 
     def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB,
-        in the order asked. An index >= the actual count raises FrameCountError."""
+        in the order asked. An index >= the actual count raises FrameCountError.
+
+        Optional: `read(video_id, indices, *, geometry=None)`. A source whose `read` takes a
+        keyword `geometry` (a `vidload.transforms.ClipGeometry`, or None for full frames)
+        returns the frames with it applied, uint8 (k, out_h, out_w, 3), where
+        `geometry.resolve(H, W)` of the displayed frame size gives the box, the output size and
+        the flip; it should equal `apply_geometry` on full frames up to resampling differences,
+        and do it more cheaply inside the decode (all of vidload's sources do). `ClipDataset`
+        passes one when the parameter exists and calls `apply_geometry` itself otherwise.
+        """
         ...
 
 

@@ -37,8 +37,10 @@ import h5py
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import as_index_array, check_regular_file, container_path
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
+from vidload.transforms import ClipGeometry
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
 
@@ -238,8 +240,18 @@ class Hdf5Source:
             handle.file.close()
         return handle.offsets.shape[0] - 1
 
-    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    def read(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+
+        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
+        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
+        `decode_size` is then not used.
 
         Raises:
             FrameCountError: an index >= the stored frame count.
@@ -248,19 +260,26 @@ class Hdf5Source:
         idx = as_index_array(indices)
         handle, path, transient = self._with_handle(video_id)
         try:
-            return self._read(handle, path, video_id, idx)
+            return self._read(handle, path, video_id, idx, geometry)
         finally:
             if transient:
                 handle.file.close()
 
-    def _read(self, handle: _Handle, path: Path, video_id: str, idx: np.ndarray) -> np.ndarray:
+    def _read(
+        self,
+        handle: _Handle,
+        path: Path,
+        video_id: str,
+        idx: np.ndarray,
+        geometry: ClipGeometry | None,
+    ) -> np.ndarray:
         actual = handle.offsets.shape[0] - 1
         if idx.size and int(idx.max()) >= actual:
             bad = int(idx[idx >= actual][0])
             raise FrameCountError(video_id, handle.reported, actual, bad)
         if idx.size == 0:
             h, w = (handle.height, handle.width) if actual else (0, 0)
-            return np.empty((0, h, w, 3), np.uint8)
+            return empty_clip(h, w, geometry)
         uniq, inverse = np.unique(idx, return_inverse=True)
         offsets = handle.offsets
         buffers = []
@@ -269,6 +288,8 @@ class Hdf5Source:
                 buffers.append(handle.frames[offsets[i] : offsets[i + 1]])
             except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
                 raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
+        if geometry is not None:
+            return decode_geometry(buffers, geometry, order=inverse, paths=str(path), indices=uniq)
         return decode_many(
             buffers, order=inverse, paths=str(path), indices=uniq, size=self.decode_size
         )

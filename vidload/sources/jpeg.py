@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import (
     as_index_array,
     container_path,
@@ -40,6 +41,7 @@ from vidload.sources.base import (
     strip_video_ext,
 )
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
+from vidload.transforms import ClipGeometry
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
 
@@ -200,8 +202,18 @@ class JpegSource:
         except OSError as e:
             raise VideoReadError(path, f"cannot read the frame file: {e}", index) from e
 
-    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    def read(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+
+        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
+        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
+        `decode_size` is then not used.
 
         Raises:
             FrameCountError: an index >= `actual_frames(video_id)`.
@@ -219,10 +231,14 @@ class JpegSource:
                 return np.empty((0, 0, 0, 3), np.uint8)
             path = folder / self._name(0)
             h, w = jpeg_size(self._read_file(path, 0), path=str(path), index=0)
-            return np.empty((0, h, w, 3), np.uint8)
+            return empty_clip(h, w, geometry)
         uniq, inverse = np.unique(idx, return_inverse=True)
         paths = [folder / self._name(i) for i in uniq.tolist()]
         buffers = [self._read_file(p, i) for p, i in zip(paths, uniq.tolist(), strict=True)]
+        if geometry is not None:
+            return decode_geometry(
+                buffers, geometry, order=inverse, paths=[str(p) for p in paths], indices=uniq
+            )
         return decode_many(
             buffers,
             order=inverse,

@@ -42,8 +42,10 @@ from typing import Literal
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import as_index_array, container_path, open_regular_file
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
+from vidload.transforms import ClipGeometry
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -171,8 +173,18 @@ class NpySource:
         """Rows in the file (the header's count, checked against the file size)."""
         return self._header(video_id).rows
 
-    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    def read(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+
+        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
+        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
+        `decode_size` is then not used.
 
         Raises:
             FrameCountError: an index >= the number of rows.
@@ -194,8 +206,12 @@ class NpySource:
             if not buffers:
                 return np.empty((0, 0, 0, 3), np.uint8)
             h, w = jpeg_size(buffers[0], path=str(path), index=0)
-            return np.empty((0, h, w, 3), np.uint8)
+            return empty_clip(h, w, geometry)
         inverse = np.searchsorted(wanted, idx)
+        if geometry is not None:
+            return decode_geometry(
+                buffers, geometry, order=inverse, paths=str(path), indices=wanted
+            )
         return decode_many(
             buffers, order=inverse, paths=str(path), indices=wanted, size=self.decode_size
         )

@@ -42,8 +42,9 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
 from pathlib import Path
 from typing import ClassVar
@@ -62,6 +63,7 @@ from vidload.sources._video_index import (
     packet_key,
 )
 from vidload.sources.base import as_index_array, check_regular_file, normalize_video_id
+from vidload.transforms import ClipGeometry
 
 __all__ = ["VideoInfo", "VideoSource"]
 
@@ -420,9 +422,19 @@ class VideoSource:
         if not recorder.keys:
             raise VideoReadError(path, "no frame of the video stream decodes")
 
-    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    def read(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB,
         in the order asked, equal pixel for pixel to those of a sequential decode.
+
+        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3): each frame is
+        scaled in its one swscale pass from YUV to RGB, to the size at which the plan's box
+        becomes the output size, then the box is sliced out and flipped (`_scaled_rgb`).
 
         Raises:
             IndexError: a negative index.
@@ -432,11 +444,14 @@ class VideoSource:
         idx = as_index_array(indices)
         path = self.path(video_id)
         handle = self._handle(path)
+        convert = _rgb if geometry is None else partial(_scaled_rgb, geometry=geometry)
         try:
             if idx.size == 0:
                 h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
+                if geometry is not None:
+                    h, w = geometry.resolve(h, w).out
                 return np.empty((0, h, w, 3), np.uint8)
-            frames = self._read_frames(video_id, path, handle, idx)
+            frames = self._read_frames(video_id, path, handle, idx, convert)
         except av.error.FFmpegError as e:
             raise VideoReadError(path, f"decoding failed: {e}") from e
         finally:
@@ -447,7 +462,12 @@ class VideoSource:
             raise VideoReadError(path, f"frame size changes within the stream: {e}") from e
 
     def _read_frames(
-        self, video_id: str, path: Path, handle: _Handle, idx: np.ndarray
+        self,
+        video_id: str,
+        path: Path,
+        handle: _Handle,
+        idx: np.ndarray,
+        convert: Callable[[av.VideoFrame], np.ndarray],
     ) -> dict[int, np.ndarray]:
         wanted = sorted(set(idx.tolist()))
         known = self._actual.get((str(path), handle.stat))
@@ -459,9 +479,9 @@ class VideoSource:
                 index = self._exact_index(path)
                 self._raise_if_beyond(video_id, handle, index.num_frames, idx)
             if not index.seekable:
-                return self._read_sequential(video_id, path, handle, index, idx, wanted)
+                return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
             try:
-                return self._read_seeking(handle, index, wanted)
+                return self._read_seeking(handle, index, wanted, convert)
             except _Mismatch:
                 if index.exact:
                     index.seekable = False
@@ -475,20 +495,26 @@ class VideoSource:
             reported = _info(handle).reported_frames
             raise FrameCountError(video_id, reported, actual, int(bad[0]))
 
-    def _read_sequential(self, video_id, path, handle, index, idx, wanted) -> dict:
+    def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
         """Decode from the start of a fresh file up to the last wanted frame."""
         self._raise_if_beyond(video_id, handle, index.num_frames, idx)
         out: dict[int, np.ndarray] = {}
         targets = set(wanted)
         for pos, frame in enumerate(self._decode_all(path)):
             if pos in targets:
-                out[pos] = _rgb(frame)
+                out[pos] = convert(frame)
                 if len(out) == len(targets):
                     return out
         # the file decoded fewer frames than its exact index said: it changed under us
         raise VideoReadError(path, f"decoded fewer frames than the {index.num_frames} counted")
 
-    def _read_seeking(self, handle: _Handle, index: FrameIndex, wanted: list[int]) -> dict:
+    def _read_seeking(
+        self,
+        handle: _Handle,
+        index: FrameIndex,
+        wanted: list[int],
+        convert: Callable[[av.VideoFrame], np.ndarray],
+    ) -> dict:
         """Seek to the keyframe before each stretch of wanted frames and decode forward."""
         out: dict[int, np.ndarray] = {}
         wanted_set = set(wanted)
@@ -504,7 +530,7 @@ class VideoSource:
                 for pos, frame in stretch:
                     next_pos = pos + 1
                     if pos == target:
-                        out[pos] = _rgb(frame)
+                        out[pos] = convert(frame)
                         break
                     if pos > target:
                         raise _Mismatch(f"frame {target} was not decoded")
@@ -617,6 +643,35 @@ def _rgb(frame: av.VideoFrame) -> np.ndarray:
     in the parent.
     """
     return frame.to_ndarray(format="rgb24", threads=1)
+
+
+def _scaled_rgb(frame: av.VideoFrame, geometry: ClipGeometry) -> np.ndarray:
+    """uint8 (out_h, out_w, 3) RGB: `frame` with `geometry` applied, scaled in the YUV -> RGB
+    conversion.
+
+    The whole frame is converted at the size (H * out_h / box_h, W * out_w / box_w), where the
+    plan's box is exactly the output size, so it is scaled once, by swscale, on the way to RGB
+    (never converted at full size and resized again); the box is then a slice, flipped by numpy.
+    swscale uses its area filter when shrinking and bilinear when growing.
+    """
+    height, width = frame.height, frame.width
+    resolved = geometry.resolve(height, width)
+    top, left, box_h, box_w = resolved.box
+    out_h, out_w = resolved.out
+    scaled_h = max(out_h, round(height * out_h / box_h))
+    scaled_w = max(out_w, round(width * out_w / box_w))
+    grow = scaled_h > height or scaled_w > width
+    rgb = frame.to_ndarray(
+        width=scaled_w,
+        height=scaled_h,
+        format="rgb24",
+        interpolation="BILINEAR" if grow else "AREA",
+        threads=1,
+    )
+    y = min(scaled_h - out_h, round(top * scaled_h / height))
+    x = min(scaled_w - out_w, round(left * scaled_w / width))
+    region = rgb[y : y + out_h, x : x + out_w]
+    return np.ascontiguousarray(region[:, ::-1] if resolved.flip else region)
 
 
 def _info(handle: _Handle) -> VideoInfo:

@@ -1,0 +1,350 @@
+"""Clip geometry on uint8 (k, H, W, 3) frames: plan a scale/crop/flip from an rng, apply it.
+
+One plan per clip (`ClipGeometry`): the random draws are made once, from the item's rng, in a
+form that does not depend on the frame size (short side, crop size, area fraction and aspect
+ratio, crop position as fractions in [0, 1], flip). `ClipGeometry.resolve(height, width)` turns
+it into pixels for a given frame: the box to take from the source frame and the size to resize
+it to. Every frame of a clip gets the same box, size and flip.
+
+What a plan does, for a source frame of H x W:
+
+- `short_side=S`: the frame is scaled (aspect kept) so that its short side is S; `(lo, hi)`
+  draws S uniformly from [lo, hi] per clip when training and uses `lo` at test time.
+- `crop=(ch, cw)`: a ch x cw window of the scaled frame, at a random position when training, at
+  the centre at test time (or, with `num_views` > 1 at test time, at evenly spaced positions along
+  the long side: left/centre/right for 3, mmaction2's ThreeCrop). The crop must fit inside the
+  scaled frame (ValueError otherwise, naming both sizes).
+- `crop_scale=(a, b)` (training only, needs `crop`): a random-resized crop. The box covers an area
+  fraction drawn uniformly from [a, b] of the frame, with aspect ratio w/h drawn log-uniformly
+  from [3/4, 4/3], at a random position, and is resized to `crop`. A box wider or taller than the
+  frame is clipped to it (its aspect then changes; torchvision retries 10 times and falls back to
+  a centre crop instead, which needs the frame size at planning time). The area fraction does not
+  depend on the scale, so `short_side` does not change a training clip here; it still sets the
+  scale of the test-time centre crop.
+- `flip=True` (training only): horizontal flip with probability 0.5.
+
+The box is computed in the source frame's pixels, so a source may decode at a reduced size and
+still cut the same region (`apply_geometry(..., frame_size=...)`), or scale while converting from
+YUV (`VideoSource`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from vidload._cv2 import cv2
+
+__all__ = [
+    "ASPECT_RANGE",
+    "ClipGeometry",
+    "Resolved",
+    "apply_geometry",
+    "check_geometry",
+    "plan_geometry",
+    "resize_into",
+    "scale_box",
+    "scaled_size",
+]
+
+#: Aspect ratios (w / h) a random-resized crop draws from, log-uniformly (as torchvision).
+ASPECT_RANGE = (3 / 4, 4 / 3)
+
+ShortSide = int | tuple[int, int]
+Crop = int | tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A plan resolved for one frame size.
+
+    Attributes:
+        box: (top, left, box_h, box_w) in the source frame's pixels; [top, top + box_h) x
+            [left, left + box_w) lies inside the frame.
+        out: (out_h, out_w) the box is resized to.
+        flip: whether the result is flipped horizontally (after resizing).
+    """
+
+    box: tuple[int, int, int, int]
+    out: tuple[int, int]
+    flip: bool
+
+
+@dataclass(frozen=True)
+class ClipGeometry:
+    """One clip's geometry, independent of the frame size (see the module docstring).
+
+    Attributes:
+        short_side: the short side S to scale to, or None (keep the size).
+        crop: (h, w) of the output crop, or None (no crop).
+        area: area fraction of a random-resized crop's box, or None (plain crop).
+        aspect: aspect ratio w / h of a random-resized crop's box, or None.
+        pos: (y, x) position of the box, as fractions in [0, 1] of the room left around it.
+        flip: flip horizontally.
+        view: which spatial view this is (0-based), for the record.
+        num_views: spatial views along the long side (test time); 1 otherwise.
+    """
+
+    short_side: int | None
+    crop: tuple[int, int] | None
+    area: float | None
+    aspect: float | None
+    pos: tuple[float, float]
+    flip: bool
+    view: int = 0
+    num_views: int = 1
+
+    def resolve(self, height: int, width: int) -> Resolved:
+        """The box, output size and flip for a source frame of `height` x `width` pixels.
+
+        Raises:
+            ValueError: the crop does not fit inside the (scaled) frame.
+        """
+        if height < 1 or width < 1:
+            raise ValueError(f"frame size ({height}x{width}) must be at least 1x1")
+        scale = 1.0 if self.short_side is None else self.short_side / min(height, width)
+        scaled_h, scaled_w = scaled_size(height, width, self.short_side)
+        if self.crop is None:
+            return Resolved((0, 0, height, width), (scaled_h, scaled_w), self.flip)
+        crop_h, crop_w = self.crop
+        if self.area is not None:
+            area = self.area * height * width
+            box_h = min(height, max(1, round(math.sqrt(area / self.aspect))))
+            box_w = min(width, max(1, round(math.sqrt(area * self.aspect))))
+        else:
+            if crop_h > scaled_h or crop_w > scaled_w:
+                how = f"scaled to short side {self.short_side}: " if self.short_side else ""
+                raise ValueError(
+                    f"crop ({crop_h}x{crop_w}) does not fit in the frame ({height}x{width}, "
+                    f"{how}{scaled_h}x{scaled_w}); set short_side >= the crop size"
+                )
+            box_h = min(height, max(1, round(crop_h / scale)))
+            box_w = min(width, max(1, round(crop_w / scale)))
+        pos_y, pos_x = self.pos
+        if self.num_views > 1:  # evenly spaced along the long side, centred on the short one
+            along = self.view / (self.num_views - 1)
+            pos_y, pos_x = (along, 0.5) if height > width else (0.5, along)
+        top = round(pos_y * (height - box_h))
+        left = round(pos_x * (width - box_w))
+        return Resolved((top, left, box_h, box_w), (crop_h, crop_w), self.flip)
+
+
+def scaled_size(height: int, width: int, short_side: int | None) -> tuple[int, int]:
+    """(height, width) with the short side scaled to `short_side` (aspect kept, rounded)."""
+    if short_side is None:
+        return height, width
+    if height <= width:
+        return short_side, max(1, round(width * short_side / height))
+    return max(1, round(height * short_side / width)), short_side
+
+
+def _pair(name: str, value: object) -> tuple[int, int] | None:
+    """None, an int v -> (v, v), or an (h, w) pair of ints >= 1."""
+    if value is None:
+        return None
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if value < 1:
+            raise ValueError(f"{name} ({value}) must be >= 1")
+        return int(value), int(value)
+    if (
+        isinstance(value, Sequence)
+        and not isinstance(value, str)
+        and len(value) == 2
+        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
+    ):
+        if min(value) < 1:
+            raise ValueError(f"{name} ({value!r}) must be >= 1 in both dimensions")
+        return int(value[0]), int(value[1])
+    raise TypeError(f"{name} must be None, an int or an (h, w) pair of ints, got {value!r}")
+
+
+def _short_side_range(value: object) -> tuple[int, int] | None:
+    """None, S -> (S, S), or (lo, hi) with 1 <= lo <= hi."""
+    pair = _pair("short_side", value)
+    if pair is not None and pair[0] > pair[1]:
+        raise ValueError(f"short_side ({value!r}) must be (lo, hi) with lo <= hi")
+    return pair
+
+
+def _scale_range(value: object) -> tuple[float, float] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, Sequence)
+        or isinstance(value, str)
+        or len(value) != 2
+        or not all(isinstance(v, (int, float, np.integer, np.floating)) for v in value)
+        or any(isinstance(v, bool) for v in value)
+    ):
+        raise TypeError(f"crop_scale must be None or an (a, b) pair of numbers, got {value!r}")
+    a, b = float(value[0]), float(value[1])
+    if not 0 < a <= b <= 1:
+        raise ValueError(f"crop_scale ({value!r}) must be (a, b) with 0 < a <= b <= 1")
+    return a, b
+
+
+def check_geometry(
+    *,
+    short_side: ShortSide | None,
+    crop: Crop | None,
+    crop_scale: tuple[float, float] | None,
+    flip: bool,
+    num_views: int = 1,
+    train: bool = True,
+) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[float, float] | None]:
+    """Check the geometry options; return (short_side range, crop (h, w), crop_scale).
+
+    Raises:
+        TypeError, ValueError: a value of the wrong type, or options that do not go together
+            (crop_scale without crop; num_views > 1 without crop or while training).
+    """
+    short = _short_side_range(short_side)
+    crop_hw = _pair("crop", crop)
+    scale = _scale_range(crop_scale)
+    if not isinstance(flip, (bool, np.bool_)):
+        raise TypeError(f"flip must be a bool, got {flip!r}")
+    if isinstance(num_views, (bool, np.bool_)) or not isinstance(num_views, (int, np.integer)):
+        raise TypeError(f"spatial_views must be an int, got {num_views!r}")
+    if num_views < 1:
+        raise ValueError(f"spatial_views ({num_views}) must be >= 1")
+    if scale is not None and crop_hw is None:
+        raise ValueError(
+            f"crop_scale ({crop_scale!r}) needs crop: the random box is resized to the crop size"
+        )
+    if num_views > 1 and crop_hw is None:
+        raise ValueError(
+            f"spatial_views ({num_views}) needs crop: views are crops along the long side"
+        )
+    if num_views > 1 and train:
+        raise ValueError(
+            f"spatial_views ({num_views}) > 1 is for testing (train=False): training crops "
+            "are drawn at random"
+        )
+    return short, crop_hw, scale
+
+
+def plan_geometry(
+    *,
+    short_side: ShortSide | None = None,
+    crop: Crop | None = None,
+    crop_scale: tuple[float, float] | None = None,
+    flip: bool = False,
+    train: bool,
+    rng: np.random.Generator,
+    view: int = 0,
+    num_views: int = 1,
+) -> ClipGeometry | None:
+    """Draw one clip's geometry from `rng`; None when no geometry was asked for.
+
+    When training, draws (in this order, only those that apply): S from the short_side range,
+    the area fraction and log-aspect of a random-resized crop, the crop position (y, x), the
+    flip. At test time nothing is drawn: S is the range's low end, the crop is centred (or view
+    `view` of `num_views` along the long side), crop_scale and flip are not used.
+    """
+    short, crop_hw, scale = check_geometry(
+        short_side=short_side,
+        crop=crop,
+        crop_scale=crop_scale,
+        flip=flip,
+        num_views=num_views,
+        train=train,
+    )
+    if not 0 <= view < num_views:
+        raise ValueError(f"view ({view}) must be in [0, {num_views})")
+    if short is None and crop_hw is None and not (flip and train):
+        return None
+    if not train:
+        s = None if short is None else short[0]
+        return ClipGeometry(s, crop_hw, None, None, (0.5, 0.5), False, view, num_views)
+    s = None if short is None else int(rng.integers(short[0], short[1] + 1))
+    area = aspect = None
+    pos = (0.5, 0.5)
+    if crop_hw is not None:
+        if scale is not None:
+            area = float(rng.uniform(scale[0], scale[1]))
+            lo, hi = math.log(ASPECT_RANGE[0]), math.log(ASPECT_RANGE[1])
+            aspect = math.exp(float(rng.uniform(lo, hi)))
+        pos = (float(rng.random()), float(rng.random()))
+    do_flip = bool(flip) and bool(rng.random() < 0.5)
+    return ClipGeometry(s, crop_hw, area, aspect, pos, do_flip)
+
+
+def resize_into(
+    image: np.ndarray,
+    box: tuple[float, float, float, float],
+    resolved: Resolved,
+    out: np.ndarray,
+) -> None:
+    """Crop `box` (top, left, h, w in `image`'s pixels, rounded here) from uint8 (H, W, 3)
+    `image`, resize it to `out`'s (out_h, out_w) and flip it as `resolved` says, into `out`.
+
+    Resize: cv2 INTER_AREA when shrinking (averages, no aliasing), INTER_LINEAR when growing.
+    """
+    h, w = image.shape[:2]
+    top, left = min(h - 1, round(box[0])), min(w - 1, round(box[1]))
+    bottom, right = (
+        min(h, max(top + 1, round(box[0] + box[2]))),
+        min(w, max(left + 1, round(box[1] + box[3]))),
+    )
+    region = image[top:bottom, left:right]
+    out_h, out_w = out.shape[:2]
+    if region.shape[:2] == (out_h, out_w):
+        resized = region
+    else:
+        grow = out_h > region.shape[0] or out_w > region.shape[1]
+        interp = cv2.INTER_LINEAR if grow else cv2.INTER_AREA
+        if not resolved.flip:
+            cv2.resize(region, (out_w, out_h), dst=out, interpolation=interp)
+            return
+        resized = cv2.resize(region, (out_w, out_h), interpolation=interp)
+    if resolved.flip:
+        out[...] = resized[:, ::-1]
+    else:
+        out[...] = resized
+
+
+def apply_geometry(
+    frames: np.ndarray,
+    geometry: ClipGeometry | None,
+    *,
+    frame_size: tuple[int, int] | None = None,
+) -> np.ndarray:
+    """Apply one clip's geometry to every frame: crop the box, resize, flip.
+
+    Args:
+        frames: uint8 (k, H, W, 3) RGB.
+        geometry: the clip's plan; None returns `frames` unchanged.
+        frame_size: (H0, W0) of the source frames the plan is resolved against, when `frames`
+            were decoded at a reduced size (JPEG DCT scaling); the box is scaled by H / H0 and
+            W / W0. None: the frames' own size.
+
+    Returns:
+        uint8 (k, out_h, out_w, 3) RGB, a new C-contiguous array.
+
+    The generic path for any source, and the reference the sources' fused paths are tested
+    against.
+    """
+    if geometry is None:
+        return frames
+    if not isinstance(frames, np.ndarray) or frames.dtype != np.uint8 or frames.ndim != 4:
+        got = f"{frames.dtype} {frames.shape}" if isinstance(frames, np.ndarray) else frames
+        raise TypeError(f"frames must be a uint8 (k, H, W, 3) array, got {got}")
+    k, height, width = frames.shape[:3]
+    h0, w0 = (height, width) if frame_size is None else frame_size
+    resolved = geometry.resolve(h0, w0)
+    out = np.empty((k, *resolved.out, 3), np.uint8)
+    box = scale_box(resolved.box, (h0, w0), (height, width))
+    for j in range(k):
+        resize_into(frames[j], box, resolved, out[j])
+    return out
+
+
+def scale_box(
+    box: tuple[int, int, int, int], frame_size: tuple[int, int], decoded: tuple[int, int]
+) -> tuple[float, float, float, float]:
+    """`box` (top, left, h, w) in a frame of `frame_size` mapped onto a `decoded`-size frame."""
+    fy, fx = decoded[0] / frame_size[0], decoded[1] / frame_size[1]
+    return box[0] * fy, box[1] * fx, box[2] * fy, box[3] * fx
