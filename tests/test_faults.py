@@ -29,6 +29,7 @@ from vidload import (
     VideoSource,
 )
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
+from vidload.manifest import MANIFEST_FIELDS, load_videos
 from vidload.probe import probe
 from vidload.sources.hdf5 import write_hdf5
 from vidload.sources.jpeg_decode import encode_jpeg
@@ -312,3 +313,63 @@ def test_g_fifo_named_like_a_video_or_container_fails_fast(tmp_path):
         warnings.simplefilter("ignore", SkippedVideoWarning)
         _, labels = next(iter(loader))
     assert labels.tolist() == [1, 1]
+
+
+# --------------------------------------------------------------- H: manifest and list edges
+
+MANIFEST_HEADER = ",".join(MANIFEST_FIELDS) + "\n"
+
+
+def _manifest_row(**cells) -> str:
+    row = {"video_id": "a.mp4", "label": "0", "actual_frames": "12", "status": "ok", **cells}
+    return ",".join(str(row.get(name, "")) for name in MANIFEST_FIELDS) + "\n"
+
+
+MANIFEST_EDGES = {
+    "huge_cell": (_manifest_row(error="x" * (200 * 1024)), "not a readable CSV row"),
+    "count_1e30": (_manifest_row(actual_frames=10**30), r"actual_frames \(10+\) must be <="),
+    "count_2_62": (_manifest_row(reported_frames=2**62), r"reported_frames \(\d+\) must be <="),
+    "nul_id": (_manifest_row(video_id="a\0.mp4"), "NUL"),
+    "label_2_70": (_manifest_row(label=2**70), r"label \(\d+\) must be <= 9223372036854775807"),
+    "label_neg": (_manifest_row(label=-(2**70)), r"label \(-\d+\) must be >= -9223372036854775808"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST_EDGES))
+def test_h_manifest_edges_fail_at_load_naming_the_line(tmp_path, name):
+    row, match = MANIFEST_EDGES[name]
+    path = tmp_path / "manifest.csv"
+    path.write_text(MANIFEST_HEADER + _manifest_row(video_id="ok.mp4") + row, encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        load_videos(path)
+    assert str(info.value).startswith(f"{path}:3: ")
+
+
+LIST_EDGES = {
+    "count_1e30": (f"a {10**30} 0\n", r"total_frames \(10+\) must be <="),
+    "count_2_62": (f"a {2**62} 0\n", r"total_frames \(\d+\) must be <="),
+    "nul_id": ("a\0b.mp4 0\n", "NUL"),
+    "label_2_70": (f"a.mp4 {2**70}\n", r"label \(\d+\) must be <="),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIST_EDGES))
+def test_h_list_edges_fail_at_load_naming_the_line(tmp_path, name):
+    line, match = LIST_EDGES[name]
+    first = "b 10 1\n" if name.startswith("count") else "b.mp4 1\n"
+    path = tmp_path / "list.txt"
+    path.write_text(first + line, encoding="utf-8")
+    with pytest.raises(ValueError, match=match) as info:
+        load_videos(path)
+    assert str(info.value).startswith(f"{path}:2: ")
+
+
+def test_h_sequence_edges_fail_at_construction():
+    with pytest.raises(ValueError, match=r"videos\[1\].*label \(\d+\) must be <="):
+        load_videos([("a.mp4", 0), ("b.mp4", 2**70)])
+    with pytest.raises(ValueError, match=r"videos\[0\].*num_frames \(\d+\) must be <="):
+        load_videos([("a.mp4", 0, 2**62)])
+    with pytest.raises(ValueError, match="NUL"):
+        load_videos([("a\0.mp4", 0)])
+    with pytest.raises(ValueError, match="NUL"):
+        VideoSource(".").read("a\0.mp4", [0])

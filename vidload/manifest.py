@@ -60,6 +60,11 @@ MANIFEST_FIELDS: tuple[str, ...] = (
 UNLABELLED = -1
 
 _INT_FIELDS = ("label", "reported_frames", "actual_frames", "width", "height", "bytes")
+#: Largest frame count accepted (2**31 - 1: 2.7 years at 25 fps). Larger counts come from
+#: damaged or hand-edited files and would overflow the int64 arithmetic of sampling.
+MAX_FRAMES = 2**31 - 1
+_INT64 = (-(2**63), 2**63 - 1)
+_COUNT_FIELDS = frozenset({"reported_frames", "actual_frames", "total_frames", "num_frames"})
 
 
 @dataclass(frozen=True)
@@ -98,8 +103,7 @@ class ManifestRow:
             if value is None:
                 continue
             _require_int(name, value)
-            if name != "label" and value < 0:
-                raise ValueError(f"{name} ({value}) must be >= 0")
+            _check_range(name, value, minimum=None if name == "label" else 0)
             object.__setattr__(self, name, int(value))
         if self.fps is not None:
             if isinstance(self.fps, bool) or not isinstance(self.fps, numbers.Real):
@@ -145,7 +149,13 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
     if tuple(header) != MANIFEST_FIELDS:
         raise ValueError(f"{path}:1: manifest header {header} must be {list(MANIFEST_FIELDS)}")
     rows = []
-    for cells in reader:
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as e:  # e.g. a cell over csv.field_size_limit() (128 KiB)
+            raise ValueError(f"{path}:{reader.line_num}: not a readable CSV row: {e}") from e
         if not cells or cells == [""]:
             continue
         where = f"{path}:{reader.line_num}"
@@ -290,8 +300,8 @@ def _parse_list_fields(fields: list[str]) -> VideoEntry:
                 f"are not supported (a rawframes line is `frame_dir total_frames label`)"
             )
         known = _parse_int("total_frames", fields[1])
-        if known < 0:
-            raise ValueError(f"total_frames ({known}) must be >= 0")
+        _check_range("total_frames", known, minimum=0)
+    _check_range("label", label)
     return VideoEntry(video_id, label, known, None)
 
 
@@ -306,12 +316,12 @@ def _entry_from_item(item: object, i: int) -> VideoEntry:
     try:
         video_id = normalize_video_id(video_id)
         _require_int(f"videos[{i}] label", label)
+        _check_range("label", label)
         known = None
         if len(item) == 3 and item[2] is not None:
             known = item[2]
             _require_int(f"videos[{i}] num_frames", known)
-            if known < 0:
-                raise ValueError(f"videos[{i}] num_frames ({known}) must be >= 0")
+            _check_range("num_frames", known, minimum=0)
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
     return VideoEntry(video_id, int(label), None if known is None else int(known), None)
@@ -320,6 +330,21 @@ def _entry_from_item(item: object, i: int) -> VideoEntry:
 def _require_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {value!r}")
+
+
+def _check_range(name: str, value: int, *, minimum: int | None = None) -> None:
+    """ValueError unless `value` fits int64 (labels are collated into int64 tensors), is
+    >= `minimum`, and for a frame count is <= MAX_FRAMES."""
+    lo, hi = _INT64
+    if minimum is not None:
+        lo = max(lo, minimum)
+    if name in _COUNT_FIELDS:
+        hi = MAX_FRAMES
+    if value < lo:
+        raise ValueError(f"{name} ({value}) must be >= {lo}")
+    if value > hi:
+        why = "MAX_FRAMES" if hi == MAX_FRAMES else "the int64 maximum"
+        raise ValueError(f"{name} ({value}) must be <= {hi} ({why})")
 
 
 def _parse_int(name: str, text: str) -> int:

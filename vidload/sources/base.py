@@ -71,6 +71,8 @@ def normalize_video_id(video_id: str) -> str:
     """Validate a video id (relative, `/`-separated) and return it in canonical form."""
     if not isinstance(video_id, str) or not video_id:
         raise TypeError(f"video_id must be a non-empty str, got {video_id!r}")
+    if "\0" in video_id:
+        raise ValueError(f"video_id ({video_id!r}) must not contain a NUL character")
     vid = video_id.replace(os.sep, "/") if os.sep != "/" else video_id
     p = PurePosixPath(vid)
     if p.is_absolute() or ".." in p.parts:
