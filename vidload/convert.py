@@ -33,9 +33,13 @@ Resuming: every container is written atomically (temporary name, then rename), s
 its final path is complete. Without `overwrite`, a video is skipped when its container exists and
 the manifest says it converted, or, with no manifest row (a run killed before writing it), when
 the container opens and validates. `output/vidload-convert.json` records `to`, `short_side` and
-`quality`; resuming with different options raises ValueError (pass `overwrite=True`). Stale
-temporary files of a killed run are removed at the start of the next one, so two runs must not
-write into the same `output` at the same time.
+`quality`; resuming with different options raises ValueError (pass `overwrite=True`). One run
+at a time writes into an `output`: a second one raises `OutputLockedError` (`vidload._lock`);
+stale temporary files of a killed run are removed at the start of the next one.
+
+The work is done in shards (`vidload.shards`: plan, convert shards anywhere, finish), on a local
+pool of spawned processes that die with their parent, or on any `concurrent.futures.Executor`
+(`executor=`, e.g. a Dask cluster's).
 
 `output/manifest.csv` gets one `ManifestRow` per video (merged with the rows already there):
 `actual_frames` is the number of frames stored, `reported_frames` what the input's header
@@ -46,33 +50,24 @@ stored. The input is only ever read.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import re
 import shutil
-import time
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from contextlib import closing
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal, TypeVar, get_args
+from typing import Literal, get_args
 
 import numpy as np
 
+from vidload._atomic import TEMP_RE, is_disk_full, write_bytes_atomic
 from vidload._cpus import available_cpus, default_workers
 from vidload._cv2 import cv2
-from vidload.errors import VideoReadError, VidloadError
-from vidload.labels import (
-    CLASSES_NAME,
-    input_class_map,
-    is_contiguous,
-    label_by_folder,
-    write_classes,
-)
-from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
-from vidload.progress import Progress
+from vidload._parallel import run_parallel  # noqa: F401  (its home moved; still importable)
+from vidload.errors import DiskFullError, VideoReadError, VidloadError
+from vidload.labels import input_class_map, label_by_folder
+from vidload.manifest import ManifestRow, load_videos, read_manifest
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
@@ -103,13 +98,9 @@ OPTIONS_NAME = "vidload-convert.json"
 #: First frame file that marks a folder as a JPEG frame folder.
 FIRST_FRAME_NAME = "img_00001.jpg"
 _CONTAINER_SUFFIX = {"hdf5": ".h5", "npy": ".npy"}
-#: Temporary names of the writers (`.<name>.tmp-<pid>-<hex>`, `.<name>.old-...`) and of
-#: `write_manifest` (`.manifest.csv.<random>.tmp`).
-_STALE_RE = re.compile(r"^\..+\.(tmp|old)-\d+-[0-9a-f]{8}$|^\.manifest\.csv\..+\.tmp$")
-_CHECKPOINT_S = 30.0
-
-T = TypeVar("T")
-R = TypeVar("R")
+#: `write_manifest`'s temporary names (`.manifest.csv.<random>.tmp`); the writers' are
+#: `vidload._atomic.TEMP_RE`.
+_MANIFEST_TMP_RE = re.compile(r"^\.manifest\.csv\..+\.tmp$")
 
 
 # --------------------------------------------------------------------------- finding inputs
@@ -480,6 +471,8 @@ def _convert_job(job: _Job) -> _Outcome:
                 pass  # an invalid container: convert the video again
         return _convert_video(job, reported, fps)
     except (VidloadError, OSError) as e:
+        if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
+            raise DiskFullError(job.container) from e
         row = ManifestRow(
             item.video_id,
             item.label,
@@ -590,29 +583,7 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
     yield from rest
 
 
-# --------------------------------------------------------------------------- parallel map
-
-
-def _init_worker() -> None:
-    cv2.setNumThreads(1)  # one process per core already
-
-
-def run_parallel(fn: Callable[[T], R], jobs: Sequence[T], workers: int) -> Iterator[R]:
-    """`fn(job)` for every job, in completion order, on `workers` spawned processes
-    (`workers == 1`, or a single job, runs in this process). `fn` and the jobs must be
-    picklable; an exception `fn` raises propagates."""
-    if workers == 1 or len(jobs) <= 1:
-        for job in jobs:
-            yield fn(job)
-        return
-    ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker)
-    try:
-        futures = [pool.submit(fn, job) for job in jobs]
-        for future in as_completed(futures):
-            yield future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+# --------------------------------------------------------------------------- convert
 
 
 def check_workers(workers: int | None) -> int:
@@ -627,9 +598,6 @@ def check_workers(workers: int | None) -> int:
     return workers
 
 
-# --------------------------------------------------------------------------- convert
-
-
 @dataclass(frozen=True)
 class ConvertReport:
     """What one `convert` run did.
@@ -637,12 +605,18 @@ class ConvertReport:
     Attributes:
         output: the output folder.
         manifest_path: `output/manifest.csv`.
-        rows: one manifest row per input video, in input order.
+        rows: one manifest row per input video handled, in input order (all of them unless
+            the run stopped early).
         converted, skipped: ids converted in this run, and ids whose container was already done.
         failed: rows of the videos that could not be converted (`error` says why).
         bytes_in, bytes_out: input and output bytes of the videos converted in this run.
         frames: frames stored in this run.
         seconds: wall time of the run.
+        unfinished: ids not handled because the run stopped early (their task never finished);
+            not in the manifest, a rerun converts them.
+        stopped: why the run stopped early ("no space left on device writing ..."), else None.
+        manifest_written: False when manifest.csv could not be written (disk full); the part
+            manifests then stay in OUTPUT and the next run picks them up.
     """
 
     output: Path
@@ -655,11 +629,14 @@ class ConvertReport:
     bytes_out: int
     frames: int
     seconds: float
+    unfinished: tuple[str, ...] = ()
+    stopped: str | None = None
+    manifest_written: bool = True
 
     @property
     def ok(self) -> bool:
         """True when every video converted or was already done."""
-        return not self.failed
+        return not self.failed and not self.unfinished and self.stopped is None
 
     @property
     def mismatches(self) -> tuple[ManifestRow, ...]:
@@ -670,16 +647,6 @@ class ConvertReport:
     def size_ratio(self) -> float | None:
         """bytes_out / bytes_in of this run's conversions (None when nothing was converted)."""
         return self.bytes_out / self.bytes_in if self.bytes_in else None
-
-
-@dataclass
-class _Plan:
-    root: Path
-    output: Path
-    jobs: list[_Job] = field(default_factory=list)
-    done: dict[str, ManifestRow] = field(default_factory=dict)  # skipped: row kept as it was
-    items: list[InputItem] = field(default_factory=list)
-    previous: dict[str, ManifestRow] = field(default_factory=dict)
 
 
 def convert(
@@ -694,6 +661,8 @@ def convert(
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    executor: Executor | None = None,
+    shard_size: int | None = None,
 ) -> ConvertReport:
     """Convert every video of `input_path` into a `to` container under `output` (module doc).
 
@@ -702,8 +671,9 @@ def convert(
         output: the folder to fill (made if missing); must not overlap a folder `input_path`.
         to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`) or "npy"
             (`output/<id>.npy`), ids without their video extension.
-        workers: processes (spawned; default: the CPUs this process may use, see
-            `check_workers`; 1 converts in this process).
+        workers: local processes (spawned, they die with this process; default: the CPUs this
+            process may use, see `check_workers`; 1 converts in this process). Not with
+            `executor`.
         short_side: resize so the shorter side has this many pixels (aspect kept); None keeps
             the size.
         quality: JPEG quality in [1, 100] for encoded frames.
@@ -714,122 +684,49 @@ def convert(
             its top-level folders. A folder's videos are labelled by their class folder and
             the map is written to `output/classes.txt` (when its labels are 0..n-1).
         progress: draw a progress bar on stderr.
+        executor: any `concurrent.futures.Executor` to run the shards on (e.g.
+            `distributed.Client(...).get_executor()`, a `ProcessPoolExecutor`); it must reach
+            `output` on a shared file system. Default: the local pool of `workers`.
+        shard_size: videos per task (`vidload.shards`); default 16, fewer for small runs so
+            that every worker gets some.
 
     Returns:
-        a ConvertReport; failed videos are in it (and in the manifest), never raised.
+        a ConvertReport; failed videos are in it (and in the manifest), never raised. A full
+        disk stops the run: `report.stopped` says where, the manifest lists what finished.
 
     Raises:
         FileNotFoundError: `input_path` does not exist.
         ValueError / TypeError: a bad argument, overlapping `input_path` and `output`, or a resumed
             `output` converted with other options.
+        OutputLockedError: another run is writing into `output` (one run per folder at a time).
+        DiskFullError: no room to start (the lock or the options file).
     """
-    started = time.perf_counter()
-    if to not in CONVERT_FORMATS:
-        raise ValueError(f"to ({to!r}) must be one of {CONVERT_FORMATS}")
-    workers = check_workers(workers)
-    if short_side is not None:
-        if isinstance(short_side, bool) or not isinstance(short_side, int):
-            raise TypeError(f"short_side must be an int or None, got {short_side!r}")
-        if short_side < 1:
-            raise ValueError(f"short_side ({short_side}) must be >= 1")
-    if isinstance(quality, bool) or not isinstance(quality, int):
-        raise TypeError(f"quality must be an int, got {quality!r}")
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality ({quality}) must be in [1, 100]")
-    out = Path(output)
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
-    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
-    items, class_map = label_inputs(input_path, items, labels)
-    full_names = _sharing_a_name(items)
-    _check_no_overlap(Path(input_path), base, out, items, to, full_names)
+    from vidload.shards import plan_convert, run_plan
 
-    out.mkdir(parents=True, exist_ok=True)
-    manifest_path = out / MANIFEST_NAME
-    _check_options(out, to, short_side, quality, overwrite)
-    _remove_stale_temporaries(out)
-    previous = _previous_rows(manifest_path, overwrite)
-    if class_map is not None and is_contiguous(class_map):
-        write_classes(out / CLASSES_NAME, class_map)
-
-    threads = max(1, available_cpus() // workers)
-    plan = _Plan(base, out, items=items, previous=previous)
-    for item in items:
-        container = container_path(
-            out, item.video_id, to, keep_extension=item.video_id in full_names
-        )
-        prev = previous.get(item.video_id)
-        exists = container.exists()
-        if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
-            plan.done[item.video_id] = replace(prev, label=item.label)
-            continue
-        verify = exists and not overwrite and prev is None
-        plan.jobs.append(_Job(item, base, container, to, short_side, quality, threads, verify))
-    return _run(plan, workers, progress, manifest_path, started)
-
-
-def _run(
-    plan: _Plan, workers: int, progress: bool, manifest_path: Path, started: float
-) -> ConvertReport:
-    results: dict[str, _Outcome] = {}
-    last_checkpoint = time.perf_counter()
-    bar = Progress(
-        len(plan.jobs), desc="convert", unit="video", enabled=progress and bool(plan.jobs)
-    )
-    frames = 0
-    try:
-        with closing(run_parallel(_convert_job, plan.jobs, workers)) as outcomes:
-            for outcome in outcomes:
-                results[outcome.row.video_id] = outcome
-                frames += outcome.frames
-                bar.set_postfix(f"{frames / max(bar.elapsed, 1e-9):.0f} frames/s")
-                bar.update()
-                if time.perf_counter() - last_checkpoint > _CHECKPOINT_S:
-                    _write_merged(manifest_path, plan, results)
-                    last_checkpoint = time.perf_counter()
-    finally:
-        bar.close()
-        _write_merged(manifest_path, plan, results)
-
-    rows, converted, skipped, failed = [], [], [], []
-    bytes_in = bytes_out = 0
-    for item in plan.items:
-        vid = item.video_id
-        if vid in plan.done:
-            rows.append(plan.done[vid])
-            skipped.append(vid)
-            continue
-        outcome = results[vid]
-        rows.append(outcome.row)
-        if outcome.action == "failed":
-            failed.append(outcome.row)
-        elif outcome.action == "skipped":
-            skipped.append(vid)
-        else:
-            converted.append(vid)
-            bytes_in += outcome.bytes_in
-            bytes_out += outcome.row.bytes or 0
-    return ConvertReport(
-        output=plan.output,
-        manifest_path=manifest_path,
-        rows=tuple(rows),
-        converted=tuple(converted),
-        skipped=tuple(skipped),
-        failed=tuple(failed),
-        bytes_in=bytes_in,
-        bytes_out=bytes_out,
-        frames=frames,
-        seconds=time.perf_counter() - started,
-    )
-
-
-def _write_merged(manifest_path: Path, plan: _Plan, results: dict[str, _Outcome]) -> None:
-    """The previous manifest's rows, updated with this run's; sorted by video id."""
-    merged = dict(plan.previous)
-    merged.update(plan.done)
-    for vid, outcome in results.items():
-        merged[vid] = outcome.row
-    write_manifest(manifest_path, [merged[k] for k in sorted(merged)])
+    if executor is not None:
+        if workers is not None:
+            raise ValueError("workers applies to the local pool; pass it or an executor, not both")
+        if not isinstance(executor, Executor):
+            raise TypeError(
+                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
+            )
+        workers, threads = 1, 1
+    else:
+        workers = check_workers(workers)
+        threads = max(1, available_cpus() // workers)
+    with plan_convert(
+        input_path,
+        output,
+        to=to,
+        short_side=short_side,
+        quality=quality,
+        overwrite=overwrite,
+        root=root,
+        labels=labels,
+        shard_size=shard_size,
+        threads=threads,
+    ) as plan:
+        return run_plan(plan, executor=executor, workers=workers, progress=progress)
 
 
 def _previous_rows(manifest_path: Path, overwrite: bool) -> dict[str, ManifestRow]:
@@ -872,23 +769,27 @@ def _check_options(
                 f"(overwrite=True) to convert everything again"
             )
         return
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.write_text(json.dumps(options) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, (json.dumps(options) + "\n").encode())
 
 
 def _remove_stale_temporaries(out: Path) -> None:
-    """Delete what killed runs left: the writers' and write_manifest's temporary names."""
+    """Delete what killed runs or tasks left: the writers' and write_manifest's temporary
+    names. Only the driver calls this, holding OUTPUT's lock: no live run has temporaries here
+    (a duplicate of a task that already finished is the one exception; see `vidload.shards`)."""
     for dirpath, dirnames, filenames in os.walk(out):
         for name in list(dirnames):
-            if _STALE_RE.match(name):
+            if _is_temporary(name):
                 shutil.rmtree(os.path.join(dirpath, name), ignore_errors=True)
                 dirnames.remove(name)
         for name in filenames:
-            if _STALE_RE.match(name):
+            if _is_temporary(name):
                 Path(dirpath, name).unlink(missing_ok=True)
         # frame folders hold only frames: no need to look inside them
         dirnames[:] = [d for d in dirnames if not Path(dirpath, d, FIRST_FRAME_NAME).exists()]
+
+
+def _is_temporary(name: str) -> bool:
+    return bool(TEMP_RE.match(name) or _MANIFEST_TMP_RE.match(name))
 
 
 def _is_within(path: Path, folder: Path) -> bool:

@@ -137,3 +137,44 @@ class VideoReadError(VidloadError):
         if self.reason is None:
             return (self.__class__, (str(self),))
         return (self.__class__, (self.path, self.reason, self.index))
+
+
+class DiskFullError(VidloadError):
+    """No space left on the device (or quota) while writing `path`: the run stopped there.
+
+    Attributes:
+        path: the file (container, manifest, options file) being written, as a string.
+    """
+
+    def __init__(self, path: object, message: str | None = None) -> None:
+        self.path = str(path)
+        super().__init__(message or f"no space left on device writing {self.path}")
+
+    def __str__(self) -> str:
+        return self.args[0]
+
+    def __reduce__(self):
+        return (self.__class__, (self.path, str(self)))
+
+
+class OutputLockedError(VidloadError):
+    """Another run holds the output folder's lock (`vidload convert` into the same OUTPUT).
+
+    Attributes:
+        lock: the lock file, as a string.
+        holder: what the lock file says about its holder (pid, host, start time), as a dict.
+    """
+
+    def __init__(self, lock: object, holder: dict | None = None, message: str | None = None):
+        self.lock = str(lock)
+        holder = self.holder = dict(holder or {})
+        if message is None:
+            message = (
+                f"{self.lock}: OUTPUT is being written by another run (pid {holder.get('pid')} "
+                f"on host {holder.get('host')!r}, since {holder.get('started')}); wait for it to "
+                f"finish, or remove the lock file if that run is dead"
+            )
+        super().__init__(message)
+
+    def __reduce__(self):
+        return (self.__class__, (self.lock, self.holder, str(self)))

@@ -14,9 +14,10 @@ manifest, whose entries give each top-level folder its label.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
+
+from vidload._atomic import write_bytes_atomic
 
 __all__ = [
     "CLASSES_NAME",
@@ -128,9 +129,7 @@ def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) ->
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    tmp.write_text("".join(n + "\n" for n in names), encoding="utf-8")
-    os.replace(tmp, path)
+    write_bytes_atomic(path, "".join(n + "\n" for n in names).encode("utf-8"))
 
 
 def is_contiguous(class_map: Mapping[str, int]) -> bool:

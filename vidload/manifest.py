@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal, get_args
 
+from vidload._atomic import fsync_dir
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 ManifestStatus = Literal["ok", "mismatch", "failed", "skipped"]
@@ -173,8 +174,9 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
 def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) -> None:
     """Write `rows` as a manifest CSV at `path`, atomically.
 
-    The CSV goes to a temporary file in the same folder, which then replaces `path`
-    (`os.replace`), so readers never see a half-written manifest.
+    The CSV goes to a temporary file in the same folder, fsynced, which then replaces `path`
+    (`os.replace`; the folder is fsynced after), so readers never see a half-written manifest
+    and a power loss never leaves an empty one.
     """
     path = Path(path)
     rows = list(rows)
@@ -198,6 +200,7 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    fsync_dir(path.parent or ".")
 
 
 def read_annotation_list(path: str | os.PathLike[str]) -> list[VideoEntry]:

@@ -18,6 +18,7 @@ be read or no frame decodes. The rows make a manifest `ClipDataset` accepts (`wr
 from __future__ import annotations
 
 import os
+from concurrent.futures import Executor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from pathlib import Path
 import h5py
 
 from vidload._cpus import available_cpus
+from vidload._parallel import prepare_task_process, run_parallel
 from vidload.convert import (
     InputItem,
     _path_bytes,
@@ -33,7 +35,6 @@ from vidload.convert import (
     check_workers,
     find_inputs,
     label_inputs,
-    run_parallel,
 )
 from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
@@ -60,6 +61,8 @@ def probe(
     workers: int | None = None,
     labels: str | os.PathLike[str] | None = None,
     progress: bool = True,
+    executor: Executor | None = None,
+    shard_size: int | None = None,
 ) -> list[ManifestRow]:
     """One ManifestRow per video of `input_path`, in input order (sorted ids for a folder).
 
@@ -67,11 +70,16 @@ def probe(
         input_path: a folder of videos, JPEG frame folders, `.h5` or `.npy` containers (searched
             recursively), one video file or container, or an annotation list / manifest.
         root: folder the entries of an annotation list are relative to (default: its folder).
-        workers: processes (spawned; default: the CPUs this process may use, see
-            `vidload.convert.check_workers`; 1 reads in this process).
+        workers: local processes (spawned, they die with this process; default: the CPUs this
+            process may use, see `vidload.convert.check_workers`; 1 reads in this process).
+            Not with `executor`.
         labels: class map for a folder `input_path` (as `convert`'s): a folder's videos are
             labelled by their top-level class folder (`vidload.convert.label_inputs`).
         progress: draw a progress bar on stderr.
+        executor: any `concurrent.futures.Executor` to run the reads on (e.g. a Dask
+            cluster's `client.get_executor()`); it must reach the input files.
+        shard_size: videos per task; default 16, fewer for small runs so every worker gets
+            some (as `vidload.shards.plan_convert`).
 
     Failures are rows with status "failed", never raised.
 
@@ -79,18 +87,41 @@ def probe(
         FileNotFoundError: `input_path` does not exist.
         ValueError / TypeError: a bad argument or nothing to read.
     """
-    workers = check_workers(workers)
+    from vidload.shards import DEFAULT_SHARD_SIZE
+
+    if executor is not None:
+        if workers is not None:
+            raise ValueError("workers applies to the local pool; pass it or an executor, not both")
+        if not isinstance(executor, Executor):
+            raise TypeError(
+                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
+            )
+        workers, threads = 1, 1
+    else:
+        workers = check_workers(workers)
+        threads = max(1, available_cpus() // workers)
+    if shard_size is not None and (isinstance(shard_size, bool) or not isinstance(shard_size, int)):
+        raise TypeError(f"shard_size must be an int or None, got {shard_size!r}")
+    if shard_size is not None and shard_size < 1:
+        raise ValueError(f"shard_size ({shard_size}) must be >= 1")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
     items, _ = label_inputs(input_path, items, labels)
-    threads = max(1, available_cpus() // workers)
     jobs = [_ProbeJob(item, base, threads) for item in items]
+    if shard_size is None:
+        shard_size = max(1, min(DEFAULT_SHARD_SIZE, len(jobs) // (4 * available_cpus())))
+    shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
     with Progress(len(jobs), desc="probe", unit="video", enabled=progress) as bar:
-        with closing(run_parallel(_probe_job, jobs, workers)) as results:
-            for row in results:
-                rows[row.video_id] = row
-                bar.update()
+        with closing(run_parallel(_probe_shard, shards, workers, executor=executor)) as results:
+            for shard_rows in results:
+                rows.update((row.video_id, row) for row in shard_rows)
+                bar.update(len(shard_rows))
     return [rows[item.video_id] for item in items]
+
+
+def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
+    prepare_task_process()
+    return [_probe_job(job) for job in jobs]
 
 
 def _probe_job(job: _ProbeJob) -> ManifestRow:

@@ -27,7 +27,6 @@ raises `VideoReadError` naming it.
 from __future__ import annotations
 
 import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from vidload._atomic import replace_durably, temp_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import as_index_array, check_regular_file, container_path
@@ -301,7 +301,7 @@ def write_hdf5(
     *,
     attrs: Mapping[str, object] | None = None,
 ) -> int:
-    """Write encoded JPEG frames to one HDF5 file, atomically (temp name + os.replace).
+    """Write encoded JPEG frames to one HDF5 file, atomically and durably (`vidload._atomic`).
 
     Args:
         path: the `.h5` file to write; an existing file is replaced, parent folders are made.
@@ -347,14 +347,14 @@ def write_hdf5(
     offsets = np.zeros(len(data) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = temp_path(path)
     try:
         with h5py.File(tmp, "w") as f:
             f.create_dataset("frames", data=np.frombuffer(b"".join(data), np.uint8))
             f.create_dataset("offsets", data=offsets)
             for key, value in {**computed, **extra}.items():
                 f.attrs[key] = value
-        os.replace(tmp, path)
+        replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

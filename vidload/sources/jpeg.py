@@ -25,12 +25,12 @@ import os
 import re
 import shutil
 import string
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
+from vidload._atomic import fsync_dir, fsync_tree, temp_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import (
@@ -265,15 +265,15 @@ def write_jpeg_folder(
     """Write encoded JPEG frames as `path/template.format(start_index + i)`, atomically.
 
     The files go into a temporary folder beside `path`, which is renamed to `path` only once
-    every frame is written; if anything fails the temporary folder is removed and `path` is
-    untouched. An existing folder at `path` is replaced. Each frame must be a complete JPEG
-    (SOI ... EOI). Returns the number of frames written (>= 1).
+    every frame is written and fsynced; if anything fails the temporary folder is removed and
+    `path` is untouched. An existing folder at `path` is replaced. Each frame must be a
+    complete JPEG (SOI ... EOI). Returns the number of frames written (>= 1).
     """
     _template_regex(template)
     _checked_start_index(start_index)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = temp_path(path)
     tmp.mkdir()
     count = 0
     try:
@@ -286,7 +286,9 @@ def write_jpeg_folder(
             count += 1
         if count == 0:
             raise ValueError(f"no frames to write to {path}")
+        fsync_tree(tmp)
         _replace_dir(tmp, path)
+        fsync_dir(path.parent)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -301,7 +303,7 @@ def _replace_dir(src: Path, dst: Path) -> None:
     except OSError:
         if not dst.is_dir():
             raise
-    old = dst.with_name(f".{dst.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    old = temp_path(dst, "old")
     os.replace(dst, old)
     try:
         os.replace(src, dst)

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import mmap
 import os
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from typing import Literal
 
 import numpy as np
 
+from vidload._atomic import replace_durably, temp_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import as_index_array, container_path, open_regular_file
@@ -274,9 +274,10 @@ def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
 def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[bytes]) -> int:
     """Write encoded JPEG frames as length-prefixed, zero-padded rows of one npy file, atomically.
 
-    The file is written under a temporary name beside `path` and renamed over it when complete
-    (an existing file is replaced; parent folders are made). Each frame must be a complete JPEG
-    (SOI ... EOI; trailing zero bytes are kept exactly). Returns the number of frames (>= 1).
+    The file is written under a temporary name beside `path`, fsynced and renamed over it when
+    complete (an existing file is replaced; parent folders are made). Each frame must be a
+    complete JPEG (SOI ... EOI; trailing zero bytes are kept exactly). Returns the number of
+    frames (>= 1).
     """
     path = Path(path)
     data = list(frames)
@@ -295,11 +296,14 @@ def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[b
     for i, (b, n) in enumerate(zip(data, lengths, strict=True)):
         arr[i, LENGTH_BYTES : LENGTH_BYTES + n] = np.frombuffer(b, np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+    tmp = temp_path(path)
     try:
         with open(tmp, "wb") as f:
-            np.save(f, arr, allow_pickle=False)
-        os.replace(tmp, path)
+            # header, then the rows through Python's file object: np.save's `tofile` reports a
+            # full disk as "N requested and M written", with no errno to tell it apart
+            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
+            f.write(memoryview(arr).cast("B"))
+        replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -1,0 +1,133 @@
+"""Durable atomic writes: the one home for temporary names, fsync and rename-into-place.
+
+A file written under a temporary name and renamed into place is atomic for readers, but not
+durable: after a power loss on a node-local disk the rename can survive while the data blocks
+did not, leaving a complete-looking, empty container. So every writer here fsyncs the data
+before the rename and the folder after it. Measured on this project's machine (virtio disk,
+ext4): 100 fsyncs of 20 KB files already written take 16 ms (0.16 ms each), against ~250 ms
+of CPU to convert one video, so durability costs well under 1% of a conversion.
+
+Temporary names are `.<name>.tmp-<pid>-<8 hex>` beside the target (`TEMP_RE`): hidden, so
+folder walks skip them, and recognisable, so the driver of a conversion can remove those a
+killed writer left behind.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import uuid
+from pathlib import Path
+
+from vidload.errors import DiskFullError
+
+__all__ = [
+    "TEMP_RE",
+    "fsync_dir",
+    "fsync_file",
+    "fsync_tree",
+    "is_disk_full",
+    "replace_durably",
+    "temp_path",
+    "write_bytes_atomic",
+]
+
+#: Temporary names of `temp_path` (`tmp`) and of folders moved aside before removal (`old`).
+TEMP_RE = re.compile(r"^\..+\.(tmp|old)-\d+-[0-9a-f]{8}$")
+
+#: errno values meaning the file system has no room for what is being written.
+_FULL = {errno.ENOSPC, errno.EDQUOT}
+
+
+def temp_path(path: str | os.PathLike[str], kind: str = "tmp") -> Path:
+    """A fresh temporary name beside `path`: `.<name>.<kind>-<pid>-<8 hex>`."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:8]}")
+
+
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """Flush a written file's data and metadata to disk."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (names created, renamed or removed in it) to disk.
+
+    Some file systems refuse fsync on a folder (EINVAL, EBADF); there the entries are as durable
+    as the file system makes them and nothing more can be done, so that error is ignored."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(path: str | os.PathLike[str]) -> None:
+    """fsync every file directly in folder `path`, then the folder itself."""
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                fsync_file(entry.path)
+    fsync_dir(path)
+
+
+def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Rename the written file `tmp` over `path` durably: fsync it, rename, fsync the folder."""
+    fsync_file(tmp)
+    os.replace(tmp, path)
+    fsync_dir(Path(path).parent)
+
+
+def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write `data` to `path` atomically and durably; the temporary is removed on any failure,
+    so nothing but the complete file is ever left. A full disk raises DiskFullError naming
+    `path`."""
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException as e:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(e):
+            raise DiskFullError(path) from e
+        raise
+    fsync_dir(path.parent)
+
+
+def is_disk_full(e: BaseException) -> bool:
+    """True when `e` (or an error it was raised from) says the disk or quota is full."""
+    seen: set[int] = set()
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno in _FULL:
+            return True
+        text = str(e)
+        if "No space left on device" in text or "errno = 28" in text:
+            return True  # h5py reports HDF5's write errors with the errno only in the text
+        e = e.__cause__ or e.__context__  # type: ignore[assignment]
+    return False
+
+
+def remove_temporary(path: str | os.PathLike[str]) -> None:
+    """Remove a temporary file or folder, ignoring one already gone."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

@@ -1,0 +1,516 @@
+"""`vidload convert` in three steps, for any executor or engine: plan, convert shards, finish.
+
+`vidload.convert.convert` is these three steps with a local process pool (or the
+`concurrent.futures.Executor` you pass). Engines that are not Executors (Ray Data, Spark, a batch
+system) call them directly:
+
+    from vidload.shards import plan_convert, convert_shard
+
+    with plan_convert("videos/", "/shared/out", to="hdf5", shard_size=16) as plan:
+        results = engine.map(convert_shard, plan.shards)   # anywhere, in any order, retried
+        report = plan.finish(results)                       # manifest.csv, clean-up, unlock
+
+* `plan_convert` runs on the driver: it finds the inputs, names every container (the rule that
+  keeps a video extension in a name needs every id, so it cannot be decided per shard), checks
+  the options and that OUTPUT does not overlap INPUT, takes OUTPUT's lock (one run per output
+  folder, `vidload._lock`), removes temporaries that killed runs left, and groups the videos
+  still to do into `ConvertShard`s of `shard_size`.
+* `convert_shard(shard)` is a picklable, top-level function: it needs vidload installed where it
+  runs and OUTPUT on a file system it shares with the driver. It decodes on `shard.threads`
+  threads (1 by default: the engine spreads shards over cores), sets its process's allocator
+  (`vidload._parallel.prepare_task_process`: Dask's `MALLOC_TRIM_THRESHOLD_=65536` costs ~28% CPU
+  otherwise), and after each video rewrites the shard's part manifest
+  (`OUTPUT/.vidload-convert.parts/part-<index>-<digest>.json`, atomically and durably). A retried
+  or duplicated shard reads that part first and does no video twice: a video with a row there
+  whose container exists is taken as it is, and (without `overwrite`) a container that exists
+  without a row is validated instead of converted again.
+* `plan.finish(results)` merges the parts (and the results the driver received) with the rows
+  already in `manifest.csv` into a new `manifest.csv`, the same file a local run writes; removes
+  the temporaries of killed tasks and the parts; releases the lock. Videos whose shard never
+  finished are listed in `ConvertReport.unfinished` and left out of the manifest: a rerun does
+  them.
+
+Containers and manifests are fsynced before they are renamed into place and their folder after
+(`vidload._atomic`), so a power loss on a node-local disk never leaves a complete-looking, empty
+container. A full disk stops the run: the shard that hit it returns `stopped` naming the file,
+the driver cancels the rest and `finish` writes the manifest of what finished.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Executor
+from contextlib import closing
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from vidload._atomic import is_disk_full, write_bytes_atomic
+from vidload._cpus import available_cpus
+from vidload._lock import OutputLock
+from vidload._parallel import parent_gone, prepare_task_process, run_parallel
+from vidload.convert import (
+    CONVERT_FORMATS,
+    MANIFEST_NAME,
+    ConvertFormat,
+    ConvertReport,
+    InputItem,
+    _check_no_overlap,
+    _check_options,
+    _convert_job,
+    _Job,
+    _Outcome,
+    _previous_rows,
+    _remove_stale_temporaries,
+    _sharing_a_name,
+    container_path,
+    find_inputs,
+    label_inputs,
+)
+from vidload.errors import DiskFullError
+from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
+from vidload.manifest import ManifestRow, write_manifest
+from vidload.progress import Progress
+
+__all__ = [
+    "DEFAULT_SHARD_SIZE",
+    "PARTS_DIR",
+    "ConvertPlan",
+    "ConvertShard",
+    "ShardResult",
+    "convert_shard",
+    "plan_convert",
+    "run_plan",
+]
+
+#: Folder in OUTPUT holding the shards' part manifests while a run is going on.
+PARTS_DIR = ".vidload-convert.parts"
+#: Videos per shard for an executor: a video is ~0.25 s of CPU (340x256, 300 frames), so 16 keep
+#: the scheduler's per-task cost (~1 ms on Dask) far below the work.
+DEFAULT_SHARD_SIZE = 16
+#: How often the driver rewrites manifest.csv while a run goes on.
+_CHECKPOINT_S = 30.0
+
+
+@dataclass(frozen=True)
+class ConvertShard:
+    """One task of a conversion: a few videos, everything needed to convert them; picklable.
+
+    Attributes:
+        index: position in `ConvertPlan.shards`.
+        jobs: the videos, each with its input, container path and options.
+        part: the shard's part manifest (deterministic: a retry finds its predecessor's).
+        overwrite: convert even when a container exists (the part still prevents doing a video
+            twice within one run).
+    """
+
+    index: int
+    jobs: tuple[_Job, ...]
+    part: Path
+    overwrite: bool
+
+    @property
+    def video_ids(self) -> tuple[str, ...]:
+        return tuple(job.item.video_id for job in self.jobs)
+
+
+@dataclass(frozen=True)
+class ShardResult:
+    """What `convert_shard` returns.
+
+    Attributes:
+        index: the shard's index.
+        outcomes: one per video handled, in the shard's order (all of them unless `stopped`).
+        stopped: why the shard stopped before its end (e.g. "no space left on device writing
+            ..."), None when it finished.
+    """
+
+    index: int
+    outcomes: tuple[_Outcome, ...]
+    stopped: str | None = None
+
+
+def plan_convert(
+    input_path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    to: ConvertFormat,
+    short_side: int | None = None,
+    quality: int = 95,
+    overwrite: bool = False,
+    root: str | os.PathLike[str] | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    shard_size: int | None = None,
+    threads: int = 1,
+) -> ConvertPlan:
+    """Plan converting `input_path` into `output` (module doc); holds OUTPUT's lock until
+    `finish` or `close` (use it as a context manager).
+
+    Args:
+        input_path, output, to, short_side, quality, overwrite, root, labels: as for
+            `vidload.convert.convert`.
+        shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
+            are not 4 shards per CPU of this machine, so that a small run still spreads.
+        threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).
+
+    Raises:
+        FileNotFoundError, ValueError, TypeError: as `convert` (bad arguments, overlap, options).
+        OutputLockedError: another run is writing into `output`.
+        DiskFullError: no room for the lock or the options file.
+    """
+    if to not in CONVERT_FORMATS:
+        raise ValueError(f"to ({to!r}) must be one of {CONVERT_FORMATS}")
+    _check_int("short_side", short_side, allow_none=True)
+    if isinstance(quality, bool) or not isinstance(quality, int):
+        raise TypeError(f"quality must be an int, got {quality!r}")
+    if not 1 <= quality <= 100:
+        raise ValueError(f"quality ({quality}) must be in [1, 100]")
+    _check_int("shard_size", shard_size, allow_none=True)
+    _check_int("threads", threads)
+    out = Path(output)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
+    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
+    items, class_map = label_inputs(input_path, items, labels)
+    full_names = _sharing_a_name(items)
+    _check_no_overlap(Path(input_path), base, out, items, to, full_names)
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        if is_disk_full(e):
+            raise DiskFullError(out) from e
+        raise
+    lock = OutputLock(out)
+    lock.acquire()
+    try:
+        plan = _plan_locked(
+            base, out, items, full_names, to, short_side, quality, overwrite, shard_size, threads
+        )
+        if class_map is not None and is_contiguous(class_map):
+            write_classes(out / CLASSES_NAME, class_map)
+    except BaseException:
+        lock.release()
+        raise
+    plan._lock = lock
+    return plan
+
+
+def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not isinstance(value, int):
+        kind = "an int or None" if allow_none else "an int"
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} ({value}) must be >= 1")
+
+
+def _plan_locked(
+    base: Path,
+    out: Path,
+    items: list[InputItem],
+    full_names: frozenset[str],
+    to: ConvertFormat,
+    short_side: int | None,
+    quality: int,
+    overwrite: bool,
+    shard_size: int | None,
+    threads: int,
+) -> ConvertPlan:
+    manifest_path = out / MANIFEST_NAME
+    _check_options(out, to, short_side, quality, overwrite)
+    _remove_stale_temporaries(out)  # safe: the lock says no other run is writing here
+    parts = out / PARTS_DIR
+    previous = _previous_rows(manifest_path, overwrite)
+    if parts.exists():
+        if not overwrite:  # a killed run's finished videos: keep them in the manifest
+            leftover = {o.row.video_id: o.row for o in _read_parts(parts).values()}
+            if leftover:
+                previous.update(leftover)
+                _write_manifest_rows(manifest_path, previous)
+        shutil.rmtree(parts)
+
+    plan = ConvertPlan(base, out, to, items, previous, overwrite)
+    jobs: list[_Job] = []
+    for item in items:
+        container = container_path(
+            out, item.video_id, to, keep_extension=item.video_id in full_names
+        )
+        prev = previous.get(item.video_id)
+        exists = container.exists()
+        if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
+            plan.done[item.video_id] = replace(prev, label=item.label)
+            continue
+        verify = exists and not overwrite and prev is None
+        jobs.append(_Job(item, base, container, to, short_side, quality, threads, verify))
+    if shard_size is None:
+        shard_size = max(1, min(DEFAULT_SHARD_SIZE, len(jobs) // (4 * available_cpus())))
+    shards = []
+    for index, start in enumerate(range(0, len(jobs), shard_size)):
+        chunk = tuple(jobs[start : start + shard_size])
+        digest = hashlib.sha1("\n".join(j.item.video_id for j in chunk).encode()).hexdigest()
+        shards.append(
+            ConvertShard(index, chunk, parts / f"part-{index:06d}-{digest[:8]}.json", overwrite)
+        )
+    plan.shards = tuple(shards)
+    if shards:
+        parts.mkdir()
+    return plan
+
+
+class ConvertPlan:
+    """A planned conversion (`plan_convert`): the shards to run, then `finish`.
+
+    Attributes:
+        input_root: the folder the input ids are relative to.
+        output: the output folder; `manifest_path` its manifest.
+        to: the container format.
+        items: every input video, in input order.
+        shards: the videos still to convert, grouped into tasks.
+        done: rows of the videos whose container was already complete (not in any shard).
+    """
+
+    def __init__(
+        self,
+        input_root: Path,
+        output: Path,
+        to: ConvertFormat,
+        items: Sequence[InputItem],
+        previous: dict[str, ManifestRow],
+        overwrite: bool,
+    ) -> None:
+        self.input_root = input_root
+        self.output = output
+        self.manifest_path = output / MANIFEST_NAME
+        self.to = to
+        self.items = tuple(items)
+        self.previous = previous
+        self.overwrite = overwrite
+        self.done: dict[str, ManifestRow] = {}
+        self.shards: tuple[ConvertShard, ...] = ()
+        self.started = time.perf_counter()
+        self._lock: OutputLock | None = None
+        self._finished = False
+
+    def __enter__(self) -> ConvertPlan:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release OUTPUT's lock without finishing (a later run resumes). Idempotent."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def checkpoint(self, results: Iterable[ShardResult] = ()) -> None:
+        """Rewrite manifest.csv with the rows known so far (the run goes on)."""
+        _write_manifest_rows(self.manifest_path, self._merged(self._outcomes(results)))
+
+    def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
+        """Merge the parts (and `results`) into manifest.csv, remove the temporaries of killed
+        tasks and the parts, release the lock; return a ConvertReport.
+
+        A full disk while writing the manifest does not raise: the report's `stopped` says so
+        and the parts stay, so a rerun still knows what finished.
+        """
+        if self._finished:
+            raise RuntimeError("this ConvertPlan has already been finished")
+        try:
+            outcomes = self._outcomes(results)
+            try:
+                _write_manifest_rows(self.manifest_path, self._merged(outcomes))
+                manifest_written = True
+            except DiskFullError as e:
+                stopped = stopped or str(e)
+                manifest_written = False
+            _remove_stale_temporaries(self.output)
+            if manifest_written:
+                shutil.rmtree(self.output / PARTS_DIR, ignore_errors=True)
+        finally:
+            self._finished = True
+            self.close()
+        return self._report(outcomes, stopped, manifest_written)
+
+    def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, _Outcome]:
+        """Every outcome on record: the parts on disk, then what the driver received."""
+        outcomes = _read_parts(self.output / PARTS_DIR)
+        for result in results:
+            for outcome in result.outcomes:
+                outcomes[outcome.row.video_id] = outcome
+        wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
+        return {vid: o for vid, o in outcomes.items() if vid in wanted}
+
+    def _merged(self, outcomes: dict[str, _Outcome]) -> dict[str, ManifestRow]:
+        merged = dict(self.previous)
+        merged.update(self.done)
+        merged.update((vid, o.row) for vid, o in outcomes.items())
+        return merged
+
+    def _report(
+        self, outcomes: dict[str, _Outcome], stopped: str | None, manifest_written: bool
+    ) -> ConvertReport:
+        rows, converted, skipped, failed, unfinished = [], [], [], [], []
+        bytes_in = bytes_out = frames = 0
+        for item in self.items:
+            vid = item.video_id
+            if vid in self.done:
+                rows.append(self.done[vid])
+                skipped.append(vid)
+                continue
+            outcome = outcomes.get(vid)
+            if outcome is None:
+                unfinished.append(vid)
+                continue
+            rows.append(outcome.row)
+            if outcome.action == "failed":
+                failed.append(outcome.row)
+            elif outcome.action == "skipped":
+                skipped.append(vid)
+            else:
+                converted.append(vid)
+                bytes_in += outcome.bytes_in
+                bytes_out += outcome.row.bytes or 0
+                frames += outcome.frames
+        return ConvertReport(
+            output=self.output,
+            manifest_path=self.manifest_path,
+            rows=tuple(rows),
+            converted=tuple(converted),
+            skipped=tuple(skipped),
+            failed=tuple(failed),
+            bytes_in=bytes_in,
+            bytes_out=bytes_out,
+            frames=frames,
+            seconds=time.perf_counter() - self.started,
+            unfinished=tuple(unfinished),
+            stopped=stopped,
+            manifest_written=manifest_written,
+        )
+
+
+def _write_manifest_rows(path: Path, rows: dict[str, ManifestRow]) -> None:
+    try:
+        write_manifest(path, [rows[k] for k in sorted(rows)])
+    except OSError as e:
+        if is_disk_full(e):
+            raise DiskFullError(path) from e
+        raise
+
+
+# --------------------------------------------------------------------------- one shard
+
+
+def convert_shard(shard: ConvertShard) -> ShardResult:
+    """Convert one shard's videos (module doc); failures are rows, never raised.
+
+    Safe to run more than once, at the same time or after a kill: videos recorded in the shard's
+    part with an existing container are not converted again. Stops early (`stopped`) when the
+    disk is full; raises RuntimeError when run by a local pool whose driver has died.
+    """
+    prepare_task_process()
+    prior = _read_part(shard.part)
+    done: dict[str, _Outcome] = {}
+    for job in shard.jobs:
+        if parent_gone():
+            raise RuntimeError("the driver of this conversion is gone; no new container started")
+        vid = job.item.video_id
+        old = prior.get(vid)
+        if old is not None and (old.action == "failed" or job.container.exists()):
+            done[vid] = old
+            continue
+        live = replace(job, verify=not shard.overwrite and job.container.exists())
+        try:
+            done[vid] = _convert_job(live)
+            _write_part(shard.part, done.values())
+        except DiskFullError as e:
+            done.pop(vid, None)  # its container may be in place, but no part row says so
+            return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
+    return ShardResult(shard.index, tuple(done.values()))
+
+
+def _outcome_json(outcome: _Outcome) -> dict:
+    return {
+        "row": dataclasses.asdict(outcome.row),
+        "action": outcome.action,
+        "bytes_in": outcome.bytes_in,
+        "frames": outcome.frames,
+    }
+
+
+def _write_part(path: Path, outcomes: Iterable[_Outcome]) -> None:
+    write_bytes_atomic(path, json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode())
+
+
+def _read_part(path: Path) -> dict[str, _Outcome]:
+    """{video id: outcome} of a part manifest; {} when there is none (or it is unreadable:
+    written atomically, a part is whole or absent, so that is another run's garbage)."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+        outcomes = [
+            _Outcome(ManifestRow(**e["row"]), e["action"], e["bytes_in"], e["frames"])
+            for e in entries
+        ]
+    except (OSError, ValueError, TypeError, KeyError):
+        return {}
+    return {o.row.video_id: o for o in outcomes}
+
+
+def _read_parts(folder: Path) -> dict[str, _Outcome]:
+    outcomes: dict[str, _Outcome] = {}
+    if not folder.is_dir():
+        return outcomes
+    for path in sorted(folder.glob("part-*.json")):
+        outcomes.update(_read_part(path))
+    return outcomes
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def run_plan(
+    plan: ConvertPlan,
+    *,
+    executor: Executor | None = None,
+    workers: int = 1,
+    progress: bool = True,
+) -> ConvertReport:
+    """Run every shard of `plan` on `executor` (default: `workers` local processes that die
+    with this one), then `plan.finish`. A full disk stops the run (the shards not started are
+    cancelled); an exception (Ctrl-C) writes the manifest of what finished, releases the lock
+    and propagates."""
+    total = sum(len(s.jobs) for s in plan.shards)
+    bar = Progress(total, desc="convert", unit="video", enabled=progress and total > 0)
+    results: list[ShardResult] = []
+    stopped: str | None = None
+    frames = 0
+    last_checkpoint = time.perf_counter()
+    try:
+        with closing(run_parallel(convert_shard, plan.shards, workers, executor=executor)) as it:
+            for result in it:
+                results.append(result)
+                frames += sum(o.frames for o in result.outcomes)
+                bar.set_postfix(f"{frames / max(bar.elapsed, 1e-9):.0f} frames/s")
+                bar.update(len(result.outcomes))
+                if result.stopped is not None:
+                    stopped = result.stopped
+                    break
+                if time.perf_counter() - last_checkpoint > _CHECKPOINT_S:
+                    plan.checkpoint(results)
+                    last_checkpoint = time.perf_counter()
+    except BaseException:
+        bar.close()
+        try:
+            plan.checkpoint(results)
+        finally:
+            plan.close()
+        raise
+    bar.close()
+    return plan.finish(results, stopped=stopped)
