@@ -2,10 +2,16 @@
 
     vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy} [--workers N] [--short-side S]
                     [--quality Q] [--overwrite] [--root DIR] [--labels FILE] [--quiet]
+                    [--dask ADDRESS] [--shard-size N]
     vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--labels FILE] [--quiet]
+                    [--dask ADDRESS] [--shard-size N]
     vidload bench   ...   (vidload.bench's own arguments)
 
-Exit status: 0 when every video was handled, 1 when some failed (listed with reasons),
+`--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
+`--dask local` starts a local one of `--workers` processes.
+
+Exit status: 0 when every video was handled, 1 when some failed (listed with reasons), when
+the disk filled up (the manifest lists what finished) or when another run holds OUTPUT,
 2 for bad arguments.
 """
 
@@ -13,10 +19,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from vidload._cpus import default_workers
 from vidload.manifest import ManifestRow
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -138,6 +147,19 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "or an annotation list) instead of the sorted names of its top-level folders",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), or "
+        "'local' for a local cluster of --workers processes; needs `pip install "
+        '"vidload[dask]"`',
+    )
+    p.add_argument(
+        "--shard-size",
+        type=_positive_int,
+        metavar="N",
+        help="videos per task (default 16, fewer for small runs)",
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -172,28 +194,67 @@ def _usage_error(parser: argparse.ArgumentParser, command: str, e: Exception) ->
     return EXIT_USAGE
 
 
+@contextmanager
+def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int | None]]:
+    """(executor, workers) for `--dask`: a Dask cluster's executor, or (None, --workers)."""
+    if args.dask is None:
+        yield None, args.workers
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise ValueError(
+            f'--dask needs Dask\'s distributed package: pip install "vidload[dask]" ({e})'
+        ) from e
+    if args.dask == "local":
+        n = args.workers or default_workers()
+        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True) as cluster:
+            with Client(cluster) as client:
+                yield client.get_executor(), None
+        return
+    if args.workers is not None:
+        raise ValueError(
+            "--workers applies to the local pool or --dask local; a cluster has its own"
+        )
+    try:
+        client = Client(args.dask, timeout="30s")
+    except OSError as e:
+        raise ValueError(f"--dask {args.dask}: cannot reach the scheduler ({e})") from e
+    with client:
+        yield client.get_executor(), None
+
+
 def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from vidload.convert import convert
+    from vidload.errors import DiskFullError, OutputLockedError
 
     try:
-        report = convert(
-            args.input,
-            args.output,
-            to=args.to,
-            workers=args.workers,
-            short_side=args.short_side,
-            quality=args.quality,
-            overwrite=args.overwrite,
-            root=args.root,
-            labels=args.labels,
-            progress=not args.quiet,
-        )
+        with _executor(args) as (executor, workers):
+            report = convert(
+                args.input,
+                args.output,
+                to=args.to,
+                workers=workers,
+                short_side=args.short_side,
+                quality=args.quality,
+                overwrite=args.overwrite,
+                root=args.root,
+                labels=args.labels,
+                progress=not args.quiet,
+                executor=executor,
+                shard_size=args.shard_size,
+            )
     except (FileNotFoundError, ValueError, TypeError) as e:
         return _usage_error(parser, "convert", e)
+    except (OutputLockedError, DiskFullError) as e:
+        print(f"vidload convert: {e}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("vidload convert: interrupted; run it again to resume", file=sys.stderr)
         return 130
     print_convert_summary(report, sys.stdout)
+    if report.stopped is not None:
+        print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
@@ -201,7 +262,7 @@ def print_convert_summary(report, out: TextIO) -> None:
     """The end-of-run summary of a ConvertReport."""
     from vidload.progress import format_bytes
 
-    total = len(report.rows)
+    total = len(report.rows) + len(report.unfinished)
     print(
         f"converted {len(report.converted)}, skipped {len(report.skipped)} (already done), "
         f"failed {len(report.failed)} of {total} videos in {report.seconds:.1f} s "
@@ -233,7 +294,16 @@ def print_convert_summary(report, out: TextIO) -> None:
         done = total - len(report.failed)
         print(f"frame counts: reported == actual for all {done} videos stored", file=out)
     _print_failures(report.failed, total, out)
-    print(f"manifest: {report.manifest_path}", file=out)
+    if report.unfinished:
+        print(
+            f"unfinished: {len(report.unfinished)} of {total} videos (the run stopped; run it "
+            f"again to convert them)",
+            file=out,
+        )
+    if report.manifest_written:
+        print(f"manifest: {report.manifest_path}", file=out)
+    else:
+        print(f"manifest: NOT written ({report.manifest_path}); a rerun recovers it", file=out)
 
 
 def _print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> None:
@@ -250,13 +320,16 @@ def _probe(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from vidload.probe import probe
 
     try:
-        rows = probe(
-            args.input,
-            root=args.root,
-            workers=args.workers,
-            labels=args.labels,
-            progress=not args.quiet,
-        )
+        with _executor(args) as (executor, workers):
+            rows = probe(
+                args.input,
+                root=args.root,
+                labels=args.labels,
+                workers=workers,
+                progress=not args.quiet,
+                executor=executor,
+                shard_size=args.shard_size,
+            )
         class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     except (FileNotFoundError, ValueError, TypeError) as e:
         return _usage_error(parser, "probe", e)

@@ -95,6 +95,9 @@ PARTS_DIR = ".vidload-convert.parts"
 DEFAULT_SHARD_SIZE = 16
 #: How often the driver rewrites manifest.csv while a run goes on.
 _CHECKPOINT_S = 30.0
+#: Disk space held back for the final manifest (`_reserve`): bytes per video, and bounds.
+_RESERVE_PER_VIDEO, _RESERVE_MIN, _RESERVE_MAX = 256, 64 << 10, 64 << 20
+_RESERVE_NAME = "reserve"
 
 
 @dataclass(frozen=True)
@@ -261,7 +264,30 @@ def _plan_locked(
     plan.shards = tuple(shards)
     if shards:
         parts.mkdir()
+        size = len(items) * _RESERVE_PER_VIDEO
+        _reserve(parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
     return plan
+
+
+def _reserve(path: Path, size: int) -> None:
+    """Hold `size` bytes of disk in `path` so that the manifest of what finished can still be
+    written when the containers fill the disk (`finish` deletes it first)."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
+        try:
+            try:
+                os.posix_fallocate(fd, 0, size)
+            except (AttributeError, OSError) as e:
+                if is_disk_full(e):
+                    raise
+                os.write(fd, bytes(size))  # no fallocate on this file system
+        finally:
+            os.close(fd)
+    except OSError as e:
+        path.unlink(missing_ok=True)
+        if is_disk_full(e):
+            raise DiskFullError(path) from e
+        raise
 
 
 class ConvertPlan:
@@ -325,6 +351,7 @@ class ConvertPlan:
             raise RuntimeError("this ConvertPlan has already been finished")
         try:
             outcomes = self._outcomes(results)
+            (self.output / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
             try:
                 _write_manifest_rows(self.manifest_path, self._merged(outcomes))
                 manifest_written = True
