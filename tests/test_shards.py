@@ -366,3 +366,33 @@ def test_disk_full_at_start_leaves_nothing(small_disk, tmp_path, capsys):
     assert not out.exists() or list(out.iterdir()) == []  # no lock, options file, temporaries
     with pytest.raises(DiskFullError):
         convert(src, out, to="npy", workers=1, progress=False)
+
+
+# --------------------------------------------------------------------------- allocator
+
+
+@pytest.mark.parametrize(
+    "env, expected",
+    [
+        ({}, []),
+        ({"MALLOC_TRIM_THRESHOLD_": "65536"}, [(-3, 32 << 20), (-1, 64 << 20)]),
+        ({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=65536"}, [(-3, 32 << 20), (-1, 64 << 20)]),
+    ],
+)
+def test_tasks_undo_a_low_malloc_trim_threshold(monkeypatch, env, expected):
+    import vidload._parallel as par
+
+    calls: list[tuple[int, int]] = []
+
+    class FakeLibc:
+        def mallopt(self, param, value):
+            calls.append((param, value))
+            return 1
+
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_", "GLIBC_TUNABLES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(par, "_libc", lambda: FakeLibc())
+    par._tune_malloc()
+    assert calls == expected

@@ -208,7 +208,10 @@ def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int |
         ) from e
     if args.dask == "local":
         n = args.workers or default_workers()
-        with LocalCluster(n_workers=n, threads_per_worker=1, processes=True) as cluster:
+        cluster = LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+        with cluster:
             with Client(cluster) as client:
                 yield client.get_executor(), None
         return
