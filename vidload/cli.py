@@ -213,7 +213,7 @@ def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int |
         )
         with cluster:
             with Client(cluster) as client:
-                yield client.get_executor(), None
+                yield client.get_executor(pure=False), None
         return
     if args.workers is not None:
         raise ValueError(
@@ -224,7 +224,7 @@ def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int |
     except OSError as e:
         raise ValueError(f"--dask {args.dask}: cannot reach the scheduler ({e})") from e
     with client:
-        yield client.get_executor(), None
+        yield client.get_executor(pure=False), None
 
 
 def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

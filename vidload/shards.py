@@ -336,9 +336,11 @@ class ConvertPlan:
             self._lock.release()
             self._lock = None
 
-    def checkpoint(self, results: Iterable[ShardResult] = ()) -> None:
-        """Rewrite manifest.csv with the rows known so far (the run goes on)."""
-        _write_manifest_rows(self.manifest_path, self._merged(self._outcomes(results)))
+    def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
+        """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
+        also those the shards' part manifests hold (the videos of shards still running)."""
+        outcomes = self._outcomes(results) if parts else _by_id(results)
+        _write_manifest_rows(self.manifest_path, self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
         """Merge the parts (and `results`) into manifest.csv, remove the temporaries of killed
@@ -369,9 +371,7 @@ class ConvertPlan:
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, _Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
         outcomes = _read_parts(self.output / PARTS_DIR)
-        for result in results:
-            for outcome in result.outcomes:
-                outcomes[outcome.row.video_id] = outcome
+        outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {vid: o for vid, o in outcomes.items() if vid in wanted}
 
@@ -421,6 +421,10 @@ class ConvertPlan:
             stopped=stopped,
             manifest_written=manifest_written,
         )
+
+
+def _by_id(results: Iterable[ShardResult]) -> dict[str, _Outcome]:
+    return {o.row.video_id: o for result in results for o in result.outcomes}
 
 
 def _write_manifest_rows(path: Path, rows: dict[str, ManifestRow]) -> None:
@@ -535,7 +539,7 @@ def run_plan(
     except BaseException:
         bar.close()
         try:
-            plan.checkpoint(results)
+            plan.checkpoint(results, parts=True)
         finally:
             plan.close()
         raise
