@@ -122,7 +122,15 @@ def test_probe_table_marks_mismatches_and_writes_a_manifest(videos, tmp_path, ca
     manifest = tmp_path / "probe.csv"
     assert main(["probe", str(videos), "--write", str(manifest), "--workers", "1", "-q"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split() == ["video_id", "reported", "actual", "size", "fps", "status"]
+    assert lines[0].split() == [
+        "video_id",
+        "reported",
+        "actual",
+        "size",
+        "fps",
+        "rotation",
+        "status",
+    ]
     (trunc,) = [ln for ln in lines if "b/trunc.mp4" in ln]
     assert trunc.startswith("!") and trunc.split()[2] == "40" and "mismatch" in trunc
     (x1,) = [ln for ln in lines if "a/x1.mp4" in ln]

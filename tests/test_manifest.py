@@ -87,8 +87,8 @@ def test_manifest_round_trip(tmp_path):
     write_manifest(path, _rows())
     lines = path.read_text().splitlines()
     assert lines[0] == HEADER
-    assert lines[1] == "a/x1.mp4,0,50,28,320,240,29.97002997002997,123456,mismatch,"
-    assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B"""'
+    assert lines[1] == "a/x1.mp4,0,50,28,320,240,29.97002997002997,123456,mismatch,,"
+    assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B""",'
     assert read_manifest(path) == _rows()
     assert is_manifest(path)
     mode = stat.S_IMODE(path.stat().st_mode)
@@ -124,11 +124,12 @@ def test_manifest_row_normalises_and_validates():
 @pytest.mark.parametrize(
     ("body", "match"),
     [
-        ("video_id,label\n", r"m.csv:1: manifest header \['video_id', 'label'\] must be"),
-        (HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, a manifest row has 10"),
-        (HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,\n", r"m.csv:2: status \('fine'\) must be"),
-        (HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,\n", r"m.csv:3: reported_frames \('x'\) is not"),
-        (HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,\n", r"m.csv:2: fps \('fast'\) is not a number"),
+        ("video_id,label,label\n", r"m.csv:1: manifest header .* names \['label'\] twice"),
+        (HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, the header has 11"),
+        (HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,,\n", r"m.csv:2: status \('fine'\) must be"),
+        (HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,,\n", r"m.csv:3: reported_frames \('x'\) is not"),
+        (HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,,\n", r"m.csv:2: fps \('fast'\) is not a number"),
+        (HEADER + "\na.mp4,0,1,1,2,2,25,9,ok,,45\n", r"m.csv:2: rotation \('45'\) must be one of"),
     ],
 )
 def test_manifest_errors_name_file_and_line(tmp_path, body, match):
@@ -180,3 +181,18 @@ def test_load_videos_from_sequences():
 def test_load_videos_sequence_errors(videos, error, match):
     with pytest.raises(error, match=match):
         load_videos(videos)
+
+
+def test_manifest_columns_by_name_extra_and_missing_ones(tmp_path):
+    old = tmp_path / "old.csv"  # an older version's manifest: no rotation column
+    old.write_text(
+        "video_id,label,reported_frames,actual_frames,width,height,fps,bytes,status,error\n"
+        "a/x.mp4,2,10,10,64,48,25.0,99,ok,\n"
+    )
+    (row,) = read_manifest(old)
+    assert (row.label, row.actual_frames, row.rotation) == (2, 10, None)
+    extra = tmp_path / "extra.csv"  # columns in another order, plus one this version lacks
+    extra.write_text("video_id,split,rotation,label\nb/y.mp4,train,90+hflip,1\n")
+    (row,) = read_manifest(extra)
+    assert (row.video_id, row.label, row.rotation, row.status) == ("b/y.mp4", 1, "90+hflip", "ok")
+    assert [e.label for e in load_videos(extra)] == [1]

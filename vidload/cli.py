@@ -360,7 +360,7 @@ def _cell(value: object) -> str:
 
 def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
     """A table of reported vs actual counts: `!` marks a mismatch, `x` a failure."""
-    header = ("", "video_id", "reported", "actual", "size", "fps", "status")
+    header = ("", "video_id", "reported", "actual", "size", "fps", "rotation", "status")
     table = [header]
     for r in rows:
         mark = {"mismatch": "!", "failed": "x"}.get(r.status, " ")
@@ -374,6 +374,7 @@ def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
                 _cell(r.actual_frames),
                 size,
                 _cell(r.fps),
+                _cell(r.rotation),
                 status,
             )
         )

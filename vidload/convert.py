@@ -24,7 +24,8 @@ names -> 0, 1, ..., or the mapping of a `labels` file) and the names go to
 `output/classes.txt`, one per line in label order (`vidload.labels`). Videos directly in the
 folder are unlabelled.
 
-Frames are decoded (`VideoSource.iter_frames`: the frames that really decode), optionally
+Frames are decoded (`VideoSource.iter_frames`: the frames that really decode, turned upright
+by the video's display rotation, which the manifest's `rotation` column records), optionally
 resized so the short side is `short_side` (cv2.INTER_AREA, aspect kept), and JPEG-encoded at
 `quality`. A JPEG folder is repacked byte for byte (the stored bytes are the files' bytes) unless
 `short_side` is given, which decodes, resizes and re-encodes it.
@@ -547,8 +548,12 @@ def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
 def _stored_row(
     job: _Job, reported: int | None, actual: int, size: tuple[int, int], fps: float | None
 ) -> ManifestRow:
-    """The manifest row of `job`'s written container: `actual` frames of (height, width)."""
+    """The manifest row of `job`'s written container: `actual` frames of (height, width).
+    A video's `rotation` is the display orientation `VideoSource` applied to the frames."""
     height, width = size
+    rotation = None
+    if job.item.kind == "video":  # one more decoded frame: PyAV shows the matrix on frames only
+        rotation = str(VideoSource(job.root, cache_size=0).orientation(job.item.video_id))
     return ManifestRow(
         job.item.video_id,
         job.item.label,
@@ -559,6 +564,7 @@ def _stored_row(
         fps=fps,
         bytes=_path_bytes(job.container),
         status=_status(reported, actual),
+        rotation=rotation,
     )
 
 

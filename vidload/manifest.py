@@ -55,7 +55,10 @@ MANIFEST_FIELDS: tuple[str, ...] = (
     "bytes",
     "status",
     "error",
+    "rotation",
 )
+#: Columns a manifest must have; the others may be missing (older manifests: None).
+REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
 
 #: Label given to unlabelled videos (an empty manifest `label` cell).
 UNLABELLED = -1
@@ -82,6 +85,10 @@ class ManifestRow:
         bytes: size of the file in bytes.
         status: one of MANIFEST_STATUSES ("ok", "mismatch", "failed", "skipped").
         error: why the video failed, or None.
+        rotation: the input video's display orientation, which `VideoSource` applies (so
+            `width`/`height` and every stored frame are upright): "0", "90", "180", "270"
+            (degrees counter-clockwise), "+hflip" appended when mirrored; None when unknown
+            or not a video (containers store upright frames).
     """
 
     video_id: str
@@ -94,6 +101,7 @@ class ManifestRow:
     bytes: int | None = None
     status: ManifestStatus = "ok"
     error: str | None = None
+    rotation: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "video_id", normalize_video_id(self.video_id))
@@ -112,6 +120,12 @@ class ManifestRow:
             object.__setattr__(self, "fps", float(self.fps))
         if self.error is not None and not isinstance(self.error, str):
             raise TypeError(f"error must be a str or None, got {self.error!r}")
+        if self.rotation is not None:
+            from vidload.sources._orientation import parse_orientation
+
+            if not isinstance(self.rotation, str):
+                raise TypeError(f"rotation must be a str or None, got {self.rotation!r}")
+            parse_orientation(self.rotation)
 
 
 @dataclass(frozen=True)
@@ -139,7 +153,12 @@ def is_manifest(path: str | os.PathLike[str]) -> bool:
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
-    """Rows of the manifest CSV at `path`; errors name the file and line."""
+    """Rows of the manifest CSV at `path`; errors name the file and line.
+
+    Columns are found by name: columns this version does not know are ignored and known ones
+    that are missing (a manifest from an older version has no `rotation`) are None, so an
+    extra column never breaks a reader. `video_id` is required.
+    """
     path = Path(path)
     text = _read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
@@ -147,8 +166,16 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
         header = next(reader)
     except StopIteration:
         raise ValueError(f"{path}: empty file, expected the manifest header") from None
-    if tuple(header) != MANIFEST_FIELDS:
-        raise ValueError(f"{path}:1: manifest header {header} must be {list(MANIFEST_FIELDS)}")
+    header = [h.strip() for h in header]
+    missing = [f for f in REQUIRED_FIELDS if f not in header]
+    twice = sorted({h for h in header if header.count(h) > 1})
+    if missing or twice:
+        raise ValueError(
+            f"{path}:1: manifest header {header} "
+            + (f"lacks {missing}" if missing else f"names {twice} twice")
+            + f"; a manifest has the columns {list(MANIFEST_FIELDS)}"
+        )
+    known = [f for f in MANIFEST_FIELDS if f in header]
     rows = []
     while True:
         try:
@@ -160,12 +187,11 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
         if not cells or cells == [""]:
             continue
         where = f"{path}:{reader.line_num}"
-        if len(cells) != len(MANIFEST_FIELDS):
-            raise ValueError(
-                f"{where}: {len(cells)} cells, a manifest row has {len(MANIFEST_FIELDS)}"
-            )
+        if len(cells) != len(header):
+            raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
+        by_name = dict(zip(header, cells, strict=True))
         try:
-            rows.append(_parse_row(dict(zip(MANIFEST_FIELDS, cells, strict=True))))
+            rows.append(_parse_row({f: by_name[f] for f in known}))
         except (ValueError, TypeError) as e:
             raise ValueError(f"{where}: {e}") from e
     return rows
@@ -358,16 +384,20 @@ def _parse_int(name: str, text: str) -> int:
 
 
 def _parse_row(cells: dict[str, str]) -> ManifestRow:
+    """A row from its cells by column name; a column not given (or an empty cell) is None."""
     values: dict[str, object] = {"video_id": cells["video_id"]}
     for name in _INT_FIELDS:
-        values[name] = _parse_int(name, cells[name]) if cells[name] != "" else None
-    if cells["fps"] != "":
+        text = cells.get(name, "")
+        values[name] = _parse_int(name, text) if text != "" else None
+    if cells.get("fps", "") != "":
         try:
             values["fps"] = float(cells["fps"])
         except ValueError:
             raise ValueError(f"fps ({cells['fps']!r}) is not a number") from None
-    values["status"] = cells["status"]
-    values["error"] = cells["error"] or None
+    if "status" in cells:
+        values["status"] = cells["status"]
+    values["error"] = cells.get("error") or None
+    values["rotation"] = cells.get("rotation") or None
     return ManifestRow(**values)
 
 

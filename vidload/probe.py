@@ -5,7 +5,9 @@
 each:
 
 * a video file: `reported_frames` from its header (`VideoSource.info`, no decoding),
-  `actual_frames` from a full decode of the same stream (`VideoSource.actual_frames`).
+  `actual_frames` from a full decode of the same stream (`VideoSource.actual_frames`),
+  `rotation` its display orientation (`VideoSource.orientation`); width and height are those
+  of the upright frames `VideoSource` returns.
 * a JPEG frame folder: `reported_frames` is the list's `total_frames` when an annotation list
   gives one, else the number of frame files; `actual_frames` the contiguous run of frames.
 * an `.h5` / `.npy` container: the counts its source gives; the first and last frames are
@@ -145,6 +147,9 @@ def _probe_item(job: _ProbeJob, known: dict[str, object]) -> ManifestRow:
             reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
         )
         actual = src.actual_frames(vid)  # raises when no frame decodes
+        orientation = src.orientation(vid)  # frames come back upright: report that size
+        height, width = orientation.displayed_size(info.height, info.width)
+        known.update(width=width, height=height, rotation=str(orientation))
     else:
         if item.kind == "jpeg":
             counts = {vid: item.listed_frames} if item.listed_frames is not None else None

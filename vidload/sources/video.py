@@ -44,16 +44,16 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from itertools import chain
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, Literal, get_args
 
 import av
 import av.error
 import numpy as np
 
 from vidload.errors import FrameCountError, VideoReadError
+from vidload.sources._orientation import IDENTITY, Orientation, frame_orientation
 from vidload.sources._video_index import (
     FrameIndex,
     IndexRecorder,
@@ -64,6 +64,9 @@ from vidload.sources._video_index import (
 )
 from vidload.sources.base import as_index_array, check_regular_file, normalize_video_id
 from vidload.transforms import ClipGeometry
+
+Rotation = Literal["auto", "ignore"]
+ROTATIONS: tuple[str, ...] = get_args(Rotation)
 
 __all__ = ["VideoInfo", "VideoSource"]
 
@@ -161,6 +164,11 @@ class VideoSource:
         stream: which video stream to use, as an index among the file's video streams; None
             (default) takes FFmpeg's best video stream. The same stream is counted and decoded.
         cache_size: open files kept per process (0 closes each file after every call).
+        rotation: "auto" (default) returns frames as they are meant to be displayed: each
+            decoded frame's display matrix (a phone video's 90/180/270 degree rotation, or a
+            mirror; see `orientation`) is applied to its pixels, as players, decord and the
+            `ffmpeg` command line do, so a portrait phone video comes back portrait. "ignore"
+            returns the stored pixels. Frame counts are the same either way.
 
     Picklable: it holds only paths and settings. Open files and indexes live per process and
     are dropped when the process id changes (a fork) and left out of pickles. Safe to use
@@ -175,6 +183,7 @@ class VideoSource:
         threads: int = 1,
         stream: int | None = None,
         cache_size: int = 8,
+        rotation: Rotation = "auto",
     ) -> None:
         for name, value in (("threads", threads), ("cache_size", cache_size)):
             if isinstance(value, bool) or not isinstance(value, int):
@@ -186,7 +195,10 @@ class VideoSource:
                 raise TypeError(f"stream must be an int or None, got {stream!r}")
             if stream < 0:
                 raise ValueError(f"stream ({stream}) must be >= 0")
+        if rotation not in ROTATIONS:
+            raise ValueError(f"rotation ({rotation!r}) must be one of {ROTATIONS}")
         self.root = Path(root)
+        self.rotation = rotation
         self.threads = threads
         self.stream = stream
         self.cache_size = cache_size
@@ -200,6 +212,7 @@ class VideoSource:
         self._handles: OrderedDict[str, _Handle] = OrderedDict()
         self._indexes: OrderedDict[tuple[str, tuple[int, int]], FrameIndex] = OrderedDict()
         self._actual: dict[tuple[str, tuple[int, int]], int] = {}
+        self._orientations: dict[tuple[str, tuple[int, int]], Orientation] = {}
 
     def _check_pid(self) -> None:
         if self._pid != os.getpid():
@@ -215,6 +228,7 @@ class VideoSource:
             "threads": self.threads,
             "stream": self.stream,
             "cache_size": self.cache_size,
+            "rotation": self.rotation,
             "_skip_nonref": self._skip_nonref,
         }
 
@@ -225,7 +239,7 @@ class VideoSource:
     def __repr__(self) -> str:
         return (
             f"VideoSource({str(self.root)!r}, threads={self.threads}, stream={self.stream}, "
-            f"cache_size={self.cache_size})"
+            f"cache_size={self.cache_size}, rotation={self.rotation!r})"
         )
 
     def close(self) -> None:
@@ -329,6 +343,44 @@ class VideoSource:
         rate (rounded), else None. No decoding; may be wrong."""
         return self.info(video_id).reported_frames
 
+    def orientation(self, video_id: str) -> Orientation:
+        """The display orientation of the chosen stream, from its first decoded frame's
+        display matrix (IDENTITY when it has none; PyAV exposes the matrix only on decoded
+        frames). Decodes one frame, once per process and file version. With
+        rotation="ignore" this is still what the file says; `read` just does not apply it.
+
+        Raises:
+            VideoReadError: no frame decodes, or the matrix is not a right-angle rotation or
+                mirror (VideoSource cannot apply it; pass rotation="ignore").
+        """
+        path = self.path(video_id)
+        key = (str(path), self._stat(path))
+        self._check_pid()
+        found = self._orientations.get(key)
+        if found is None:
+            for frame in self._decode_all(path):
+                found = _orientation_of(path, frame)
+                break
+            else:
+                raise VideoReadError(path, "no frame of the video stream decodes")
+            self._orientations[key] = found
+        return found
+
+    def _converter(
+        self, path: Path, geometry: ClipGeometry | None = None
+    ) -> Callable[[av.VideoFrame], np.ndarray]:
+        """frame -> uint8 RGB: as displayed (rotation="auto": the frame's own display matrix,
+        `_orientation_of`) or as stored, at full size or with `geometry` (`_scaled_rgb`)."""
+        auto = self.rotation == "auto"
+
+        def convert(frame: av.VideoFrame) -> np.ndarray:
+            orientation = _orientation_of(path, frame) if auto else IDENTITY
+            if geometry is not None:
+                return _scaled_rgb(frame, geometry, orientation)
+            return orientation.apply(_rgb(frame))
+
+        return convert
+
     # ------------------------------------------------------------------ counting
 
     def actual_frames(self, video_id: str) -> int:
@@ -414,9 +466,10 @@ class VideoSource:
         path = self.path(video_id)
         key = (str(path), self._stat(path))
         recorder = IndexRecorder()
+        convert = self._converter(path)
         for frame in self._decode_all(path, recorder):
             recorder.on_frame(frame)
-            yield _rgb(frame)
+            yield convert(frame)
         self._check_pid()
         self._store_exact(key, recorder.index())
         if not recorder.keys:
@@ -444,10 +497,12 @@ class VideoSource:
         idx = as_index_array(indices)
         path = self.path(video_id)
         handle = self._handle(path)
-        convert = _rgb if geometry is None else partial(_scaled_rgb, geometry=geometry)
+        convert = self._converter(path, geometry)
         try:
             if idx.size == 0:
                 h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
+                if self.rotation == "auto":
+                    h, w = self.orientation(video_id).displayed_size(h, w)
                 if geometry is not None:
                     h, w = geometry.resolve(h, w).out
                 return np.empty((0, h, w, 3), np.uint8)
@@ -645,33 +700,51 @@ def _rgb(frame: av.VideoFrame) -> np.ndarray:
     return frame.to_ndarray(format="rgb24", threads=1)
 
 
-def _scaled_rgb(frame: av.VideoFrame, geometry: ClipGeometry) -> np.ndarray:
-    """uint8 (out_h, out_w, 3) RGB: `frame` with `geometry` applied, scaled in the YUV -> RGB
-    conversion.
+def _scaled_rgb(
+    frame: av.VideoFrame, geometry: ClipGeometry, orientation: Orientation = IDENTITY
+) -> np.ndarray:
+    """uint8 (out_h, out_w, 3) RGB: `frame` turned by `orientation`, with `geometry` applied,
+    scaled in the YUV -> RGB conversion.
 
-    The whole frame is converted at the size (H * out_h / box_h, W * out_w / box_w), where the
-    plan's box is exactly the output size, so it is scaled once, by swscale, on the way to RGB
-    (never converted at full size and resized again); the box is then a slice, flipped by numpy.
-    swscale uses its area filter when shrinking and bilinear when growing.
+    The geometry resolves against the displayed (turned) size H x W. The whole frame is
+    converted at the size (H * out_h / box_h, W * out_w / box_w), where the plan's box is
+    exactly the output size, so it is scaled once, by swscale, on the way to RGB (never
+    converted at full size and resized again): in the stored orientation, i.e. with width and
+    height swapped for a 90/270 degree rotation. Then it is turned, the box sliced out and
+    flipped by numpy (views), and copied once. swscale uses its area filter when shrinking and
+    bilinear when growing.
     """
-    height, width = frame.height, frame.width
+    height, width = orientation.displayed_size(frame.height, frame.width)
     resolved = geometry.resolve(height, width)
     top, left, box_h, box_w = resolved.box
     out_h, out_w = resolved.out
     scaled_h = max(out_h, round(height * out_h / box_h))
     scaled_w = max(out_w, round(width * out_w / box_w))
     grow = scaled_h > height or scaled_w > width
+    stored_h, stored_w = orientation.displayed_size(scaled_h, scaled_w)  # its own inverse
     rgb = frame.to_ndarray(
-        width=scaled_w,
-        height=scaled_h,
+        width=stored_w,
+        height=stored_h,
         format="rgb24",
         interpolation="BILINEAR" if grow else "AREA",
         threads=1,
     )
+    rgb = orientation.view(rgb)
     y = min(scaled_h - out_h, round(top * scaled_h / height))
     x = min(scaled_w - out_w, round(left * scaled_w / width))
     region = rgb[y : y + out_h, x : x + out_w]
     return np.ascontiguousarray(region[:, ::-1] if resolved.flip else region)
+
+
+def _orientation_of(path: Path, frame: av.VideoFrame) -> Orientation:
+    found = frame_orientation(frame)
+    if found is None:
+        raise VideoReadError(
+            path,
+            f"display matrix rotates by {frame.rotation} degrees, not a multiple of 90: "
+            f"VideoSource cannot apply it (pass rotation='ignore' for the stored pixels)",
+        )
+    return found
 
 
 def _info(handle: _Handle) -> VideoInfo:
