@@ -103,6 +103,20 @@ def build_parser() -> argparse.ArgumentParser:
         help="smoke run: 2 short 160x120 videos converted in this process, 16 clips, "
         "1 repeat, no calibration",
     )
+    add(
+        "--geometry-short-side",
+        type=int,
+        default=128,
+        metavar="S",
+        help="geometry rows: each source's fused resize to short side S against a full-size "
+        "read + cv2.resize, on the benchmark's videos and a 1080p sample; 0 leaves them out "
+        "(default 128)",
+    )
+    add(
+        "--no-geometry-hd",
+        action="store_true",
+        help="geometry rows without the generated 1080p sample (quick: 640x360)",
+    )
     add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
     return p
 
@@ -136,6 +150,9 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         synth_size=(160, 120) if quick else (320, 240),
         convert_workers=1 if quick else None,
         progress=not args.no_progress,
+        geometry_short_side=args.geometry_short_side or None,
+        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else (1920, 1080)),
+        geometry_hd_seconds=0.6 if quick else 1.0,
     )
 
 

@@ -90,6 +90,22 @@ def split_table(result: Result, *, markdown: bool) -> str:
     return render_table(headers, rows, markdown=markdown)
 
 
+def geometry_table(g: dict, *, markdown: bool) -> str:
+    """One geometry set: per source, ms per clip fused and full + resize, and the ratio."""
+    headers = ["source", "fused ms/clip", "full+resize ms/clip", "× full+resize", "mean |diff|"]
+    rows = [
+        [
+            name,
+            _fmt(row["fused_ms_per_clip"], 2),
+            _fmt(row["full_resize_ms_per_clip"], 2),
+            _fmt(row["speedup"], 2),
+            _fmt(row["mean_abs_diff"], 2),
+        ]
+        for name, row in g["rows"].items()
+    ]
+    return render_table(headers, rows, markdown=markdown)
+
+
 def render(result: Result, *, markdown: bool = False) -> str:
     """The full report: a heading line, the speed table, the split table and the notes."""
     cfg = result["config"]
@@ -128,6 +144,15 @@ def render(result: Result, *, markdown: bool = False) -> str:
             f"decode + cv2.resize(INTER_AREA): {_fmt(red['dct_frames_per_s'], 0)} vs "
             f"{_fmt(red['full_resize_frames_per_s'], 0)} frames/s = {red['speedup']:.2f}×"
         )
+    for g in result.get("geometry") or []:
+        parts.append("")
+        parts.append(
+            f"Fused resize, {g['label']} ({g['input'][0]}x{g['input'][1]} -> "
+            f"{g['output'][0]}x{g['output'][1]}), "
+            f"{g['clips']} clips: read(..., geometry=) vs full-size read + cv2.resize(INTER_AREA):"
+        )
+        parts.append("")
+        parts.append(geometry_table(g, markdown=markdown))
     notes = result.get("notes", [])
     if notes:
         parts.append("")

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vidload._bench.geometry import measure_geometry
 from vidload._bench.loaders import (
     DecordBatch,
     Hdf5Raw,
@@ -84,6 +85,9 @@ class BenchConfig:
     synth_size: tuple[int, int] = (320, 240)
     convert_workers: int | None = None  # None: default_workers()
     progress: bool = True
+    geometry_short_side: int | None = 128  # None: no geometry rows
+    geometry_hd: tuple[int, int] | None = (1920, 1080)  # None: no high-resolution sample
+    geometry_hd_seconds: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("num_videos", "clips", "repeats", "frames", "batch_size"):
@@ -379,6 +383,27 @@ def _measure(
         dl_settings = _measure_dataloader(sources, readers, clips, labels, results, cfg, notes)
     if cfg.cold and sources:
         _measure_cold(sources, work, clips, results, cfg, notes)
+    geometry = None
+    if cfg.geometry_short_side is not None:
+        geometry = measure_geometry(
+            work,
+            _describe(work, spec, counts),
+            work.root / "geometry-hd",
+            short_side=cfg.geometry_short_side,
+            hd_size=cfg.geometry_hd,
+            hd_seconds=cfg.geometry_hd_seconds,
+            clips=cfg.clips,
+            frames=cfg.frames,
+            repeats=cfg.repeats,
+            min_time=cfg.min_time,
+            seed=cfg.seed,
+            quality=cfg.quality,
+            only=cfg.only,
+            convert_workers=cfg.convert_workers,
+            progress=cfg.progress,
+        )
+        for g in geometry:
+            _note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
     return {
         "config": {
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
@@ -402,6 +427,7 @@ def _measure(
         "dataloader_settings": dl_settings,
         "loaders": results,
         "reduced_decode": reduced,
+        "geometry": geometry,
         "notes": notes,
     }
 

@@ -15,8 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vidload.errors import VideoReadError
-from vidload.sources.jpeg_decode import decode_jpeg, jpeg_size, reduced_size
+from vidload.sources.jpeg_decode import decode_many, jpeg_size
 from vidload.transforms import ClipGeometry, Resolved, resize_into, scale_box
 
 __all__ = ["decode_geometry", "decode_size_for", "empty_clip"]
@@ -70,22 +69,24 @@ def decode_geometry(
     height, width = jpeg_size(buffers[first], path=path_of[first], index=int(indices[first]))
     resolved = geometry.resolve(height, width)
     size = decode_size_for(height, width, resolved)
-    decoded = reduced_size(height, width, size)
-    box = scale_box(resolved.box, (height, width), decoded)
+    # every named buffer once, at the reduced scale, straight into one array (decode_many
+    # checks that all frames have one size); then cut, resize and flip into the output
+    named = sorted(set(order_list), key=order_list.index)
+    slot = {b: n for n, b in enumerate(named)}
+    decoded = decode_many(
+        buffers,
+        order=named,
+        paths=paths,
+        indices=indices,
+        size=size,
+    )
+    box = scale_box(resolved.box, (height, width), decoded.shape[1:3])
     out = np.empty((len(order_list), *resolved.out, 3), np.uint8)
-    first_at: dict[int, int] = {}
+    done: dict[int, int] = {}
     for j, b in enumerate(order_list):
-        if b in first_at:
-            out[j] = out[first_at[b]]
+        if b in done:
+            out[j] = out[done[b]]
             continue
-        first_at[b] = j
-        img = decode_jpeg(buffers[b], path=path_of[b], index=int(indices[b]), size=size)
-        if img.shape[:2] != decoded:
-            raise VideoReadError(
-                path_of[b],
-                f"frame size differs from the clip's first frame (decoded {img.shape[1]}x"
-                f"{img.shape[0]} at reduced scale, expected {decoded[1]}x{decoded[0]})",
-                int(indices[b]),
-            )
-        resize_into(img, box, resolved, out[j])
+        done[b] = j
+        resize_into(decoded[slot[b]], box, resolved, out[j])
     return out

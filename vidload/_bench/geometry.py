@@ -1,0 +1,154 @@
+"""The geometry rows of `vidload bench`: each source's fused resize against a full-size decode
+followed by `cv2.resize`, on the benchmark's videos and on a small 1080p sample.
+
+Both sides read the same clips and produce the same output (`plan_geometry(short_side=S)` at
+test time: the whole frame scaled so its short side is S): "fused" is
+`source.read(vid, idx, geometry=plan)` (JPEG DCT scaling, or scaling in the video's YUV -> RGB
+pass), "full + resize" is `apply_geometry(source.read(vid, idx), plan)` (full-size decode, then
+cv2.resize with INTER_AREA). Times are interleaved rounds on the benchmark's own clock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vidload._bench.timing import OtherLoad, OwnClock, RoundRobin
+from vidload._bench.workdir import WorkDir, log, prepare
+from vidload.sampling import segment_indices
+from vidload.sources.hdf5 import Hdf5Source
+from vidload.sources.jpeg import JpegSource
+from vidload.sources.npy import NpySource
+from vidload.sources.video import VideoSource
+from vidload.synth import SynthSpec
+from vidload.transforms import apply_geometry, plan_geometry
+
+__all__ = ["GEOMETRY_SOURCES", "measure_geometry"]
+
+#: The rows, by the names `--only` uses.
+GEOMETRY_SOURCES = ("video", "jpeg", "hdf5", "npy-mmap")
+
+
+def _sources(work: WorkDir) -> dict[str, Any]:
+    conv = work.converted
+    return {
+        "video": VideoSource(work.videos, threads=1),
+        "jpeg": JpegSource(conv["jpeg"]),
+        "hdf5": Hdf5Source(conv["hdf5"]),
+        "npy-mmap": NpySource(conv["npy"], mode="mmap"),
+    }
+
+
+def _clips(work: WorkDir, sources: dict[str, Any], n: int, frames: int, seed: int):
+    counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
+    rng = np.random.default_rng(seed)
+    ids = list(work.video_ids)
+    out = []
+    for i in range(n):
+        vid = ids[i % len(ids)]
+        out.append((vid, segment_indices(counts[vid], frames, train=True, rng=rng)))
+    return out
+
+
+def _measure_set(
+    label: str,
+    work: WorkDir,
+    short_side: int,
+    *,
+    clips: int,
+    frames: int,
+    repeats: int,
+    min_time: float,
+    seed: int,
+    only: tuple[str, ...] | None,
+) -> dict[str, Any]:
+    sources = _sources(work)
+    if only is not None:
+        sources = {k: v for k, v in sources.items() if k in only}
+    clip_list = _clips(work, sources, clips, frames, seed)
+    plan = plan_geometry(short_side=short_side, train=False, rng=None)
+    height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
+    out = plan.resolve(height, width).out
+
+    def fused(src) -> None:
+        for vid, idx in clip_list:
+            src.read(vid, idx, geometry=plan)
+
+    def full_resize(src) -> None:
+        for vid, idx in clip_list:
+            apply_geometry(src.read(vid, idx), plan)
+
+    diffs = {}
+    for name, src in sources.items():
+        vid, idx = clip_list[0]
+        a = src.read(vid, idx, geometry=plan).astype(np.int16)
+        b = apply_geometry(src.read(vid, idx), plan).astype(np.int16)
+        diffs[name] = float(np.abs(a - b).mean())
+    with OwnClock() as clock:
+        rr = RoundRobin(min_time, clock)
+        for name, src in sources.items():
+            rr.add(f"{name}/fused", lambda src=src: fused(src))
+            rr.add(f"{name}/full", lambda src=src: full_resize(src))
+        log(f"timing fused resize on {label}: {repeats} interleaved repeats")
+        with OtherLoad() as other:
+            rr.run(repeats)
+    rows = {}
+    for name in sources:
+        f, g = rr.best(f"{name}/fused"), rr.best(f"{name}/full")
+        rows[name] = {
+            "fused_ms_per_clip": 1000 * f / len(clip_list),
+            "full_resize_ms_per_clip": 1000 * g / len(clip_list),
+            "speedup": g / f,
+            "mean_abs_diff": diffs[name],
+            "times_s": {"fused": rr.times[f"{name}/fused"], "full": rr.times[f"{name}/full"]},
+        }
+    return {
+        "label": label,
+        "input": [int(width), int(height)],
+        "output": [int(out[1]), int(out[0])],
+        "clips": len(clip_list),
+        "other_load_cpus": other.cpus,
+        "rows": rows,
+    }
+
+
+def measure_geometry(
+    main: WorkDir,
+    main_label: str,
+    hd_work: Path | None,
+    *,
+    short_side: int,
+    hd_size: tuple[int, int] | None,
+    hd_seconds: float,
+    clips: int,
+    frames: int,
+    repeats: int,
+    min_time: float,
+    seed: int,
+    quality: int,
+    only: tuple[str, ...] | None,
+    convert_workers: int | None,
+    progress: bool,
+) -> list[dict[str, Any]]:
+    """Fused vs full + resize for every source, on the benchmark's videos and (when `hd_size`
+    is given) on 2 generated videos of that size kept under `hd_work`."""
+    kw = dict(frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only)
+    sets = [_measure_set(main_label, main, short_side, clips=clips, **kw)]
+    if hd_size is not None and hd_work is not None:
+        spec = SynthSpec(num_videos=2, width=hd_size[0], height=hd_size[1], seconds=hd_seconds)
+        log(f"preparing the {hd_size[0]}x{hd_size[1]} sample for the geometry rows")
+        hd = prepare(
+            None,
+            hd_work,
+            num_videos=2,
+            spec=spec,
+            quality=quality,
+            short_side=None,
+            workers=convert_workers,
+            progress=progress,
+        )
+        label = f"synthetic {hd_size[0]}x{hd_size[1]} H.264"
+        sets.append(_measure_set(label, hd, short_side, clips=max(4, clips // 4), **kw))
+    return sets
