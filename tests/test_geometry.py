@@ -315,3 +315,18 @@ def test_a_source_ignoring_the_geometry_is_caught(sources):
     ds = ClipDataset(_videos(), Liar(sources["npy"]), crop=16, seed=0)
     with pytest.raises(TypeError, match=r"not the crop 16x16"):
         ds[0]
+
+
+@pytest.mark.parametrize("stack", [False, True])
+def test_read_ahead_finds_the_video_of_every_item(sources, stack):
+    from vidload.prefetch import item_files
+
+    ds = ClipDataset(
+        _videos(), sources["npy"], train=False, clips_per_video=2, crop=32, short_side=40,
+        spatial_views=3, stack_views=stack,
+    )  # fmt: skip
+    lookup = item_files(ds)
+    for i in range(len(ds)):
+        video_id, _ = lookup(i)
+        assert video_id == ds.videos[i // ds.items_per_video].video_id
+    assert {lookup(i)[0] for i in range(len(ds))} == {name for name, _, _ in SHAPES}

@@ -281,7 +281,12 @@ def resize_into(
     """Crop `box` (top, left, h, w in `image`'s pixels, rounded here) from uint8 (H, W, 3)
     `image`, resize it to `out`'s (out_h, out_w) and flip it as `resolved` says, into `out`.
 
-    Resize: cv2 INTER_AREA when shrinking (averages, no aliasing), INTER_LINEAR when growing.
+    Resize: cv2 INTER_AREA when shrinking by 2x or more in either dimension (it averages every
+    source pixel: no aliasing), INTER_LINEAR otherwise (growing, or shrinking by less than 2x,
+    where bilinear taps less than 2 pixels apart still reach every source pixel). Measured on
+    320x240 -> 171x128 (q95 frames, one core): INTER_AREA 231 us a frame, INTER_LINEAR 51 us,
+    mean |difference| 0.68 of 255; after a DCT-scaled decode the remaining factor is always
+    below 2, so this is what the container sources' fused path pays.
     """
     h, w = image.shape[:2]
     top, left = min(h - 1, round(box[0])), min(w - 1, round(box[1]))
@@ -294,8 +299,8 @@ def resize_into(
     if region.shape[:2] == (out_h, out_w):
         resized = region
     else:
-        grow = out_h > region.shape[0] or out_w > region.shape[1]
-        interp = cv2.INTER_LINEAR if grow else cv2.INTER_AREA
+        shrink = max(region.shape[0] / out_h, region.shape[1] / out_w)
+        interp = cv2.INTER_AREA if shrink >= 2 else cv2.INTER_LINEAR
         if not resolved.flip:
             cv2.resize(region, (out_w, out_h), dst=out, interpolation=interp)
             return
@@ -312,7 +317,7 @@ def apply_geometry(
     *,
     frame_size: tuple[int, int] | None = None,
 ) -> np.ndarray:
-    """Apply one clip's geometry to every frame: crop the box, resize, flip.
+    """Apply one clip's geometry to every frame: crop the box, resize (see `resize_into`), flip.
 
     Args:
         frames: uint8 (k, H, W, 3) RGB.

@@ -1,11 +1,17 @@
 """The geometry rows of `vidload bench`: each source's fused resize against a full-size decode
 followed by `cv2.resize`, on the benchmark's videos and on a small 1080p sample.
 
-Both sides read the same clips and produce the same output (`plan_geometry(short_side=S)` at
-test time: the whole frame scaled so its short side is S): "fused" is
-`source.read(vid, idx, geometry=plan)` (JPEG DCT scaling, or scaling in the video's YUV -> RGB
-pass), "full + resize" is `apply_geometry(source.read(vid, idx), plan)` (full-size decode, then
-cv2.resize with INTER_AREA). Times are interleaved rounds on the benchmark's own clock.
+Three ways to the same output (`plan_geometry(short_side=S)` at test time: the whole frame
+scaled so its short side is S), on the same clips:
+
+- fused: `source.read(vid, idx, geometry=plan)` (JPEG DCT scaling then crop/resize, or scaling
+  in the video's YUV -> RGB pass);
+- full + apply_geometry: a full-size read, then vidload's own resize (`apply_geometry`: the same
+  filters as the fused path, without DCT scaling or swscale), to tell the two gains apart;
+- full + cv2.resize(INTER_AREA): a full-size read and the usual anti-aliased resize, the
+  reference the issue names.
+
+Times are interleaved rounds on the benchmark's own clock.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import numpy as np
 
 from vidload._bench.timing import OtherLoad, OwnClock, RoundRobin
 from vidload._bench.workdir import WorkDir, log, prepare
+from vidload._cv2 import cv2
 from vidload.sampling import segment_indices
 from vidload.sources.hdf5 import Hdf5Source
 from vidload.sources.jpeg import JpegSource
@@ -76,33 +83,44 @@ def _measure_set(
         for vid, idx in clip_list:
             src.read(vid, idx, geometry=plan)
 
-    def full_resize(src) -> None:
+    def full_apply(src) -> None:
         for vid, idx in clip_list:
             apply_geometry(src.read(vid, idx), plan)
+
+    def area(frames: np.ndarray) -> np.ndarray:
+        size = (int(out[1]), int(out[0]))
+        return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
+
+    def full_area(src) -> None:
+        for vid, idx in clip_list:
+            area(src.read(vid, idx))
 
     diffs = {}
     for name, src in sources.items():
         vid, idx = clip_list[0]
         a = src.read(vid, idx, geometry=plan).astype(np.int16)
-        b = apply_geometry(src.read(vid, idx), plan).astype(np.int16)
+        b = area(src.read(vid, idx)).astype(np.int16)
         diffs[name] = float(np.abs(a - b).mean())
     with OwnClock() as clock:
         rr = RoundRobin(min_time, clock)
         for name, src in sources.items():
             rr.add(f"{name}/fused", lambda src=src: fused(src))
-            rr.add(f"{name}/full", lambda src=src: full_resize(src))
+            rr.add(f"{name}/apply", lambda src=src: full_apply(src))
+            rr.add(f"{name}/full", lambda src=src: full_area(src))
         log(f"timing fused resize on {label}: {repeats} interleaved repeats")
         with OtherLoad() as other:
             rr.run(repeats)
     rows = {}
     for name in sources:
-        f, g = rr.best(f"{name}/fused"), rr.best(f"{name}/full")
+        f, a, g = (rr.best(f"{name}/{k}") for k in ("fused", "apply", "full"))
         rows[name] = {
             "fused_ms_per_clip": 1000 * f / len(clip_list),
+            "full_apply_ms_per_clip": 1000 * a / len(clip_list),
             "full_resize_ms_per_clip": 1000 * g / len(clip_list),
             "speedup": g / f,
+            "speedup_vs_apply": a / f,
             "mean_abs_diff": diffs[name],
-            "times_s": {"fused": rr.times[f"{name}/fused"], "full": rr.times[f"{name}/full"]},
+            "times_s": {k: rr.times[f"{name}/{k}"] for k in ("fused", "apply", "full")},
         }
     return {
         "label": label,
