@@ -139,6 +139,7 @@ def test_second_run_reuses_the_work_folder(quick_run, capsys):
         assert bench.main(argv) == 0
     stamp = (work / "npy").stat().st_mtime_ns
     argv = ["--quick", "--work", str(work), "--only", "npy-mmap,memory", "--no-dataloader"]
+    argv += ["--no-geometry-hd"]
     assert bench.main([*argv, "--clips", "2", *TINY]) == 0
     err = capsys.readouterr().err
     assert "reusing" in err and "converting" not in err
@@ -154,9 +155,11 @@ def test_user_videos_are_linked_and_benchmarked(tmp_path, capsys):
     rows = "video,jpeg,hdf5,npy-mmap,memory,pyav-from-start"
     argv = [str(data), "--quick", "--work", str(tmp_path / "work"), "--only", rows]
     argv += ["--workers", "0", "--clips", "3", "--json", str(out), *TINY]
+    argv += ["--geometry-short-side", "0"]  # the geometry rows are the quick run's business
     assert bench.main(argv) == 0
     result = json.loads(out.read_text())
     assert result["data"]["origin"] == str(data.resolve())
+    assert result["geometry"] is None
     # one.mp4 and one.avi differ only by extension: both kept, each read from its own container
     # (the first clip of every video is compared, and their frame sizes differ)
     assert result["data"]["frames_per_video"] == {"a/one.avi": 24, "a/one.mp4": 30}

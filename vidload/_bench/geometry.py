@@ -70,10 +70,13 @@ def _measure_set(
     min_time: float,
     seed: int,
     only: tuple[str, ...] | None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
+    """One geometry set (None when `only` leaves none of the geometry rows)."""
     sources = _sources(work)
     if only is not None:
         sources = {k: v for k, v in sources.items() if k in only}
+    if not sources:
+        return None
     clip_list = _clips(work, sources, clips, frames, seed)
     plan = plan_geometry(short_side=short_side, train=False, rng=None)
     height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
@@ -154,6 +157,8 @@ def measure_geometry(
     is given) on 2 generated videos of that size kept under `hd_work`."""
     kw = dict(frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only)
     sets = [_measure_set(main_label, main, short_side, clips=clips, **kw)]
+    if sets[0] is None:
+        return []
     if hd_size is not None and hd_work is not None:
         spec = SynthSpec(num_videos=2, width=hd_size[0], height=hd_size[1], seconds=hd_seconds)
         log(f"preparing the {hd_size[0]}x{hd_size[1]} sample for the geometry rows")
