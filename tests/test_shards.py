@@ -396,3 +396,32 @@ def test_tasks_undo_a_low_malloc_trim_threshold(monkeypatch, env, expected):
     monkeypatch.setattr(par, "_libc", lambda: FakeLibc())
     par._tune_malloc()
     assert calls == expected
+
+
+def test_a_failed_task_stops_the_run_with_what_finished(inputs, tmp_path):
+    from concurrent.futures import Executor, Future
+
+    class FailingSecond(Executor):
+        """Runs shards in this process; the second one's future fails, as a lost worker's."""
+
+        def __init__(self):
+            self.n = 0
+
+        def submit(self, fn, shard):
+            self.n += 1
+            future: Future = Future()
+            if self.n == 2:
+                future.set_exception(RuntimeError("worker lost"))
+            else:
+                future.set_result(fn(shard))
+            return future
+
+    out = tmp_path / "out"
+    report = convert(inputs, out, to="npy", executor=FailingSecond(), shard_size=2, progress=False)
+    assert report.stopped == "a conversion task failed (RuntimeError: worker lost)"
+    assert not report.ok and report.unfinished
+    handled = {r.video_id for r in read_manifest(out / "manifest.csv")}
+    assert handled == {r.video_id for r in report.rows} and handled.isdisjoint(report.unfinished)
+    assert temporaries(out) == []
+    rerun = convert(inputs, out, to="npy", workers=1, progress=False)
+    assert set(rerun.converted) | {r.video_id for r in rerun.failed} == set(report.unfinished)

@@ -514,9 +514,11 @@ def run_plan(
     progress: bool = True,
 ) -> ConvertReport:
     """Run every shard of `plan` on `executor` (default: `workers` local processes that die
-    with this one), then `plan.finish`. A full disk stops the run (the shards not started are
-    cancelled); an exception (Ctrl-C) writes the manifest of what finished, releases the lock
-    and propagates."""
+    with this one), then `plan.finish`. A full disk, or a task that fails (a worker process
+    killed by the OOM killer breaks a local pool; Dask gives a task up after it killed
+    `allowed-failures` workers), stops the run: the shards not started are cancelled, and the
+    report's `stopped` says why, its `unfinished` what is left. Ctrl-C (any BaseException)
+    writes the manifest of what finished, releases the lock and propagates."""
     total = sum(len(s.jobs) for s in plan.shards)
     bar = Progress(total, desc="convert", unit="video", enabled=progress and total > 0)
     results: list[ShardResult] = []
@@ -536,6 +538,8 @@ def run_plan(
                 if time.perf_counter() - last_checkpoint > _CHECKPOINT_S:
                     plan.checkpoint(results)
                     last_checkpoint = time.perf_counter()
+    except Exception as e:  # the executor lost a task: stop, keep what finished
+        stopped = f"a conversion task failed ({type(e).__name__}: {e})"
     except BaseException:
         bar.close()
         try:
