@@ -269,8 +269,8 @@ def _session_processes(sid: int) -> list[int]:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux's")
 def test_kill_9_of_the_cli_leaves_no_process(tmp_path):
     src = tmp_path / "in"
-    for i in range(16):
-        make_video(src / f"v{i:02d}.mp4", 40, width=W, height=H)
+    for i in range(24):  # ~80 ms of CPU each: ~1 s for two workers, so the kill lands mid-run
+        make_video(src / f"v{i:02d}.mp4", 120, width=128, height=96)
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "vidload", "convert", str(src), str(out), "--to", "jpeg"]
     cli = subprocess.Popen(
@@ -285,6 +285,7 @@ def test_kill_9_of_the_cli_leaves_no_process(tmp_path):
             time.sleep(0.05)
         assert list(out.glob("v[0-9]*")), "the conversion never started"
         assert len(_session_processes(cli.pid)) >= 3  # the CLI and its workers
+        assert cli.poll() is None, "the conversion finished before the kill"
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait()
         time.sleep(0.5)
@@ -296,7 +297,7 @@ def test_kill_9_of_the_cli_leaves_no_process(tmp_path):
         for pid in _session_processes(cli.pid):
             os.kill(pid, signal.SIGKILL)
     report = convert(src, out, to="jpeg", workers=1, progress=False)  # the rerun resumes
-    assert report.ok and len(report.rows) == 16
+    assert report.ok and len(report.rows) == 24 and report.converted
     assert temporaries(out) == []
 
 
