@@ -325,8 +325,6 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=10)
 
 
-# h5py reports the failed write of a file it is closing a second time, from a destructor
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 @pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy"])
 def test_disk_full_stops_with_the_manifest_of_what_finished(small_disk, tmp_path, to, capsys):
     from vidload.cli import main

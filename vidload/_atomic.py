@@ -115,7 +115,7 @@ def is_disk_full(e: BaseException) -> bool:
     seen: set[int] = set()
     while e is not None and id(e) not in seen:
         seen.add(id(e))
-        if isinstance(e, OSError) and e.errno in _FULL:
+        if isinstance(e, DiskFullError) or (isinstance(e, OSError) and e.errno in _FULL):
             return True
         text = str(e)
         if "No space left on device" in text or "errno = 28" in text:

@@ -35,7 +35,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
+from vidload._atomic import temp_path, write_bytes_atomic
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.base import as_index_array, check_regular_file, container_path
@@ -346,18 +346,18 @@ def write_hdf5(
     lengths = np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data))
     offsets = np.zeros(len(data) + 1, np.int64)
     np.cumsum(lengths, out=offsets[1:])
+    # Built in memory (HDF5's core driver: the same bytes its default driver writes) and
+    # written by Python: HDF5 never sees a failed write. When it did (a full disk), the file's
+    # close failed, HDF5 kept it open, and the process crashed (SIGSEGV) at exit.
+    with h5py.File(temp_path(path), "w", driver="core", backing_store=False) as f:
+        f.create_dataset("frames", data=np.frombuffer(b"".join(data), np.uint8))
+        f.create_dataset("offsets", data=offsets)
+        for key, value in {**computed, **extra}.items():
+            f.attrs[key] = value
+        f.flush()
+        image = f.id.get_file_image()
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with h5py.File(tmp, "w") as f:
-            f.create_dataset("frames", data=np.frombuffer(b"".join(data), np.uint8))
-            f.create_dataset("offsets", data=offsets)
-            for key, value in {**computed, **extra}.items():
-                f.attrs[key] = value
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_bytes_atomic(path, image)
     return len(data)
 
 
