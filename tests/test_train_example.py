@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import av
 import numpy as np
@@ -16,6 +18,8 @@ from vidload.synth import (
     make_sample_videos,
     render_frames,
 )
+
+TRAIN_PY = Path(__file__).parents[1] / "examples" / "train.py"
 
 
 def _disc(plain: np.ndarray, marked: np.ndarray) -> tuple[float, int]:
@@ -58,3 +62,18 @@ def test_plain_sample_videos_keep_their_spec_file(tmp_path):
     only when set."""
     make_sample_videos(tmp_path, SynthSpec(num_videos=1, width=32, height=32, seconds=0.2))
     assert "actions" not in json.loads((tmp_path / SPEC_FILE).read_text())
+
+
+@pytest.fixture(scope="module")
+def train_example():
+    spec = importlib.util.spec_from_file_location("vidload_train_example", TRAIN_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_train_example_quick_run(train_example, tmp_path, capsys):
+    assert train_example.main(["--quick", "--data", str(tmp_path), "--workers", "0"]) == 0
+    out = capsys.readouterr().out
+    assert "epoch 1/1: loss" in out and "test accuracy" in out and "clips/s" in out
+    assert "x 6 views" in out  # clips_per_video=2 x spatial_views=3, stacked
