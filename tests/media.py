@@ -190,12 +190,35 @@ def truncate_copy(src: str | Path, dst: str | Path, fraction: float) -> Path:
     return dst
 
 
+def video_packets(path: str | Path) -> list[tuple[int, int, bool]]:
+    """(byte position, size, is_keyframe) of every packet of the first video stream."""
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        return [(p.pos, p.size, p.is_keyframe) for p in container.demux(stream) if p.size]
+
+
+def damage_copy(src: str | Path, dst: str | Path, packet: int, *, seed: int, nbytes: int = 64):
+    """Copy `src` to `dst` with `nbytes` random bytes written over the middle of video packet
+    `packet` (the damage of a partial download, inside the data: demuxing still works)."""
+    pos, size, _ = video_packets(src)[packet]
+    nbytes = min(nbytes, size // 2)
+    at = pos + size // 4
+    data = bytearray(Path(src).read_bytes())
+    data[at : at + nbytes] = (
+        np.random.default_rng(seed).integers(0, 256, nbytes, np.uint8).tobytes()
+    )
+    Path(dst).write_bytes(bytes(data))
+    return Path(dst)
+
+
 def decode_until_bad(path: str | Path, stream_index: int = 0) -> list[np.ndarray]:
     """Like `sequential_decode`, but stops where the data goes bad (a corrupt packet, a demux
-    or decode error) and keeps the frames decoded before it: the frames of a truncated file."""
+    or decode error) and keeps the frames decoded before it: the frames of a truncated file.
+    Single-threaded, with the decoder's own error concealment: the reference for damaged files."""
     frames: list[np.ndarray] = []
     with av.open(str(path)) as container:
         stream = container.streams.video[stream_index]
+        stream.codec_context.thread_count = 1
         packets = container.demux(stream)
         while True:
             try:

@@ -17,7 +17,15 @@ import h5py
 import numpy as np
 import pytest
 import torch
-from media import frame_number, make_video, paint
+from media import (
+    damage_copy,
+    decode_until_bad,
+    frame_number,
+    make_video,
+    paint,
+    truncate_copy,
+    video_packets,
+)
 from torch.utils.data import DataLoader, Dataset
 
 from vidload import (
@@ -28,6 +36,7 @@ from vidload import (
     SkippedVideoWarning,
     VideoSource,
 )
+from vidload.convert import convert
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import MANIFEST_FIELDS, load_videos
 from vidload.probe import probe
@@ -373,3 +382,104 @@ def test_h_sequence_edges_fail_at_construction():
         load_videos([("a\0.mp4", 0)])
     with pytest.raises(ValueError, match="NUL"):
         VideoSource(".").read("a\0.mp4", [0])
+
+
+# --------------------------------------------------------------- B: damaged video
+
+
+@pytest.fixture(scope="module")
+def damaged(tmp_path_factory):
+    """{name: frames of a single-threaded sequential decode} for damaged H.264 MP4s: bytes
+    overwritten mid-packet in keyframes and in other frames, and a truncated file."""
+    root = tmp_path_factory.mktemp("damaged")
+    orig = make_video(
+        root / "orig.mp4",
+        60,
+        width=W,
+        height=H,
+        options={"g": "12", "bf": "2"},
+        container_options={"movflags": "faststart"},  # the header first: a truncated copy opens
+    )
+    packets = video_packets(orig)
+    keys = [i for i, (_, _, key) in enumerate(packets) if key]
+    others = [i for i, (_, _, key) in enumerate(packets) if not key]
+    chosen = [("key", keys[1]), ("key", keys[2]), ("key", keys[3])]
+    chosen += [("inter", others[len(others) * q // 6]) for q in range(1, 6)]
+    cases = {}
+    for n, (kind, packet) in enumerate(chosen):
+        name = f"{kind}{packet}_{n}.mp4"
+        damage_copy(orig, root / name, packet, seed=n)
+        cases[name] = decode_until_bad(root / name)
+    truncate_copy(orig, root / "truncated.mp4", 0.8)
+    cases["truncated.mp4"] = decode_until_bad(root / "truncated.mp4")
+    clean = decode_until_bad(orig)
+    # the damage must matter: some files stop early, others decode fully with concealment
+    stops = [name for name, ref in cases.items() if len(ref) < 60]
+    conceals = [
+        name
+        for name, ref in cases.items()
+        if len(ref) == 60 and any(np.any(a != b) for a, b in zip(ref, clean, strict=True))
+    ]
+    assert len(stops) >= 2 and len(conceals) >= 2, (stops, conceals)
+    assert all(len(ref) > 0 for ref in cases.values())
+    return root, cases
+
+
+def _same(a, b) -> bool:
+    return a.shape == b.shape and bool(np.all(a == b))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_b_damaged_reads_equal_single_threaded_sequential_decode(damaged, threads):
+    root, cases = damaged
+    shared = VideoSource(root, threads=threads)
+    for name, ref in cases.items():
+        rng = np.random.default_rng(len(name))
+        order = rng.permutation(len(ref))[:12].tolist()
+        for i in order:  # one frame at a time: fresh sources and one that saw earlier reads
+            for src in (VideoSource(root, threads=threads), shared):
+                assert _same(src.read(name, [i])[0], ref[i]), (name, i, threads)
+        clip = sorted(rng.choice(len(ref), min(8, len(ref)), replace=False).tolist())
+        got = VideoSource(root, threads=threads).read(name, clip[::-1] + clip[:2])
+        for frame, i in zip(got, clip[::-1] + clip[:2], strict=True):
+            assert _same(frame, ref[i]), (name, i)
+
+
+def test_b_damaged_counts_and_iteration_do_not_depend_on_threads(damaged):
+    root, cases = damaged
+    for name, ref in cases.items():
+        counts = {t: VideoSource(root, threads=t).actual_frames(name) for t in (0, 1, 2, 4)}
+        assert set(counts.values()) == {len(ref)}, (name, counts)
+        for threads in (0, 2):
+            frames = list(VideoSource(root, threads=threads).iter_frames(name))
+            assert len(frames) == len(ref)
+            assert all(_same(a, b) for a, b in zip(frames, ref, strict=True)), name
+
+
+def test_b_damaged_reads_do_not_depend_on_call_order(damaged):
+    root, cases = damaged
+    for name, ref in cases.items():
+        n = len(ref)
+        with pytest.raises(FrameCountError, match=f"only {n} frames"):
+            VideoSource(root, frame_index="decode").read(name, [n])
+        counted = VideoSource(root, frame_index="decode")
+        assert counted.actual_frames(name) == n
+        with pytest.raises(FrameCountError):
+            counted.read(name, [n])
+        for src in (VideoSource(root), VideoSource(root, frame_index="decode")):
+            src.actual_frames(name)  # once the count is known, every read relies on it
+            with pytest.raises(FrameCountError):
+                src.read(name, [n, 0])
+            assert _same(src.read(name, [n - 1])[0], ref[n - 1])
+
+
+def test_b_probe_and_convert_agree_on_damaged_counts_for_any_worker_count(damaged, tmp_path):
+    # workers=1 decodes in this process with threads = all CPUs; workers=2 with fewer threads
+    root, cases = damaged
+    expected = {name: len(ref) for name, ref in cases.items()}
+    for workers in (1, 2):
+        rows = {row.video_id: row for row in probe(root, workers=workers, progress=False)}
+        assert {k: rows[k].actual_frames for k in expected} == expected, workers
+    convert(root, tmp_path / "npy", to="npy", workers=1, progress=False)
+    stored = NpySource(tmp_path / "npy")
+    assert {k: stored.actual_frames(k) for k in expected} == expected

@@ -187,8 +187,13 @@ def test_read_decodes_only_the_stretch_it_needs(hard_video_dir, references, monk
     decoded: list[int] = []
     real = video_module.decode_packets
 
-    def counting(ctx, packets, on_packet=None):
-        for frame in real(ctx, packets, on_packet):
+    def counting(ctx, packets, on_packet=None, **kwargs):
+        frames = real(ctx, packets, on_packet, **kwargs)
+        while True:
+            try:
+                frame = next(frames)
+            except StopIteration as stop:
+                return stop.value
             decoded.append(frame.pts)
             yield frame
 

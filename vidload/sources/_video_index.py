@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
+from typing import Literal
 
 import av
 import av.error
@@ -202,36 +203,54 @@ def _flush(ctx) -> list[av.VideoFrame]:
         return []
 
 
-def decode_packets(ctx, packets: Iterable[av.Packet], on_packet=None) -> Iterator[av.VideoFrame]:
+class BadData(Exception):
+    """Decoding met bad data (internal: `decode_packets(..., on_error="raise")`)."""
+
+
+def decode_packets(
+    ctx,
+    packets: Iterable[av.Packet],
+    on_packet=None,
+    *,
+    on_error: Literal["flush", "stop", "raise"] = "flush",
+) -> Generator[av.VideoFrame, None, bool]:
     """Frames decoded from `packets`, in output order, until the data ends or goes bad.
 
-    The data goes bad at a packet flagged corrupt, a demux error or a decode error: decoding
-    stops there and the frames already decoded are flushed out. Every read, sequential or
-    after a seek, goes through this loop so that all of them agree on where a file ends.
-    `on_packet(packet)` is called on each packet that is decoded.
+    The data goes bad at a packet flagged corrupt, a demux error or a decode error. Then, by
+    `on_error`: "flush" stops there and flushes out the frames already decoded (sequential
+    decoding: every read agrees on where a file ends); "stop" stops without flushing (frames
+    still in a threaded decoder's pipeline may be damaged); "raise" raises BadData.
+    `on_packet(packet)` is called on each packet that is decoded. Returns (as a generator's
+    return value) whether the data went bad.
     """
     it = iter(packets)
     while True:
+        reason = None
         try:
             packet = next(it)
         except StopIteration:
             yield from _flush(ctx)  # a no-op when the demuxer's flush packet came last
-            return
-        except av.error.FFmpegError:
-            yield from _flush(ctx)
-            return
-        if packet.is_corrupt:
-            yield from _flush(ctx)
-            return
-        if on_packet is not None:
-            on_packet(packet)
-        try:
-            frames = ctx.decode(packet)
-        except av.error.EOFError:
-            return  # the decoder was already drained
-        except av.error.FFmpegError:
-            yield from _flush(ctx)
-            return
+            return False
+        except av.error.FFmpegError as e:
+            reason = f"demux error: {e}"
+        else:
+            if packet.is_corrupt:
+                reason = "corrupt packet"
+        if reason is None:
+            if on_packet is not None:
+                on_packet(packet)
+            try:
+                frames = ctx.decode(packet)
+            except av.error.EOFError:
+                return False  # the decoder was already drained
+            except av.error.FFmpegError as e:
+                reason = f"decode error: {e}"
+        if reason is not None:
+            if on_error == "raise":
+                raise BadData(reason)
+            if on_error == "flush":
+                yield from _flush(ctx)
+            return True
         yield from frames
 
 
