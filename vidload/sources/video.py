@@ -490,22 +490,28 @@ class VideoSource:
         if self.threads != 1:
             fast = IndexRecorder()
             frames = self._decode_file(path, self.threads, fast, on_error="stop")
-            while True:
-                try:
-                    frame = next(frames)
-                except StopIteration as stop:
-                    went_bad = stop.value
-                    break
-                yielded += 1
-                yield frame
+            try:  # a plain loop, to get the return value; closed with this generator
+                while True:
+                    try:
+                        frame = next(frames)
+                    except StopIteration as stop:
+                        went_bad = stop.value
+                        break
+                    yielded += 1
+                    yield frame
+            finally:
+                frames.close()
             if not went_bad:
                 if recorder is not None:
                     recorder.packets, recorder.keys = fast.packets, fast.keys
                 return
         frames = self._decode_file(path, 1, recorder, on_error="flush")
-        for pos, frame in enumerate(frames):
-            if pos >= yielded:
-                yield frame
+        try:
+            for pos, frame in enumerate(frames):
+                if pos >= yielded:
+                    yield frame
+        finally:
+            frames.close()
         if recorder is not None and len(recorder.keys) < yielded:
             raise VideoReadError(
                 path,
@@ -522,14 +528,17 @@ class VideoSource:
             packets = handle.container.demux(handle.stream)
             ctx = handle.stream.codec_context
             frames = decode_packets(ctx, packets, on_packet, on_error=on_error)
-            while True:
-                try:
-                    frame = next(frames)
-                except StopIteration as stop:
-                    return stop.value
-                if recorder is not None:
-                    recorder.on_frame(frame)
-                yield frame
+            try:
+                while True:
+                    try:
+                        frame = next(frames)
+                    except StopIteration as stop:
+                        return stop.value
+                    if recorder is not None:
+                        recorder.on_frame(frame)
+                    yield frame
+            finally:
+                frames.close()
         except av.error.FFmpegError as e:
             raise VideoReadError(path, f"decoding failed: {e}") from e
         finally:
