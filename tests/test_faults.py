@@ -7,6 +7,8 @@ files, H: manifest and list edges, I: bench on damaged folders).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import os
 import pickle
 import sys
@@ -35,7 +37,11 @@ from vidload import (
     NpySource,
     SkippedVideoWarning,
     VideoSource,
+    bench,
 )
+from vidload._bench import report
+from vidload._bench.run import BenchConfig, usable_clips
+from vidload._bench.workdir import WorkDir
 from vidload.convert import convert
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import MANIFEST_FIELDS, load_videos
@@ -483,3 +489,70 @@ def test_b_probe_and_convert_agree_on_damaged_counts_for_any_worker_count(damage
     convert(root, tmp_path / "npy", to="npy", workers=1, progress=False)
     stored = NpySource(tmp_path / "npy")
     assert {k: stored.actual_frames(k) for k in expected} == expected
+
+
+# --------------------------------------------------------------- I: bench on real folders
+
+
+def test_i_bench_drops_a_video_a_row_cannot_read_from_every_row(damaged, tmp_path):
+    root, cases = damaged
+    stops = sorted(name for name, ref in cases.items() if 0 < len(ref) < 40)
+    data = tmp_path / "data"
+    make_video(data / "good.mp4", 30, width=W, height=H)
+    (data / "bad.mp4").symlink_to(root / stops[0])  # the PyAV reference stops on its error
+    out = tmp_path / "r.json"
+    rows = "video,hdf5,memory,pyav-from-start"
+    argv = [str(data), "--quick", "--work", str(tmp_path / "work"), "--only", rows]
+    argv += ["--workers", "0", "--clips", "4", "--json", str(out), "--plot", str(tmp_path / "p")]
+    argv += ["--min-time", "0", "--repeats", "1", "--no-progress"]
+    if bench_report_has_no_matplotlib():
+        argv = argv[: argv.index("--plot")] + argv[argv.index("--plot") + 2 :]
+    assert bench.main(argv) == 0
+    result = json.loads(out.read_text())
+    assert list(result["data"]["frames_per_video"]) == ["good.mp4"]
+    left_out = [n for n in result["notes"] if n.startswith("left out bad.mp4 from every row")]
+    assert left_out and "pyav-from-start" in left_out[0]
+    for row in result["loaders"].values():
+        split = row.get("split_ms_per_clip") or {}
+        assert all(v is None or v >= 0 for k, v in split.items() if k != "rest_measured")
+        assert row["clock"] in ("own", "wall")
+
+
+def test_i_usable_clips_names_every_failure_and_keeps_rows_comparable(tmp_path):
+    class Counts:
+        def actual_frames(self, vid):
+            if vid == "uncountable":
+                raise VideoReadError(vid, "no frame decodes")
+            return 20
+
+    class Row:
+        def __init__(self, bad):
+            self.bad, self.seen = bad, set()
+
+        def read(self, vid, idx):
+            self.seen.add(vid)
+            if vid == self.bad:
+                raise RuntimeError(f"cannot decode {vid}")
+            return np.zeros((len(idx), 2, 2, 3), np.uint8)
+
+    ids = ["a", "b", "c", "uncountable"]
+    work = WorkDir(tmp_path, tmp_path, ids, dict.fromkeys(ids, 0), "test")
+    readers = {"x": Row("b"), "y": Row("c")}
+    cfg = BenchConfig(clips=12, frames=4)
+    kept, clips, labels, counts, dropped = usable_clips(work, {"s": Counts()}, readers, cfg)
+    assert kept.video_ids == ["a"] and {v for v, _ in clips} == {"a"} and len(labels) == 12
+    assert counts == {"a": 20}
+    assert dropped["b"].startswith("row x: RuntimeError: cannot decode b")
+    assert dropped["c"].startswith("row y: RuntimeError")
+    assert "no frame decodes" in dropped["uncountable"]
+    readers = {"x": Row("a")}
+    with pytest.raises(ValueError, match="no video can be read by every row"):
+        usable_clips(dataclasses.replace(work, video_ids=["a"]), {"s": Counts()}, readers, cfg)
+
+
+def bench_report_has_no_matplotlib() -> bool:
+    try:
+        report.check_plotting()
+    except RuntimeError:
+        return True
+    return False

@@ -29,6 +29,7 @@ import simplejpeg
 
 from vidload.sources.base import container_path
 from vidload.sources.jpeg_decode import decode_many
+from vidload.sources.video import VideoSource
 
 Read = Callable[[str, np.ndarray], np.ndarray]
 
@@ -216,23 +217,36 @@ class PilPerFile:
 
 
 class PyAvFromStart:
-    """Reference: open the file, decode (one thread) from the start up to the last wanted frame."""
+    """Reference: open the file, decode (one thread) from the start up to the last wanted frame,
+    of the video stream `VideoSource` picks (FFmpeg's best: counting one stream and decoding
+    another gives frames that do not exist)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._streams: dict[str, int] = {}
+
+    def _stream_index(self, video_id: str) -> int:
+        if video_id not in self._streams:
+            info = VideoSource(self.root, cache_size=0).info(video_id)
+            self._streams[video_id] = info.stream_index
+        return self._streams[video_id]
 
     def read(self, video_id: str, indices: np.ndarray) -> np.ndarray:
         wanted = set(indices.tolist())
         last = max(wanted)
         out: dict[int, np.ndarray] = {}
+        k = self._stream_index(video_id)
         with av.open(str(self.root / video_id)) as c:
-            stream = c.streams.video[0]
+            stream = c.streams.video[k]
             stream.codec_context.thread_count = 1
             for pos, frame in enumerate(c.decode(stream)):
                 if pos in wanted:
                     out[pos] = frame.to_ndarray(format="rgb24", threads=1)
                 if pos >= last:
                     break
+        missing = sorted(wanted - out.keys())
+        if missing:
+            raise RuntimeError(f"{video_id}: the decode ended before frame {missing[0]}")
         return np.stack([out[i] for i in indices.tolist()])
 
 
