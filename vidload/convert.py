@@ -54,6 +54,7 @@ import json
 import os
 import re
 import shutil
+import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
@@ -171,18 +172,45 @@ def find_inputs(
         vid = src.name if kind == "video" else src.name[: -len(_CONTAINER_SUFFIX[kind])]
         items = [InputItem(vid, kind, src)]  # type: ignore[arg-type]
     else:
-        base = Path(root) if root is not None else src.parent
+        entries = _list_entries(src)
+        base = _list_root(src, root, entries)
         if not base.is_dir():
             raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
-        try:
-            entries = load_videos(src)
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"INPUT ({str(src)!r}) is not an annotation list: {e}") from e
         items = [_list_item(base, e.video_id, e.label, _listed(e), kinds) for e in entries]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-    _check_unique(items, src)
-    return base, items
+    return base, _unique(items, src)
+
+
+def _list_entries(src: Path):
+    """The entries of an annotation list or manifest: single-label first, else multi-label
+    (a multi-label line keeps its first label here: a manifest row has one)."""
+    try:
+        return load_videos(src)
+    except (ValueError, TypeError) as e:
+        try:
+            return load_videos(src, multi_label=True)
+        except (ValueError, TypeError):
+            pass
+        raise ValueError(f"INPUT ({str(src)!r}) is not an annotation list: {e}") from e
+
+
+def _list_root(src: Path, root, entries) -> Path:
+    """The folder a list's entries are relative to: `root`, else the list's folder; `/` for
+    a list of absolute paths (which takes no root)."""
+    absolute = [e.absolute for e in entries]
+    if any(absolute):
+        if not all(absolute):
+            raise ValueError(
+                f"annotation list {str(src)!r} mixes absolute and relative paths; "
+                f"make them all one kind"
+            )
+        if root is not None:
+            raise ValueError(
+                f"root ({str(root)!r}) given, but the entries of {str(src)!r} are absolute paths"
+            )
+        return Path("/")
+    return Path(root) if root is not None else src.parent
 
 
 def label_inputs(
@@ -202,6 +230,8 @@ def label_inputs(
 
 
 def _listed(entry) -> int | None:
+    if entry.offset:  # the entry is a stretch of its folder, not the folder's count
+        return None
     return entry.reported_frames if entry.reported_frames is not None else entry.known_frames
 
 
@@ -294,12 +324,25 @@ def _list_item(
     return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
 
 
-def _check_unique(items: Sequence[InputItem], where: Path) -> None:
-    seen: set[str] = set()
+def _unique(items: Sequence[InputItem], where: Path) -> list[InputItem]:
+    """Each video once (its first entry): a video listed twice is read and converted once,
+    and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
+    seen: dict[str, InputItem] = {}
+    repeated: list[str] = []
     for item in items:
         if item.video_id in seen:
-            raise ValueError(f"{where}: video id {item.video_id!r} is listed more than once")
-        seen.add(item.video_id)
+            repeated.append(item.video_id)
+        else:
+            seen[item.video_id] = item
+    if repeated:
+        names = sorted(set(repeated))
+        shown = ", ".join(repr(v) for v in names[:3]) + (", ..." if len(names) > 3 else "")
+        warnings.warn(
+            f"{where}: {len(repeated)} repeated entries ({shown}) are read once; the manifest "
+            f"has one row per video (its first entry's label)",
+            stacklevel=3,
+        )
+    return list(seen.values())
 
 
 def _sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:

@@ -67,9 +67,12 @@ class ClipDataset(Dataset):
     inner) into (K * V, T, C, H, W) (or (K * V, C, T, H, W)); `len(ds) == len(videos)`.
 
     Args:
-        videos: an mmaction2 annotation list (`path label` or `frame_dir total_frames label`),
-            a manifest CSV from `vidload convert`/`vidload probe`, or a sequence of
-            `(video_id, label)` / `(video_id, label, num_frames)` (see `load_videos`).
+        videos: an mmaction2 annotation list (every shape mmaction2 reads: videos, rawframes
+            with or without an offset column, multi-label, JSON; an offset is honoured:
+            frame i of the entry is frame offset + i of the source), a manifest CSV from
+            `vidload convert`/`vidload probe`, or a sequence of `(video_id, label)` /
+            `(video_id, label, num_frames)` (see `load_videos`). A video listed twice is two
+            items.
         source: where frames come from (`VideoSource`, `JpegSource`, ...); must be picklable.
         num_frames: frames per clip (T).
         sampling: "segment" (TSN: one frame per equal segment), "consecutive" (frames `stride`
@@ -115,6 +118,11 @@ class ClipDataset(Dataset):
             clips, (V, T, C, H, W), so a DistributedSampler shards by video and the
             evaluation averages over dim 1 of a batch. Allowed when training too (K random
             clips per video, each with its own geometry).
+        multi_label: the list gives each video one or more labels (mmaction2's multi-label
+            lists, `path l1 l2 ...`); the label is then a float32 (num_classes,) multi-hot
+            tensor (zeros for an unlabelled video), which the default collate stacks into
+            (B, num_classes) for BCEWithLogitsLoss.
+        num_classes: number of classes, required with multi_label (labels must be below it).
 
     Geometry (see `vidload.transforms`) is one plan per clip, drawn from the clip's rng right
     after its frame indices; the source applies it while decoding when its `read` takes a
@@ -150,6 +158,8 @@ class ClipDataset(Dataset):
         layout: Layout = "TCHW",
         spatial_views: int = 1,
         stack_views: bool = False,
+        multi_label: bool = False,
+        num_classes: int | None = None,
     ) -> None:
         if not isinstance(source, FrameSource):
             raise TypeError(
@@ -197,11 +207,21 @@ class ClipDataset(Dataset):
         elif seed < 0:
             raise ValueError(f"seed ({seed}) must be >= 0")
 
-        self.videos: list[VideoEntry] = load_videos(videos)
+        if not isinstance(multi_label, bool):
+            raise TypeError(f"multi_label must be a bool, got {multi_label!r}")
+        if multi_label:
+            check_positive_int("num_classes", num_classes)
+        elif num_classes is not None:
+            raise ValueError(f"num_classes ({num_classes}) applies only with multi_label=True")
+        self.videos: list[VideoEntry] = load_videos(videos, multi_label=multi_label)
         if not self.videos:
             raise ValueError(f"videos ({videos!r}) lists no videos")
         if train:
             _check_labelled(self.videos, videos)
+        if multi_label:
+            _check_classes(self.videos, num_classes)
+        self.multi_label = multi_label
+        self.num_classes = num_classes
         self.source = source
         self.num_frames = num_frames
         self.sampling = sampling
@@ -226,10 +246,12 @@ class ClipDataset(Dataset):
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0
 
-        ids = sorted({e.video_id for e in self.videos})
-        slot_of = {vid: k for k, vid in enumerate(ids)}
+        # one slot per (video, offset): a rawframes list may cut several videos from one folder
+        keys = sorted({(e.video_id, e.offset) for e in self.videos})
+        slot_of = {key: k for k, key in enumerate(keys)}
+        ids = [vid for vid, _ in keys]
         self._ids = ids
-        self._slot = [slot_of[e.video_id] for e in self.videos]
+        self._slot = [slot_of[(e.video_id, e.offset)] for e in self.videos]
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
         self._learned = torch.full((len(ids),), _UNKNOWN, dtype=torch.int64).share_memory_()
         self._broken = torch.zeros(len(ids), dtype=torch.bool).share_memory_()
@@ -377,16 +399,27 @@ class ClipDataset(Dataset):
                 if self.transform is not None:
                     clip = _seeded_call(self.transform, clip, key)
                 clips.append(clip)
+        label = self._label(entry)
         if not self.stack_views:
-            return clips[0], entry.label
+            return clips[0], label
         try:
-            return torch.stack(clips), entry.label
+            return torch.stack(clips), label
         except (TypeError, RuntimeError) as e:
             raise TypeError(
                 f"stack_views=True needs every clip (after transform) to be a tensor of one "
                 f"shape; video {entry.video_id!r} gave "
                 f"{[tuple(getattr(x, 'shape', ())) or type(x).__name__ for x in clips]}"
             ) from e
+
+    def _label(self, entry: VideoEntry) -> int | torch.Tensor:
+        """The int label, or with multi_label a float32 (num_classes,) multi-hot vector (all
+        zeros for an unlabelled video)."""
+        if not self.multi_label:
+            return entry.label
+        hot = torch.zeros(self.num_classes, dtype=torch.float32)
+        labels = [k for k in (entry.labels or (entry.label,)) if k != UNLABELLED]
+        hot[labels] = 1.0
+        return hot
 
     def _to_tensor(self, frames: np.ndarray) -> torch.Tensor:
         """uint8 (k, H, W, 3) -> contiguous uint8 (k, 3, H, W) or (3, k, H, W) tensor.
@@ -407,9 +440,10 @@ class ClipDataset(Dataset):
         vid = entry.video_id
         count, origin = self._best_count(entry, slot)
         try:
-            return self._read(vid, *self._sample(count, c, key, vid, i, views))
+            return self._read(vid, *self._sample(count, c, key, vid, i, views), entry.offset)
         except FrameCountError as e:
             actual = e.actual if e.actual is not None else self.source.actual_frames(vid)
+            actual -= entry.offset  # frames from the entry's start
             if self.on_mismatch == "error":
                 raise FrameCountError(
                     vid,
@@ -430,7 +464,7 @@ class ClipDataset(Dataset):
                 ) from e
             self._learn(slot, actual, warn=f"{vid}: {count} frames {origin},")
         try:
-            return self._read(vid, *self._sample(actual, c, key, vid, i, views))
+            return self._read(vid, *self._sample(actual, c, key, vid, i, views), entry.offset)
         except FrameCountError as e:
             raise FrameCountError(
                 vid,
@@ -450,9 +484,10 @@ class ClipDataset(Dataset):
         else:
             reported = self.source.reported_frames(entry.video_id)
             if reported:
-                count, origin = reported, "reported by the source"
+                count, origin = reported - entry.offset, "reported by the source"
             else:
-                count, origin = self.source.actual_frames(entry.video_id), "counted by decoding"
+                count = self.source.actual_frames(entry.video_id) - entry.offset
+                origin = "counted by decoding"
                 self._learn(slot, count, warn=None)
         if count <= 0:
             raise VideoReadError(entry.video_id, f"no frames to sample (0 frames {origin})")
@@ -508,15 +543,17 @@ class ClipDataset(Dataset):
         return indices, plans
 
     def _read(
-        self, vid: str, indices: np.ndarray, plans: list[ClipGeometry | None]
+        self, vid: str, indices: np.ndarray, plans: list[ClipGeometry | None], offset: int = 0
     ) -> list[np.ndarray]:
         """Read the frames once per clip: fused with the geometry when there is one plan and
-        the source takes it; otherwise full frames, then `apply_geometry` per view."""
+        the source takes it; otherwise full frames, then `apply_geometry` per view. `indices`
+        count from the entry's start, `offset` frames into the source's video."""
         geometry = plans[0] if len(plans) == 1 and self._fused else None
+        wanted = indices + offset if offset else indices
         if geometry is not None:
-            frames = self.source.read(vid, indices, geometry=geometry)
+            frames = self.source.read(vid, wanted, geometry=geometry)
         else:
-            frames = self.source.read(vid, indices)
+            frames = self.source.read(vid, wanted)
         self._check_frames(vid, indices, frames)
         if geometry is not None:
             clips = [frames]
@@ -578,6 +615,15 @@ def _seeded_call(transform: Callable[[torch.Tensor], object], clip: torch.Tensor
     with torch.random.fork_rng(devices=[]):
         torch.default_generator.manual_seed(int(seq.generate_state(1, np.uint64)[0]))
         return transform(clip)
+
+
+def _check_classes(entries: Sequence[VideoEntry], num_classes: int) -> None:
+    for e in entries:
+        for k in e.labels or (e.label,):
+            if not (k == UNLABELLED or 0 <= k < num_classes):
+                raise ValueError(
+                    f"video {e.video_id!r} has label {k}, outside [0, num_classes={num_classes})"
+                )
 
 
 def _check_labelled(entries: Sequence[VideoEntry], videos: object) -> None:

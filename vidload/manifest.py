@@ -2,11 +2,20 @@
 
 Three inputs describe the videos of a dataset (`load_videos` takes any of them):
 
-* an mmaction2 annotation list, one video per line, fields separated by whitespace:
-  `path label` (videos, e.g. `abseiling/x1.mp4 0`) or `frame_dir total_frames label`
-  (rawframes, e.g. `abseiling/x1 250 0`). Blank lines and lines starting with `#` are ignored.
-  Every line of a file has the same number of fields; multi-label lines are not supported
-  (a 3-field line whose path has a video extension is taken for one and rejected).
+* an mmaction2 annotation list, one video per line, fields separated by whitespace, every
+  shape mmaction2 reads: `path label` (videos, e.g. `abseiling/x1.mp4 0`), `frame_dir
+  total_frames label` (rawframes, e.g. `abseiling/x1 250 0`), rawframes with an offset
+  `frame_dir offset total_frames label` (the video is frames offset .. offset+total-1 of the
+  folder, 0-based: mmaction2's `with_offset`), and multi-label lines, where every label follows
+  (`path l1 l2 ...`, `frame_dir [offset] total_frames l1 l2 ...`; `multi_label=True`). A line
+  whose first field has a video extension is a video line, else a rawframes line. Blank lines
+  and lines starting with `#` are ignored. mmaction2's JSON lists (`.json`: a list of
+  `{"filename": ..., "label": ...}` or `{"frame_dir": ..., "total_frames": ..., "label": ...}`,
+  label an int or a list, optional `offset`) load the same way. Absolute paths
+  (`/data/k400/x.mp4`) are kept relative to the filesystem root (`data/k400/x.mp4`, with
+  `VideoEntry.absolute` set): read them with a source rooted at `/`; `convert` and `probe` then
+  need no `--root`. A video listed twice is two items (`ClipDataset` keeps both); `convert` and
+  `probe` read it once.
 * a manifest: the CSV that `vidload convert` and `vidload probe` write, recognised by its header
   (`MANIFEST_FIELDS`). One `ManifestRow` per video; an empty cell means unknown (None).
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
@@ -137,12 +146,20 @@ class VideoEntry:
         label: class index (-1 when unlabelled).
         known_frames: a trusted frame count (rawframes list, manifest `actual_frames`), or None.
         reported_frames: what the metadata claimed (manifest `reported_frames`), or None.
+        offset: the video starts at this frame of its source (rawframes lists with an offset:
+            frame i of the video is the source's frame offset + i); `known_frames` counts
+            from there.
+        labels: every label of a multi-label line (`labels[0] == label`); None otherwise.
+        absolute: the list gave an absolute path; `video_id` is relative to `/`.
     """
 
     video_id: str
     label: int
     known_frames: int | None = None
     reported_frames: int | None = None
+    offset: int = 0
+    labels: tuple[int, ...] | None = None
+    absolute: bool = False
 
 
 def is_manifest(path: str | os.PathLike[str]) -> bool:
@@ -229,42 +246,41 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
     fsync_dir(path.parent or ".")
 
 
-def read_annotation_list(path: str | os.PathLike[str]) -> list[VideoEntry]:
-    """Entries of an mmaction2 annotation list (`path label` or `frame_dir total_frames label`).
+def read_annotation_list(
+    path: str | os.PathLike[str], *, multi_label: bool = False, with_offset: bool | None = None
+) -> list[VideoEntry]:
+    """Entries of an mmaction2 annotation list (text, or JSON when the file is `.json` or
+    starts with `[`); see the module docstring for the shapes.
 
-    The format is taken from the first data line's number of fields; every other line must
-    match it. Errors name the file and line number.
+    Args:
+        path: the list.
+        multi_label: lines carry one or more labels after the path (or counts).
+        with_offset: rawframes lines carry an offset before total_frames. None: a single-label
+            rawframes line with 4 fields has one (unambiguous); a multi-label list needs True.
+
+    Errors name the file and line number.
     """
     path = Path(path)
+    text = _read_text(path)
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("["):
+        return _read_json_list(path, text, multi_label)
     entries: list[VideoEntry] = []
-    num_fields = None
-    for line_no, line in enumerate(_read_text(path).split("\n"), start=1):
+    for line_no, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        fields = stripped.split()
-        where = f"{path}:{line_no}"
-        if len(fields) not in (2, 3):
-            raise ValueError(
-                f"{where}: {len(fields)} fields in {stripped!r}; expected `path label` or "
-                f"`frame_dir total_frames label` (multi-label lists are not supported)"
-            )
-        if num_fields is None:
-            num_fields = len(fields)
-        elif len(fields) != num_fields:
-            raise ValueError(
-                f"{where}: {len(fields)} fields but the first entry has {num_fields}; "
-                f"a list is either `path label` or `frame_dir total_frames label`"
-            )
         try:
-            entries.append(_parse_list_fields(fields))
+            entries.append(_parse_list_fields(stripped.split(), multi_label, with_offset))
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{path}:{line_no}: {e}") from e
     return entries
 
 
 def load_videos(
     videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
+    *,
+    multi_label: bool = False,
+    with_offset: bool | None = None,
 ) -> list[VideoEntry]:
     """The videos of a dataset from an annotation list, a manifest, or a sequence.
 
@@ -272,6 +288,7 @@ def load_videos(
         videos: a path to an mmaction2 annotation list or to a manifest CSV (told apart by the
             manifest header), or a sequence of `(video_id, label)`, `(video_id, label,
             num_frames)` or `VideoEntry`.
+        multi_label, with_offset: how to read an annotation list (`read_annotation_list`).
 
     Manifest rows give `known_frames=actual_frames`; rows with status "failed" are left out,
     with one warning that counts them. Unlabelled rows get label -1.
@@ -282,7 +299,7 @@ def load_videos(
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
             return entries_from_manifest(read_manifest(path), source=str(path))
-        return read_annotation_list(path)
+        return read_annotation_list(path, multi_label=multi_label, with_offset=with_offset)
     if isinstance(videos, (bytes, dict)) or not isinstance(videos, Sequence):
         raise TypeError(
             f"videos must be a path or a sequence of (video_id, label[, num_frames]), "
@@ -318,20 +335,116 @@ def _read_text(path: Path) -> str:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
 
 
-def _parse_list_fields(fields: list[str]) -> VideoEntry:
-    video_id = normalize_video_id(fields[0])
-    label = _parse_int("label", fields[-1])
-    known = None
-    if len(fields) == 3:
-        if PurePosixPath(video_id).suffix.lower() in VIDEO_EXTENSIONS:
+def _parse_list_fields(
+    fields: list[str], multi_label: bool, with_offset: bool | None
+) -> VideoEntry:
+    video_id, absolute = _list_id(fields[0])
+    is_video = PurePosixPath(video_id).suffix.lower() in VIDEO_EXTENSIONS
+    offset, known = 0, None
+    if is_video:
+        if with_offset:
+            raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
+        labels = fields[1:]
+    else:
+        has_offset = (
+            with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
+        )
+        if has_offset and not multi_label and len(fields) != 4:
             raise ValueError(
-                f"{' '.join(fields)!r} names a video file with two numbers: multi-label lines "
-                f"are not supported (a rawframes line is `frame_dir total_frames label`)"
+                f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
+                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
             )
-        known = _parse_int("total_frames", fields[1])
+        counts = fields[1:3] if has_offset else fields[1:2]
+        if len(counts) < (2 if has_offset else 1):
+            raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
+        if has_offset:
+            offset = _parse_int("offset", counts[0])
+            _check_range("offset", offset, minimum=0)
+        known = _parse_int("total_frames", counts[-1])
         _check_range("total_frames", known, minimum=0)
-    _check_range("label", label)
-    return VideoEntry(video_id, label, known, None)
+        labels = fields[1 + len(counts) :]
+    if not labels:
+        raise ValueError(f"{' '.join(fields)!r} has no label")
+    if len(labels) > 1 and not multi_label:
+        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
+        raise ValueError(
+            f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
+            f"for a multi-label list pass multi_label=True"
+        )
+    values = tuple(_parse_int("label", t) for t in labels)
+    for value in values:
+        _check_range("label", value)
+    return VideoEntry(
+        video_id,
+        values[0],
+        known,
+        None,
+        offset=offset,
+        labels=values if multi_label else None,
+        absolute=absolute,
+    )
+
+
+def _list_id(path: str) -> tuple[str, bool]:
+    """(video id, absolute): an absolute path is kept relative to `/`."""
+    if not isinstance(path, str) or not path:
+        raise TypeError(f"a path must be a non-empty str, got {path!r}")
+    absolute = PurePosixPath(path).is_absolute()
+    return normalize_video_id(path.lstrip("/") if absolute else path), absolute
+
+
+def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry]:
+    """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
+    "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
+    import json
+
+    try:
+        items = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a JSON annotation list ({e})") from e
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
+    entries = []
+    for k, item in enumerate(items):
+        where = f"{path}: entry {k}"
+        try:
+            if not isinstance(item, dict):
+                raise TypeError(f"must be an object, got {item!r}")
+            name = item.get("filename", item.get("frame_dir"))
+            if name is None:
+                raise ValueError(f"has neither 'filename' nor 'frame_dir': {item!r}")
+            video_id, absolute = _list_id(name)
+            label = item.get("label", UNLABELLED)
+            labels = tuple(label) if isinstance(label, (list, tuple)) else (label,)
+            for value in labels:
+                _require_int("label", value)
+                _check_range("label", value)
+            if not labels:
+                raise ValueError("has an empty label list")
+            if len(labels) > 1 and not multi_label:
+                raise ValueError(
+                    f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
+                )
+            known = item.get("total_frames")
+            offset = item.get("offset", 0)
+            for key, value in (("total_frames", known), ("offset", offset)):
+                if value is not None:
+                    _require_int(key, value)
+                    _check_range(key, value, minimum=0)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{where}: {e}") from e
+        entries.append(
+            VideoEntry(
+                video_id,
+                int(labels[0]),
+                None if known is None else int(known),
+                None,
+                offset=int(offset),
+                labels=tuple(int(v) for v in labels) if multi_label else None,
+                absolute=absolute,
+            )
+        )
+    return entries
 
 
 def _entry_from_item(item: object, i: int) -> VideoEntry:
