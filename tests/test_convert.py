@@ -263,7 +263,7 @@ def test_killed_mid_write_leaves_no_partial_container(dataset, tmp_path, monkeyp
     # the first video is complete and in the manifest; nothing else looks done
     rows = read_manifest(out / "manifest.csv")
     assert [r.video_id for r in rows] == ["a/x1.mp4"]
-    assert sorted(p.name for p in (out / "a").iterdir()) == ["x1"]
+    assert sorted(p.name for p in (out / "a").iterdir()) == ["x1", "x1.timestamps"]
     assert len(list((out / "a/x1").iterdir())) == 24
 
     report = convert(dataset, out, to="jpeg", workers=1, progress=False)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import numbers
+
 import numpy as np
 
 
@@ -18,6 +21,14 @@ def check_positive_int(name: str, value: object) -> None:
     check_int(name, value)
     if value <= 0:
         raise ValueError(f"{name} ({value}) must be > 0")
+
+
+def check_positive_number(name: str, value: object) -> None:
+    """TypeError unless `value` is a real number (not a bool), ValueError unless finite, > 0."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} ({value}) must be a finite number > 0")
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -70,6 +70,7 @@ from vidload._parallel import run_parallel  # noqa: F401  (its home moved; still
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import ManifestRow, load_videos, read_manifest
+from vidload.sources._timestamps import sidecar_path, write_timestamps
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
@@ -565,10 +566,27 @@ def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outco
             count = write_hdf5(job.container, data, attrs=attrs)
         else:
             count = write_npy(job.container, data)
+    _store_timestamps(job, src if item.kind == "video" else None, count)
     height, width = jpeg_size(first, path=str(job.container), index=0)
     bytes_in = _path_bytes(item.path) if raw is None else raw.bytes
     row = _stored_row(job, reported, count, (height, width), fps)
     return _Outcome(row, "converted", bytes_in, count)
+
+
+def _store_timestamps(job: _Job, src: VideoSource | None, count: int) -> None:
+    """Write the stored frames' timestamps beside the container (`sources._timestamps`): a
+    video's presentation times (`VideoSource.timestamps`); a JPEG folder input has none, and
+    any stale file is removed (its source then uses a frame rate)."""
+    if src is None:
+        sidecar_path(job.container).unlink(missing_ok=True)
+        return
+    ts = src.timestamps(job.item.video_id)
+    if ts.shape[0] != count:  # the packets promised more than decoded: count them, exactly
+        src.actual_frames(job.item.video_id)
+        ts = src.timestamps(job.item.video_id)
+    if ts.shape[0] != count:
+        raise VideoReadError(job.item.path, f"{ts.shape[0]} timestamps for {count} frames stored")
+    write_timestamps(job.container, ts)
 
 
 def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
@@ -585,6 +603,8 @@ def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
     if actual == 0:
         raise VideoReadError(job.container, "holds no frames")
     _, height, width, _ = src.read(name, [0, actual - 1]).shape
+    if job.item.kind == "video" and not sidecar_path(job.container).exists():
+        _store_timestamps(job, VideoSource(job.root, cache_size=0), actual)
     return _Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
 
 

@@ -24,7 +24,13 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from vidload._checks import check_choice, check_int, check_positive_int, qualname
+from vidload._checks import (
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_positive_number,
+    qualname,
+)
 from vidload._dist import shared_seed
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry, load_videos
@@ -34,7 +40,9 @@ from vidload.sampling import (
     Sampler,
     SamplingMode,
     ShortPolicy,
+    resampled_indices,
     sample_clip,
+    window_indices,
 )
 from vidload.sources.base import FrameSource
 from vidload.transforms import ClipGeometry, apply_geometry, check_geometry, plan_geometry
@@ -160,6 +168,9 @@ class ClipDataset(Dataset):
         stack_views: bool = False,
         multi_label: bool = False,
         num_classes: int | None = None,
+        fps: float | None = None,
+        clip_seconds: float | None = None,
+        return_info: bool = False,
     ) -> None:
         if not isinstance(source, FrameSource):
             raise TypeError(
@@ -222,6 +233,21 @@ class ClipDataset(Dataset):
             _check_classes(self.videos, num_classes)
         self.multi_label = multi_label
         self.num_classes = num_classes
+        for name, value in (("fps", fps), ("clip_seconds", clip_seconds)):
+            if value is not None:
+                check_positive_number(name, value)
+        if fps is not None and clip_seconds is not None:
+            raise ValueError(
+                f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
+                f"the video for `sampling`, clip_seconds spreads num_frames over a time window"
+            )
+        if clip_seconds is not None and not isinstance(sampling, str):
+            raise ValueError("clip_seconds replaces `sampling`; a custom sampler cannot be used")
+        if not isinstance(return_info, bool):
+            raise TypeError(f"return_info must be a bool, got {return_info!r}")
+        self.fps = None if fps is None else float(fps)
+        self.clip_seconds = None if clip_seconds is None else float(clip_seconds)
+        self.return_info = return_info
         self.source = source
         self.num_frames = num_frames
         self.sampling = sampling
@@ -392,17 +418,25 @@ class ClipDataset(Dataset):
     def _item(self, i: int, v: int, attempt: int) -> tuple[object, int]:
         entry = self.videos[v]
         clips = []
+        read: list[tuple[int, int, np.ndarray]] = []  # (clip index, view, source indices)
         for j, c, views in self._clips_of(i):
             key = [self.seed, self.epoch, j] + ([attempt] if attempt else [])
-            for frames in self._read_clip(entry, self._slot[v], c, key, i, views):
+            frames_per_view, indices = self._read_clip(entry, self._slot[v], c, key, i, views)
+            for view, frames in zip(views, frames_per_view, strict=True):
                 clip = self._to_tensor(frames)
                 if self.transform is not None:
                     clip = _seeded_call(self.transform, clip, key)
                 clips.append(clip)
+                read.append((c, view, indices + entry.offset))
         label = self._label(entry)
         if not self.stack_views:
+            if self.return_info:
+                return clips[0], label, self._info(entry.video_id, read, stacked=False)
             return clips[0], label
         try:
+            if self.return_info:
+                info = self._info(entry.video_id, read, stacked=True)
+                return torch.stack(clips), label, info
             return torch.stack(clips), label
         except (TypeError, RuntimeError) as e:
             raise TypeError(
@@ -410,6 +444,30 @@ class ClipDataset(Dataset):
                 f"shape; video {entry.video_id!r} gave "
                 f"{[tuple(getattr(x, 'shape', ())) or type(x).__name__ for x in clips]}"
             ) from e
+
+    def _info(
+        self, vid: str, read: list[tuple[int, int, np.ndarray]], *, stacked: bool
+    ) -> dict[str, object]:
+        """What an item holds, as types the default collate batches: video_id (str), indices
+        (int64 (T,) source frame indices), timestamps (float64 (T,) seconds; NaN when the
+        source has no `timestamps`), clip and view (int). Stacked items give (V, T) arrays
+        and (V,) clip/view tensors."""
+        times = getattr(self.source, "timestamps", None)
+        ts = np.asarray(times(vid), np.float64) if times is not None else None
+        rows = []
+        for c, view, idx in read:
+            t = ts[idx] if ts is not None else np.full(len(idx), np.nan)
+            rows.append((c, view, torch.from_numpy(idx.astype(np.int64)), torch.from_numpy(t)))
+        if not stacked:
+            c, view, idx, t = rows[0]
+            return {"video_id": vid, "indices": idx, "timestamps": t, "clip": c, "view": view}
+        return {
+            "video_id": vid,
+            "indices": torch.stack([r[2] for r in rows]),
+            "timestamps": torch.stack([r[3] for r in rows]),
+            "clip": torch.tensor([r[0] for r in rows]),
+            "view": torch.tensor([r[1] for r in rows]),
+        }
 
     def _label(self, entry: VideoEntry) -> int | torch.Tensor:
         """The int label, or with multi_label a float32 (num_classes,) multi-hot vector (all
@@ -432,7 +490,7 @@ class ClipDataset(Dataset):
 
     def _read_clip(
         self, entry: VideoEntry, slot: int, c: int, key: list[int], i: int, views: list[int]
-    ) -> list[np.ndarray]:
+    ) -> tuple[list[np.ndarray], np.ndarray]:
         """uint8 (k, H, W, 3) frames of one clip, one array per view in `views`.
 
         Sample from the best known count; on FrameCountError learn the real count and resample
@@ -440,7 +498,8 @@ class ClipDataset(Dataset):
         vid = entry.video_id
         count, origin = self._best_count(entry, slot)
         try:
-            return self._read(vid, *self._sample(count, c, key, vid, i, views), entry.offset)
+            sampled = self._sample(count, c, key, vid, i, views, entry)
+            return self._read(vid, *sampled, entry.offset)
         except FrameCountError as e:
             actual = e.actual if e.actual is not None else self.source.actual_frames(vid)
             actual -= entry.offset  # frames from the entry's start
@@ -464,7 +523,8 @@ class ClipDataset(Dataset):
                 ) from e
             self._learn(slot, actual, warn=f"{vid}: {count} frames {origin},")
         try:
-            return self._read(vid, *self._sample(actual, c, key, vid, i, views), entry.offset)
+            sampled = self._sample(actual, c, key, vid, i, views, entry)
+            return self._read(vid, *sampled, entry.offset)
         except FrameCountError as e:
             raise FrameCountError(
                 vid,
@@ -509,22 +569,37 @@ class ClipDataset(Dataset):
             )
 
     def _sample(
-        self, count: int, c: int, key: list[int], vid: str, i: int, views: list[int]
+        self,
+        count: int,
+        c: int,
+        key: list[int],
+        vid: str,
+        i: int,
+        views: list[int],
+        entry: VideoEntry,
     ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
-        """The clip's frame indices, then its geometry (one plan per view), from one rng."""
+        """The clip's frame indices (from the entry's start), then its geometry (one plan per
+        view), from one rng. With fps / clip_seconds the indices come from the frames'
+        timestamps (`vidload.sampling.resampled_indices` / `window_indices`)."""
         rng = np.random.default_rng(key)
         try:
-            indices = sample_clip(
-                self.sampling,
-                count,
-                self.num_frames,
-                train=self.train,
-                rng=rng,
-                clip_index=c,
-                num_clips=self.clips_per_video,
-                stride=self.stride,
-                short_policy=self.short_policy,
-            )
+            if self.fps is None and self.clip_seconds is None:
+                indices = self._sample_frames(count, c, rng)
+            else:
+                ts = self._timestamps(vid, entry.offset, count)
+                if self.clip_seconds is not None:
+                    indices = window_indices(
+                        ts,
+                        self.num_frames,
+                        self.clip_seconds,
+                        train=self.train,
+                        rng=rng,
+                        clip_index=c,
+                        num_clips=self.clips_per_video,
+                    )
+                else:
+                    grid = resampled_indices(ts, self.fps)
+                    indices = grid[self._sample_frames(len(grid), c, rng)]
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         plans = [
@@ -542,9 +617,35 @@ class ClipDataset(Dataset):
         ]
         return indices, plans
 
+    def _sample_frames(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
+        return sample_clip(
+            self.sampling,
+            count,
+            self.num_frames,
+            train=self.train,
+            rng=rng,
+            clip_index=c,
+            num_clips=self.clips_per_video,
+            stride=self.stride,
+            short_policy=self.short_policy,
+        )
+
+    def _timestamps(self, vid: str, offset: int, count: int) -> np.ndarray:
+        """float64 seconds of the entry's first `count` frames (from its offset)."""
+        times = getattr(self.source, "timestamps", None)
+        if times is None:
+            raise TypeError(
+                f"fps / clip_seconds need frame timestamps, and {type(self.source).__name__} "
+                f"has no timestamps(video_id) method"
+            )
+        ts = np.asarray(times(vid), np.float64)[offset : offset + count]
+        if ts.size == 0:
+            raise ValueError(f"{type(self.source).__name__}.timestamps gave no times")
+        return ts
+
     def _read(
         self, vid: str, indices: np.ndarray, plans: list[ClipGeometry | None], offset: int = 0
-    ) -> list[np.ndarray]:
+    ) -> tuple[list[np.ndarray], np.ndarray]:
         """Read the frames once per clip: fused with the geometry when there is one plan and
         the source takes it; otherwise full frames, then `apply_geometry` per view. `indices`
         count from the entry's start, `offset` frames into the source's video."""
@@ -567,7 +668,7 @@ class ClipDataset(Dataset):
                         f"returned frames of {clip.shape[1]}x{clip.shape[2]}, not the crop "
                         f"{self._crop_hw[0]}x{self._crop_hw[1]}"
                     )
-        return clips
+        return clips, indices
 
     def _check_frames(self, vid: str, indices: np.ndarray, frames: object) -> None:
         if (

@@ -244,3 +244,98 @@ def _check_common(
         raise TypeError(f"rng must be a np.random.Generator when train=True, got {rng!r}")
     if short_policy not in SHORT_POLICIES:
         raise ValueError(f"short_policy ({short_policy!r}) must be one of {SHORT_POLICIES}")
+
+
+# --------------------------------------------------------------------------- time
+
+
+_TIE_S = 1e-9
+
+
+def _check_timestamps(timestamps: object) -> np.ndarray:
+    ts = np.asarray(timestamps, dtype=np.float64)
+    if ts.ndim != 1 or ts.size == 0:
+        raise ValueError(f"timestamps must be a non-empty 1-D array, got shape {ts.shape}")
+    if not np.isfinite(ts).all() or (ts.size > 1 and (np.diff(ts) <= 0).any()):
+        raise ValueError("timestamps must be finite and strictly increasing")
+    return ts
+
+
+def _end_time(ts: np.ndarray) -> float:
+    """Where the last frame stops showing: its start plus the previous frame's duration (a
+    single frame is taken to last 0 seconds)."""
+    return float(ts[-1] + (ts[-1] - ts[-2] if ts.size > 1 else 0.0))
+
+
+def shown_at(timestamps: np.ndarray, times: np.ndarray) -> np.ndarray:
+    """int64 index of the frame on screen at each time: the last frame whose timestamp is
+    <= t (the first frame for a t before it). A time within 1 ns of a frame's timestamp counts
+    as reaching it: timestamps are pts x time base in floating point (1380 x 0.001 is
+    1.3800000000000001), and a tie must not fall to the frame before."""
+    ts = _check_timestamps(timestamps)
+    idx = np.searchsorted(ts, np.asarray(times, np.float64) + _TIE_S, side="right") - 1
+    return np.clip(idx, 0, ts.size - 1).astype(np.int64)
+
+
+def resampled_indices(timestamps: np.ndarray, fps: float) -> np.ndarray:
+    """The frames of the video as if resampled to `fps`: int64 (M,), entry j the frame on
+    screen at ts[0] + j / fps, for every j with that time before the video ends.
+
+    A sampler then picks from these M "virtual" frames, so a 60 fps and a 25 fps video of one
+    action give clips of the same duration, and a variable-frame-rate video is sampled evenly
+    in time (mmaction2's target-fps / frame_interval idea, on real timestamps).
+
+    Args:
+        timestamps: float seconds per frame, strictly increasing (`source.timestamps`).
+        fps: the target frame rate, > 0.
+    """
+    ts = _check_timestamps(timestamps)
+    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
+        raise TypeError(f"fps must be a number, got {fps!r}")
+    if not fps > 0:
+        raise ValueError(f"fps ({fps}) must be > 0")
+    span = _end_time(ts) - ts[0]
+    count = max(1, int(np.ceil(span * fps - 1e-9)))
+    return shown_at(ts, ts[0] + np.arange(count) / float(fps))
+
+
+def window_indices(
+    timestamps: np.ndarray,
+    num_frames: int,
+    clip_seconds: float,
+    *,
+    train: bool,
+    rng: np.random.Generator | None,
+    clip_index: int = 0,
+    num_clips: int = 1,
+) -> np.ndarray:
+    """`num_frames` frames evenly spaced in time in a window of `clip_seconds`: int64
+    (num_frames,), frame k the one on screen at start + (k + 0.5) * clip_seconds / num_frames.
+
+    Training draws the window start uniformly from [ts[0], end - clip_seconds] with `rng`;
+    testing places clip `clip_index` of `num_clips` evenly over that range (the middle for
+    one clip). A video shorter than the window gives a window from its start, times past the
+    end showing its last frame (PyTorchVideo's clip duration, on real timestamps, so a
+    variable-frame-rate video is sampled evenly in time).
+    """
+    ts = _check_timestamps(timestamps)
+    check_positive_int("num_frames", num_frames)
+    if isinstance(clip_seconds, bool) or not isinstance(
+        clip_seconds, (int, float, np.integer, np.floating)
+    ):
+        raise TypeError(f"clip_seconds must be a number, got {clip_seconds!r}")
+    if not clip_seconds > 0:
+        raise ValueError(f"clip_seconds ({clip_seconds}) must be > 0")
+    check_positive_int("num_clips", num_clips)
+    check_int("clip_index", clip_index)
+    if not 0 <= clip_index < num_clips:
+        raise ValueError(f"clip_index ({clip_index}) must be in [0, {num_clips})")
+    slack = max(0.0, _end_time(ts) - ts[0] - float(clip_seconds))
+    if train:
+        if rng is None:
+            raise TypeError("rng must be a np.random.Generator when train=True")
+        start = ts[0] + rng.uniform(0.0, slack) if slack > 0 else ts[0]
+    else:
+        start = ts[0] + slack * (clip_index + 0.5) / num_clips
+    step = float(clip_seconds) / num_frames
+    return shown_at(ts, start + (np.arange(num_frames) + 0.5) * step)

@@ -36,8 +36,10 @@ import h5py
 import numpy as np
 
 from vidload._atomic import temp_path, write_bytes_atomic
+from vidload._checks import check_positive_number
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._timestamps import container_timestamps, sidecar_path
 from vidload.sources.base import as_index_array, check_regular_file, container_path
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
@@ -159,6 +161,9 @@ class Hdf5Source:
             1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
             ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
             decode and a resize. None decodes at the stored size.
+        fps: frame rate for `timestamps` when a container has no stored times
+            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps; None
+            takes the file's `fps` attribute, else raises.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process.
     """
@@ -169,8 +174,12 @@ class Hdf5Source:
         *,
         cache_size: int = 32,
         decode_size: tuple[int, int] | None = None,
+        fps: float | None = None,
     ) -> None:
         check_size("decode_size", decode_size)
+        if fps is not None:
+            check_positive_number("fps", fps)
+        self.fps = None if fps is None else float(fps)
         self.decode_size = decode_size
         if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
             raise TypeError(f"cache_size must be an int, got {type(cache_size).__name__}")
@@ -189,6 +198,23 @@ class Hdf5Source:
 
     def __repr__(self) -> str:
         return f"Hdf5Source({str(self.root)!r}, cache_size={self.cache_size})"
+
+    def timestamps(self, video_id: str) -> np.ndarray:
+        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
+        (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
+        path = self.path(video_id)
+        fps = self.fps
+        if fps is None and not sidecar_path(path).exists():
+            handle, _, transient = self._with_handle(video_id)
+            try:
+                value = handle.file.attrs.get("fps")
+            finally:
+                if transient:
+                    handle.file.close()
+            fps = None if value is None else float(value)
+        return container_timestamps(
+            path, self.actual_frames(video_id), fps, "pass fps= (the file has no fps attribute)"
+        )
 
     def path(self, video_id: str) -> Path:
         """The HDF5 file of `video_id`."""

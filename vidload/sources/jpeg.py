@@ -31,8 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from vidload._atomic import fsync_dir, fsync_tree, temp_path
+from vidload._checks import check_positive_number
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
     container_path,
@@ -46,6 +48,8 @@ from vidload.transforms import ClipGeometry
 __all__ = ["JpegSource", "write_jpeg_folder"]
 
 DEFAULT_TEMPLATE = "img_{:05d}.jpg"
+#: Frame rate `JpegSource.timestamps` assumes for a folder without stored times.
+DEFAULT_FPS = 30.0
 
 
 def _template_regex(template: str) -> re.Pattern[str]:
@@ -89,6 +93,9 @@ class JpegSource:
             1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
             ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
             decode and a resize. None decodes at the stored size.
+        fps: frame rate for `timestamps` when a container has no stored times
+            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps.
+            Default 30 (`DEFAULT_FPS`): rawframes folders do not say their rate.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable; holds only paths and cached counts.
     """
@@ -101,8 +108,11 @@ class JpegSource:
         start_index: int = 1,
         frame_counts: Mapping[str, int] | None = None,
         decode_size: tuple[int, int] | None = None,
+        fps: float = DEFAULT_FPS,
     ) -> None:
         check_size("decode_size", decode_size)
+        check_positive_number("fps", fps)
+        self.fps = float(fps)
         self.decode_size = decode_size
         self.root = Path(root)
         self._name_re = _template_regex(template)
@@ -128,6 +138,13 @@ class JpegSource:
     def _key(self, video_id: str) -> str:
         """The frame folder of `video_id`, relative to the root (see `container_path`)."""
         return container_path(self.root, video_id, "").relative_to(self.root).as_posix()
+
+    def timestamps(self, video_id: str) -> np.ndarray:
+        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
+        folder (`<folder>.timestamps`), else frame i at i / fps."""
+        return container_timestamps(
+            self.folder(video_id), self.actual_frames(video_id), self.fps, "pass fps="
+        )
 
     def folder(self, video_id: str) -> Path:
         """The folder holding `video_id`'s frames."""

@@ -41,8 +41,10 @@ from typing import Literal
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
+from vidload._checks import check_positive_number
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import as_index_array, container_path, open_regular_file
 from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
@@ -94,6 +96,9 @@ class NpySource:
             1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
             ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
             decode and a resize. None decodes at the stored size.
+        fps: frame rate for `timestamps` when a container has no stored times
+            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps; None
+            raises instead.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
@@ -104,8 +109,12 @@ class NpySource:
         *,
         mode: Literal["mmap", "read"] = "mmap",
         decode_size: tuple[int, int] | None = None,
+        fps: float | None = None,
     ) -> None:
         check_size("decode_size", decode_size)
+        if fps is not None:
+            check_positive_number("fps", fps)
+        self.fps = None if fps is None else float(fps)
         self.decode_size = decode_size
         if mode not in ("mmap", "read"):
             raise ValueError(f"mode ({mode!r}) must be 'mmap' or 'read'")
@@ -120,6 +129,13 @@ class NpySource:
 
     def __repr__(self) -> str:
         return f"NpySource({str(self.root)!r}, mode={self.mode!r})"
+
+    def timestamps(self, video_id: str) -> np.ndarray:
+        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
+        (`<id>.npy.timestamps`; an npy holds one array), else frame i at i / fps."""
+        return container_timestamps(
+            self.path(video_id), self.actual_frames(video_id), self.fps, "pass fps="
+        )
 
     def path(self, video_id: str) -> Path:
         """The npy file of `video_id`."""

@@ -418,6 +418,40 @@ class VideoSource:
 
         return convert
 
+    def timestamps(self, video_id: str) -> np.ndarray:
+        """float64 (n,) presentation time in seconds of each frame of the chosen stream, frame
+        i being frame i of `read` (pts x time base, as the container stores them; a stream
+        with a non-zero start time starts there). Variable-frame-rate video keeps its real
+        timing.
+
+        From the frame index, so nothing is decoded where the container stores pts (MP4/MOV,
+        Matroska, MPEG-TS: the packet scan that `read` builds anyway); elsewhere (AVI,
+        elementary streams) from the full decode `actual_frames` does. n is
+        `actual_frames(video_id)`; the one exception is a file whose data goes bad part-way
+        and that has not been counted yet: its packets promise more frames than decode, and
+        n is that larger count until `actual_frames` or a read past the end finds the truth
+        (`ClipDataset` then learns the count and keeps the first n times). Frames without any
+        timestamp (never seen in MP4/MKV/TS) get i / fps.
+        """
+        path = self.path(video_id)
+        handle = self._handle(path)
+        try:
+            index = self._guess_index(path, handle)
+            known = self._actual.get((str(path), handle.stat))
+            if known is not None and known != index.num_frames:
+                index = self._exact_index(path)
+            time_base = handle.stream.time_base
+            fps = _info(handle).fps
+        finally:
+            self._release(handle)
+        n = index.num_frames
+        if index.keys is not None and time_base is not None:
+            keys = np.sort(np.frombuffer(index.keys, dtype=np.int64)[:n])
+            return keys.astype(np.float64) * float(time_base)
+        if not fps:
+            raise VideoReadError(path, "frames carry no timestamps and the stream no frame rate")
+        return np.arange(n, dtype=np.float64) / fps
+
     # ------------------------------------------------------------------ counting
 
     def actual_frames(self, video_id: str) -> int:
