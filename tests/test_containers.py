@@ -390,6 +390,20 @@ def test_hdf5_corrupt_frame_bytes(tmp_path, jpegs):
         Hdf5Source(tmp_path).read("v", [1, 2])
 
 
+def test_hdf5_chunked_frames_read_through_h5py(tmp_path, jpegs):
+    """A file whose `frames` is chunked and compressed (another tool's writer) has no single
+    byte offset: it is read through h5py slices and gives the same frames."""
+    write_hdf5(tmp_path / "plain.h5", jpegs[:6], attrs={})
+    with h5py.File(tmp_path / "plain.h5", "r") as f, h5py.File(tmp_path / "chunked.h5", "w") as g:
+        g.create_dataset("frames", data=f["frames"][()], chunks=(4096,), compression="gzip")
+        g.create_dataset("offsets", data=f["offsets"][()])
+    src = Hdf5Source(tmp_path)
+    assert src._with_handle("plain")[0].data_offset is not None
+    assert src._with_handle("chunked")[0].data_offset is None
+    np.testing.assert_array_equal(src.read("chunked", [5, 0, 3]), src.read("plain", [5, 0, 3]))
+    assert [frame_number(f) for f in src.read("chunked", [5, 0, 3])] == [5, 0, 3]
+
+
 def test_hdf5_handle_cache(tmp_path, jpegs):
     for name in ("p", "q"):
         write_hdf5(tmp_path / f"{name}.h5", jpegs[:3], attrs={})
