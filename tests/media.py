@@ -23,7 +23,7 @@ def paint(index: int, width: int = 128, height: int = 96) -> np.ndarray:
     """uint8 (height, width, 3) RGB frame whose grid encodes `index` (0 <= index < 4096)."""
     if not 0 <= index < 2**BITS:
         raise ValueError(f"index ({index}) must be in [0, {2**BITS})")
-    img = np.empty((height, width, 3), np.uint8)
+    img = np.zeros((height, width, 3), np.uint8)  # zeros: the grid may not cover every column
     ch, cw = height // GRID_ROWS, width // GRID_COLS
     for bit in range(BITS):
         r, c = divmod(bit, GRID_COLS)
