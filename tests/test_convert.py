@@ -4,6 +4,7 @@ sources; manifests, resume after interruption, failures, and the input left unto
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 import pytest
+import simplejpeg
 from media import frame_number, make_video, truncate_copy
 
 import vidload.convert as convert_mod
@@ -249,11 +251,11 @@ def test_killed_mid_write_leaves_no_partial_container(dataset, tmp_path, monkeyp
     real_encode = convert_mod.encode_jpeg
     calls = {"n": 0}
 
-    def dying_encode(rgb, quality=95):
+    def dying_encode(rgb, quality=95, **options):
         calls["n"] += 1
         if calls["n"] == 30:  # part-way through the second video
             raise KeyboardInterrupt
-        return real_encode(rgb, quality)
+        return real_encode(rgb, quality, **options)
 
     monkeypatch.setattr(convert_mod, "encode_jpeg", dying_encode)
     with pytest.raises(KeyboardInterrupt):
@@ -352,6 +354,38 @@ def test_resume_with_other_options_is_refused(dataset, tmp_path):
         convert(dataset, out, to="npy", quality=80, workers=1, progress=False)
     report = convert(dataset, out, to="npy", quality=80, overwrite=True, progress=False, workers=1)
     assert len(report.converted) == 4
+
+
+@pytest.mark.parametrize("subsampling", ["420", "422", "444"])
+def test_subsampling_round_trips_and_is_recorded(dataset, tmp_path, subsampling):
+    out = tmp_path / "out"
+    report = convert(dataset, out, to="hdf5", subsampling=subsampling, workers=1, progress=False)
+    assert report.ok and len(report.converted) == 4
+    options = json.loads((out / "vidload-convert.json").read_text())
+    assert options["subsampling"] == subsampling
+    for h5 in sorted(out.rglob("*.h5")):
+        with h5py.File(h5, "r") as f:
+            assert f.attrs["subsampling"] == subsampling
+            first = f["frames"][: f["offsets"][1]].tobytes()
+        assert simplejpeg.decode_jpeg_header(first)[3] == subsampling
+    other = "444" if subsampling != "444" else "420"
+    with pytest.raises(ValueError, match=f"--subsampling {subsampling} before, {other} now"):
+        convert(dataset, out, to="hdf5", subsampling=other, workers=1, progress=False)
+
+
+def test_options_file_without_subsampling_resumes_as_420(dataset, tmp_path):
+    out = tmp_path / "out"
+    convert(dataset, out, to="npy", workers=1, progress=False)
+    path = out / "vidload-convert.json"
+    old = json.loads(path.read_text())
+    del old["subsampling"]  # written before the option existed
+    path.write_text(json.dumps(old))
+    report = convert(dataset, out, to="npy", workers=1, progress=False)
+    assert len(report.skipped) == 4
+    with pytest.raises(ValueError, match="--subsampling 420 before, 444 now"):
+        convert(dataset, out, to="npy", subsampling="444", workers=1, progress=False)
+    with pytest.raises(ValueError, match=r"subsampling \('411'\) must be one of 420, 422, 444"):
+        convert(dataset, tmp_path / "o2", to="npy", subsampling="411", progress=False)
 
 
 @pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy"])

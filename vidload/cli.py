@@ -1,7 +1,8 @@
 """The `vidload` command line: argument parsing and printing only; the work is in the library.
 
     vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy} [--workers N] [--short-side S]
-                    [--quality Q] [--overwrite] [--root DIR] [--labels FILE] [--quiet]
+                    [--quality Q] [--subsampling {420,422,444}] [--overwrite] [--root DIR]
+                    [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
     vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
@@ -97,6 +98,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conv.add_argument(
         "--quality", type=_quality, default=95, metavar="Q", help="JPEG quality 1-100 (95)"
+    )
+    conv.add_argument(
+        "--subsampling",
+        choices=("420", "422", "444"),
+        default="420",
+        help="JPEG chroma subsampling (420; 444 keeps full colour resolution, see the README's "
+        "quality table)",
     )
     conv.add_argument(
         "--overwrite", action="store_true", help="convert everything again, even videos done"
@@ -240,6 +248,7 @@ def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
                 workers=workers,
                 short_side=args.short_side,
                 quality=args.quality,
+                subsampling=args.subsampling,
                 overwrite=args.overwrite,
                 root=args.root,
                 labels=args.labels,

@@ -27,16 +27,18 @@ folder are unlabelled.
 Frames are decoded (`VideoSource.iter_frames`: the frames that really decode, turned upright
 by the video's display rotation, which the manifest's `rotation` column records), optionally
 resized so the short side is `short_side` (cv2.INTER_AREA, aspect kept), and JPEG-encoded at
-`quality`. A JPEG folder is repacked byte for byte (the stored bytes are the files' bytes) unless
-`short_side` is given, which decodes, resizes and re-encodes it.
+`quality` with chroma subsampling `subsampling`. A JPEG folder is repacked byte for byte (the
+stored bytes are the files' bytes) unless `short_side` is given, which decodes, resizes and
+re-encodes it.
 
 Resuming: every container is written atomically (temporary name, then rename), so a container at
 its final path is complete. Without `overwrite`, a video is skipped when its container exists and
 the manifest says it converted, or, with no manifest row (a run killed before writing it), when
-the container opens and validates. `output/vidload-convert.json` records `to`, `short_side` and
-`quality`; resuming with different options raises ValueError (pass `overwrite=True`). One run
-at a time writes into an `output`: a second one raises `OutputLockedError` (`vidload._lock`);
-stale temporary files of a killed run are removed at the start of the next one.
+the container opens and validates. `output/vidload-convert.json` records `to`, `short_side`,
+`quality` and `subsampling`; resuming with different options raises ValueError (pass
+`overwrite=True`). One run at a time writes into an `output`: a second one raises
+`OutputLockedError` (`vidload._lock`); stale temporary files of a killed run are removed at
+the start of the next one.
 
 The work is done in shards (`vidload.shards`: plan, convert shards anywhere, finish), on a local
 pool of spawned processes that die with their parent, or on any `concurrent.futures.Executor`
@@ -74,7 +76,13 @@ from vidload.sources._timestamps import sidecar_path, write_timestamps
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
-from vidload.sources.jpeg_decode import check_jpeg_markers, decode_jpeg, encode_jpeg, jpeg_size
+from vidload.sources.jpeg_decode import (
+    Subsampling,
+    check_jpeg_markers,
+    decode_jpeg,
+    encode_jpeg,
+    jpeg_size,
+)
 from vidload.sources.npy import NpySource, write_npy
 from vidload.sources.video import VideoSource
 from vidload.transforms import scaled_size
@@ -369,7 +377,11 @@ def resize_short_side(rgb: np.ndarray, short_side: int) -> np.ndarray:
 
 
 def _encoded_video_frames(
-    path: Path, frames: Iterable[np.ndarray], short_side: int | None, quality: int
+    path: Path,
+    frames: Iterable[np.ndarray],
+    short_side: int | None,
+    quality: int,
+    subsampling: Subsampling = "420",
 ) -> Iterator[bytes]:
     """JPEG bytes of decoded uint8 (H, W, 3) frames, resized to one size when asked."""
     first: tuple[int, int] | None = None
@@ -387,7 +399,7 @@ def _encoded_video_frames(
             )
         if target != shape:
             rgb = cv2.resize(rgb, (target[1], target[0]), interpolation=cv2.INTER_AREA)
-        yield encode_jpeg(rgb, quality)
+        yield encode_jpeg(rgb, quality, subsampling=subsampling)
 
 
 def _jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
@@ -436,6 +448,7 @@ class _Job:
     quality: int
     threads: int
     verify: bool  # the container exists without a manifest row: validate it, else convert
+    subsampling: Subsampling = "420"
 
 
 @dataclass(frozen=True)
@@ -536,14 +549,18 @@ def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outco
     if item.kind == "video":
         src = VideoSource(job.root, threads=job.threads, cache_size=0)
         frames = src.iter_frames(item.video_id)
-        encoded = _encoded_video_frames(item.path, frames, job.short_side, job.quality)
+        encoded = _encoded_video_frames(
+            item.path, frames, job.short_side, job.quality, job.subsampling
+        )
         raw = None
     else:
         raw = _Counter(_jpeg_folder_bytes(item))
         encoded = iter(raw)
         if job.short_side is not None:
             decoded = _decoded_jpeg_folder(item.path, raw)
-            encoded = _encoded_video_frames(item.path, decoded, job.short_side, job.quality)
+            encoded = _encoded_video_frames(
+                item.path, decoded, job.short_side, job.quality, job.subsampling
+            )
 
     first = next(encoded, None)
     if first is None:
@@ -561,6 +578,9 @@ def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outco
                 "reported_frames": reported,
                 "source": item.video_id,
                 "quality": job.quality if (item.kind == "video" or job.short_side) else None,
+                "subsampling": (
+                    job.subsampling if (item.kind == "video" or job.short_side) else None
+                ),
                 "short_side": job.short_side,
             }
             count = write_hdf5(job.container, data, attrs=attrs)
@@ -726,6 +746,7 @@ def convert(
     workers: int | None = None,
     short_side: int | None = None,
     quality: int = 95,
+    subsampling: Subsampling = "420",
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -746,6 +767,9 @@ def convert(
         short_side: resize so the shorter side has this many pixels (aspect kept); None keeps
             the size.
         quality: JPEG quality in [1, 100] for encoded frames.
+        subsampling: chroma subsampling of encoded frames, "420", "422" or "444" (see the
+            README's quality table: 4:4:4 costs about SUBSAMPLING_COST more bytes per frame
+            for SUBSAMPLING_GAIN dB on the sample set at q95).
         overwrite: convert every video again, even those already done.
         root: folder the entries of an annotation list are relative to (default: its folder).
         labels: for a folder `input_path`, the class map (a class-name-per-line file or an
@@ -789,6 +813,7 @@ def convert(
         to=to,
         short_side=short_side,
         quality=quality,
+        subsampling=subsampling,
         overwrite=overwrite,
         root=root,
         labels=labels,
@@ -813,16 +838,25 @@ def _previous_rows(manifest_path: Path, overwrite: bool) -> dict[str, ManifestRo
 
 
 def _check_options(
-    out: Path, to: str, short_side: int | None, quality: int, overwrite: bool
+    out: Path,
+    to: str,
+    short_side: int | None,
+    quality: int,
+    overwrite: bool,
+    *,
+    subsampling: Subsampling = "420",
 ) -> None:
-    """Refuse to resume into an output converted with other options; record these ones."""
+    """Refuse to resume into an output converted with other options; record these ones.
+    An options file without `subsampling` (written before it existed) means "420"."""
     path = out / OPTIONS_NAME
-    options = {"to": to, "short_side": short_side, "quality": quality}
+    options = {"to": to, "short_side": short_side, "quality": quality, "subsampling": subsampling}
     if path.exists() and not overwrite:
         try:
             old = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
+        if isinstance(old, dict):
+            old = {"subsampling": "420", **old}
         if old != options:
             differ = (
                 ", ".join(

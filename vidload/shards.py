@@ -76,6 +76,7 @@ from vidload.errors import DiskFullError
 from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
 from vidload.manifest import ManifestRow, write_manifest
 from vidload.progress import Progress
+from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -145,6 +146,7 @@ def plan_convert(
     to: ConvertFormat,
     short_side: int | None = None,
     quality: int = 95,
+    subsampling: Subsampling = "420",
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -155,7 +157,7 @@ def plan_convert(
     `finish` or `close` (use it as a context manager).
 
     Args:
-        input_path, output, to, short_side, quality, overwrite, root, labels: as for
+        input_path, output, to, short_side, quality, subsampling, overwrite, root, labels: as for
             `vidload.convert.convert`.
         shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
             are not 4 shards per CPU of this machine, so that a small run still spreads.
@@ -173,6 +175,8 @@ def plan_convert(
         raise TypeError(f"quality must be an int, got {quality!r}")
     if not 1 <= quality <= 100:
         raise ValueError(f"quality ({quality}) must be in [1, 100]")
+    if subsampling not in SUBSAMPLINGS:
+        raise ValueError(f"subsampling ({subsampling!r}) must be one of {', '.join(SUBSAMPLINGS)}")
     _check_int("shard_size", shard_size, allow_none=True)
     _check_int("threads", threads)
     out = Path(output)
@@ -193,7 +197,17 @@ def plan_convert(
     lock.acquire()
     try:
         plan = _plan_locked(
-            base, out, items, full_names, to, short_side, quality, overwrite, shard_size, threads
+            base,
+            out,
+            items,
+            full_names,
+            to,
+            short_side,
+            quality,
+            overwrite,
+            shard_size,
+            threads,
+            subsampling=subsampling,
         )
         if class_map is not None and is_contiguous(class_map):
             write_classes(out / CLASSES_NAME, class_map)
@@ -225,9 +239,11 @@ def _plan_locked(
     overwrite: bool,
     shard_size: int | None,
     threads: int,
+    *,
+    subsampling: Subsampling,
 ) -> ConvertPlan:
     manifest_path = out / MANIFEST_NAME
-    _check_options(out, to, short_side, quality, overwrite)
+    _check_options(out, to, short_side, quality, overwrite, subsampling=subsampling)
     _remove_stale_temporaries(out)  # safe: the lock says no other run is writing here
     parts = out / PARTS_DIR
     previous = _previous_rows(manifest_path, overwrite)
@@ -251,7 +267,19 @@ def _plan_locked(
             plan.done[item.video_id] = replace(prev, label=item.label)
             continue
         verify = exists and not overwrite and prev is None
-        jobs.append(_Job(item, base, container, to, short_side, quality, threads, verify))
+        jobs.append(
+            _Job(
+                item,
+                base,
+                container,
+                to,
+                short_side,
+                quality,
+                threads,
+                verify,
+                subsampling=subsampling,
+            )
+        )
     if shard_size is None:
         shard_size = max(1, min(DEFAULT_SHARD_SIZE, len(jobs) // (4 * available_cpus())))
     shards = []
