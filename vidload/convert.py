@@ -571,7 +571,7 @@ def _convert_video(job: _Job, reported: int | None, fps: float | None) -> _Outco
     if job.to == "jpeg":
         count = write_jpeg_folder(job.container, _chain(first, encoded))  # streamed to disk
     else:
-        data = [first, *encoded]
+        data = _chain(first, encoded)  # streamed: the writers spill frames to disk
         if job.to == "hdf5":
             attrs = {
                 "fps": fps,

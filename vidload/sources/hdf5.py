@@ -35,13 +35,14 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from vidload._atomic import temp_path, write_bytes_atomic
+from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_positive_number
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps, sidecar_path
 from vidload.sources.base import as_index_array, check_regular_file, container_path
-from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
+from vidload.sources.jpeg_decode import check_size, decode_many
 from vidload.transforms import ClipGeometry
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
@@ -374,6 +375,9 @@ def _frame_bytes(handle: _Handle, path: Path, frames: list[int]) -> list:
     return buffers
 
 
+_COMPUTED_ATTRS = frozenset({"num_frames", "width", "height", "format_version", "layout"})
+
+
 def write_hdf5(
     path: str | os.PathLike[str],
     frames: Sequence[bytes] | Iterable[bytes],
@@ -392,67 +396,57 @@ def write_hdf5(
 
     Returns:
         the number of frames written (>= 1).
+
+    Memory does not grow with the number of frames: they are consumed one at a time, spilled
+    to an anonymous temporary file beside `path` (`sources._spill`), then copied into the
+    dataset in blocks of 8 MiB.
     """
     path = Path(path)
-    data = list(frames)
-    if not data:
-        raise ValueError(f"no frames to write to {path}")
-    height, width = _check_frames(path, data)
-    computed: dict[str, object] = {
-        "num_frames": len(data),
-        "width": width,
-        "height": height,
-        "format_version": FORMAT_VERSION,
-        "layout": LAYOUT,
-    }
     extra: dict[str, object] = {}
     for key, value in (attrs or {}).items():
         if not isinstance(key, str):
             raise TypeError(f"attrs keys must be str, got {key!r}")
-        if key in computed:
-            if value != computed[key]:
-                raise ValueError(
-                    f"attrs[{key!r}] ({value!r}) disagrees with the frames ({computed[key]!r})"
-                )
-            continue
-        if value is None:
-            continue
+        if key in _COMPUTED_ATTRS or value is None:
+            continue  # computed ones are checked against the frames below
         if not isinstance(value, (str, int, float, bool, np.integer, np.floating, np.bool_)):
             raise TypeError(
                 f"attrs[{key!r}] must be str, int, float or bool, got {type(value).__name__}"
             )
         extra[key] = value
-    lengths = np.fromiter((len(b) for b in data), dtype=np.int64, count=len(data))
-    offsets = np.zeros(len(data) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    # Built in memory (HDF5's core driver: the same bytes its default driver writes) and
-    # written by Python: HDF5 never sees a failed write. When it did (a full disk), the file's
-    # close failed, HDF5 kept it open, and the process crashed (SIGSEGV) at exit.
-    with h5py.File(temp_path(path), "w", driver="core", backing_store=False) as f:
-        f.create_dataset("frames", data=np.frombuffer(b"".join(data), np.uint8))
-        f.create_dataset("offsets", data=offsets)
-        for key, value in {**computed, **extra}.items():
-            f.attrs[key] = value
-        f.flush()
-        image = f.id.get_file_image()
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_bytes_atomic(path, image)
-    return len(data)
-
-
-def _check_frames(path: Path, data: list) -> tuple[int, int]:
-    """Check every frame is a complete JPEG of one size; return (height, width)."""
-    sizes = set()
-    for i, b in enumerate(data):
-        try:
-            check_jpeg_markers(b, path=f"frame {i} for {path}", index=i)
-            sizes.add(jpeg_size(b, path=f"frame {i} for {path}", index=i))
-        except VideoReadError as e:
-            raise ValueError(f"not a complete JPEG: {e}") from e
-        if len(sizes) > 1:
-            raise ValueError(
-                f"{path}: frame {i} differs in size from the frames before it "
-                f"(sizes {sorted(sizes)}); all frames of a video must have one size"
-            )
-    (size,) = sizes
-    return size
+    tmp = temp_path(path)
+    try:
+        with spill_frames(path, frames, one_size=True) as spill:
+            n = len(spill.lengths)
+            height, width = spill.size
+            computed: dict[str, object] = {
+                "num_frames": n,
+                "width": width,
+                "height": height,
+                "format_version": FORMAT_VERSION,
+                "layout": LAYOUT,
+            }
+            for key, value in (attrs or {}).items():
+                if key in computed and value != computed[key]:
+                    raise ValueError(
+                        f"attrs[{key!r}] ({value!r}) disagrees with the frames ({computed[key]!r})"
+                    )
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(np.frombuffer(spill.lengths, np.int64), out=offsets[1:])
+            with h5py.File(tmp, "w") as f:
+                # one contiguous block (read later by byte offset, see `_direct_offset`),
+                # filled from the spill file a block at a time
+                frames_ds = f.create_dataset("frames", shape=(spill.total,), dtype=np.uint8)
+                block = np.empty(min(spill.total, BLOCK_BYTES), np.uint8)
+                for start in range(0, spill.total, BLOCK_BYTES):
+                    chunk = block[: min(BLOCK_BYTES, spill.total - start)]
+                    spill.read_into(chunk)
+                    frames_ds[start : start + chunk.shape[0]] = chunk
+                f.create_dataset("offsets", data=offsets)
+                for key, value in {**computed, **extra}.items():
+                    f.attrs[key] = value
+        replace_durably(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return n

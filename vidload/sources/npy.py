@@ -44,9 +44,10 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_positive_number
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import as_index_array, container_path, open_regular_file
-from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
+from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
@@ -295,33 +296,40 @@ def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[b
     complete (an existing file is replaced; parent folders are made). Each frame must be a
     complete JPEG (SOI ... EOI; trailing zero bytes are kept exactly). Returns the number of
     frames (>= 1).
+
+    Memory does not grow with the number of frames: the frames are consumed one at a time and
+    spilled to a temporary file beside `path` (finding the longest, which sets the row width,
+    in the same pass), then copied into the rows block by block (`spill_frames`).
     """
     path = Path(path)
-    data = list(frames)
-    if not data:
-        raise ValueError(f"no frames to write to {path}")
-    for i, b in enumerate(data):
-        try:
-            check_jpeg_markers(b, path=f"frame {i} for {path}", index=i)
-        except VideoReadError as e:
-            raise ValueError(f"not a complete JPEG: {e}") from e
-    lengths = [len(memoryview(b).cast("B")) for b in data]
-    if max(lengths) >= 2**32:
-        raise ValueError(f"{path}: a frame of {max(lengths)} bytes exceeds the 4 GiB row limit")
-    arr = np.zeros((len(data), LENGTH_BYTES + max(lengths)), np.uint8)
-    arr[:, :LENGTH_BYTES] = np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
-    for i, (b, n) in enumerate(zip(data, lengths, strict=True)):
-        arr[i, LENGTH_BYTES : LENGTH_BYTES + n] = np.frombuffer(b, np.uint8)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
     try:
-        with open(tmp, "wb") as f:
-            # header, then the rows through Python's file object: np.save's `tofile` reports a
-            # full disk as "N requested and M written", with no errno to tell it apart
-            np.lib.format.write_array_header_1_0(f, np.lib.format.header_data_from_array_1_0(arr))
-            f.write(memoryview(arr).cast("B"))
+        with spill_frames(path, frames) as spill:
+            if max(spill.lengths) >= 2**32:
+                raise ValueError(
+                    f"{path}: a frame of {max(spill.lengths)} bytes exceeds the 4 GiB row limit"
+                )
+            n, cols = len(spill.lengths), LENGTH_BYTES + max(spill.lengths)
+            with open(tmp, "wb") as f:
+                # header, then the rows through Python's file object: np.save's `tofile` reports
+                # a full disk as "N requested and M written", with no errno to tell it apart
+                header = {"descr": "|u1", "fortran_order": False, "shape": (n, cols)}
+                np.lib.format.write_array_header_1_0(f, header)
+                rows_per_block = max(1, BLOCK_BYTES // cols)
+                block = np.empty((min(n, rows_per_block), cols), np.uint8)
+                for start in range(0, n, rows_per_block):
+                    lengths = spill.lengths[start : start + rows_per_block]
+                    rows = block[: len(lengths)]
+                    rows.fill(0)
+                    rows[:, :LENGTH_BYTES] = (
+                        np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
+                    )
+                    for row, length in zip(rows, lengths, strict=True):
+                        spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
+                    f.write(memoryview(rows).cast("B"))
         replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return len(data)
+    return n
