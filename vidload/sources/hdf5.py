@@ -375,6 +375,73 @@ def _frame_bytes(handle: _Handle, path: Path, frames: list[int]) -> list:
     return buffers
 
 
+#: Room kept free while HDF5 writes a new file's metadata (a few KiB; see `_write_structure`).
+_METADATA_RESERVE = 256 << 10
+
+
+def _write_structure(
+    tmp: Path, total: int, offsets: np.ndarray, attrs: Mapping[str, object]
+) -> int:
+    """Create `tmp` as an HDF5 file with a contiguous `frames` dataset of `total` bytes whose
+    space is allocated but not written, `offsets` and the attributes; return the byte offset of
+    `frames` in the file, where `_write_frame_bytes` then writes the frames.
+
+    Why not let h5py write the frames: when the disk fills up while HDF5 is writing, HDF5
+    cannot close the file (H5Fclose fails with ENOSPC and leaves its objects half-closed), and
+    the process then crashes at exit, in HDF5's own clean-up. So HDF5 only writes the small
+    metadata, with `_METADATA_RESERVE` bytes reserved beforehand (a full disk fails here, before
+    HDF5 is involved) and released just before; the frame bytes go through plain os.pwrite,
+    whose ENOSPC is an ordinary OSError.
+    """
+    reserve = temp_path(tmp)
+    fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, _METADATA_RESERVE)
+    except BaseException:
+        os.close(fd)
+        os.unlink(reserve)
+        raise
+    try:
+        with h5py.File(tmp, "w") as f:
+            dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+            dcpl.set_layout(h5py.h5d.CONTIGUOUS)
+            dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
+            dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+            space = h5py.h5s.create_simple((total,))
+            dsid = h5py.h5d.create(f.id, b"frames", h5py.h5t.NATIVE_UINT8, space, dcpl=dcpl)
+            offset = dsid.get_offset()
+            dsid.close()
+            f.create_dataset("offsets", data=offsets)
+            for key, value in attrs.items():
+                f.attrs[key] = value
+            os.close(fd)  # release the reserve: HDF5 writes its metadata when it closes
+            fd = -1
+            os.unlink(reserve)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+            os.unlink(reserve)
+    if offset is None:
+        raise RuntimeError(f"{tmp}: HDF5 did not allocate the frames dataset")
+    return int(offset)
+
+
+def _write_frame_bytes(tmp: Path, offset: int, spill) -> None:
+    """Copy the spilled frames into `tmp` at `offset`, in blocks of `BLOCK_BYTES`."""
+    fd = os.open(tmp, os.O_WRONLY)
+    try:
+        block = np.empty(min(spill.total, BLOCK_BYTES), np.uint8)
+        for start in range(0, spill.total, BLOCK_BYTES):
+            chunk = block[: min(BLOCK_BYTES, spill.total - start)]
+            spill.read_into(chunk)
+            view = memoryview(chunk).cast("B")
+            done = 0
+            while done < len(view):
+                done += os.pwrite(fd, view[done:], offset + start + done)
+    finally:
+        os.close(fd)
+
+
 _COMPUTED_ATTRS = frozenset({"num_frames", "width", "height", "format_version", "layout"})
 
 
@@ -399,7 +466,7 @@ def write_hdf5(
 
     Memory does not grow with the number of frames: they are consumed one at a time, spilled
     to an anonymous temporary file beside `path` (`sources._spill`), then copied into the
-    dataset in blocks of 8 MiB.
+    dataset's space in blocks of 8 MiB (`_write_structure` says why by os.pwrite).
     """
     path = Path(path)
     extra: dict[str, object] = {}
@@ -433,18 +500,8 @@ def write_hdf5(
                     )
             offsets = np.zeros(n + 1, np.int64)
             np.cumsum(np.frombuffer(spill.lengths, np.int64), out=offsets[1:])
-            with h5py.File(tmp, "w") as f:
-                # one contiguous block (read later by byte offset, see `_direct_offset`),
-                # filled from the spill file a block at a time
-                frames_ds = f.create_dataset("frames", shape=(spill.total,), dtype=np.uint8)
-                block = np.empty(min(spill.total, BLOCK_BYTES), np.uint8)
-                for start in range(0, spill.total, BLOCK_BYTES):
-                    chunk = block[: min(BLOCK_BYTES, spill.total - start)]
-                    spill.read_into(chunk)
-                    frames_ds[start : start + chunk.shape[0]] = chunk
-                f.create_dataset("offsets", data=offsets)
-                for key, value in {**computed, **extra}.items():
-                    f.attrs[key] = value
+            offset = _write_structure(tmp, spill.total, offsets, {**computed, **extra})
+            _write_frame_bytes(tmp, offset, spill)
         replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
