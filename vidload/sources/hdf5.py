@@ -407,6 +407,7 @@ def _write_structure(
             dcpl.set_layout(h5py.h5d.CONTIGUOUS)
             dcpl.set_alloc_time(h5py.h5d.ALLOC_TIME_EARLY)
             dcpl.set_fill_time(h5py.h5d.FILL_TIME_NEVER)
+            dcpl.set_obj_track_times(False)  # as h5py does: equal inputs give equal files
             space = h5py.h5s.create_simple((total,))
             dsid = h5py.h5d.create(f.id, b"frames", h5py.h5t.NATIVE_UINT8, space, dcpl=dcpl)
             offset = dsid.get_offset()
