@@ -391,7 +391,9 @@ def _write_structure(
     the process then crashes at exit, in HDF5's own clean-up. So HDF5 only writes the small
     metadata, with `_METADATA_RESERVE` bytes reserved beforehand (a full disk fails here, before
     HDF5 is involved) and released just before; the frame bytes go through plain os.pwrite,
-    whose ENOSPC is an ordinary OSError.
+    whose ENOSPC is an ordinary OSError. (Building the whole file in memory with HDF5's core
+    driver also keeps HDF5 away from the disk, but holds every frame in memory: an hour of
+    1080p is gigabytes per worker.)
     """
     reserve = temp_path(tmp)
     fd = os.open(reserve, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
