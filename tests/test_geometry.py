@@ -330,3 +330,19 @@ def test_read_ahead_finds_the_video_of_every_item(sources, stack):
         video_id, _ = lookup(i)
         assert video_id == ds.videos[i // ds.items_per_video].video_id
     assert {lookup(i)[0] for i in range(len(ds))} == {name for name, _, _ in SHAPES}
+
+
+def test_video_crop_without_resize_is_the_sequential_decode_cropped(tmp_path):
+    """YUV 4:2:0 H.264: a crop-only plan converts at the stored size, so the frames are exactly
+    the sequentially decoded frames, cropped and flipped."""
+    from media import make_video, sequential_decode
+
+    make_video(tmp_path / "a.mp4", 12, width=96, height=64, options={"g": "6", "bf": "2"})
+    frames = np.stack(sequential_decode(tmp_path / "a.mp4"))
+    src = VideoSource(tmp_path)
+    for seed in range(4):
+        plan = plan_geometry(crop=(40, 56), flip=True, train=True, rng=np.random.default_rng(seed))
+        top, left, bh, bw = plan.resolve(64, 96).box
+        want = frames[[7, 2, 11], top : top + bh, left : left + bw]
+        got = src.read("a.mp4", [7, 2, 11], geometry=plan)
+        np.testing.assert_array_equal(got, want[:, :, ::-1] if plan.flip else want)
