@@ -72,12 +72,12 @@ class _DyingOnce(Executor):
             real_video, real_encode = cm._convert_video, cm.encode_jpeg
             started, encoded = [], [0]
 
-            def encode(rgb, quality=95):
+            def encode(rgb, quality=95, **options):  # options: e.g. subsampling
                 encoded[0] += 1
                 if first and shard.index == 1 and len(started) == 2 and encoded[0] == 3:
                     open(os.path.join(marks, "died"), "w").close()
                     os._exit(1)  # a worker lost mid-write: a temporary folder stays behind
-                return real_encode(rgb, quality)
+                return real_encode(rgb, quality, **options)
 
             def video(job, reported, fps):
                 started.append(job.item.video_id)
