@@ -46,6 +46,7 @@ from vidload.convert import convert
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import MANIFEST_FIELDS, load_videos
 from vidload.probe import probe
+from vidload.sources._timestamps import sidecar_path
 from vidload.sources.hdf5 import write_hdf5
 from vidload.sources.jpeg_decode import encode_jpeg
 from vidload.sources.npy import write_npy
@@ -556,3 +557,21 @@ def bench_report_has_no_matplotlib() -> bool:
     except RuntimeError:
         return True
     return False
+
+
+def test_a_g_damaged_or_fifo_timestamps_sidecar_is_a_read_error(tmp_path):
+    write_hdf5(tmp_path / "v.h5", _jpegs())
+    src = Hdf5Source(tmp_path)
+    sidecar = sidecar_path(tmp_path / "v.h5")
+    good = np.arange(4, dtype="<f8")
+    np.save(sidecar.with_suffix(".tmp.npy"), good)
+    data = sidecar.with_suffix(".tmp.npy").read_bytes()
+    sidecar.write_bytes(data[:10] + b"{'descr': '<f8', (((" + data[30:])  # garbage header
+    with pytest.raises(VideoReadError, match="unreadable timestamps") as info:
+        src.timestamps("v")
+    assert info.value.path == str(sidecar)
+    sidecar.unlink()
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(sidecar)
+        err = _within(10, lambda: src.timestamps("v"))
+        assert isinstance(err, VideoReadError) and "not a regular file: a FIFO" in str(err)

@@ -13,12 +13,14 @@ stored times, and its source falls back to a frame rate (`fps`), or raises.
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
 
 import numpy as np
 
 from vidload._atomic import write_bytes_atomic
 from vidload.errors import VideoReadError
+from vidload.sources.base import open_regular_file
 
 SUFFIX = ".timestamps"
 
@@ -53,10 +55,14 @@ def container_timestamps(
     """
     path = sidecar_path(container)
     if path.exists():
+        fd = open_regular_file(path)  # a FIFO would block np.load
         try:
-            ts = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as e:
-            raise VideoReadError(path, f"unreadable timestamps: {e}") from e
+            with os.fdopen(fd, "rb") as f:
+                ts = np.load(f, allow_pickle=False)
+        except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError...
+            raise VideoReadError(path, f"unreadable timestamps: {type(e).__name__}: {e}") from e
+        if not isinstance(ts, np.ndarray):
+            raise VideoReadError(path, f"holds a {type(ts).__name__}, not one npy array")
         if ts.ndim != 1 or ts.shape[0] != num_frames or not np.issubdtype(ts.dtype, np.floating):
             raise VideoReadError(
                 path, f"holds {ts.dtype} {ts.shape} timestamps for {num_frames} frames"
