@@ -7,6 +7,7 @@ The index is written as 12 bits, one bit per cell of a 4 x 3 grid covering the f
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
@@ -17,6 +18,27 @@ import numpy as np
 
 GRID_COLS, GRID_ROWS = 4, 3
 BITS = GRID_COLS * GRID_ROWS
+
+VIDEOS_ENV = "VIDLOAD_TEST_VIDEOS"
+
+
+def shared_videos() -> Path:
+    """The folder of real clips for the real-clip tests: $VIDLOAD_TEST_VIDEOS when set, else
+    `../shared/videos` beside the repository. Use with `real_clip`, which skips when absent."""
+    env = os.environ.get(VIDEOS_ENV)
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parents[1].parent / "shared" / "videos"
+
+
+def real_clip(name: str):
+    """`pytest.mark.skipif` for a test that needs `shared_videos() / name`."""
+    import pytest
+
+    path = shared_videos() / name
+    return pytest.mark.skipif(
+        not path.is_file(), reason=f"{path} not present (set ${VIDEOS_ENV} to a folder with it)"
+    )
 
 
 def paint(index: int, width: int = 128, height: int = 96) -> np.ndarray:

@@ -6,6 +6,8 @@ that the report, JSON and error paths say what they should.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import sys
@@ -26,6 +28,7 @@ from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
 
 SOURCES = {"video", "jpeg", "hdf5", "npy-mmap", "npy-read"}
 TINY = ["--min-time", "0", "--repeats", "1", "--no-progress"]
+QUICK_CLIPS = 4
 
 
 def _decode(path: Path) -> tuple[list[np.ndarray], bool]:
@@ -80,30 +83,42 @@ def test_synth_spec_rejects_bad_values(kwargs, match):
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
-    """One --quick run with every row, the DataLoader (1 worker) and --cold."""
+    """One --quick run with every row, the DataLoader (1 worker) and --cold, run here so that
+    every test using it sees the same finished run whatever the order: (tmp, argv, json, stdout)."""
     tmp = tmp_path_factory.mktemp("bench")
     out = tmp / "result.json"
-    argv = ["--quick", "--work", str(tmp / "work"), "--workers", "1", "--clips", "4"]
+    argv = ["--quick", "--work", str(tmp / "work"), "--workers", "1", "--clips", str(QUICK_CLIPS)]
     argv += ["--batch-size", "2", "--cold", "--json", str(out), *TINY]
-    return tmp, argv, out
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(io.StringIO()):
+        assert bench.main(argv) == 0
+    return tmp, argv, out, stdout.getvalue()
 
 
-def test_quick_run_measures_every_source_on_the_same_clips(quick_run, capsys):
-    tmp, argv, out = quick_run
-    assert bench.main(argv) == 0
-    text = capsys.readouterr().out
+def test_quick_run_measures_every_source_on_the_same_clips(quick_run):
+    tmp, argv, out, text = quick_run
     result = json.loads(out.read_text())
     rows = result["loaders"]
     assert SOURCES | {"memory", "pil", "pyav-from-start"} <= set(rows)
+    frames = rows["memory"]["frames_per_s"] / rows["memory"]["clips_per_s"]
+    assert frames == pytest.approx(round(frames)) and round(frames) >= 1
     for name, row in rows.items():
-        assert row["clips_per_s"] > 0, name
+        # the speed is the clips over the best repeat's time, and own time never exceeds wall
+        totals, walls = row["times_s"]["total"], row["times_s"]["wall"]
+        assert row["clips_per_s"] == pytest.approx(QUICK_CLIPS / min(totals)), name
+        assert row["frames_per_s"] == pytest.approx(row["clips_per_s"] * frames), name
+        assert all(t <= w * (1 + 1e-9) for t, w in zip(totals, walls, strict=True)), name
+        assert row["vs_memory"] == pytest.approx(row["clips_per_s"] / rows["memory"]["clips_per_s"])
         assert name in text
     for name in SOURCES:
         assert rows[name]["check"] == "identical", (name, rows[name]["check"])
         split = rows[name]["split_ms_per_clip"]
         assert split["read"] > 0 and split["decode"] > 0
+        assert split["total"] == pytest.approx(1000 / rows[name]["clips_per_s"])
         assert split["rest"] == pytest.approx(split["total"] - split["read"] - split["decode"])
-        assert rows[name]["dataloader"]["clips_per_s"] > 0
+        dl = rows[name]["dataloader"]
+        assert dl["clips_per_s"] == pytest.approx(QUICK_CLIPS / min(dl["times_s"]))
+        assert dl["vs_one_process"] == pytest.approx(dl["clips_per_s"] / rows[name]["clips_per_s"])
         assert rows[name]["cold"]["cold_s"] > 0 and rows[name]["cold"]["warm_s"] > 0
     assert rows["video"]["disk_vs_video"] == pytest.approx(1.0)
     assert rows["jpeg"]["disk_vs_video"] > 1.5  # JPEG frames take more room than H.264
@@ -133,10 +148,8 @@ def test_quick_run_measures_every_source_on_the_same_clips(quick_run, capsys):
 
 
 def test_second_run_reuses_the_work_folder(quick_run, capsys):
-    tmp, argv, _ = quick_run
+    tmp, argv, _, _ = quick_run
     work = tmp / "work"
-    if not (work / "vidload-bench.json").exists():
-        assert bench.main(argv) == 0
     stamp = (work / "npy").stat().st_mtime_ns
     argv = ["--quick", "--work", str(work), "--only", "npy-mmap,memory", "--no-dataloader"]
     argv += ["--no-geometry-hd"]
@@ -262,6 +275,24 @@ def test_own_clock_falls_back_to_wall_time_without_schedstat(monkeypatch):
         assert before <= clock() <= time.perf_counter()
 
 
+def test_own_clock_leaves_out_the_run_queue_delay(monkeypatch, tmp_path):
+    """The second schedstat field (ns runnable but waiting for a CPU) is taken off the clock."""
+    from vidload._bench import timing
+
+    fake = tmp_path / "schedstat"
+    fake.write_text("5000 1000000000 7\n")
+    monkeypatch.setattr(timing, "_SCHEDSTAT", str(fake))
+    with timing.OwnClock() as clock:
+        assert clock.available
+        wall0, own0 = time.perf_counter(), clock()
+        fake.write_text("9000 3500000000 9\n")  # 2.5 s more spent waiting for a CPU
+        own1, wall1 = clock(), time.perf_counter()
+    # each reading is perf_counter() at some moment within [wall0, wall1] less the delay so far
+    assert wall0 - 1.0 <= own0 <= wall1 - 1.0
+    assert wall0 - 3.5 <= own1 <= wall1 - 3.5
+    assert own1 - own0 <= (wall1 - wall0) - 2.5
+
+
 @pytest.mark.parametrize(
     ("make_args", "match"),
     [
@@ -296,9 +327,7 @@ def test_plot_without_matplotlib_fails_before_running(tmp_path, capsys, monkeypa
 
 def test_plot_draws_a_png(quick_run, tmp_path):
     pytest.importorskip("matplotlib")
-    _, argv, out = quick_run
-    if not out.exists():
-        assert bench.main(argv) == 0
+    _, argv, out, _ = quick_run
     png = tmp_path / "chart.png"
     report.plot(json.loads(out.read_text()), png)
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,9 +11,9 @@ import h5py
 import numpy as np
 import pytest
 import torch
+from media import corrupt_middle, frame_number, paint
 from torch.utils.data import DataLoader, Dataset
 
-from tests.media import corrupt_middle, frame_number, paint
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources.base import FrameSource
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5

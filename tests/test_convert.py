@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 import simplejpeg
-from media import frame_number, make_video, truncate_copy
+from media import frame_number, make_video, real_clip, shared_videos, truncate_copy
 
 import vidload.convert as convert_mod
 from vidload.convert import container_path, convert, find_inputs, resize_short_side
@@ -422,10 +422,10 @@ def test_find_inputs_skips_hidden_and_other_files(dataset, tmp_path):
     assert os.path.samefile(items[0].path, folder / "a/x1.mp4")
 
 
-REAL = Path(__file__).resolve().parents[1].parent / "shared" / "videos"
+REAL = shared_videos()
 
 
-@pytest.mark.skipif(not (REAL / "mma_test.mp4").is_file(), reason="shared/videos not present")
+@real_clip("mma_test.mp4")
 def test_real_clip_smoke(tmp_path):
     lst = tmp_path / "list.txt"
     lst.write_text("mma_test.mp4 2\n")
@@ -440,7 +440,7 @@ def test_real_clip_smoke(tmp_path):
     assert min(psnr(a, b) for a, b in zip(got, want, strict=True)) >= 35
 
 
-@pytest.mark.skipif(not (REAL / "mma_test.avi").is_file(), reason="shared/videos not present")
+@real_clip("mma_test.avi")
 def test_real_folder_with_two_clips_of_one_name(tmp_path):
     report = convert(REAL, tmp_path / "out", to="hdf5", workers=2, progress=False)
     assert report.ok
@@ -478,3 +478,63 @@ def test_clip_dataset_over_containers_gives_the_videos_clips(dataset, tmp_path, 
                 frames_b = b.permute(0, 2, 3, 1).numpy()
                 assert [frame_number(f) for f in frames_a] == [frame_number(f) for f in frames_b]
                 assert min(psnr(x, y) for x, y in zip(frames_a, frames_b, strict=True)) >= 35
+
+
+# ------------------------------------------------------------------ guards
+
+
+def test_list_input_refuses_containers_on_or_around_its_inputs(tmp_path):
+    from media import paint
+
+    from vidload.sources.jpeg import write_jpeg_folder
+    from vidload.sources.jpeg_decode import encode_jpeg
+
+    root = tmp_path / "data"
+    make_video(root / "a" / "x.mp4", 6, width=64, height=48)
+    write_jpeg_folder(root / "imgs", [encode_jpeg(paint(i, 64, 48)) for i in range(4)])
+    make_video(root / "a.mp4", 4, width=64, height=48)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    frames_list = tmp_path / "frames.txt"
+    frames_list.write_text("imgs 4 0\n")
+    both = tmp_path / "both.txt"
+    both.write_text("a.mp4 0\na/x.mp4 1\n")  # a.mp4's frame folder would be root/a, above a/x.mp4
+    cases = [
+        (frames_list, root, "jpeg", r"'imgs'.*would overwrite or sit inside the input"),
+        (both, root, "jpeg", r"'a.mp4'.*would overwrite or sit inside the input"),
+    ]
+    for lst, out, to, match in cases:
+        with pytest.raises(ValueError, match=match):
+            convert(lst, out, to=to, root=root, workers=1, progress=False)
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before
+    # a list's OUTPUT may sit inside its root as long as no container lands on an input
+    report = convert(both, root / "out", to="npy", root=root, workers=1, progress=False)
+    assert report.ok and NpySource(root / "out").actual_frames("a/x.mp4") == 6
+    assert sorted(p.relative_to(root) for p in root.rglob("*") if "out" not in p.parts) == before
+
+
+def test_stale_temporary_folders_and_manifests_are_removed(dataset, tmp_path):
+    out = tmp_path / "out"
+    assert convert(dataset, out, to="jpeg", workers=1, progress=False).ok
+    (out / "a/x2").rename(out / "a/.x2.tmp-12345-deadbeef")  # a writer killed mid-folder
+    (out / ".manifest.csv.4242.tmp").write_text("half a manifest")
+    keep = out / "a/.hidden-but-mine"  # not a temporary name: left alone
+    keep.write_text("x")
+    again = convert(dataset, out, to="jpeg", workers=1, progress=False)
+    assert again.converted == ("a/x2.avi",)
+    assert not (out / "a/.x2.tmp-12345-deadbeef").exists()
+    assert not (out / ".manifest.csv.4242.tmp").exists()
+    assert keep.read_text() == "x"
+    assert JpegSource(out).actual_frames("a/x2.avi") == 16
+
+
+def test_resume_with_an_unreadable_manifest_is_refused_unless_overwrite(dataset, tmp_path):
+    out = tmp_path / "out"
+    assert convert(dataset, out, to="npy", workers=1, progress=False).ok
+    manifest = out / "manifest.csv"
+    manifest.write_text("not,a,manifest\n1,2\n")
+    with pytest.raises(ValueError, match=r"manifest\.csv cannot be resumed from .*overwrite"):
+        convert(dataset, out, to="npy", workers=1, progress=False)
+    assert manifest.read_text() == "not,a,manifest\n1,2\n"  # untouched by the refusal
+    forced = convert(dataset, out, to="npy", workers=1, progress=False, overwrite=True)
+    assert len(forced.converted) == 4
+    assert {r.video_id for r in read_manifest(manifest)} == set(GOOD) | {TRUNCATED}

@@ -531,3 +531,17 @@ def test_real_videos_through_dataloader_with_two_workers(video_dir):
         else:  # broken.mp4 -> the next video, a.mp4, sampled from the item's 2nd stream
             rng = np.random.default_rng([5, 0, i, 1])
             assert numbers == segment_indices(30, 8, train=True, rng=rng).tolist()
+
+
+def test_frame_count_error_from_another_id_gets_the_item_in_its_message():
+    """A source may name the video by something else than the dataset's id (a key): the
+    error then gains the id and item, stays a FrameCountError with its fields, chained."""
+    from vidload.dataset import _in_context
+
+    e = FrameCountError("key-0007", 50, 28, 31)
+    got = _in_context(e, "a.mp4", 7)
+    assert type(got) is FrameCountError and got is not e
+    assert (got.video_id, got.reported, got.actual, got.index) == ("key-0007", 50, 28, 31)
+    assert "video 'a.mp4', ClipDataset item 7" in str(got) and str(e) in str(got)
+    same = FrameCountError("a.mp4", 50, 28, 31)
+    assert _in_context(same, "a.mp4", 7) is same  # already names the video

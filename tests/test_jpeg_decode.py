@@ -6,8 +6,8 @@ import cv2
 import numpy as np
 import pytest
 import simplejpeg
+from media import corrupt_middle, frame_number, paint
 
-from tests.media import corrupt_middle, frame_number, paint
 from vidload.errors import VideoReadError
 from vidload.sources.jpeg_decode import (
     check_jpeg_markers,

@@ -6,21 +6,27 @@ import gc
 import multiprocessing as mp
 import os
 import pickle
-from pathlib import Path
 
 import av
 import av.error
 import numpy as np
 import pytest
 from conftest import HardCase
-from media import decode_until_bad, frame_number, make_video, sequential_decode
+from media import (
+    decode_until_bad,
+    frame_number,
+    make_video,
+    real_clip,
+    sequential_decode,
+    shared_videos,
+)
 
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources import _video_index
 from vidload.sources import video as video_module
 from vidload.sources.video import VideoInfo, VideoSource
 
-SHARED_VIDEOS = Path(__file__).resolve().parents[1].parent / "shared" / "videos"
+SHARED_VIDEOS = shared_videos()
 
 CASE_IDS = [
     "h264_bframes_long_gop.mp4",
@@ -112,7 +118,12 @@ def test_info_reads_the_header(vid, hard_video_dir, hard_videos, references):
     assert isinstance(info, VideoInfo)
     assert info.stream_index == case.stream_index
     assert (info.height, info.width) == references[vid][0].shape[:2]
-    assert info.codec
+    with av.open(str(hard_video_dir / vid)) as c:
+        assert info.codec == c.streams.video[case.stream_index].codec_context.name
+    family = {"h264": "h264", "hevc": "hevc", "mpeg4": "mpeg4", "mpeg2": "mpeg2video", "vp9": "vp9"}
+    prefix = vid.split("_")[0].split(".")[0]
+    if prefix in family:
+        assert info.codec == family[prefix], vid
     assert info.reported_frames is None or info.reported_frames > 0
     assert VideoSource(hard_video_dir).reported_frames(vid) == info.reported_frames
 
@@ -530,11 +541,10 @@ def test_dataloader_workers(num_workers, threads, hard_video_dir, references):
 # ------------------------------------------------------------------ real clips
 
 
-@pytest.mark.skipif(not SHARED_VIDEOS.is_dir(), reason=f"{SHARED_VIDEOS} not present")
-@pytest.mark.parametrize("name", ["mma_test.mp4", "mma_test.avi"])
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=real_clip(n)) for n in ["mma_test.mp4", "mma_test.avi"]]
+)
 def test_real_clips_are_frame_exact(name):
-    if not (SHARED_VIDEOS / name).is_file():
-        pytest.skip(f"{SHARED_VIDEOS / name} not present")
     src = VideoSource(SHARED_VIDEOS)
     ref = sequential_decode(SHARED_VIDEOS / name, src.info(name).stream_index)
     rng = np.random.default_rng(0)
