@@ -299,14 +299,18 @@ def encode_rgb(
     pix_fmt: str = "bgr0",
     fps: int = 25,
     options: dict[str, str] | None = None,
+    display_rotation: int = 0,
 ) -> Path:
     """Encode uint8 (H, W, 3) RGB frames into `path`; ffv1 in bgr0 (the default) is lossless,
-    so a decode gives back exactly these pixels."""
+    so a decode gives back exactly these pixels. `display_rotation` (degrees counter-clockwise)
+    adds a display matrix, as a phone does: the pixels stay as given, a player turns them."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     height, width = frames[0].shape[:2]
     with av.open(str(path), "w") as out:
         stream = _add_video_stream(out, codec, width, height, fps, pix_fmt, options)
+        if display_rotation:
+            stream.set_display_rotation(display_rotation)
         for img in frames:
             for packet in stream.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
                 out.mux(packet)

@@ -164,6 +164,40 @@ def test_mixed_resolutions_give_one_shape_whatever_the_workers(sources, kind):
     assert torch.equal(clips0, clips2) and torch.equal(labels0, labels2)
 
 
+def test_a_phone_video_among_mixed_resolutions_comes_back_upright_in_every_batch(tmp_path):
+    # stored 80x60 landscape with a 90-degree display matrix: displayed portrait 60x80, whose
+    # upright pixels are the gradient (red rises left -> right, green top -> bottom)
+    upright = _painted(60, 80)
+    videos = tmp_path / "videos"
+    for name, w, h in SHAPES:
+        encode_rgb(videos / name, list(_painted(w, h)))
+    encode_rgb(videos / "phone.mkv", list(np.rot90(upright, -1, axes=(1, 2))), display_rotation=90)
+    listing = [*_videos(), ("phone.mkv", len(SHAPES))]
+    srcs = {"video": VideoSource(videos)}
+    for kind, cls in (("jpeg", JpegSource), ("hdf5", Hdf5Source), ("npy", NpySource)):
+        report = convert(videos, tmp_path / kind, to=kind, workers=1, progress=False)
+        assert not report.failed
+        srcs[kind] = cls(tmp_path / kind)
+    for kind, src in srcs.items():
+        opts = dict(num_frames=4, seed=5, short_side=128, crop=112)
+        train = ClipDataset(listing, src, flip=True, **opts)
+        clips0, labels0 = _loader_epoch(train, 0)
+        assert clips0.shape == (len(listing), 4, 3, 112, 112)
+        if kind in ("video", "npy"):
+            clips2, labels2 = _loader_epoch(ClipDataset(listing, src, flip=True, **opts), 2)
+            assert torch.equal(clips0, clips2) and torch.equal(labels0, labels2)
+        test = ClipDataset(listing, src, train=False, **opts)
+        phone, label = test[len(SHAPES)]
+        assert label == len(SHAPES)
+        red = phone[:, 0].float().mean(0)  # (112, 112)
+        green = phone[:, 1].float().mean(0)
+        # upright: red changes along x only, green along y only (sideways would swap them)
+        assert red[:, -1].mean() - red[:, 0].mean() > 100, kind
+        assert (red[-1] - red[0]).abs().max() < 8, kind
+        assert green[-1].mean() - green[0].mean() > 100, kind
+        assert (green[:, -1] - green[:, 0]).abs().max() < 8, kind
+
+
 class _PlainSource:
     """A user source whose read takes no geometry: the dataset applies it."""
 
