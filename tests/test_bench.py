@@ -306,8 +306,22 @@ def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, make_args, ma
     argv = [*make_args(tmp_path), "--work", str(tmp_path / "work"), "--no-progress"]
     assert bench.main(argv) == 2
     err = capsys.readouterr().err
-    assert err.startswith("vidload bench: error:")
+    assert err.startswith("usage: vidload bench") and "\nvidload bench: error:" in err
     assert __import__("re").search(match, err), err
+
+
+def test_error_while_running_is_a_failure_with_the_traceback_on_v(tmp_path, capsys, monkeypatch):
+    def deep(cfg):
+        raise RuntimeError("decoder exploded on clip 3")
+
+    monkeypatch.setattr(bench, "run_benchmark", deep)
+    argv = ["--quick", "--work", str(tmp_path / "w"), "--no-progress"]
+    assert bench.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "vidload bench: error: RuntimeError: decoder exploded on clip 3" in err
+    assert "usage:" not in err and "Traceback" not in err
+    assert bench.main([*argv, "-v"]) == 1
+    assert "Traceback (most recent call last)" in capsys.readouterr().err
 
 
 def test_foreign_work_folder_is_refused(tmp_path, capsys):

@@ -89,6 +89,8 @@ def test_convert_draws_progress_on_stderr(broken, tmp_path, capsys):
         (["convert", "{o}/missing", "{o}", "--to", "npy"], "does not exist"),
         (["convert", "{v}", "{v}/out", "--to", "npy"], "must not be inside one another"),
         (["convert", "{v}", "{o}", "--to", "npy", "--root", "{v}"], "applies only to an annot"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--root", "{o}/nope"], "is not a folder"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--labels", "{o}/nope"], "is not a file"),
         (["convert", "{v}"], "the following arguments are required"),
         (["probe", "{o}/missing"], "does not exist"),
         (["probe", "{v}", "--workers", "x"], "'x' is not an integer"),
@@ -101,7 +103,54 @@ def test_bad_arguments_exit_2(videos, tmp_path, capsys, args, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "error:" in err and message in err
+    assert "usage: vidload" in err and "Traceback" not in err
     assert not (videos / "out").exists()
+
+
+def test_resuming_with_other_options_is_a_usage_error(videos, tmp_path, capsys):
+    out = str(tmp_path / "out")
+    assert main(["convert", str(videos), out, "--to", "npy", "--workers", "1", "-q"]) == 0
+    capsys.readouterr()
+    assert main(["convert", str(videos), out, "--to", "npy", "--quality", "80", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "usage: vidload" in err and "converted with other options" in err
+
+
+def test_unreadable_manifest_is_a_failure_not_a_usage_error(videos, tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["convert", str(videos), str(out), "--to", "npy", "--workers", "1", "-q"]) == 0
+    (out / "manifest.csv").write_text("garbage\n")
+    capsys.readouterr()
+    assert main(["convert", str(videos), str(out), "--to", "npy", "--workers", "1", "-q"]) == 1
+    err = capsys.readouterr().err
+    assert "vidload convert: error: ValueError:" in err and "cannot be resumed from" in err
+    assert "usage:" not in err and "Traceback" not in err and "-v shows the traceback" in err
+
+
+@pytest.mark.parametrize("command", ["convert", "probe"])
+@pytest.mark.parametrize("error", [ValueError, TypeError, FileNotFoundError, RuntimeError])
+def test_errors_raised_while_working_are_failures(videos, tmp_path, capsys, monkeypatch, command,
+                                                  error):  # fmt: skip
+    """A ValueError deep inside convert()/probe() is a failure (1) naming the problem, not
+    "bad arguments"; -v prints where it came from."""
+
+    def deep(*args, **kwargs):
+        raise error("frame 7 of a/x1.mp4 went wrong deep inside")
+
+    import vidload.convert
+    import vidload.probe
+
+    monkeypatch.setattr(vidload.convert, "convert", deep)
+    monkeypatch.setattr(vidload.probe, "probe", deep)
+    argv = [command, str(videos)] + (["-o", "--to", "npy"] if command == "convert" else [])
+    argv = [str(tmp_path / "o") if a == "-o" else a for a in argv]
+    assert main([*argv, "-q"]) == 1
+    err = capsys.readouterr().err
+    line = f"vidload {command}: error: {error.__name__}: frame 7 of a/x1.mp4 went wrong"
+    assert line in err and "usage:" not in err and "Traceback" not in err
+    assert main([*argv, "-q", "-v"]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and "in deep" in err and line in err
 
 
 def test_version_and_help(capsys):

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from vidload._bench import report
 from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
+from vidload.errors import UsageError
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]
 
@@ -118,6 +120,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="geometry rows without the generated 1080p sample (quick: 640x360)",
     )
     add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
+    add("-v", "--verbose", action="store_true", help="print the traceback of an error")
     return p
 
 
@@ -157,20 +160,31 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the benchmark from command-line arguments; prints the report, returns 0 (2 on a
-    bad argument or unusable data)."""
+    """Run the benchmark from command-line arguments; prints the report and returns 0; 2 for a
+    bad argument (`UsageError`: the usage line and the rule broken), 1 for any other error
+    (one line naming it; `-v` adds the traceback)."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        cfg = config_from_args(args)
-        if args.plot is not None:
-            report.check_plotting()
+        try:
+            cfg = config_from_args(args)
+            if args.plot is not None:
+                report.check_plotting()
+        except (ValueError, RuntimeError) as e:  # only the arguments are looked at here
+            raise UsageError(str(e)) from e
         if cfg.data is not None and not cfg.data.is_dir():
-            raise ValueError(f"DATA ({cfg.data}) must be a folder of videos")
+            raise UsageError(f"DATA ({cfg.data}) must be a folder of videos")
         result = run_benchmark(cfg)
-    except (ValueError, RuntimeError) as e:
+    except UsageError as e:
+        parser.print_usage(sys.stderr)
         print(f"vidload bench: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if args.verbose else " (-v shows the traceback)"
+        print(f"vidload bench: error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
+        return 1
     print(report.render(result, markdown=args.markdown))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")

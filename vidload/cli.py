@@ -11,22 +11,25 @@
 `--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
 `--dask local` starts a local one of `--workers` processes.
 
-Exit status: 0 when every video was handled, 1 when some failed (listed with reasons), when
-the disk filled up (the manifest lists what finished) or when another run holds OUTPUT,
-2 for bad arguments.
+Exit status: 0 when every video was handled; 2 for bad arguments (`UsageError`: the usage
+line and the rule broken); 1 for every other problem: some videos failed (listed with
+reasons), the disk filled up (the manifest lists what finished), another run holds OUTPUT, or
+any error raised while working, printed as one line naming it (`-v` adds the traceback).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
+import traceback
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
 from vidload._cpus import default_workers
+from vidload.errors import UsageError
 from vidload.manifest import ManifestRow
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -155,6 +158,7 @@ def _add_common(p: argparse.ArgumentParser) -> None:
         "or an annotation list) instead of the sorted names of its top-level folders",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
     p.add_argument(
         "--dask",
         metavar="ADDRESS",
@@ -185,9 +189,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except SystemExit as e:  # --help, --version, or a usage error (already printed)
         return _exit_code(e)
-    if args.command == "convert":
-        return _convert(parser, args)
-    return _probe(parser, args)
+    work = _convert if args.command == "convert" else _probe
+    return _run(parser, args, lambda: work(args))
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -196,10 +199,37 @@ def _exit_code(e: SystemExit) -> int:
     return e.code if isinstance(e.code, int) else EXIT_USAGE
 
 
-def _usage_error(parser: argparse.ArgumentParser, command: str, e: Exception) -> int:
-    parser.print_usage(sys.stderr)
-    print(f"vidload {command}: error: {e}", file=sys.stderr)
-    return EXIT_USAGE
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callable[[], int]) -> int:
+    """`work()`'s exit status; a `UsageError` is a usage error (2), any other error a failure
+    (1) named in one line, with its traceback under `--verbose`."""
+    command = args.command
+    try:
+        _check_paths(args)
+        return work()
+    except UsageError as e:
+        parser.print_usage(sys.stderr)
+        print(f"vidload {command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        hint = "; run it again to resume" if command == "convert" else ""
+        print(f"vidload {command}: interrupted{hint}", file=sys.stderr)
+        return 130
+    except Exception as e:
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if args.verbose else " (-v shows the traceback)"
+        print(f"vidload {command}: error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
+        return EXIT_FAILED
+
+
+def _check_paths(args: argparse.Namespace) -> None:
+    """The paths given on the command line exist: a missing one is a usage error."""
+    if not Path(args.input).exists():
+        raise UsageError(f"INPUT ({args.input!r}) does not exist")
+    if args.labels is not None and not Path(args.labels).is_file():
+        raise UsageError(f"--labels ({args.labels!r}) is not a file")
+    if args.root is not None and not Path(args.root).is_dir():
+        raise UsageError(f"--root ({args.root!r}) is not a folder")
 
 
 @contextmanager
@@ -211,7 +241,7 @@ def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int |
     try:
         from distributed import Client, LocalCluster
     except ImportError as e:
-        raise ValueError(
+        raise UsageError(
             f'--dask needs Dask\'s distributed package: pip install "vidload[dask]" ({e})'
         ) from e
     if args.dask == "local":
@@ -224,46 +254,36 @@ def _executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int |
                 yield client.get_executor(pure=False), None
         return
     if args.workers is not None:
-        raise ValueError(
+        raise UsageError(
             "--workers applies to the local pool or --dask local; a cluster has its own"
         )
     try:
         client = Client(args.dask, timeout="30s")
     except OSError as e:
-        raise ValueError(f"--dask {args.dask}: cannot reach the scheduler ({e})") from e
+        raise OSError(f"--dask {args.dask}: cannot reach the scheduler ({e})") from e
     with client:
         yield client.get_executor(pure=False), None
 
 
-def _convert(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _convert(args: argparse.Namespace) -> int:
     from vidload.convert import convert
-    from vidload.errors import DiskFullError, OutputLockedError
 
-    try:
-        with _executor(args) as (executor, workers):
-            report = convert(
-                args.input,
-                args.output,
-                to=args.to,
-                workers=workers,
-                short_side=args.short_side,
-                quality=args.quality,
-                subsampling=args.subsampling,
-                overwrite=args.overwrite,
-                root=args.root,
-                labels=args.labels,
-                progress=not args.quiet,
-                executor=executor,
-                shard_size=args.shard_size,
-            )
-    except (FileNotFoundError, ValueError, TypeError) as e:
-        return _usage_error(parser, "convert", e)
-    except (OutputLockedError, DiskFullError) as e:
-        print(f"vidload convert: {e}", file=sys.stderr)
-        return EXIT_FAILED
-    except KeyboardInterrupt:
-        print("vidload convert: interrupted; run it again to resume", file=sys.stderr)
-        return 130
+    with _executor(args) as (executor, workers):
+        report = convert(
+            args.input,
+            args.output,
+            to=args.to,
+            workers=workers,
+            short_side=args.short_side,
+            quality=args.quality,
+            subsampling=args.subsampling,
+            overwrite=args.overwrite,
+            root=args.root,
+            labels=args.labels,
+            progress=not args.quiet,
+            executor=executor,
+            shard_size=args.shard_size,
+        )
     print_convert_summary(report, sys.stdout)
     if report.stopped is not None:
         print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)
@@ -326,28 +346,22 @@ def _print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> N
         print(f"  x {row.video_id}: {row.error}", file=out)
 
 
-def _probe(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _probe(args: argparse.Namespace) -> int:
     from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
     from vidload.manifest import write_manifest
     from vidload.probe import probe
 
-    try:
-        with _executor(args) as (executor, workers):
-            rows = probe(
-                args.input,
-                root=args.root,
-                labels=args.labels,
-                workers=workers,
-                progress=not args.quiet,
-                executor=executor,
-                shard_size=args.shard_size,
-            )
-        class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
-    except (FileNotFoundError, ValueError, TypeError) as e:
-        return _usage_error(parser, "probe", e)
-    except KeyboardInterrupt:
-        print("vidload probe: interrupted", file=sys.stderr)
-        return 130
+    with _executor(args) as (executor, workers):
+        rows = probe(
+            args.input,
+            root=args.root,
+            labels=args.labels,
+            workers=workers,
+            progress=not args.quiet,
+            executor=executor,
+            shard_size=args.shard_size,
+        )
+    class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     print_probe_table(rows, sys.stdout)
     if args.write:
         write_manifest(args.write, rows)

@@ -69,7 +69,7 @@ from vidload._atomic import TEMP_RE, is_disk_full, write_bytes_atomic
 from vidload._cpus import available_cpus, default_workers
 from vidload._cv2 import cv2
 from vidload._parallel import run_parallel  # noqa: F401  (its home moved; still importable)
-from vidload.errors import DiskFullError, VideoReadError, VidloadError
+from vidload.errors import DiskFullError, UsageError, VideoReadError, VidloadError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import ManifestRow, load_videos, read_manifest
 from vidload.sources._timestamps import sidecar_path, write_timestamps
@@ -165,7 +165,7 @@ def find_inputs(
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
     if src.is_dir():
         if root is not None:
-            raise ValueError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+            raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
         items = _walk(src, kinds)
         base = src
         if not items:
@@ -173,7 +173,7 @@ def find_inputs(
             raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
     elif _file_kind(src.name) is not None:  # one video file or container
         if root is not None:
-            raise ValueError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+            raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
         kind = _file_kind(src.name)
         if kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
@@ -866,7 +866,7 @@ def _check_options(
                 )
                 or f"recorded {old}"
             )
-            raise ValueError(
+            raise UsageError(
                 f"OUTPUT {str(out)!r} was converted with other options ({differ}; recorded in "
                 f"{path.name}): use the same options to resume, or --overwrite "
                 f"(overwrite=True) to convert everything again"
@@ -912,7 +912,7 @@ def _check_no_overlap(
     if input_path.is_dir():
         in_r = base.resolve()
         if _is_within(out_r, in_r) or _is_within(in_r, out_r):
-            raise ValueError(
+            raise UsageError(
                 f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
                 f"one another"
             )
@@ -929,7 +929,7 @@ def _check_no_overlap(
             or target in above_inputs
             or any(p in frame_folders for p in target.parents)
         ):
-            raise ValueError(
+            raise UsageError(
                 f"the container of {item.video_id!r} ({target}) would overwrite or sit inside "
                 f"the input; choose another OUTPUT"
             )

@@ -178,3 +178,13 @@ class OutputLockedError(VidloadError):
 
     def __reduce__(self):
         return (self.__class__, (self.lock, self.holder, str(self)))
+
+
+class UsageError(ValueError):
+    """An argument that cannot work as given; the message names the value and the rule.
+
+    Raised for what the caller must change before anything can be done: INPUT and OUTPUT inside
+    one another, an option the INPUT does not take, resuming into an OUTPUT converted with other
+    options. It is a `ValueError`, so library callers catch it as one; the command line reports
+    it with its usage line and exit status 2, and any other error as a failure (exit 1).
+    """

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
+from vidload.errors import UsageError
 
 __all__ = [
     "CLASSES_NAME",
@@ -184,7 +185,7 @@ def input_class_map(
     """
     if not Path(input_path).is_dir():
         if labels is not None:
-            raise ValueError(
+            raise UsageError(
                 f"labels ({str(labels)!r}) applies to a folder INPUT only; "
                 f"{str(input_path)!r} is a file (an annotation list carries its own labels)"
             )

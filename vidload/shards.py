@@ -72,7 +72,7 @@ from vidload.convert import (
     find_inputs,
     label_inputs,
 )
-from vidload.errors import DiskFullError
+from vidload.errors import DiskFullError, UsageError
 from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
 from vidload.manifest import ManifestRow, write_manifest
 from vidload.progress import Progress
@@ -181,7 +181,7 @@ def plan_convert(
     _check_int("threads", threads)
     out = Path(output)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
+        raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
     items, class_map = label_inputs(input_path, items, labels)
     full_names = _sharing_a_name(items)

@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from vidload.errors import UsageError
 from vidload.sources.base import VIDEO_EXTENSIONS, container_path
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
@@ -100,7 +101,7 @@ def _load_state(root: Path) -> dict:
     path = root / STATE_FILE
     if not path.exists():
         if root.exists() and any(root.iterdir()):
-            raise ValueError(
+            raise UsageError(
                 f"work folder {root} is not empty and has no {STATE_FILE}: it was not made by "
                 "`vidload bench`; pass an empty or new folder with --work"
             )
@@ -164,11 +165,11 @@ def prepare(
     else:
         origin = str(data.resolve())
         if not data.is_dir():
-            raise ValueError(f"DATA ({data}) must be a folder of videos")
+            raise UsageError(f"DATA ({data}) must be a folder of videos")
         found = find_videos(data)
         if not found:
             exts = ", ".join(sorted(VIDEO_EXTENSIONS))
-            raise ValueError(f"no video files ({exts}) found under {data}")
+            raise UsageError(f"no video files ({exts}) found under {data}")
         ids = found[:num_videos]  # x.mp4 and x.avi both kept: convert names them apart
         if (
             state.get("origin") != origin
