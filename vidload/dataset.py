@@ -369,6 +369,52 @@ class ClipDataset(Dataset):
                 raise
             raise ctx from e
 
+    def planned_reads(self, index: int) -> list[tuple[str, np.ndarray]]:
+        """The reads item `index` will make, without reading anything: one `(video_id,
+        indices)` per clip, indices int64 (T,) source frame indices (the entry's offset
+        included), exactly as `self[index]` draws them now (same (seed, epoch, clip) stream,
+        same frame count: learned by a worker (the shared array), else the video list's, else
+        the source's `reported_frames`). For read-ahead (`vidload.prefetch`), so a hint
+        names only the bytes the item reads.
+
+        With on_error="skip" the plan follows the item to the first video not yet found
+        broken, like `self[index]`. A count learned later (a worker finding fewer frames)
+        changes the plan; the item then reads a resampled clip.
+
+        Raises:
+            IndexError: `index` out of range.
+            LookupError: the frame count is not known without decoding (no learned, listed
+                or reported count).
+        """
+        i = operator.index(index)
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(f"index ({index}) must be in [0, {len(self)})")
+        v, attempt = i // self.items_per_video, 0
+        if self.on_error == "skip":
+            n = len(self.videos)
+            alive = [s for s in range(n) if not self._broken[self._slot[(v + s) % n]]]
+            if not alive:
+                return []
+            v, attempt = (v + alive[0]) % n, alive[0]
+        entry = self.videos[v]
+        learned = int(self._learned[self._slot[v]])
+        if learned != _UNKNOWN:
+            count = learned
+        elif entry.known_frames is not None:
+            count = entry.known_frames
+        else:
+            count = (self.source.reported_frames(entry.video_id) or 0) - entry.offset
+            if count <= 0:
+                raise LookupError(f"{entry.video_id}: frame count unknown without decoding")
+        plans = []
+        for j, c, _ in self._clips_of(i):
+            key = [self.seed, self.epoch, j] + ([attempt] if attempt else [])
+            indices, _ = self._sample(count, c, key, entry.video_id, i, [], entry)
+            plans.append((entry.video_id, np.asarray(indices, np.int64) + entry.offset))
+        return plans
+
     def _item_or_skip(self, i: int, v: int) -> tuple[object, int]:
         n = len(self.videos)
         failures = 0

@@ -174,11 +174,13 @@ def make_loader(
         pin_memory: None means `torch.cuda.is_available()`.
         worker_init_fn: called in each worker with its id, after the worker is limited to
             one torch and one OpenCV thread (with 0 workers this process is left alone).
-        read_ahead: wrap the sampler in a `ReadAheadSampler`, which hints upcoming files to
-            the kernel (True needs a ClipDataset whose source names its files). None: on
-            when it can name them (`HasFiles` sources, VideoSource), except for a JpegSource,
-            whose frame files cost more to hint (about 1 ms of CPU per 175-frame video per
-            epoch, even when cached) than the cold reads they save on a fast disk.
+        read_ahead: wrap the sampler in a `ReadAheadSampler`, which hints the bytes upcoming
+            items read to the kernel (True needs a ClipDataset whose source names its files).
+            None: on when it can name them (`HasFiles` sources, VideoSource), except for a
+            JpegSource, whose frame files cost more to hint (measured with whole folders:
+            about 1 ms of CPU per 175-frame video per epoch, even when cached) than the cold
+            reads they save on a fast disk; it now hints only a clip's frame files (not
+            re-measured).
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
             multiprocessing_context, ...).

@@ -1,28 +1,38 @@
-"""Read-ahead: tell the kernel which files the next items will read, before a worker reads them.
+"""Read-ahead: tell the kernel which bytes the next items will read, before a worker reads them.
 
 `ReadAheadSampler` wraps the sampler of a DataLoader. It runs in the main process; as it hands
 out an index it looks `lookahead` positions further along the wrapped sampler and asks the
-kernel to start reading the files of that item (`posix_fadvise(POSIX_FADV_WILLNEED)` on the
-whole file). The page cache is shared by every process, so a hint from the main process makes
+kernel to start reading what that item will read (`posix_fadvise(POSIX_FADV_WILLNEED)` per
+byte range). The page cache is shared by every process, so a hint from the main process makes
 the worker's later read a cache hit. The hints are issued by a background thread, so a slow
-device never stalls the main process; the files an item reads are found in the sampler's own
+device never stalls the main process; the ranges an item reads are found in the sampler's own
 thread, because sources are not thread-safe.
+
+Which bytes: `ClipDataset.planned_reads(i)` gives the frame indices item `i` will read (the
+same (seed, epoch, index) draw as `__getitem__`, nothing decoded), and a source with
+`byte_ranges(video_id, indices) -> [(path, offset, length)]` (the `HasByteRanges` protocol)
+names their bytes: HDF5 its metadata and the frames' bytes, npy (mmap mode) its header and the
+frames' rows, JPEG folders the frames' files. Only those are hinted, so a dataset larger than
+RAM is not pushed through the page cache (evicting what the workers need) by hints for whole
+files of which a clip reads 8 frames. Other sources (VideoSource, whose decode reads from the
+keyframe on) and npy in "read" mode (which reads the whole file) are hinted whole, from
+`files(video_id)` (the `HasFiles` protocol), as is an item whose frame count is not known
+without decoding. A range hinted a moment ago (another clip of the same video) is not hinted
+again.
 
 A hint is only a hint: a file that cannot be opened (missing, no permission) is counted in
 `num_failed` and warned about once (`ReadAheadWarning`), never raised, because the worker's read
 raises the proper `VideoReadError` for it. Where `os.posix_fadvise` does not exist (macOS,
 Windows) the wrapper yields the same indices and hints nothing; it warns once per process.
 
-Which files: the source's `files(video_id) -> list[Path]` (the `HasFiles` protocol, which
-VideoSource, JpegSource, Hdf5Source and NpySource all have).
-
-Measured on the project machine (2 cores, virtio disk; 512 videos of 175 frames, 320x240,
-~4.5 MB each; clips of 8 frames; one process, torch/OpenCV threads = 1): the first (cold)
-epoch took 1.70x a warm one from npy, 1.28x from HDF5, 1.33x from JPEG folders; with
-read-ahead (lookahead 16) 1.05x, 1.07x and 1.01x. A WILLNEED hint on a cold 4.5 MB file
-blocks ~2 ms (hence the thread) and costs ~0.5 ms of CPU; on a cached file ~0.04 ms. A JPEG
-folder is 175 files to open and hint, ~0.9 ms of CPU per video even when cached, which made
-warm JPEG epochs 1.5x slower: `make_loader` leaves read-ahead off for JpegSource.
+Measured on the project machine with whole-file hints (2 cores, virtio disk; 512 videos of
+175 frames, 320x240, ~4.5 MB each; clips of 8 frames; one process, torch/OpenCV threads = 1):
+the first (cold) epoch took 1.70x a warm one from npy, 1.28x from HDF5, 1.33x from JPEG
+folders; with read-ahead (lookahead 16) 1.05x, 1.07x and 1.01x. A WILLNEED hint on a cold
+4.5 MB file blocks ~2 ms (hence the thread) and costs ~0.5 ms of CPU; on a cached file
+~0.04 ms. A JPEG folder was 175 files to open and hint, ~0.9 ms of CPU per video even when
+cached, which made warm JPEG epochs 1.5x slower: `make_loader` leaves read-ahead off for
+JpegSource (with frame-file hints it is 8 files a clip; not re-measured).
 """
 
 from __future__ import annotations
@@ -33,19 +43,31 @@ import os
 import threading
 import warnings
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol, TypeVar, runtime_checkable
 
+import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
 
-__all__ = ["HasFiles", "ReadAheadSampler", "ReadAheadWarning", "item_files", "read_ahead_supported"]
+__all__ = [
+    "HasByteRanges",
+    "HasFiles",
+    "ReadAheadSampler",
+    "ReadAheadWarning",
+    "item_files",
+    "item_ranges",
+    "read_ahead_supported",
+]
 
 T = TypeVar("T")
+
+#: (file, offset, length) of a read; length 0 means "to the end of the file" (as fadvise).
+ByteRange = tuple[Path, int, int]
 
 
 class ReadAheadWarning(UserWarning):
@@ -58,6 +80,16 @@ class HasFiles(Protocol):
 
     def files(self, video_id: str) -> list[Path]:
         """The files `read(video_id, ...)` may open (for JPEG folders: every frame file)."""
+        ...
+
+
+@runtime_checkable
+class HasByteRanges(Protocol):
+    """A source that can say which bytes a read of some frames touches."""
+
+    def byte_ranges(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[ByteRange]:
+        """`(path, offset, length)` of what `read(video_id, indices)` reads (length 0: to the
+        end of the file)."""
         ...
 
 
@@ -127,20 +159,61 @@ def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list
     return lookup
 
 
+def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list[ByteRange]]]]:
+    """A function `index -> (video_id, ranges)` for the items of a ClipDataset (or a Subset):
+    `ranges()` gives the `(path, offset, length)` byte ranges the item will read, from
+    `ClipDataset.planned_reads` and the source's `byte_ranges` where it has one, else the
+    video's whole files (length 0). Finding the ranges may raise (a missing file: the read
+    will report it).
+
+    Raises TypeError when the dataset is not a ClipDataset or its source cannot say which
+    files it reads.
+    """
+    ds, mapping = _clip_dataset(dataset)
+    files = _files_of(ds.source)
+    ranged = ds.source.byte_ranges if isinstance(ds.source, HasByteRanges) else None
+    per_video = ds.items_per_video
+    videos = ds.videos
+    size = len(mapping) if mapping is not None else len(ds)
+
+    def whole(video_id: str) -> list[ByteRange]:
+        return [(path, 0, 0) for path in files(video_id)]
+
+    def ranges(i: int, video_id: str) -> list[ByteRange]:
+        if ranged is None:
+            return whole(video_id)
+        try:
+            plans = ds.planned_reads(i)
+        except LookupError as e:
+            if type(e) is not LookupError:  # an IndexError (FrameCountError) is a failure
+                raise
+            return whole(video_id)  # the count is not known without decoding
+        return [r for vid, indices in plans for r in ranged(vid, indices)]
+
+    def lookup(index: int) -> tuple[str, Callable[[], list[ByteRange]]]:
+        if not -size <= index < size:
+            raise IndexError(f"index ({index}) must be in [{-size}, {size})")
+        i = mapping[index] if mapping is not None else index % size
+        video_id = videos[i // per_video].video_id
+        return video_id, functools.partial(ranges, i, video_id)
+
+    return lookup
+
+
 class _Hinter:
-    """A thread that issues WILLNEED hints for lists of paths, in order."""
+    """A thread that issues WILLNEED hints for lists of byte ranges, in order."""
 
     def __init__(self, owner: ReadAheadSampler) -> None:
         self._owner = owner
-        self._pending: deque[tuple[str, list[Path]]] = deque()
+        self._pending: deque[tuple[str, list[ByteRange]]] = deque()
         self._ready = threading.Condition()
         self._stopped = False
         self._thread = threading.Thread(target=self._run, name="vidload-read-ahead", daemon=True)
         self._thread.start()
 
-    def put(self, video_id: str, paths: list[Path]) -> None:
+    def put(self, video_id: str, ranges: list[ByteRange]) -> None:
         with self._ready:
-            self._pending.append((video_id, paths))
+            self._pending.append((video_id, ranges))
             self._ready.notify()
 
     def close(self, *, drain: bool) -> None:
@@ -160,28 +233,31 @@ class _Hinter:
                     self._ready.wait()
                 if not self._pending:
                     return
-                video_id, paths = self._pending.popleft()
-            for path in paths:
-                self._owner._hint(video_id, path)
+                video_id, ranges = self._pending.popleft()
+            for path, offset, length in ranges:
+                self._owner._hint(video_id, path, offset, length)
 
 
 class ReadAheadSampler(Sampler[T]):
-    """Yields exactly what `sampler` yields, hinting the files of upcoming items to the kernel.
+    """Yields exactly what `sampler` yields, hinting the bytes upcoming items read to the kernel.
 
     Args:
         sampler: any sampler or iterable of indices: a Sampler (`RandomSampler`,
             `DistributedSampler`, ...) yielding item indices, or a `BatchSampler` yielding
             lists of them.
         dataset: the ClipDataset the indices refer to (or a torch `Subset` of one); its
-            source must have `files(video_id)` (the `HasFiles` protocol; every vidload source has).
+            source must have `files(video_id)` (the `HasFiles` protocol; every vidload source
+            has); with `byte_ranges(video_id, indices)` (`HasByteRanges`: HDF5, npy, JPEG
+            folders) only the bytes of the frames each item reads are hinted.
         lookahead: how many of `sampler`'s elements (items, or batches for a BatchSampler)
             ahead of the one being yielded to hint (>= 0; 0 hints each element as it is
             yielded, which already leads a worker's read by the DataLoader's prefetch queue).
 
-    Counters (main process, across iterations): `num_hinted` files hinted; `num_failed` hints
-    that failed (a file that cannot be opened, a video whose files cannot be listed, an index
-    out of range), warned about once per sampler (`ReadAheadWarning`), then only counted.
-    Failures never raise here: the read of that item raises the proper error.
+    Counters (main process, across iterations): `num_hinted` byte ranges hinted (a whole
+    file is one range); `num_failed` hints that failed (a file that cannot be opened, a video
+    whose files or frames cannot be found, an index out of range), warned about once per
+    sampler (`ReadAheadWarning`), then only counted. Failures never raise here: the read of
+    that item raises the proper error.
     `set_epoch(epoch)` is passed on to `sampler` (e.g. a DistributedSampler).
 
     Raises:
@@ -194,7 +270,7 @@ class ReadAheadSampler(Sampler[T]):
             raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
         self.sampler = sampler
         self.lookahead = int(lookahead)
-        self._lookup = item_files(dataset)
+        self._lookup = item_ranges(dataset)
         self.num_hinted = 0
         self.num_failed = 0
         self._warned = False
@@ -228,7 +304,7 @@ class ReadAheadSampler(Sampler[T]):
             yield from self.sampler
             return
         hinter = _Hinter(self)
-        recent: OrderedDict[str, None] = OrderedDict()
+        recent: OrderedDict[ByteRange, None] = OrderedDict()
         finished = False
         try:
             upcoming: deque[T] = deque()
@@ -243,39 +319,44 @@ class ReadAheadSampler(Sampler[T]):
         finally:
             hinter.close(drain=finished)
 
-    def _queue(self, hinter: _Hinter, element: T, recent: OrderedDict[str, None]) -> None:
-        """Find the files of `element`'s items (this thread) and hand them to the hinter."""
+    def _queue(self, hinter: _Hinter, element: T, recent: OrderedDict[ByteRange, None]) -> None:
+        """Find the byte ranges of `element`'s items (this thread) and hand them to the hinter,
+        less those hinted a moment ago (clips_per_video > 1, repeats)."""
         try:
             indices = list(element)  # a batch (BatchSampler: a list of indices)
         except TypeError:
             indices = [element]  # one index
         for index in indices:
             try:
-                video_id, files = self._lookup(operator.index(index))
+                video_id, ranges = self._lookup(operator.index(index))
             except (TypeError, IndexError) as e:  # the DataLoader reports bad indices itself
                 self._failed(f"item {index!r}", e)
                 continue
-            if video_id in recent:  # hinted a moment ago (clips_per_video > 1, repeats)
-                recent.move_to_end(video_id)
-                continue
-            recent[video_id] = None
-            if len(recent) > 2 * self.lookahead + 64:
-                recent.popitem(last=False)
             try:
-                paths = files()
+                found = ranges()
             except Exception as e:  # noqa: BLE001 - the worker's read raises the real error
                 self._failed(f"video {video_id!r}", e)
                 continue
-            hinter.put(video_id, paths)
+            fresh = []
+            for r in found:
+                if r in recent:
+                    recent.move_to_end(r)
+                    continue
+                recent[r] = None
+                fresh.append(r)
+            while len(recent) > 16 * (2 * self.lookahead + 64):
+                recent.popitem(last=False)
+            if fresh:
+                hinter.put(video_id, fresh)
 
-    def _hint(self, video_id: str, path: Path) -> None:
+    def _hint(self, video_id: str, path: Path, offset: int, length: int) -> None:
         try:
             fd = open_regular_file(path)  # a FIFO would block the hinting thread
         except (VideoReadError, TypeError, ValueError) as e:  # missing, not a file, not a path
             self._failed(f"{str(path)!r} (video {video_id!r})", e)
             return
         try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED)
+            os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
             with self._lock:
                 self.num_hinted += 1
         except OSError as e:

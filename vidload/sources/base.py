@@ -162,3 +162,21 @@ def open_regular_file(path: Path, *, index: int | None = None) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def frame_ranges(
+    path: Path, base: int, starts: np.ndarray, lengths: np.ndarray
+) -> list[tuple[Path, int, int]]:
+    """`(path, offset, length)` byte ranges for frames stored at `base + starts[k]` with
+    `lengths[k]` bytes, sorted and merged where they touch or overlap (adjacent frames of a
+    clip become one range: one hint instead of several)."""
+    order = np.argsort(starts, kind="stable")
+    merged: list[list[int]] = []
+    for a, n in zip(starts[order].tolist(), lengths[order].tolist(), strict=True):
+        a += base
+        if merged and a <= merged[-1][0] + merged[-1][1]:
+            last = merged[-1]
+            last[1] = max(last[1], a + n - last[0])
+        else:
+            merged.append([a, n])
+    return [(path, a, n) for a, n in merged]

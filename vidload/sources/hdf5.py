@@ -41,7 +41,12 @@ from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps, sidecar_path
-from vidload.sources.base import as_index_array, check_regular_file, container_path
+from vidload.sources.base import (
+    as_index_array,
+    check_regular_file,
+    container_path,
+    frame_ranges,
+)
 from vidload.sources.jpeg_decode import check_size, decode_many
 from vidload.transforms import ClipGeometry
 
@@ -256,6 +261,33 @@ class Hdf5Source:
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its HDF5 file (for read-ahead hints)."""
         return [self.path(video_id)]
+
+    def byte_ranges(
+        self, video_id: str, indices: Sequence[int] | np.ndarray
+    ) -> list[tuple[Path, int, int]]:
+        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
+        for read-ahead hints: the metadata before and after the frame data (superblock,
+        object headers, `offsets`: a few KiB) and each wanted frame's bytes, merged where they
+        touch. Indices out of range are left out (the read reports them). A file whose frames
+        are not one plain block (chunked or filtered, read through h5py) gives the whole file
+        (length 0: to its end)."""
+        handle, path, transient = self._with_handle(video_id)
+        try:
+            base = handle.data_offset
+            if base is None:
+                return [(path, 0, 0)]
+            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
+        finally:
+            if transient:
+                handle.file.close()
+        offsets = handle.offsets
+        idx = np.unique(as_index_array(indices))
+        idx = idx[idx < offsets.shape[0] - 1]
+        end = base + int(offsets[-1])
+        starts = np.concatenate([[0, end], base + offsets[idx]])
+        lengths = np.concatenate([[base, size - end], offsets[idx + 1] - offsets[idx]])
+        keep = lengths > 0
+        return frame_ranges(path, 0, starts[keep], lengths[keep])
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""

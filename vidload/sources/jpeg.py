@@ -162,6 +162,19 @@ class JpegSource:
         folder = self.root / key
         return [folder / self._name(i) for i in range(self._scan(key)[1])]
 
+    def byte_ranges(
+        self, video_id: str, indices: Sequence[int] | np.ndarray
+    ) -> list[tuple[Path, int, int]]:
+        """`(path, 0, 0)` (a whole file) for each distinct frame file `read(video_id, indices)`
+        opens, in frame order, for read-ahead hints; indices past the frames that exist are
+        left out (the read reports them). Raises VideoReadError like `read` for a missing
+        folder."""
+        key = self._key(video_id)
+        folder = self.root / key
+        idx = np.unique(as_index_array(indices))
+        idx = idx[idx < self._scan(key)[1]]
+        return [(folder / self._name(i), 0, 0) for i in idx.tolist()]
+
     def _name(self, index: int) -> str:
         """File name of frame `index` (0-based); names are made once per source and process."""
         names = self._names

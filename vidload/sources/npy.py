@@ -46,7 +46,12 @@ from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
-from vidload.sources.base import as_index_array, container_path, open_regular_file
+from vidload.sources.base import (
+    as_index_array,
+    container_path,
+    frame_ranges,
+    open_regular_file,
+)
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -145,6 +150,23 @@ class NpySource:
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its npy file (for read-ahead hints)."""
         return [self.path(video_id)]
+
+    def byte_ranges(
+        self, video_id: str, indices: Sequence[int] | np.ndarray
+    ) -> list[tuple[Path, int, int]]:
+        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
+        for read-ahead hints: in "mmap" mode the header and each wanted row, merged where they
+        touch (indices out of range are left out: the read reports them); in "read" mode the
+        whole file (length 0: to its end), which that mode reads per clip."""
+        path = self.path(video_id)
+        if self.mode == "read":
+            return [(path, 0, 0)]
+        header = self._header(video_id)
+        idx = np.unique(as_index_array(indices))
+        idx = idx[idx < header.rows]
+        starts = np.concatenate([[0], header.data_offset + idx * header.cols])
+        lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
+        return frame_ranges(path, 0, starts, lengths)
 
     def _open(self, path: Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
