@@ -297,6 +297,31 @@ def _within(seconds: float, fn):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
+def test_g_fifo_among_frame_files_fails_that_video_in_convert_without_blocking(tmp_path):
+    root = tmp_path / "rawframes"
+    for name in ("good", "piped"):
+        (root / name).mkdir(parents=True)
+        for i in range(3):
+            if name == "piped" and i == 1:
+                os.mkfifo(root / name / "img_00002.jpg")
+            else:
+                (root / name / f"img_{i + 1:05d}.jpg").write_bytes(encode_jpeg(paint(i, W, H)))
+    reports = []
+    err = _within(
+        60,
+        lambda: reports.append(
+            convert(root, tmp_path / "out", to="npy", workers=1, progress=False)
+        ),
+    )
+    assert err is None, err
+    (report,) = reports
+    assert report.converted == ("good",)
+    (failed,) = report.failed
+    assert failed.video_id == "piped"
+    assert "img_00002.jpg" in failed.error and "not a regular file: a FIFO" in failed.error
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs os.mkfifo")
 def test_g_fifo_named_like_a_video_or_container_fails_fast(tmp_path):
     os.mkfifo(tmp_path / "pipe.mp4")
     os.mkfifo(tmp_path / "pipe.h5")

@@ -75,7 +75,7 @@ from vidload.manifest import ManifestRow, load_videos, read_manifest
 from vidload.sources._timestamps import sidecar_path, write_timestamps
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
-from vidload.sources.jpeg import JpegSource, write_jpeg_folder
+from vidload.sources.jpeg import JpegSource, read_frame_file, write_jpeg_folder
 from vidload.sources.jpeg_decode import (
     Subsampling,
     check_jpeg_markers,
@@ -410,10 +410,7 @@ def _jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
     size: tuple[int, int] | None = None
     for i in range(count):
         path = src.frame_path(name, i)
-        try:
-            data = path.read_bytes()
-        except OSError as e:
-            raise VideoReadError(path, f"cannot read the frame file: {e}", i) from e
+        data = read_frame_file(path, i)  # a regular file only: a FIFO would block
         check_jpeg_markers(data, path=str(path), index=i)
         this = jpeg_size(data, path=str(path), index=i)
         if size is None:
