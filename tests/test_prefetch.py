@@ -409,11 +409,12 @@ def test_planned_reads_equal_what_the_items_read(long_store, kw):
             assert [list(p) for _, p in planned] == [list(r) for r in read]
 
 
-def test_planned_reads_without_a_known_count_fall_back_to_whole_files(tmp_path, fadvise):
-    class Unreported(NpySource):
-        def reported_frames(self, video_id):
-            return None
+class Unreported(NpySource):
+    def reported_frames(self, video_id):
+        return None
 
+
+def test_planned_reads_without_a_known_count_fall_back_to_whole_files(tmp_path, fadvise):
     ds = ClipDataset([("long.mp4", 0)], Unreported(tmp_path), num_frames=2)
     with pytest.raises(LookupError, match="unknown without decoding"):
         ds.planned_reads(0)
