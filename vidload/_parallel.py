@@ -26,7 +26,17 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
-__all__ = ["parent_gone", "prepare_task_process", "run_parallel"]
+from vidload._checks import check_int
+from vidload._cpus import available_cpus, default_workers
+
+__all__ = [
+    "check_workers",
+    "parent_gone",
+    "prepare_task_process",
+    "resolve_workers",
+    "run_parallel",
+    "shard_size_for",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -149,3 +159,41 @@ def run_parallel(
             future.cancel()
         if own is not None:
             own.shutdown(wait=True, cancel_futures=True)
+
+
+def check_workers(workers: int | None) -> int:
+    """`workers`, or this process's share of the CPUs it may use for None
+    (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
+    if workers is None:
+        return default_workers()
+    check_int("workers", workers, minimum=1)
+    return int(workers)
+
+
+def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int, int]:
+    """(local worker processes, decoding threads per task) for a run of `convert` or `probe`.
+
+    On an executor each task decodes on one thread (the cluster's workers are its unit of
+    parallelism) and `workers` must be None; on the local pool the CPUs this process may use are
+    shared among the `workers` processes.
+    """
+    if executor is not None:
+        if workers is not None:
+            raise ValueError("workers applies to the local pool; pass it or an executor, not both")
+        if not isinstance(executor, Executor):
+            raise TypeError(
+                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
+            )
+        return 1, 1
+    workers = check_workers(workers)
+    return workers, max(1, available_cpus() // workers)
+
+
+def shard_size_for(shard_size: int | None, num_jobs: int, default: int) -> int:
+    """Videos per task: `shard_size` (an int >= 1), or for None `default`, fewer when a run is
+    small (about four tasks per CPU, so every CPU gets work): `min(default, num_jobs // (4 ×
+    CPUs))`, at least 1."""
+    if shard_size is not None:
+        check_int("shard_size", shard_size, minimum=1)
+        return int(shard_size)
+    return max(1, min(default, num_jobs // (4 * available_cpus())))

@@ -66,9 +66,12 @@ from typing import Literal, get_args
 import numpy as np
 
 from vidload._atomic import TEMP_RE, is_disk_full, write_bytes_atomic
-from vidload._cpus import available_cpus, default_workers
 from vidload._cv2 import cv2
-from vidload._parallel import run_parallel  # noqa: F401  (its home moved; still importable)
+from vidload._parallel import (  # noqa: F401  (check_workers, run_parallel: their home moved)
+    check_workers,
+    resolve_workers,
+    run_parallel,
+)
 from vidload.errors import DiskFullError, UsageError, VideoReadError, VidloadError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import ManifestRow, load_videos, read_manifest
@@ -672,18 +675,6 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 # --------------------------------------------------------------------------- convert
 
 
-def check_workers(workers: int | None) -> int:
-    """`workers`, or this process's share of the CPUs it may use for None
-    (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
-    if workers is None:
-        return default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise TypeError(f"workers must be an int or None, got {workers!r}")
-    if workers < 1:
-        raise ValueError(f"workers ({workers}) must be >= 1")
-    return workers
-
-
 @dataclass(frozen=True)
 class ConvertReport:
     """What one `convert` run did.
@@ -793,17 +784,7 @@ def convert(
     """
     from vidload.shards import plan_convert, run_plan
 
-    if executor is not None:
-        if workers is not None:
-            raise ValueError("workers applies to the local pool; pass it or an executor, not both")
-        if not isinstance(executor, Executor):
-            raise TypeError(
-                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
-            )
-        workers, threads = 1, 1
-    else:
-        workers = check_workers(workers)
-        threads = max(1, available_cpus() // workers)
+    workers, threads = resolve_workers(workers, executor)
     with plan_convert(
         input_path,
         output,

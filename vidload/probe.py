@@ -27,14 +27,12 @@ from pathlib import Path
 
 import h5py
 
-from vidload._cpus import available_cpus
-from vidload._parallel import prepare_task_process, run_parallel
+from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload.convert import (
     InputItem,
     _path_bytes,
     _reason,
     _status,
-    check_workers,
     find_inputs,
     label_inputs,
 )
@@ -91,26 +89,13 @@ def probe(
     """
     from vidload.shards import DEFAULT_SHARD_SIZE
 
-    if executor is not None:
-        if workers is not None:
-            raise ValueError("workers applies to the local pool; pass it or an executor, not both")
-        if not isinstance(executor, Executor):
-            raise TypeError(
-                f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
-            )
-        workers, threads = 1, 1
-    else:
-        workers = check_workers(workers)
-        threads = max(1, available_cpus() // workers)
-    if shard_size is not None and (isinstance(shard_size, bool) or not isinstance(shard_size, int)):
-        raise TypeError(f"shard_size must be an int or None, got {shard_size!r}")
-    if shard_size is not None and shard_size < 1:
-        raise ValueError(f"shard_size ({shard_size}) must be >= 1")
+    workers, threads = resolve_workers(workers, executor)
+    if shard_size is not None:
+        shard_size_for(shard_size, 0, DEFAULT_SHARD_SIZE)  # bad values fail before any work
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
     items, _ = label_inputs(input_path, items, labels)
     jobs = [_ProbeJob(item, base, threads) for item in items]
-    if shard_size is None:
-        shard_size = max(1, min(DEFAULT_SHARD_SIZE, len(jobs) // (4 * available_cpus())))
+    shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
     with Progress(len(jobs), desc="probe", unit="video", enabled=progress) as bar:

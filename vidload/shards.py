@@ -51,9 +51,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from vidload._atomic import is_disk_full, write_bytes_atomic
-from vidload._cpus import available_cpus
+from vidload._checks import check_int
 from vidload._lock import OutputLock
-from vidload._parallel import parent_gone, prepare_task_process, run_parallel
+from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload.convert import (
     CONVERT_FORMATS,
     MANIFEST_NAME,
@@ -170,15 +170,20 @@ def plan_convert(
     """
     if to not in CONVERT_FORMATS:
         raise ValueError(f"to ({to!r}) must be one of {CONVERT_FORMATS}")
-    _check_int("short_side", short_side, allow_none=True)
+    if short_side is not None:
+        check_int("short_side", short_side, minimum=1)
+        short_side = int(short_side)  # a NumPy int would not go into the JSON options file
     if isinstance(quality, bool) or not isinstance(quality, int):
         raise TypeError(f"quality must be an int, got {quality!r}")
     if not 1 <= quality <= 100:
         raise ValueError(f"quality ({quality}) must be in [1, 100]")
     if subsampling not in SUBSAMPLINGS:
         raise ValueError(f"subsampling ({subsampling!r}) must be one of {', '.join(SUBSAMPLINGS)}")
-    _check_int("shard_size", shard_size, allow_none=True)
-    _check_int("threads", threads)
+    if shard_size is not None:
+        check_int("shard_size", shard_size, minimum=1)
+        shard_size = int(shard_size)
+    check_int("threads", threads, minimum=1)
+    threads = int(threads)
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
@@ -216,16 +221,6 @@ def plan_convert(
         raise
     plan._lock = lock
     return plan
-
-
-def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        kind = "an int or None" if allow_none else "an int"
-        raise TypeError(f"{name} must be {kind}, got {value!r}")
-    if value < 1:
-        raise ValueError(f"{name} ({value}) must be >= 1")
 
 
 def _plan_locked(
@@ -280,8 +275,7 @@ def _plan_locked(
                 subsampling=subsampling,
             )
         )
-    if shard_size is None:
-        shard_size = max(1, min(DEFAULT_SHARD_SIZE, len(jobs) // (4 * available_cpus())))
+    shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = []
     for index, start in enumerate(range(0, len(jobs), shard_size)):
         chunk = tuple(jobs[start : start + shard_size])
