@@ -8,18 +8,23 @@ import numbers
 import numpy as np
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None) -> None:
-    """TypeError unless `value` is an int (not a bool); ValueError if it is below `minimum`."""
+def _as_int(name: str, value: object) -> int:
+    """`value` as a Python int; TypeError unless it is an int or a NumPy integer (not a bool)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
+    return int(value)
+
+
+def check_int(name: str, value: object, *, minimum: int | None = None) -> None:
+    """TypeError unless `value` is an int (not a bool); ValueError if it is below `minimum`."""
+    as_int = _as_int(name, value)
+    if minimum is not None and as_int < minimum:
         raise ValueError(f"{name} ({value}) must be >= {minimum}")
 
 
 def check_positive_int(name: str, value: object) -> None:
     """TypeError unless `value` is an int; ValueError unless it is > 0."""
-    check_int(name, value)
-    if value <= 0:
+    if _as_int(name, value) <= 0:
         raise ValueError(f"{name} ({value}) must be > 0")
 
 
@@ -27,7 +32,7 @@ def check_positive_number(name: str, value: object) -> None:
     """TypeError unless `value` is a real number (not a bool), ValueError unless finite, > 0."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    if not (math.isfinite(value) and value > 0):
+    if not (math.isfinite(float(value)) and float(value) > 0):
         raise ValueError(f"{name} ({value}) must be a finite number > 0")
 
 

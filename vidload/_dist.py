@@ -30,7 +30,9 @@ def shared_seed() -> int:
     the others waiting until the group's timeout. Without a process group it is just a fresh
     seed from the OS's entropy.
     """
-    seed = int(np.random.SeedSequence().entropy)
+    entropy = np.random.SeedSequence().entropy
+    assert isinstance(entropy, int)  # drawn from the OS when none is given
+    seed = entropy
     if process_group() is None:
         return seed
     box = [seed]

@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
@@ -134,7 +134,7 @@ def run_parallel(
     workers: int,
     *,
     executor: Executor | None = None,
-) -> Iterator[R]:
+) -> Generator[R, None, None]:
     """`fn(job)` for every job, in completion order.
 
     With `executor`, the jobs are submitted to it (it is not shut down here). Without, they run

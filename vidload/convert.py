@@ -76,7 +76,12 @@ from vidload.errors import DiskFullError, UsageError, VideoReadError, VidloadErr
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import ManifestRow, load_videos, read_manifest
 from vidload.sources._timestamps import sidecar_path, write_timestamps
-from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
+from vidload.sources.base import (
+    VIDEO_EXTENSIONS,
+    FrameSource,
+    normalize_video_id,
+    strip_video_ext,
+)
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, read_frame_file, write_jpeg_folder
 from vidload.sources.jpeg_decode import (
@@ -177,12 +182,13 @@ def find_inputs(
     elif _file_kind(src.name) is not None:  # one video file or container
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
-        kind = _file_kind(src.name)
-        if kind not in kinds:
+        file_kind = _file_kind(src.name)
+        if file_kind is None or file_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        vid = src.name if kind == "video" else src.name[: -len(_CONTAINER_SUFFIX[kind])]
-        items = [InputItem(vid, kind, src)]  # type: ignore[arg-type]
+        suffix = "" if file_kind == "video" else _CONTAINER_SUFFIX[file_kind]
+        vid = src.name[: len(src.name) - len(suffix)]
+        items = [InputItem(vid, file_kind, src)]
     else:
         entries = _list_entries(src)
         base = _list_root(src, root, entries)
@@ -388,12 +394,11 @@ def _encoded_video_frames(
 ) -> Iterator[bytes]:
     """JPEG bytes of decoded uint8 (H, W, 3) frames, resized to one size when asked."""
     first: tuple[int, int] | None = None
-    target: tuple[int, int] | None = None
+    target = (0, 0)  # (height, width) to store, set from the first frame
     for i, rgb in enumerate(frames):
-        shape = rgb.shape[:2]
+        shape = (int(rgb.shape[0]), int(rgb.shape[1]))
         if first is None:
-            first = shape
-            target = scaled_size(*shape, short_side) if short_side else shape
+            first, target = shape, scaled_size(*shape, short_side)
         elif shape != first:
             raise VideoReadError(
                 path,
@@ -613,6 +618,7 @@ def _verified(job: _Job, reported: int | None, fps: float | None) -> _Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
     out_root = job.container.parent
     name = job.container.name
+    src: FrameSource
     if job.to == "jpeg":
         src = JpegSource(out_root)
     elif job.to == "hdf5":

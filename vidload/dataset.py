@@ -51,6 +51,10 @@ from vidload.transforms import ClipGeometry, apply_geometry, check_geometry, pla
 OnMismatch = Literal["resample", "error"]
 OnError = Literal["raise", "skip"]
 Layout = Literal["TCHW", "CTHW"]
+#: One item: (clip, label), or (clip, label, info) with return_info=True. The clip is a uint8
+#: tensor unless a transform returns something else; the label an int, or a float32 multi-hot
+#: tensor with multi_label=True.
+Item = tuple[object, int | torch.Tensor] | tuple[object, int | torch.Tensor, dict[str, object]]
 
 _UNKNOWN = -1
 
@@ -231,12 +235,13 @@ class ClipDataset(Dataset):
         if train:
             _check_labelled(self.videos, videos)
         if multi_label:
+            assert num_classes is not None  # checked above: multi_label needs num_classes
             _check_classes(self.videos, num_classes)
         self.multi_label = multi_label
         self.num_classes = num_classes
-        for name, value in (("fps", fps), ("clip_seconds", clip_seconds)):
-            if value is not None:
-                check_positive_number(name, value)
+        for name, seconds_or_rate in (("fps", fps), ("clip_seconds", clip_seconds)):
+            if seconds_or_rate is not None:
+                check_positive_number(name, seconds_or_rate)
         if fps is not None and clip_seconds is not None:
             raise ValueError(
                 f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
@@ -294,7 +299,7 @@ class ClipDataset(Dataset):
         belongs to video i // items_per_video."""
         return 1 if self.stack_views else self.clips_per_video * self.spatial_views
 
-    def __iter__(self) -> Iterator[tuple[object, int]]:
+    def __iter__(self) -> Iterator[Item]:
         """Items 0, 1, ... in order. Defined so that a FrameCountError (an IndexError) raised
         by an item propagates instead of silently ending a `for` loop over the dataset."""
         for i in range(len(self)):
@@ -352,7 +357,7 @@ class ClipDataset(Dataset):
 
     # ---------------------------------------------------------------- items
 
-    def __getitem__(self, index: int) -> tuple[object, int]:
+    def __getitem__(self, index: int) -> Item:
         i = operator.index(index)
         if i < 0:
             i += len(self)
@@ -415,7 +420,7 @@ class ClipDataset(Dataset):
             plans.append((entry.video_id, np.asarray(indices, np.int64) + entry.offset))
         return plans
 
-    def _item_or_skip(self, i: int, v: int) -> tuple[object, int]:
+    def _item_or_skip(self, i: int, v: int) -> Item:
         n = len(self.videos)
         failures = 0
         last: VidloadError | None = None
@@ -462,7 +467,7 @@ class ClipDataset(Dataset):
         j, view = divmod(i, self.spatial_views)
         return [(j, j % k, [view])]
 
-    def _item(self, i: int, v: int, attempt: int) -> tuple[object, int]:
+    def _item(self, i: int, v: int, attempt: int) -> Item:
         entry = self.videos[v]
         clips = []
         read: list[tuple[int, int, np.ndarray]] = []  # (clip index, view, source indices)
@@ -503,11 +508,19 @@ class ClipDataset(Dataset):
         ts = np.asarray(times(vid), np.float64) if times is not None else None
         rows = []
         for c, view, idx in read:
-            t = ts[idx] if ts is not None else np.full(len(idx), np.nan)
-            rows.append((c, view, torch.from_numpy(idx.astype(np.int64)), torch.from_numpy(t)))
+            times_s = ts[idx] if ts is not None else np.full(len(idx), np.nan)
+            rows.append(
+                (c, view, torch.from_numpy(idx.astype(np.int64)), torch.from_numpy(times_s))
+            )
         if not stacked:
-            c, view, idx, t = rows[0]
-            return {"video_id": vid, "indices": idx, "timestamps": t, "clip": c, "view": view}
+            clip_n, view_n, indices_t, times_t = rows[0]
+            return {
+                "video_id": vid,
+                "indices": indices_t,
+                "timestamps": times_t,
+                "clip": clip_n,
+                "view": view_n,
+            }
         return {
             "video_id": vid,
             "indices": torch.stack([r[2] for r in rows]),
@@ -521,6 +534,7 @@ class ClipDataset(Dataset):
         zeros for an unlabelled video)."""
         if not self.multi_label:
             return entry.label
+        assert self.num_classes is not None  # __init__: multi_label needs num_classes
         hot = torch.zeros(self.num_classes, dtype=torch.float32)
         labels = [k for k in (entry.labels or (entry.label,)) if k != UNLABELLED]
         hot[labels] = 1.0
@@ -657,6 +671,7 @@ class ClipDataset(Dataset):
                         num_clips=self.clips_per_video,
                     )
                 else:
+                    assert self.fps is not None  # one of fps and clip_seconds is set here
                     grid = resampled_indices(ts, self.fps)
                     indices = grid[self._sample_frames(len(grid), c, rng)]
         except (ValueError, TypeError) as e:
@@ -711,7 +726,9 @@ class ClipDataset(Dataset):
         geometry = plans[0] if len(plans) == 1 and self._fused else None
         wanted = indices + offset if offset else indices
         if geometry is not None:
-            frames = self.source.read(vid, wanted, geometry=geometry)
+            # FrameSource.read has no geometry; _takes_geometry found this source's read takes it
+            fused_read: Callable[..., np.ndarray] = self.source.read
+            frames = fused_read(vid, wanted, geometry=geometry)
         else:
             frames = self.source.read(vid, wanted)
         self._check_frames(vid, indices, frames)
@@ -748,7 +765,7 @@ class ClipDataset(Dataset):
             )
 
 
-def _takes_geometry(source: object) -> bool:
+def _takes_geometry(source: FrameSource) -> bool:
     """Whether `source.read` accepts a `geometry` keyword (the fused decode path)."""
     try:
         params = inspect.signature(source.read).parameters

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import Any
 
 import numpy as np
@@ -196,13 +196,13 @@ def make_loader(
     for name, value in [("drop_last", drop_last), ("persistent_workers", persistent_workers)]:
         if not isinstance(value, bool):
             raise TypeError(f"{name} must be a bool, got {value!r}")
-    for name, value in [
+    for name, flag in [
         ("shuffle", shuffle),
         ("pin_memory", pin_memory),
         ("read_ahead", read_ahead),
     ]:
-        if value is not None and not isinstance(value, bool):
-            raise TypeError(f"{name} must be a bool or None, got {value!r}")
+        if flag is not None and not isinstance(flag, bool):
+            raise TypeError(f"{name} must be a bool or None, got {flag!r}")
     if worker_init_fn is not None and not callable(worker_init_fn):
         raise TypeError(f"worker_init_fn must be callable or None, got {worker_init_fn!r}")
     for name in ("batch_sampler", "sampler", "shuffle", "batch_size", "worker_init_fn"):
@@ -226,17 +226,18 @@ def make_loader(
         if shuffle is None:
             shuffle = bool(getattr(clips, "train", True))
         group = process_group()
+        shuffle_seed = 0  # used only when shuffling
         if shuffle:
             if seed is None:
                 seed = getattr(clips, "seed", None)
-            if seed is None:
-                seed = int(np.random.SeedSequence().entropy) if group is None else shared_seed()
+            # without a process group shared_seed() is just a fresh seed
+            shuffle_seed = shared_seed() if seed is None else seed
         if group is not None:
-            item_sampler = _distributed_sampler(dataset, shuffle, seed, *group)
+            item_sampler = _distributed_sampler(dataset, shuffle, shuffle_seed, *group)
         elif shuffle:
-            item_sampler = EpochShuffleSampler(len(dataset), seed=seed)
+            item_sampler = EpochShuffleSampler(_length(dataset), seed=shuffle_seed)
         else:
-            item_sampler = SequentialSampler(dataset)
+            item_sampler = SequentialSampler(range(_length(dataset)))
     if read_ahead is None:
         read_ahead = _can_read_ahead(dataset)
     if read_ahead:
@@ -265,8 +266,15 @@ def make_loader(
     )
 
 
+def _length(dataset: Dataset) -> int:
+    """len(dataset); TypeError naming the rule for a dataset without one."""
+    if not isinstance(dataset, Sized):
+        raise TypeError(f"dataset ({type(dataset).__name__}) must have a length (__len__)")
+    return len(dataset)
+
+
 def _distributed_sampler(
-    dataset: Dataset, shuffle: bool, seed: int | None, rank: int, world_size: int
+    dataset: Dataset, shuffle: bool, seed: int, rank: int, world_size: int
 ) -> Sampler[int]:
     global _said_distributed
     if shuffle:
@@ -286,7 +294,7 @@ def _distributed_sampler(
         )
         what = "DistributedSampler(shuffle=True; the last round padded with repeated items)"
     else:
-        sampler = ShardSampler(len(dataset), num_replicas=world_size, rank=rank)
+        sampler = ShardSampler(_length(dataset), num_replicas=world_size, rank=rank)
         what = "ShardSampler (every item once over all ranks, no padding)"
     if not _said_distributed and rank == 0:
         _said_distributed = True
@@ -314,9 +322,10 @@ def set_epoch(loader: DataLoader, epoch: int) -> None:
     samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
     done: set[int] = set()
     for sampler in samplers:
-        if hasattr(sampler, "set_epoch") and id(sampler) not in done:
+        set_sampler_epoch = getattr(sampler, "set_epoch", None)
+        if set_sampler_epoch is not None and id(sampler) not in done:
             done.add(id(sampler))
-            sampler.set_epoch(epoch)
+            set_sampler_epoch(epoch)
 
 
 def epochs(loader: DataLoader, stop: int, *, start: int = 0) -> Iterator[int]:
@@ -339,7 +348,7 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    return not isinstance(_unwrap(dataset).source, JpegSource)
+    return not isinstance(getattr(_unwrap(dataset), "source", None), JpegSource)
 
 
 def _unwrap(dataset: Dataset) -> Dataset:

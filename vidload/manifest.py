@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 from vidload._atomic import fsync_dir
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
@@ -498,7 +498,7 @@ def _parse_int(name: str, text: str) -> int:
 
 def _parse_row(cells: dict[str, str]) -> ManifestRow:
     """A row from its cells by column name; a column not given (or an empty cell) is None."""
-    values: dict[str, object] = {"video_id": cells["video_id"]}
+    values: dict[str, Any] = {"video_id": cells["video_id"]}  # ManifestRow's fields, typed there
     for name in _INT_FIELDS:
         text = cells.get(name, "")
         values[name] = _parse_int(name, text) if text != "" else None

@@ -24,6 +24,7 @@ from concurrent.futures import Executor
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import h5py
 
@@ -39,6 +40,7 @@ from vidload.convert import (
 from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.progress import Progress
+from vidload.sources.base import FrameSource
 from vidload.sources.hdf5 import Hdf5Source
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.npy import NpySource
@@ -113,7 +115,7 @@ def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
 
 def _probe_job(job: _ProbeJob) -> ManifestRow:
     item = job.item
-    known: dict[str, object] = {}  # what the header told before a failure
+    known: dict[str, Any] = {}  # ManifestRow fields the header told before a failure
     try:
         return _probe_item(job, known)
     except (VidloadError, OSError) as e:
@@ -122,17 +124,18 @@ def _probe_job(job: _ProbeJob) -> ManifestRow:
         )
 
 
-def _probe_item(job: _ProbeJob, known: dict[str, object]) -> ManifestRow:
+def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
     item = job.item
     vid = item.video_id
+    src: FrameSource
     if item.kind == "video":
-        src = VideoSource(job.root, threads=job.threads, cache_size=0)
-        info = src.info(vid)
+        video = VideoSource(job.root, threads=job.threads, cache_size=0)
+        info = video.info(vid)
         known.update(
             reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
         )
-        actual = src.actual_frames(vid)  # raises when no frame decodes
-        orientation = src.orientation(vid)  # frames come back upright: report that size
+        actual = video.actual_frames(vid)  # raises when no frame decodes
+        orientation = video.orientation(vid)  # frames come back upright: report that size
         height, width = orientation.displayed_size(info.height, info.width)
         known.update(width=width, height=height, rotation=str(orientation))
     else:
@@ -157,8 +160,8 @@ def _probe_item(job: _ProbeJob, known: dict[str, object]) -> ManifestRow:
         item.label,
         actual_frames=actual,
         bytes=_path_bytes(item.path),
-        status=_status(reported, actual),  # type: ignore[arg-type]
-        **known,  # type: ignore[arg-type]
+        status=_status(reported, actual),
+        **known,
     )
 
 

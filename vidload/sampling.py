@@ -83,6 +83,7 @@ def segment_indices(
     starts = (k * n) // count
     lengths = ((k + 1) * n) // count - starts
     if train:
+        assert rng is not None  # _check_common: training needs an rng
         return starts + rng.integers(0, lengths)
     return starts + ((2 * clip_index + 1) * lengths) // (2 * num_clips)
 
@@ -122,6 +123,7 @@ def consecutive_indices(
         return _pad_short(in_range, count, short_policy, n, f"consecutive (stride {stride})")
     num_starts = n - span + 1
     if train:
+        assert rng is not None  # _check_common: training needs an rng
         start = int(rng.integers(0, num_starts))
     else:
         start = ((2 * clip_index + 1) * num_starts) // (2 * num_clips)

@@ -221,7 +221,7 @@ class _Shape:
     """A textured blob with a soft (blurred) edge moving on a smooth path, scaled and rotated."""
 
     def __init__(self, rng: np.random.Generator, h: int, w: int) -> None:
-        size = int(rng.integers(min(h, w) // 6, min(h, w) // 2.5))
+        size = int(rng.integers(min(h, w) // 6, int(min(h, w) // 2.5)))
         self.size = size
         colour = rng.uniform(30, 220) + rng.uniform(-35, 35, 3).astype(np.float32)
         texture = 35 * _smooth_field(rng, size, size, 8) + 12 * _smooth_field(rng, size, size, 30)

@@ -111,6 +111,7 @@ class ClipGeometry:
             return Resolved((0, 0, height, width), (scaled_h, scaled_w), self.flip)
         crop_h, crop_w = self.crop
         if self.area is not None:
+            assert self.aspect is not None  # plan_geometry sets area and aspect together
             area = self.area * height * width
             box_h = min(height, max(1, round(math.sqrt(area / self.aspect))))
             box_w = min(width, max(1, round(math.sqrt(area * self.aspect))))
