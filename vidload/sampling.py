@@ -35,7 +35,8 @@ class Sampler(Protocol):
     Called as `f(num_available, num_frames, *, train, rng, clip_index, num_clips)` and must
     return a 1-D array-like of `num_frames` integers in [0, num_available). `rng` is a
     `np.random.Generator` seeded from (seed, epoch, item index): use it and nothing else for
-    randomness so results do not depend on the number of DataLoader workers.
+    randomness so results do not depend on the number of DataLoader workers. (ClipDataset
+    always passes one; `sample_clip(..., train=False, rng=None)` passes None.)
     """
 
     def __call__(
@@ -44,7 +45,7 @@ class Sampler(Protocol):
         num_frames: int,
         *,
         train: bool,
-        rng: np.random.Generator,
+        rng: np.random.Generator | None,
         clip_index: int,
         num_clips: int,
     ) -> np.ndarray: ...

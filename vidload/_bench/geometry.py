@@ -16,6 +16,7 @@ Times are interleaved rounds on the benchmark's own clock.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,10 @@ def _measure_set(
     if not sources:
         return None
     clip_list = _clips(work, sources, clips, frames, seed)
-    plan = plan_geometry(short_side=short_side, train=False, rng=None)
+    # test-time geometry draws nothing from its rng
+    plan = plan_geometry(short_side=short_side, train=False, rng=np.random.default_rng(seed))
+    if plan is None:
+        raise ValueError(f"short_side ({short_side}) plans no geometry")
     height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
     out = plan.resolve(height, width).out
 
@@ -107,9 +111,9 @@ def _measure_set(
     with OwnClock() as clock:
         rr = RoundRobin(min_time, clock)
         for name, src in sources.items():
-            rr.add(f"{name}/fused", lambda src=src: fused(src))
-            rr.add(f"{name}/apply", lambda src=src: full_apply(src))
-            rr.add(f"{name}/full", lambda src=src: full_area(src))
+            rr.add(f"{name}/fused", functools.partial(fused, src))
+            rr.add(f"{name}/apply", functools.partial(full_apply, src))
+            rr.add(f"{name}/full", functools.partial(full_area, src))
         log(f"timing fused resize on {label}: {repeats} interleaved repeats")
         with OtherLoad() as other:
             rr.run(repeats)
@@ -155,10 +159,13 @@ def measure_geometry(
 ) -> list[dict[str, Any]]:
     """Fused vs full + resize for every source, on the benchmark's videos and (when `hd_size`
     is given) on 2 generated videos of that size kept under `hd_work`."""
-    kw = dict(frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only)
-    sets = [_measure_set(main_label, main, short_side, clips=clips, **kw)]
-    if sets[0] is None:
+    kw: dict[str, Any] = dict(
+        frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only
+    )
+    first = _measure_set(main_label, main, short_side, clips=clips, **kw)
+    if first is None:
         return []
+    sets = [first]
     if hd_size is not None and hd_work is not None:
         spec = SynthSpec(num_videos=2, width=hd_size[0], height=hd_size[1], seconds=hd_seconds)
         log(f"preparing the {hd_size[0]}x{hd_size[1]} sample for the geometry rows")
@@ -173,5 +180,7 @@ def measure_geometry(
             progress=progress,
         )
         label = f"synthetic {hd_size[0]}x{hd_size[1]} H.264"
-        sets.append(_measure_set(label, hd, short_side, clips=max(4, clips // 4), **kw))
+        hd_set = _measure_set(label, hd, short_side, clips=max(4, clips // 4), **kw)
+        if hd_set is not None:  # the same `only` as the first set: never None here
+            sets.append(hd_set)
     return sets

@@ -45,6 +45,18 @@ class Payload:
     video_id: str = ""
     indices: np.ndarray | None = None
 
+    def jpeg_parts(self) -> tuple[list[np.ndarray], np.ndarray]:
+        """(buffers, order) of JPEG storage's payload."""
+        if self.buffers is None or self.order is None:
+            raise ValueError(f"payload of {self.video_id!r} holds no JPEG buffers")
+        return self.buffers, self.order
+
+    def clip_indices(self) -> np.ndarray:
+        """The clip's frame indices, of a video's payload."""
+        if self.indices is None:
+            raise ValueError(f"payload of {self.video_id!r} names no clip")
+        return self.indices
+
 
 @dataclass
 class Loader:
@@ -134,14 +146,16 @@ class VideoFileRaw:
 
 def decode_jpeg_payload(payload: Payload) -> np.ndarray:
     """The clip's JPEG bytes, already in memory, decoded as the sources decode them."""
-    return decode_many(payload.buffers, order=payload.order)
+    buffers, order = payload.jpeg_parts()
+    return decode_many(buffers, order=order)
 
 
 def fastest_decode(payload: Payload) -> np.ndarray:
     """The clip's JPEG bytes decoded the fastest way known, independent of vidload's own path:
     simplejpeg (libjpeg-turbo) straight into a preallocated uint8 (k, H, W, 3) array, each
     distinct frame once, duplicates copied. No checks beyond simplejpeg's own (strict) ones."""
-    bufs, order = payload.buffers, payload.order.tolist()
+    bufs, order_array = payload.jpeg_parts()
+    order = order_array.tolist()
     h, w, _, _ = simplejpeg.decode_jpeg_header(bufs[order[0]])
     out = np.empty((len(order), h, w, 3), np.uint8)
     first: dict[int, int] = {}
@@ -166,7 +180,7 @@ class VideoInMemory:
         self.source = VideoSource(ram_root, threads=1)
 
     def __call__(self, payload: Payload) -> np.ndarray:
-        return self.source.read(payload.video_id, payload.indices)
+        return self.source.read(payload.video_id, payload.clip_indices())
 
 
 # --------------------------------------------------------------------------- references
@@ -186,7 +200,7 @@ class MemoryJpeg:
     def preload(self, video_id: str, indices: np.ndarray) -> None:
         for i in np.unique(indices).tolist():
             if (video_id, i) not in self._bytes:
-                (buf,) = self._raw(video_id, np.array([i])).buffers
+                (buf,), _ = self._raw(video_id, np.array([i])).jpeg_parts()
                 self._bytes[(video_id, i)] = buf
 
     def payload(self, video_id: str, indices: np.ndarray) -> Payload:
@@ -309,7 +323,8 @@ class NpyRaw:
                     if version == (1, 0)
                     else np.lib.format.read_array_header_2_0(f)
                 )
-                self._headers[key] = (f.tell(), *shape)
+                rows, cols = shape
+                self._headers[key] = (f.tell(), rows, cols)
         return self._headers[key]
 
     def __call__(self, video_id: str, indices: np.ndarray) -> Payload:
@@ -324,7 +339,7 @@ class NpyRaw:
         try:
             if self.mode == "read":
                 whole = np.empty(size, np.uint8)
-                view, done = memoryview(whole), 0
+                view, done = whole.data, 0
                 while done < size:
                     done += os.readv(fd, [view[done:]])
                 data = whole[offset:].reshape(rows, cols)[uniq]

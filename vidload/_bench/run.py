@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import os
 import platform
@@ -233,7 +234,8 @@ def sample_clips(
     (the smallest frame count any source has for that video, so every row can read every
     clip)."""
     rng = np.random.default_rng(cfg.seed)
-    clips, labels = [], []
+    clips: list[tuple[str, np.ndarray]] = []
+    labels: list[int] = []
     order: list[str] = []
     while len(clips) < cfg.clips:
         if not order:
@@ -652,7 +654,7 @@ def _measure_dataloader(sources, readers, clips, labels, results, cfg, notes) ->
     rr = RoundRobin(cfg.min_time)
     for name, dl in loaders.items():
         epoch(dl)  # starts the workers, fills their caches
-        rr.add(name, lambda dl=dl: epoch(dl))
+        rr.add(name, functools.partial(epoch, dl))
     log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
     with OtherLoad() as other:
         rr.run(cfg.repeats)

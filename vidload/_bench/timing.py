@@ -36,7 +36,7 @@ def collate_clips(batch: Sequence[tuple[torch.Tensor, int]]):
     """The DataLoader's default collate (uint8 (B, T, C, H, W) clips, int64 (B,) labels) when
     every clip has one shape; clips of different sizes (user videos) stay a list."""
     if len({tuple(clip.shape) for clip, _ in batch}) == 1:
-        return default_collate(batch)
+        return default_collate(list(batch))
     return [clip for clip, _ in batch], torch.tensor([label for _, label in batch])
 
 
@@ -71,8 +71,8 @@ class OwnClock:
     def __init__(self) -> None:
         self._fd: int | None = None
         try:
-            self._fd = os.open(_SCHEDSTAT, os.O_RDONLY)
-            self._run_delay()
+            self._fd = fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+            self._run_delay(fd)
         except (OSError, ValueError, IndexError):
             self.close()
 
@@ -80,12 +80,13 @@ class OwnClock:
     def available(self) -> bool:
         return self._fd is not None
 
-    def _run_delay(self) -> float:
-        return int(os.pread(self._fd, 128, 0).split()[1]) / 1e9
+    @staticmethod
+    def _run_delay(fd: int) -> float:
+        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
 
     def __call__(self) -> float:
-        now = time.perf_counter()
-        return now if self._fd is None else now - self._run_delay()
+        now, fd = time.perf_counter(), self._fd
+        return now if fd is None else now - self._run_delay(fd)
 
     def close(self) -> None:
         if self._fd is not None:
@@ -332,6 +333,7 @@ class OtherLoad:
 
     def __init__(self) -> None:
         self.cpus: float | None = None
+        self._start: tuple[float, float, float] | None = None
 
     def __enter__(self) -> OtherLoad:
         try:

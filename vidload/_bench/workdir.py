@@ -24,13 +24,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vidload.errors import UsageError
 from vidload.sources.base import VIDEO_EXTENSIONS, container_path
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
+if TYPE_CHECKING:
+    from vidload.convert import ConvertFormat
+
 STATE_FILE = "vidload-bench.json"
-FORMATS: tuple[str, ...] = ("jpeg", "hdf5", "npy")
+FORMATS: tuple[ConvertFormat, ...] = ("jpeg", "hdf5", "npy")
 
 
 @dataclass
@@ -184,7 +188,7 @@ def prepare(
         state = {"origin": origin, "videos": fingerprint, "formats": {}}
     state["spec"] = asdict(spec) if data is None else None
     _save_state(work, state)
-    converted = {}
+    converted: dict[str, Path] = {}
     for fmt in FORMATS:
         out = work / fmt
         if state["formats"].get(fmt) == settings and out.is_dir():
