@@ -53,7 +53,7 @@ import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
@@ -61,6 +61,9 @@ from torch.utils.data import Dataset, Sampler, Subset
 from vidload._checks import check_int
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
+
+if TYPE_CHECKING:
+    from vidload.dataset import ClipDataset
 
 __all__ = [
     "HasByteRanges",
@@ -117,7 +120,18 @@ def _warn_unsupported() -> None:
     )
 
 
-def _clip_dataset(dataset: Dataset) -> tuple[object, list[int] | None]:
+def _indices_of(element: object) -> list[Any]:
+    """The dataset indices in one element of a sampler: a batch (BatchSampler: a list of
+    indices) or one index."""
+    if isinstance(element, Iterable):
+        try:
+            return list(element)
+        except TypeError:  # iterable by type, yet one index (a 0-d tensor)
+            pass
+    return [element]
+
+
+def _clip_dataset(dataset: Dataset) -> tuple[ClipDataset, list[int] | None]:
     """(ClipDataset, item map) for a ClipDataset or a (nested) Subset of one."""
     from vidload.dataset import ClipDataset  # torch-free import cycle guard
 
@@ -367,11 +381,7 @@ class ReadAheadSampler(Sampler[T]):
     def _queue(self, hinter: _Hinter, element: T) -> None:
         """Find the video of each of `element`'s items (this thread) and hand the finding of
         its byte ranges to the hinter's thread."""
-        try:
-            indices = list(element)  # a batch (BatchSampler: a list of indices)
-        except TypeError:
-            indices = [element]  # one index
-        for index in indices:
+        for index in _indices_of(element):
             try:
                 video_id, ranges = self._lookup(operator.index(index))
             except (TypeError, IndexError) as e:  # the DataLoader reports bad indices itself

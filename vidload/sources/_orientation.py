@@ -20,10 +20,11 @@ from dataclasses import dataclass
 
 import av
 import numpy as np
+from av.sidedata.sidedata import Type as SideDataType
 
 __all__ = ["IDENTITY", "Orientation", "frame_orientation", "parse_orientation"]
 
-_DISPLAYMATRIX = av.sidedata.sidedata.Type.DISPLAYMATRIX
+_DISPLAYMATRIX = SideDataType.DISPLAYMATRIX
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,8 @@ def matrix_orientation(matrix: np.ndarray) -> Orientation | None:
 def frame_orientation(frame: av.VideoFrame) -> Orientation | None:
     """The Orientation of a decoded frame's DISPLAYMATRIX side data: IDENTITY when it has
     none, None when the matrix is not a right angle (see `matrix_orientation`)."""
-    side = frame.side_data.get(_DISPLAYMATRIX)
+    # PyAV's stub types side_data as a bare Mapping (and its __getitem__ as a TypedDict's)
+    side = frame.side_data.get(_DISPLAYMATRIX)  # type: ignore[call-overload]
     if side is None:
         return IDENTITY
     matrix = np.frombuffer(bytes(side), np.int32, count=9)

@@ -43,7 +43,7 @@ class Spill:
 
     def read_into(self, buf: np.ndarray | memoryview) -> None:
         """Fill `buf` (contiguous uint8) with the next len(buf) spilled bytes."""
-        view = memoryview(buf).cast("B")
+        view = (buf.data if isinstance(buf, np.ndarray) else buf).cast("B")
         done = 0
         while done < len(view):
             got = self._file.readinto(view[done:])

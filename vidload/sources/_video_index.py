@@ -85,7 +85,7 @@ class FrameIndex:
         self.num_frames = num_frames
         self.exact = exact
         self.keys = array("q", keys) if keys is not None else None
-        if self.keys is not None and any(a >= b for a, b in pairwise(keys)):
+        if keys is not None and any(a >= b for a, b in pairwise(keys)):
             order = sorted(range(len(keys)), key=keys.__getitem__)
             self._sorted_keys = array("q", (keys[i] for i in order))
             self._key_pos: array | None = array("q", order)
@@ -96,9 +96,7 @@ class FrameIndex:
         self._seek_pts = array("q", (_NONE if sp.pts is None else sp.pts for sp in points))
         self._seek_dts = array("q", (_NONE if sp.dts is None else sp.dts for sp in points))
         landing = sorted(
-            (packet_key(sp.pts, sp.dts), sp.pos)
-            for sp in points
-            if packet_key(sp.pts, sp.dts) is not None
+            (key, sp.pos) for sp in points if (key := packet_key(sp.pts, sp.dts)) is not None
         )
         self._landing_keys = array("q", (k for k, _ in landing))
         self._landing_pos = array("q", (p for _, p in landing))
@@ -189,9 +187,10 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
                     pts.append(packet.pts)
     except av.error.FFmpegError:
         pass  # data goes bad here; decoding stops at the same place
-    if not pts or any(p is None for p in pts) or len(set(pts)) != len(pts):
+    present = [p for p in pts if p is not None]
+    if not pts or len(present) != len(pts) or len(set(present)) != len(present):
         return None
-    keys = sorted(pts)
+    keys = sorted(present)
     key_to_pos = {k: i for i, k in enumerate(keys)}
     return FrameIndex(len(keys), keys, False, _seek_points(packets, key_to_pos))
 
@@ -269,8 +268,8 @@ class IndexRecorder:
         self.keys.append(frame_key(frame))
 
     def index(self) -> FrameIndex:
-        keys = self.keys
-        if any(k is None for k in keys) or len(set(keys)) != len(keys):
-            return FrameIndex(len(keys), None, True, [])
-        key_to_pos = {k: i for i, k in enumerate(keys)}
-        return FrameIndex(len(keys), list(keys), True, _seek_points(self.packets, key_to_pos))
+        present = [k for k in self.keys if k is not None]
+        if len(present) != len(self.keys) or len(set(present)) != len(present):
+            return FrameIndex(len(self.keys), None, True, [])
+        key_to_pos = {k: i for i, k in enumerate(present)}
+        return FrameIndex(len(present), present, True, _seek_points(self.packets, key_to_pos))

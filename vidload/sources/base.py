@@ -141,7 +141,7 @@ def check_regular_file(path: Path) -> os.stat_result:
     return st
 
 
-def open_regular_file(path: Path, *, index: int | None = None) -> int:
+def open_regular_file(path: str | os.PathLike[str], *, index: int | None = None) -> int:
     """A read-only file descriptor on `path`, which must be a regular file (see
     `check_regular_file`); opened non-blocking so that a FIFO never blocks, then checked.
     `index` (a frame index) goes into the errors."""

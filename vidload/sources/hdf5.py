@@ -469,7 +469,7 @@ def _write_frame_bytes(tmp: Path, offset: int, spill) -> None:
         for start in range(0, spill.total, BLOCK_BYTES):
             chunk = block[: min(BLOCK_BYTES, spill.total - start)]
             spill.read_into(chunk)
-            view = memoryview(chunk).cast("B")
+            view = chunk.data.cast("B")
             done = 0
             while done < len(view):
                 done += os.pwrite(fd, view[done:], offset + start + done)

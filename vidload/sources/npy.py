@@ -280,7 +280,7 @@ class NpySource:
 
 def _read_exact(fd: int, buf: np.ndarray, path: Path) -> None:
     """Fill `buf` from the start of file `fd` with sequential reads."""
-    view = memoryview(buf).cast("B")
+    view = buf.data.cast("B")
     done = 0
     os.lseek(fd, 0, os.SEEK_SET)
     while done < len(view):
@@ -349,7 +349,7 @@ def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[b
                     )
                     for row, length in zip(rows, lengths, strict=True):
                         spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
-                    f.write(memoryview(rows).cast("B"))
+                    f.write(rows.data.cast("B"))
         replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
 from pathlib import Path
@@ -697,7 +697,7 @@ class VideoSource:
         """Seek to the keyframe before each stretch of wanted frames and decode forward."""
         out: dict[int, np.ndarray] = {}
         wanted_set = set(wanted)
-        stretch: Iterator[tuple[int, av.VideoFrame]] | None = None
+        stretch: Generator[tuple[int, av.VideoFrame], None, None] | None = None
         next_pos = -1  # output position the current stretch yields next
         try:
             for target in wanted:
@@ -720,7 +720,9 @@ class VideoSource:
                 stretch.close()
         return out
 
-    def _seek(self, handle: _Handle, index: FrameIndex, target: int, wanted: set[int]):
+    def _seek(
+        self, handle: _Handle, index: FrameIndex, target: int, wanted: set[int]
+    ) -> Generator[tuple[int, av.VideoFrame], None, None]:
         """Seek so decoding resumes at or before `target`; returns the checked frame stream.
 
         Demuxers land only roughly (MPEG-PS/TS) or on an earlier keyframe (Matroska with
@@ -775,7 +777,7 @@ def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
 
 def _checked(
     ctx, index: FrameIndex, start: int, packets, wanted: set[int], skip_nonref: bool
-) -> Iterator[tuple[int, av.VideoFrame]]:
+) -> Generator[tuple[int, av.VideoFrame], None, None]:
     """(position, frame) pairs decoded from `packets`, which begin at position `start`.
 
     Frames of the index placed before `start` (leading frames of an open GOP) are skipped;
@@ -791,17 +793,18 @@ def _checked(
     def on_packet(packet: av.Packet) -> None:
         nonlocal skipping
         pos = index.pos_of(packet_key(packet.pts, packet.dts))
-        skip = pos is not None and pos not in wanted
-        if skip:
+        skip = False
+        if pos is not None and pos not in wanted:
             droppable.add(pos)
+            skip = True
         if skip != skipping:
             ctx.skip_frame = "NONREF" if skip else "DEFAULT"
             skipping = skip
 
     expected = start
     try:
-        on_packet = on_packet if skip_nonref else None
-        for frame in decode_packets(ctx, packets, on_packet, on_error="raise"):
+        packet_hook = on_packet if skip_nonref else None
+        for frame in decode_packets(ctx, packets, packet_hook, on_error="raise"):
             pos = index.pos_of(frame_key(frame))
             if expected == start and pos is not None and pos < start:
                 continue
