@@ -238,12 +238,35 @@ def test_resume_without_a_manifest_validates_containers(dataset, tmp_path):
     # killed before the manifest was written; one container is damaged
     (out / "manifest.csv").unlink()
     bad = out / "b/x3.h5"
-    bad.write_bytes(bad.read_bytes()[:100])
+    damaged = bad.read_bytes()[:100]
+    bad.write_bytes(damaged)
     second = convert(dataset, out, to="hdf5", workers=1, progress=False)
-    assert second.converted == ("b/x3.mkv",)
-    assert len(second.skipped) == 3
+    # what fails validation is not replaced without overwrite: it may not be vidload's
+    assert second.converted == () and len(second.skipped) == 3
+    (failed,) = second.failed
+    assert failed.video_id == "b/x3.mkv"
+    assert "x3.h5" in failed.error and "not a valid hdf5 container" in failed.error
+    assert "--overwrite" in failed.error and bad.read_bytes() == damaged
+    bad.unlink()  # the user moves it away: the rerun converts the video again
+    third = convert(dataset, out, to="hdf5", workers=1, progress=False)
+    assert third.converted == ("b/x3.mkv",) and third.ok
     rows = {r.video_id: r for r in read_manifest(out / "manifest.csv")}
     assert rows == {r.video_id: r for r in first.rows}
+
+
+def test_a_list_converted_into_its_own_root_never_deletes_the_users_files(tmp_path):
+    root = tmp_path / "data"
+    make_video(root / "a.mp4", 12, width=64, height=48)
+    user = root / "a"  # where the JPEG folder of a.mp4 would go: the user's own files
+    user.mkdir()
+    (user / "notes.txt").write_text("mine")
+    (user / "img_00001.jpg").write_bytes(b"not a frame")
+    (root / "list.txt").write_text("a.mp4 0\n")
+    report = convert(root / "list.txt", root, to="jpeg", workers=1, progress=False)
+    (failed,) = report.failed
+    assert "not a valid jpeg container" in failed.error and "--overwrite" in failed.error
+    assert (user / "notes.txt").read_text() == "mine"
+    assert (user / "img_00001.jpg").read_bytes() == b"not a frame"
 
 
 def test_killed_mid_write_leaves_no_partial_container(dataset, tmp_path, monkeypatch):

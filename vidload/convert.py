@@ -530,8 +530,17 @@ def _convert_job(job: _Job) -> _Outcome:
         if job.verify:
             try:
                 return _verified(job, reported, fps)
-            except VidloadError:
-                pass  # an invalid container: convert the video again
+            except VidloadError as e:
+                # vidload renames a container into place only once it is complete, so what
+                # fails here was not written by this conversion (or was damaged since): it may
+                # be the user's data (a list converted into its own root), so it is never
+                # replaced without --overwrite
+                raise VideoReadError(
+                    job.container,
+                    f"already exists and is not a valid {job.to} container ({e}); "
+                    "vidload replaces only its own containers: move it away, or pass "
+                    "--overwrite (overwrite=True) to replace it",
+                ) from e
         return _convert_video(job, reported, fps)
     except (VidloadError, OSError) as e:
         if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
