@@ -37,6 +37,7 @@ def test_every_public_name_resolves_and_is_listed():
     for name in vidload.__all__:
         assert getattr(vidload, name) is not None
     assert set(vidload.__all__) <= set(dir(vidload))
+    assert set(vidload.__all__) == set(vidload._LAZY)  # the export list and the lazy map agree
     assert len(set(vidload.__all__)) == len(vidload.__all__)
     from vidload.dataset import ClipDataset
 

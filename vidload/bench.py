@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from vidload._bench import report
 from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
+from vidload.cli import report_error
 from vidload.errors import UsageError
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]
@@ -175,16 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cfg.data is not None and not cfg.data.is_dir():
             raise UsageError(f"DATA ({cfg.data}) must be a folder of videos")
         result = run_benchmark(cfg)
-    except UsageError as e:
-        parser.print_usage(sys.stderr)
-        print(f"vidload bench: error: {e}", file=sys.stderr)
-        return 2
     except Exception as e:
-        if args.verbose:
-            traceback.print_exc(file=sys.stderr)
-        hint = "" if args.verbose else " (-v shows the traceback)"
-        print(f"vidload bench: error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
-        return 1
+        return report_error(parser, "bench", e, verbose=args.verbose)
     print(report.render(result, markdown=args.markdown))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")

@@ -206,20 +206,29 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callab
     try:
         _check_paths(args)
         return work()
-    except UsageError as e:
-        parser.print_usage(sys.stderr)
-        print(f"vidload {command}: error: {e}", file=sys.stderr)
-        return EXIT_USAGE
     except KeyboardInterrupt:
         hint = "; run it again to resume" if command == "convert" else ""
         print(f"vidload {command}: interrupted{hint}", file=sys.stderr)
         return 130
     except Exception as e:
-        if args.verbose:
-            traceback.print_exc(file=sys.stderr)
-        hint = "" if args.verbose else " (-v shows the traceback)"
-        print(f"vidload {command}: error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
-        return EXIT_FAILED
+        return report_error(parser, command, e, verbose=args.verbose)
+
+
+def report_error(
+    parser: argparse.ArgumentParser, command: str, error: Exception, *, verbose: bool
+) -> int:
+    """Say on stderr why `vidload COMMAND` failed and return its exit status: a `UsageError`
+    prints the usage line and the rule broken (2); any other error is a failure named in one
+    line (1), with its traceback when `verbose`. Call it from the `except` block."""
+    if isinstance(error, UsageError):
+        parser.print_usage(sys.stderr)
+        print(f"vidload {command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    if verbose:
+        traceback.print_exc(file=sys.stderr)
+    hint = "" if verbose else " (-v shows the traceback)"
+    print(f"vidload {command}: error: {type(error).__name__}: {error}{hint}", file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _check_paths(args: argparse.Namespace) -> None:
