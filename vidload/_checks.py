@@ -1,4 +1,11 @@
-"""Argument checks shared by the public functions (messages name the value and the rule)."""
+"""Argument checks shared by the public functions (messages name the value and the rule).
+
+The one home for "is this an int / bool / number / choice": every public function checks its
+arguments through these, so the rules agree everywhere. NumPy integers count as ints (a count read
+from an array is an `np.int64`), bools do not (`True` is not a frame count); the functions that
+return a value return it as a plain Python `int`/`float`, so nothing downstream keeps a NumPy
+scalar.
+"""
 
 from __future__ import annotations
 
@@ -15,25 +22,45 @@ def _as_int(name: str, value: object) -> int:
     return int(value)
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None) -> None:
-    """TypeError unless `value` is an int (not a bool); ValueError if it is below `minimum`."""
+def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
+    """`value` as an int; TypeError unless an int (not a bool), ValueError if below `minimum`."""
     as_int = _as_int(name, value)
     if minimum is not None and as_int < minimum:
         raise ValueError(f"{name} ({value}) must be >= {minimum}")
+    return as_int
 
 
-def check_positive_int(name: str, value: object) -> None:
-    """TypeError unless `value` is an int; ValueError unless it is > 0."""
-    if _as_int(name, value) <= 0:
+def check_optional_int(name: str, value: object, *, minimum: int | None = None) -> int | None:
+    """`check_int`, with None allowed (and returned)."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int or None, got {value!r}")
+    return check_int(name, value, minimum=minimum)
+
+
+def check_positive_int(name: str, value: object) -> int:
+    """`value` as an int; TypeError unless an int; ValueError unless it is > 0."""
+    as_int = _as_int(name, value)
+    if as_int <= 0:
         raise ValueError(f"{name} ({value}) must be > 0")
+    return as_int
 
 
-def check_positive_number(name: str, value: object) -> None:
-    """TypeError unless `value` is a real number (not a bool), ValueError unless finite, > 0."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+def check_bool(name: str, value: object) -> bool:
+    """`value`; TypeError unless it is a bool (0/1 and NumPy bools are refused)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {value!r}")
+    return value
+
+
+def check_positive_number(name: str, value: object) -> float:
+    """`value` as a float; TypeError unless a real number (not a bool); ValueError unless > 0."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
     if not (math.isfinite(float(value)) and float(value) > 0):
         raise ValueError(f"{name} ({value}) must be a finite number > 0")
+    return float(value)
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
