@@ -229,6 +229,29 @@ def test_probe_annotation_list_against_containers(videos, tmp_path, capsys):
     ]
 
 
+def test_user_columns_survive_a_resume_and_probe_write(videos, tmp_path, capsys):
+    out = tmp_path / "h5"
+    convert = ["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]
+    assert main(convert) == 0
+    manifest = out / "manifest.csv"
+    lines = manifest.read_text().splitlines()
+    split = {"a/x1.mp4": "train", "b/trunc.mp4": "", "b/x2.mkv": "val, held out"}
+    manifest.write_text(  # the user's own column, one cell empty, one quoted
+        "\n".join([lines[0] + ",split"] + [f'{ln},"{split[ln.split(",")[0]]}"' for ln in lines[1:]])
+    )
+    (out / "b/x2.h5").unlink()  # converted again: its new row keeps the user's cell
+    assert main(convert) == 0
+    assert "converted 1, skipped 2 (already done)" in capsys.readouterr().out
+    rows = read_manifest(manifest)
+    assert {r.video_id: r.extra for r in rows} == {v: {"split": c} for v, c in split.items()}
+    assert manifest.read_text().splitlines()[0].endswith(",rotation,split")
+    write = tmp_path / "probed.csv"
+    assert main(["probe", str(manifest), "--write", str(write), "-q"]) == 0
+    probed = read_manifest(write)
+    assert {r.video_id: r.extra for r in probed} == {v: {"split": c} for v, c in split.items()}
+    assert [r.actual_frames for r in probed] == [r.actual_frames for r in rows]
+
+
 def test_bench_forwards_every_argument(monkeypatch):
     seen = {}
 

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import stat
+import subprocess
+import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from vidload.manifest import (
     MANIFEST_FIELDS,
+    MAX_ERROR_CHARS,
     ManifestRow,
     VideoEntry,
     is_manifest,
+    keep_extra,
     load_videos,
     read_annotation_list,
     read_manifest,
@@ -90,11 +94,68 @@ def test_manifest_round_trip(tmp_path):
     assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B""",'
     assert read_manifest(path) == _rows()
     assert is_manifest(path)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    umask = os.umask(0)
-    os.umask(umask)
-    assert mode == 0o666 & ~umask
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.csv"]  # no temp file left
+
+
+def test_written_manifest_mode_follows_the_umask(tmp_path):
+    """0o666 less the umask, as any new file (the umask is set in a child process: changing it
+    here would race with other threads of the test run)."""
+    script = (
+        "import os, sys\n"
+        "from vidload.manifest import ManifestRow, write_manifest\n"
+        "for umask in (0o022, 0o077, 0o002):\n"
+        "    os.umask(umask)\n"
+        "    write_manifest(f'{sys.argv[1]}/{umask:o}.csv', [ManifestRow('a.mp4', 0)])\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, timeout=60)
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes == {"22.csv": 0o644, "77.csv": 0o600, "2.csv": 0o664}
+
+
+def test_extra_columns_are_kept_through_a_read_and_a_write(tmp_path):
+    path = tmp_path / "m.csv"
+    path.write_text(
+        "note,video_id,label,split\n"
+        'hand-made,a.mp4,1,train\n"two\nlines",b.mp4,,\n'  # an empty extra cell stays ""
+    )
+    rows = read_manifest(path)
+    assert [r.extra for r in rows] == [
+        {"note": "hand-made", "split": "train"},
+        {"note": "two\nlines", "split": ""},
+    ]
+    rows.append(ManifestRow("c.mp4", 2, extra={"split": "val", "source": "web"}))
+    write_manifest(path, rows)
+    header = path.read_text().splitlines()[0]
+    assert header == HEADER + ",note,split,source"  # after the known ones, first seen first
+    columns = ("note", "split", "source")  # a row without one gets an empty cell: ""
+    filled = [replace(r, extra={c: r.extra.get(c, "") for c in columns}) for r in rows]
+    assert read_manifest(path) == filled
+
+
+def test_keep_extra_and_bad_extra_cells():
+    old = ManifestRow("a.mp4", 0, extra={"split": "train", "note": "x"})
+    new = ManifestRow("a.mp4", 1, 10, 10, extra={"note": "y"})
+    assert keep_extra(new, old) == replace(new, extra={"split": "train", "note": "y"})
+    assert keep_extra(new, None) is new
+    with pytest.raises(TypeError, match=r"extra \('split': 3\) must map a str column"):
+        ManifestRow("a.mp4", extra={"split": 3})
+    with pytest.raises(ValueError, match=r"extra column 'label' is a manifest column"):
+        ManifestRow("a.mp4", extra={"label": "3"})
+    with pytest.raises(TypeError, match="extra must be a mapping"):
+        ManifestRow("a.mp4", extra=["split"])
+
+
+def test_a_long_error_is_cut_so_the_manifest_stays_readable(tmp_path):
+    path = tmp_path / "m.csv"
+    error = "Traceback line\n" * 20_000  # 300,000 characters: over csv's 131,072 cell limit
+    write_manifest(path, [ManifestRow("a.mp4", status="failed", error=error)])
+    (row,) = read_manifest(path)
+    assert len(row.error) == MAX_ERROR_CHARS
+    assert row.error.endswith(f" ... [cut: {len(error)} characters in all]")
+    assert error.startswith(row.error[: -len(" ... [cut: 300000 characters in all]")])
+    short = "x" * MAX_ERROR_CHARS
+    write_manifest(path, [ManifestRow("a.mp4", status="failed", error=short)])
+    assert read_manifest(path)[0].error == short
 
 
 def test_write_manifest_is_atomic_on_failure(tmp_path):
@@ -194,4 +255,9 @@ def test_manifest_columns_by_name_extra_and_missing_ones(tmp_path):
     extra.write_text("video_id,split,rotation,label\nb/y.mp4,train,90+hflip,1\n")
     (row,) = read_manifest(extra)
     assert (row.video_id, row.label, row.rotation, row.status) == ("b/y.mp4", 1, "90+hflip", "ok")
+    assert row.extra == {"split": "train"}
+    no_id = tmp_path / "no_id.csv"
+    no_id.write_text("video,label\nb/y.mp4,1\n")
+    with pytest.raises(ValueError, match=r"no_id.csv:1: .* lacks the required column 'video_id'"):
+        read_manifest(no_id)
     assert [e.label for e in load_videos(extra)] == [1]

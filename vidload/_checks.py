@@ -54,13 +54,20 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
-def check_positive_number(name: str, value: object) -> float:
-    """`value` as a float; TypeError unless a real number (not a bool); ValueError unless > 0."""
+def check_real(name: str, value: object) -> float:
+    """`value` as a float; TypeError unless a real number (not a bool). Any value, NaN included:
+    for data fields (a manifest's fps) whose range the caller checks, if at all."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    if not (math.isfinite(float(value)) and float(value) > 0):
-        raise ValueError(f"{name} ({value}) must be a finite number > 0")
     return float(value)
+
+
+def check_positive_number(name: str, value: object) -> float:
+    """`value` as a float; TypeError unless a real number (not a bool); ValueError unless > 0."""
+    as_float = check_real(name, value)
+    if not (math.isfinite(as_float) and as_float > 0):
+        raise ValueError(f"{name} ({value}) must be a finite number > 0")
+    return as_float
 
 
 def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:

@@ -17,7 +17,10 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
   need no `--root`. A video listed twice is two items (`ClipDataset` keeps both); `convert` and
   `probe` read it once.
 * a manifest: the CSV that `vidload convert` and `vidload probe` write, recognised by its header
-  (`MANIFEST_FIELDS`). One `ManifestRow` per video; an empty cell means unknown (None).
+  (`MANIFEST_FIELDS`). One `ManifestRow` per video; an empty cell means unknown (None). Columns
+  are found by name; columns of the user's own (a `split`, a note) are kept in `ManifestRow.extra`
+  and written back after the known ones, so a manifest that vidload rewrites (a resumed
+  `convert`, `probe --write` of a manifest) keeps them.
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
@@ -35,18 +38,16 @@ An empty `label` cell means unlabelled; `load_videos` gives such videos the labe
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
-import numbers
 import os
-import tempfile
 import warnings
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
 
-from vidload._atomic import fsync_dir
+from vidload._atomic import write_bytes_atomic
+from vidload._checks import check_int, check_real
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 ManifestStatus = Literal["ok", "mismatch", "failed", "skipped"]
@@ -68,6 +69,10 @@ MANIFEST_FIELDS: tuple[str, ...] = (
 )
 #: Columns a manifest must have; the others may be missing (older manifests: None).
 REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
+#: Longest `error` cell written, in characters: a longer message is cut there (the cell says
+#: so). `csv` refuses cells over `csv.field_size_limit()` (131,072 characters) when reading, so
+#: an uncut traceback-sized message would make the manifest unreadable.
+MAX_ERROR_CHARS = 8192
 
 #: Label given to unlabelled videos (an empty manifest `label` cell).
 UNLABELLED = -1
@@ -98,6 +103,8 @@ class ManifestRow:
             `width`/`height` and every stored frame are upright): "0", "90", "180", "270"
             (degrees counter-clockwise), "+hflip" appended when mirrored; None when unknown
             or not a video (containers store upright frames).
+        extra: the cells of columns vidload does not know ({column: cell}, cells as written,
+            "" for empty), kept through a read and a write; see `keep_extra`.
     """
 
     video_id: str
@@ -111,6 +118,7 @@ class ManifestRow:
     status: ManifestStatus = "ok"
     error: str | None = None
     rotation: str | None = None
+    extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "video_id", normalize_video_id(self.video_id))
@@ -118,15 +126,12 @@ class ManifestRow:
             raise ValueError(f"status ({self.status!r}) must be one of {MANIFEST_STATUSES}")
         for name in _INT_FIELDS:
             value = getattr(self, name)
-            if value is None:
-                continue
-            _require_int(name, value)
-            _check_range(name, value, minimum=None if name == "label" else 0)
-            object.__setattr__(self, name, int(value))
+            if value is not None:
+                value = check_int(name, value)
+                _check_range(name, value, minimum=None if name == "label" else 0)
+                object.__setattr__(self, name, value)
         if self.fps is not None:
-            if isinstance(self.fps, bool) or not isinstance(self.fps, numbers.Real):
-                raise TypeError(f"fps must be a float or None, got {self.fps!r}")
-            object.__setattr__(self, "fps", float(self.fps))
+            object.__setattr__(self, "fps", check_real("fps", self.fps))
         if self.error is not None and not isinstance(self.error, str):
             raise TypeError(f"error must be a str or None, got {self.error!r}")
         if self.rotation is not None:
@@ -135,6 +140,15 @@ class ManifestRow:
             if not isinstance(self.rotation, str):
                 raise TypeError(f"rotation must be a str or None, got {self.rotation!r}")
             parse_orientation(self.rotation)
+        object.__setattr__(self, "extra", _checked_extra(self.extra))
+
+
+def keep_extra(row: ManifestRow, old: ManifestRow | None) -> ManifestRow:
+    """`row` with the extra columns of `old` (the same video's earlier row) that it lacks: a
+    rewritten manifest keeps the user's columns when vidload replaces a row."""
+    if old is None or not old.extra:
+        return row
+    return replace(row, extra={**old.extra, **row.extra})
 
 
 @dataclass(frozen=True)
@@ -163,18 +177,20 @@ class VideoEntry:
 
 
 def is_manifest(path: str | os.PathLike[str]) -> bool:
-    """True when the file's first line is a manifest header (starts with `video_id,`)."""
+    """True when the file's first line is a manifest header (starts with `video_id,`); reads
+    only that far (the file may be a video)."""
+    prefix = MANIFEST_FIELDS[0] + ","
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        first = f.readline()
-    return first.lstrip("\ufeff").startswith(MANIFEST_FIELDS[0] + ",")
+        first = f.read(len(prefix) + 1)
+    return first.lstrip("\ufeff").startswith(prefix)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
     """Rows of the manifest CSV at `path`; errors name the file and line.
 
-    Columns are found by name: columns this version does not know are ignored and known ones
-    that are missing (a manifest from an older version has no `rotation`) are None, so an
-    extra column never breaks a reader. `video_id` is required.
+    Columns are found by name: known ones that are missing (a manifest from an older version
+    has no `rotation`) are None; the others are kept in each row's `extra`, so an extra column
+    never breaks a reader and survives a rewrite. `video_id` is required.
     """
     path = Path(path)
     text = _read_text(path)
@@ -189,10 +205,10 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
     if missing or twice:
         raise ValueError(
             f"{path}:1: manifest header {header} "
-            + (f"lacks {missing}" if missing else f"names {twice} twice")
+            + (f"lacks the required column {missing[0]!r}" if missing else f"names {twice} twice")
             + f"; a manifest has the columns {list(MANIFEST_FIELDS)}"
         )
-    known = [f for f in MANIFEST_FIELDS if f in header]
+    extra = [h for h in header if h not in MANIFEST_FIELDS]
     rows = []
     while True:
         try:
@@ -208,42 +224,35 @@ def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
             raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
         by_name = dict(zip(header, cells, strict=True))
         try:
-            rows.append(_parse_row({f: by_name[f] for f in known}))
+            rows.append(_parse_row(by_name, extra))
         except (ValueError, TypeError) as e:
             raise ValueError(f"{where}: {e}") from e
     return rows
 
 
 def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) -> None:
-    """Write `rows` as a manifest CSV at `path`, atomically.
+    """Write `rows` as a manifest CSV at `path`, atomically (`vidload._atomic`: a temporary
+    file in the same folder, fsynced, renamed over `path`, the folder fsynced), so readers never
+    see a half-written manifest and a power loss never leaves an empty one. The file gets the
+    mode a new file gets (0o666 less the umask). The header is `MANIFEST_FIELDS`, then the
+    rows' extra columns in the order first seen (a row without one: an empty cell). An `error`
+    longer than `MAX_ERROR_CHARS` is cut, the cell saying so.
 
-    The CSV goes to a temporary file in the same folder, fsynced, which then replaces `path`
-    (`os.replace`; the folder is fsynced after), so readers never see a half-written manifest
-    and a power loss never leaves an empty one.
+    Raises:
+        TypeError: a row is not a ManifestRow.
+        DiskFullError: no space left for the manifest (the old one is untouched).
     """
-    path = Path(path)
     rows = list(rows)
     for row in rows:
         if not isinstance(row, ManifestRow):
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f, lineterminator="\n")
-            writer.writerow(MANIFEST_FIELDS)
-            for row in rows:
-                writer.writerow(_format_row(row))
-            f.flush()
-            os.fsync(f.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent or ".")
+    extra = list(dict.fromkeys(name for row in rows for name in row.extra))
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(MANIFEST_FIELDS + tuple(extra))
+    for row in rows:
+        writer.writerow(_format_row(row) + [row.extra.get(name, "") for name in extra])
+    write_bytes_atomic(path, text.getvalue().encode("utf-8"))
 
 
 def read_annotation_list(
@@ -417,7 +426,7 @@ def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry
             label = item.get("label", UNLABELLED)
             labels = tuple(label) if isinstance(label, (list, tuple)) else (label,)
             for value in labels:
-                _require_int("label", value)
+                check_int("label", value)
                 _check_range("label", value)
             if not labels:
                 raise ValueError("has an empty label list")
@@ -429,7 +438,7 @@ def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry
             offset = item.get("offset", 0)
             for key, value in (("total_frames", known), ("offset", offset)):
                 if value is not None:
-                    _require_int(key, value)
+                    check_int(key, value)
                     _check_range(key, value, minimum=0)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{where}: {e}") from e
@@ -457,21 +466,16 @@ def _entry_from_item(item: object, i: int) -> VideoEntry:
     video_id, label = item[0], item[1]
     try:
         video_id = normalize_video_id(video_id)
-        _require_int(f"videos[{i}] label", label)
+        check_int(f"videos[{i}] label", label)
         _check_range("label", label)
         known = None
         if len(item) == 3 and item[2] is not None:
             known = item[2]
-            _require_int(f"videos[{i}] num_frames", known)
+            check_int(f"videos[{i}] num_frames", known)
             _check_range("num_frames", known, minimum=0)
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
     return VideoEntry(video_id, int(label), None if known is None else int(known), None)
-
-
-def _require_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {value!r}")
 
 
 def _check_range(name: str, value: int, *, minimum: int | None = None) -> None:
@@ -496,8 +500,9 @@ def _parse_int(name: str, text: str) -> int:
         raise ValueError(f"{name} ({text!r}) is not an integer") from None
 
 
-def _parse_row(cells: dict[str, str]) -> ManifestRow:
-    """A row from its cells by column name; a column not given (or an empty cell) is None."""
+def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
+    """A row from its cells by column name: the known columns parsed (one not given, or an
+    empty cell, is None), the `extra` ones kept as they are."""
     values: dict[str, Any] = {"video_id": cells["video_id"]}  # ManifestRow's fields, typed there
     for name in _INT_FIELDS:
         text = cells.get(name, "")
@@ -511,14 +516,31 @@ def _parse_row(cells: dict[str, str]) -> ManifestRow:
         values["status"] = cells["status"]
     values["error"] = cells.get("error") or None
     values["rotation"] = cells.get("rotation") or None
+    values["extra"] = {name: cells[name] for name in extra}
     return ManifestRow(**values)
 
 
 def _format_row(row: ManifestRow) -> list[str]:
+    """The cells of `row`'s MANIFEST_FIELDS columns."""
     out = []
-    for field in dataclasses.fields(ManifestRow):
-        value = getattr(row, field.name)
-        out.append(
-            "" if value is None else repr(float(value)) if field.name == "fps" else str(value)
-        )
+    for name in MANIFEST_FIELDS:
+        value = getattr(row, name)
+        out.append("" if value is None else repr(float(value)) if name == "fps" else str(value))
+    error = row.error
+    if error is not None and len(error) > MAX_ERROR_CHARS:
+        note = f" ... [cut: {len(error)} characters in all]"
+        out[MANIFEST_FIELDS.index("error")] = error[: MAX_ERROR_CHARS - len(note)] + note
     return out
+
+
+def _checked_extra(extra: object) -> dict[str, str]:
+    """A plain-dict copy of a row's extra cells; TypeError/ValueError unless str to str,
+    with no known column's name."""
+    if not isinstance(extra, Mapping):
+        raise TypeError(f"extra must be a mapping of column name to cell, got {extra!r}")
+    for name, cell in extra.items():
+        if not isinstance(name, str) or not isinstance(cell, str):
+            raise TypeError(f"extra ({name!r}: {cell!r}) must map a str column to a str cell")
+        if name in MANIFEST_FIELDS:
+            raise ValueError(f"extra column {name!r} is a manifest column; set the field")
+    return dict(extra)

@@ -74,7 +74,7 @@ from vidload.convert import (
 )
 from vidload.errors import DiskFullError, UsageError
 from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
-from vidload.manifest import ManifestRow, write_manifest
+from vidload.manifest import ManifestRow, keep_extra, write_manifest
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
 
@@ -246,7 +246,7 @@ def _plan_locked(
         if not overwrite:  # a killed run's finished videos: keep them in the manifest
             leftover = {o.row.video_id: o.row for o in _read_parts(parts).values()}
             if leftover:
-                previous.update(leftover)
+                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
                 _write_manifest_rows(manifest_path, previous)
         shutil.rmtree(parts)
 
@@ -400,7 +400,7 @@ class ConvertPlan:
     def _merged(self, outcomes: dict[str, _Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)
         merged.update(self.done)
-        merged.update((vid, o.row) for vid, o in outcomes.items())
+        merged.update((vid, keep_extra(o.row, merged.get(vid))) for vid, o in outcomes.items())
         return merged
 
     def _report(
