@@ -15,9 +15,12 @@ import pytest
 import simplejpeg
 from media import frame_number, make_video, real_clip, shared_videos, truncate_copy
 
-import vidload.convert as convert_mod
-from vidload.convert import container_path, convert, find_inputs, resize_short_side
+import vidload._convert.frames as frames_mod
+from vidload._atomic import temp_path
+from vidload._layout import output_container_path as container_path
+from vidload.convert import convert, find_inputs, resize_short_side
 from vidload.manifest import read_manifest
+from vidload.probe import probe
 from vidload.sources.hdf5 import Hdf5Source
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.npy import NpySource, read_npy_frame_bytes
@@ -271,7 +274,7 @@ def test_a_list_converted_into_its_own_root_never_deletes_the_users_files(tmp_pa
 
 def test_killed_mid_write_leaves_no_partial_container(dataset, tmp_path, monkeypatch):
     out = tmp_path / "out"
-    real_encode = convert_mod.encode_jpeg
+    real_encode = frames_mod.encode_jpeg
     calls = {"n": 0}
 
     def dying_encode(rgb, quality=95, **options):
@@ -280,7 +283,7 @@ def test_killed_mid_write_leaves_no_partial_container(dataset, tmp_path, monkeyp
             raise KeyboardInterrupt
         return real_encode(rgb, quality, **options)
 
-    monkeypatch.setattr(convert_mod, "encode_jpeg", dying_encode)
+    monkeypatch.setattr(frames_mod, "encode_jpeg", dying_encode)
     with pytest.raises(KeyboardInterrupt):
         convert(dataset, out, to="jpeg", workers=1, progress=False)
     monkeypatch.undo()
@@ -370,6 +373,44 @@ def test_bad_arguments(dataset, tmp_path):
     assert not (dataset / "out").exists()
 
 
+def test_numpy_integers_are_ints_and_bools_are_not(dataset, tmp_path):
+    """Every integer argument goes through `vidload._checks`: a NumPy integer counts as an
+    int (and is recorded as a plain one), a bool is refused, whatever the argument."""
+    out = tmp_path / "out"
+    n = np.int64
+    report = convert(
+        dataset,
+        out,
+        to="npy",
+        workers=n(2),
+        short_side=n(32),
+        quality=n(90),
+        shard_size=n(2),
+        progress=False,
+    )
+    assert sorted(report.converted) == sorted([*GOOD, TRUNCATED])
+    options = json.loads((out / "vidload-convert.json").read_text())
+    assert options == {"to": "npy", "short_side": 32, "quality": 90, "subsampling": "420"}
+    assert min(NpySource(out).read("a/x1.mp4", [0]).shape[1:3]) == 32
+    for name in ("workers", "short_side", "quality", "shard_size"):
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            convert(dataset, tmp_path / "o", to="npy", progress=False, **{name: True})
+    for name in ("overwrite", "progress"):
+        with pytest.raises(TypeError, match=f"{name} must be a bool, got 1"):
+            convert(dataset, tmp_path / "o", to="npy", **{"progress": False, name: 1})
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+    assert [r.video_id for r in probe(out, workers=n(1), shard_size=n(3), progress=False)] == [
+        "a/x1",
+        "a/x2",
+        "b/trunc",
+        "b/x3",
+    ]
+    with pytest.raises(TypeError, match="workers must be an int"):
+        probe(out, workers=True, progress=False)
+    with pytest.raises(TypeError, match="shard_size must be an int"):
+        probe(out, shard_size=True, progress=False)
+
+
 def test_resume_with_other_options_is_refused(dataset, tmp_path):
     out = tmp_path / "out"
     convert(dataset, out, to="npy", workers=1, progress=False)
@@ -407,7 +448,7 @@ def test_options_file_without_subsampling_resumes_as_420(dataset, tmp_path):
     assert len(report.skipped) == 4
     with pytest.raises(ValueError, match="--subsampling 420 before, 444 now"):
         convert(dataset, out, to="npy", subsampling="444", workers=1, progress=False)
-    with pytest.raises(ValueError, match=r"subsampling \('411'\) must be one of 420, 422, 444"):
+    with pytest.raises(ValueError, match=r"subsampling \('411'\) must be one of"):
         convert(dataset, tmp_path / "o2", to="npy", subsampling="411", progress=False)
 
 
@@ -539,13 +580,17 @@ def test_stale_temporary_folders_and_manifests_are_removed(dataset, tmp_path):
     out = tmp_path / "out"
     assert convert(dataset, out, to="jpeg", workers=1, progress=False).ok
     (out / "a/x2").rename(out / "a/.x2.tmp-12345-deadbeef")  # a writer killed mid-folder
-    (out / ".manifest.csv.4242.tmp").write_text("half a manifest")
+    (out / ".manifest.csv.4242.tmp").write_text("half a manifest")  # an older write_manifest
+    made = [temp_path(out / "b/x3", "old"), temp_path(out / "b/x3.timestamps")]  # the writers'
+    made[0].mkdir()
+    made[1].write_bytes(b"")
     keep = out / "a/.hidden-but-mine"  # not a temporary name: left alone
     keep.write_text("x")
     again = convert(dataset, out, to="jpeg", workers=1, progress=False)
     assert again.converted == ("a/x2.avi",)
     assert not (out / "a/.x2.tmp-12345-deadbeef").exists()
     assert not (out / ".manifest.csv.4242.tmp").exists()
+    assert not any(path.exists() for path in made)
     assert keep.read_text() == "x"
     assert JpegSource(out).actual_frames("a/x2.avi") == 16
 

@@ -66,10 +66,11 @@ class _DyingOnce(Executor):
         marks = self.marks
 
         def dying_once(shard):  # a closure: cloudpickle sends it by value to the worker
-            import vidload.convert as cm
+            import vidload._convert.frames as fm
+            import vidload._convert.job as jm
 
             first = not os.path.exists(os.path.join(marks, "died"))
-            real_video, real_encode = cm._convert_video, cm.encode_jpeg
+            real_video, real_encode = jm._convert_video, fm.encode_jpeg
             started, encoded = [], [0]
 
             def encode(rgb, quality=95, **options):  # options: e.g. subsampling
@@ -86,11 +87,11 @@ class _DyingOnce(Executor):
                     f.write(job.item.video_id + "\n")
                 return real_video(job, reported, fps)
 
-            cm._convert_video, cm.encode_jpeg = video, encode
+            jm._convert_video, fm.encode_jpeg = video, encode
             try:
                 return fn(shard)
             finally:
-                cm._convert_video, cm.encode_jpeg = real_video, real_encode
+                jm._convert_video, fm.encode_jpeg = real_video, real_encode
 
         return self.inner.submit(dying_once, shard)
 

@@ -122,7 +122,7 @@ _DEFAULTS = """
 import argparse
 from vidload import ClipDataset, NpySource, make_loader
 from vidload.bench import build_parser, config_from_args
-from vidload.convert import check_workers
+from vidload._parallel import check_workers
 ds = ClipDataset([("v0.mp4", 0)], NpySource({root!r}), num_frames=2, seed=0)
 bench = config_from_args(build_parser().parse_args([])).workers
 print(make_loader(ds).num_workers, check_workers(None), bench)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from media import make_video
 
-import vidload.convert as convert_mod
+import vidload._convert.job as job_mod
 from vidload._lock import LOCK_NAME, OutputLock
 from vidload.convert import convert
 from vidload.errors import DiskFullError, OutputLockedError
@@ -87,7 +87,7 @@ def test_executor_and_workers_are_exclusive(inputs, tmp_path):
 def test_a_retried_shard_converts_no_video_twice(inputs, local_hdf5, tmp_path, monkeypatch):
     out = tmp_path / "out"
     calls: list[str] = []
-    real = convert_mod._convert_video
+    real = job_mod._convert_video
 
     def counting(job, reported, fps):
         calls.append(job.item.video_id)
@@ -95,7 +95,7 @@ def test_a_retried_shard_converts_no_video_twice(inputs, local_hdf5, tmp_path, m
             raise KeyboardInterrupt
         return real(job, reported, fps)
 
-    monkeypatch.setattr(convert_mod, "_convert_video", counting)
+    monkeypatch.setattr(job_mod, "_convert_video", counting)
     with plan_convert(inputs, out, to="hdf5", shard_size=3) as plan:
         first = plan.shards[0]
         with pytest.raises(KeyboardInterrupt):
@@ -134,9 +134,9 @@ def test_a_killed_runs_parts_are_kept_and_overwrite_clears_them(inputs, tmp_path
     plan.close()  # the driver died before finish: no manifest, a part on disk
     assert not (out / "manifest.csv").exists()
     calls: list[str] = []
-    real = convert_mod._convert_video
+    real = job_mod._convert_video
     monkeypatch.setattr(
-        convert_mod,
+        job_mod,
         "_convert_video",
         lambda j, r, f: calls.append(j.item.video_id) or real(j, r, f),
     )

@@ -3,9 +3,11 @@
 A file written under a temporary name and renamed into place is atomic for readers, but not
 durable: after a power loss on a node-local disk the rename can survive while the data blocks
 did not, leaving a complete-looking, empty container. So every writer here fsyncs the data
-before the rename and the folder after it. Measured on this project's machine (virtio disk,
-ext4): 100 fsyncs of 20 KB files already written take 16 ms (0.16 ms each), against ~250 ms
-of CPU to convert one video, so durability costs well under 1% of a conversion.
+before the rename and the folder after it. What that costs is the disk's: measure it where the
+output goes with `python tools/fsync_cost.py DIR` (0.25 ms per 20 KB file, best of 3, on this
+project's shared virtio ext4 disk), against ~0.2 s of CPU to convert a 232-frame video
+(`/usr/bin/time vidload convert ../shared/videos OUT --to hdf5 --workers 1 -q`, less the ~0.15 s
+of `import vidload.convert`): an HDF5 or npy container is one file; a JPEG one is a file a frame.
 
 Temporary names are `.<name>.tmp-<pid>-<8 hex>` beside the target (`TEMP_RE`): hidden, so
 folder walks skip them, and recognisable, so the driver of a conversion can remove those a
@@ -29,6 +31,8 @@ __all__ = [
     "fsync_file",
     "fsync_tree",
     "is_disk_full",
+    "is_temporary",
+    "remove_temporary",
     "replace_durably",
     "temp_path",
     "write_bytes_atomic",
@@ -36,6 +40,10 @@ __all__ = [
 
 #: Temporary names of `temp_path` (`tmp`) and of folders moved aside before removal (`old`).
 TEMP_RE = re.compile(r"^\..+\.(tmp|old)-\d+-[0-9a-f]{8}$")
+#: The temporary names `vidload.manifest.write_manifest` used before it wrote through
+#: `write_bytes_atomic` (`tempfile.mkstemp`'s `.manifest.csv.<random>.tmp`): a run killed by an
+#: older vidload may have left one in an output folder that a new run resumes.
+_LEGACY_MANIFEST_TEMP_RE = re.compile(r"^\.manifest\.csv\..+\.tmp$")
 
 #: errno values meaning the file system has no room for what is being written.
 _FULL = {errno.ENOSPC, errno.EDQUOT}
@@ -108,6 +116,12 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             raise DiskFullError(path) from e
         raise
     fsync_dir(path.parent)
+
+
+def is_temporary(name: str) -> bool:
+    """True for the name of a temporary file or folder a vidload writer makes (`TEMP_RE`, and
+    an older `write_manifest`'s): what a killed writer leaves behind."""
+    return bool(TEMP_RE.match(name) or _LEGACY_MANIFEST_TEMP_RE.match(name))
 
 
 def is_disk_full(e: BaseException) -> bool:

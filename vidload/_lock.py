@@ -21,12 +21,11 @@ import time
 from pathlib import Path
 
 from vidload._atomic import fsync_dir, is_disk_full, temp_path
+from vidload._layout import LOCK_NAME
 from vidload.errors import DiskFullError, OutputLockedError
 
 __all__ = ["LOCK_NAME", "OutputLock"]
 
-#: Name of the lock file in the output folder.
-LOCK_NAME = ".vidload-convert.lock"
 #: An empty or unreadable lock file younger than this may be a run still writing it.
 _UNREADABLE_GRACE_S = 10.0
 

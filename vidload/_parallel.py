@@ -6,7 +6,7 @@ and set themselves up in `_init_worker`:
 
 * they ask Linux to SIGKILL them when the process that spawned them dies
   (`prctl(PR_SET_PDEATHSIG)`), so a `kill -9` of `vidload convert`, a preemption or the OOM
-  killer does not leave a pool (~300 MB a worker) writing queued containers for nobody. Where
+  killer does not leave a pool writing queued containers for nobody. Where
   prctl is missing (not Linux), `parent_gone()` lets the task loop stop before the next video.
 OpenCV is already on one thread in every process that imports vidload (`vidload._cv2`).
 
@@ -166,8 +166,7 @@ def check_workers(workers: int | None) -> int:
     (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
     if workers is None:
         return default_workers()
-    check_int("workers", workers, minimum=1)
-    return int(workers)
+    return check_int("workers", workers, minimum=1)
 
 
 def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int, int]:
@@ -194,6 +193,5 @@ def shard_size_for(shard_size: int | None, num_jobs: int, default: int) -> int:
     small (about four tasks per CPU, so every CPU gets work): `min(default, num_jobs // (4 ×
     CPUs))`, at least 1."""
     if shard_size is not None:
-        check_int("shard_size", shard_size, minimum=1)
-        return int(shard_size)
+        return check_int("shard_size", shard_size, minimum=1)
     return max(1, min(default, num_jobs // (4 * available_cpus())))

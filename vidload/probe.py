@@ -28,15 +28,10 @@ from typing import Any
 
 import h5py
 
+from vidload._checks import check_bool, check_optional_int
+from vidload._convert.inputs import InputItem, find_inputs, label_inputs
+from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
-from vidload.convert import (
-    InputItem,
-    _path_bytes,
-    _reason,
-    _status,
-    find_inputs,
-    label_inputs,
-)
 from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.progress import Progress
@@ -73,7 +68,7 @@ def probe(
             recursively), one video file or container, or an annotation list / manifest.
         root: folder the entries of an annotation list are relative to (default: its folder).
         workers: local processes (spawned, they die with this process; default: the CPUs this
-            process may use, see `vidload.convert.check_workers`; 1 reads in this process).
+            process may use, `vidload._cpus.default_workers`; 1 reads in this process).
             Not with `executor`.
         labels: class map for a folder `input_path` (as `convert`'s): a folder's videos are
             labelled by their top-level class folder (`vidload.convert.label_inputs`).
@@ -92,8 +87,8 @@ def probe(
     from vidload.shards import DEFAULT_SHARD_SIZE
 
     workers, threads = resolve_workers(workers, executor)
-    if shard_size is not None:
-        shard_size_for(shard_size, 0, DEFAULT_SHARD_SIZE)  # bad values fail before any work
+    shard_size = check_optional_int("shard_size", shard_size, minimum=1)  # before any work
+    progress = check_bool("progress", progress)
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
     items, _ = label_inputs(input_path, items, labels)
     jobs = [_ProbeJob(item, base, threads) for item in items]
@@ -120,7 +115,7 @@ def _probe_job(job: _ProbeJob) -> ManifestRow:
         return _probe_item(job, known)
     except (VidloadError, OSError) as e:
         return ManifestRow(
-            item.video_id, item.label, status="failed", error=_reason(e, item), **known
+            item.video_id, item.label, status="failed", error=failure_reason(e, item), **known
         )
 
 
@@ -159,8 +154,8 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         vid,
         item.label,
         actual_frames=actual,
-        bytes=_path_bytes(item.path),
-        status=_status(reported, actual),
+        bytes=path_bytes(item.path),
+        status=count_status(reported, actual),
         **known,
     )
 

@@ -18,9 +18,10 @@ system) call them directly:
 * `convert_shard(shard)` is a picklable, top-level function: it needs vidload installed where it
   runs and OUTPUT on a file system it shares with the driver. It decodes on `shard.threads`
   threads (1 by default: the engine spreads shards over cores), sets its process's allocator
-  (`vidload._parallel.prepare_task_process`: Dask's `MALLOC_TRIM_THRESHOLD_=65536` costs ~28% CPU
-  otherwise), and after each video rewrites the shard's part manifest
-  (`OUTPUT/.vidload-convert.parts/part-<index>-<digest>.json`, atomically and durably). A retried
+  (`vidload._parallel.prepare_task_process`: Dask's `MALLOC_TRIM_THRESHOLD_=65536` costs CPU
+  otherwise, the README's "Memory allocator" table), and after each video rewrites the shard's
+  part manifest (`OUTPUT/.vidload-convert.parts/part-<index>-<digest>.json`, atomically and
+  durably; `vidload._convert.resume`). A retried
   or duplicated shard reads that part first and does no video twice: a video with a row there
   whose container exists is taken as it is, and (without `overwrite`) a container that exists
   without a row is validated instead of converted again.
@@ -38,9 +39,7 @@ the driver cancels the rest and `finish` writes the manifest of what finished.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import os
 import shutil
 import time
@@ -50,33 +49,34 @@ from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, write_bytes_atomic
-from vidload._checks import check_int
-from vidload._lock import OutputLock
-from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
-from vidload.convert import (
-    CONVERT_FORMATS,
-    MANIFEST_NAME,
-    ConvertFormat,
-    ConvertReport,
+from vidload._atomic import is_disk_full
+from vidload._checks import check_bool, check_int, check_optional_int
+from vidload._convert.inputs import (
     InputItem,
-    _check_no_overlap,
-    _check_options,
-    _convert_job,
-    _Job,
-    _Outcome,
-    _previous_rows,
-    _remove_stale_temporaries,
-    _sharing_a_name,
-    container_path,
+    check_no_overlap,
     find_inputs,
     label_inputs,
+    sharing_a_name,
 )
+from vidload._convert.job import Job, Outcome, convert_job
+from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
+from vidload._convert.resume import (
+    previous_rows,
+    read_part,
+    read_parts,
+    remove_stale_temporaries,
+    write_manifest_rows,
+    write_part,
+)
+from vidload._layout import MANIFEST_NAME, PARTS_DIR, output_container_path
+from vidload._lock import OutputLock
+from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
+from vidload.convert import ConvertFormat, ConvertReport
 from vidload.errors import DiskFullError, UsageError
 from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
-from vidload.manifest import ManifestRow, keep_extra, write_manifest
+from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
-from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
+from vidload.sources.jpeg_decode import Subsampling
 
 __all__ = [
     "DEFAULT_SHARD_SIZE",
@@ -89,10 +89,10 @@ __all__ = [
     "run_plan",
 ]
 
-#: Folder in OUTPUT holding the shards' part manifests while a run is going on.
-PARTS_DIR = ".vidload-convert.parts"
-#: Videos per shard for an executor: a video is ~0.25 s of CPU (340x256, 300 frames), so 16 keep
-#: the scheduler's per-task cost (~1 ms on Dask) far below the work.
+#: Videos per shard for an executor: a 232-frame video is ~0.2 s of CPU (`/usr/bin/time vidload
+#: convert ../shared/videos OUT --to hdf5 --workers 1 -q`, less the import), so 16 keep the
+#: scheduler's per-task overhead (about 1 ms a task, Dask's "best practices" docs) far below
+#: the work.
 DEFAULT_SHARD_SIZE = 16
 #: How often the driver rewrites manifest.csv while a run goes on.
 _CHECKPOINT_S = 30.0
@@ -114,7 +114,7 @@ class ConvertShard:
     """
 
     index: int
-    jobs: tuple[_Job, ...]
+    jobs: tuple[Job, ...]
     part: Path
     overwrite: bool
 
@@ -135,7 +135,7 @@ class ShardResult:
     """
 
     index: int
-    outcomes: tuple[_Outcome, ...]
+    outcomes: tuple[Outcome, ...]
     stopped: str | None = None
 
 
@@ -145,8 +145,8 @@ def plan_convert(
     *,
     to: ConvertFormat,
     short_side: int | None = None,
-    quality: int = 95,
-    subsampling: Subsampling = "420",
+    quality: int = DEFAULT_QUALITY,
+    subsampling: Subsampling = DEFAULT_SUBSAMPLING,
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -168,29 +168,19 @@ def plan_convert(
         OutputLockedError: another run is writing into `output`.
         DiskFullError: no room for the lock or the options file.
     """
-    if to not in CONVERT_FORMATS:
-        raise ValueError(f"to ({to!r}) must be one of {CONVERT_FORMATS}")
-    if short_side is not None:
-        check_int("short_side", short_side, minimum=1)
-        short_side = int(short_side)  # a NumPy int would not go into the JSON options file
-    if isinstance(quality, bool) or not isinstance(quality, int):
-        raise TypeError(f"quality must be an int, got {quality!r}")
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality ({quality}) must be in [1, 100]")
-    if subsampling not in SUBSAMPLINGS:
-        raise ValueError(f"subsampling ({subsampling!r}) must be one of {', '.join(SUBSAMPLINGS)}")
-    if shard_size is not None:
-        check_int("shard_size", shard_size, minimum=1)
-        shard_size = int(shard_size)
-    check_int("threads", threads, minimum=1)
-    threads = int(threads)
+    options = ConvertOptions.checked(
+        to=to, short_side=short_side, quality=quality, subsampling=subsampling
+    )
+    overwrite = check_bool("overwrite", overwrite)
+    shard_size = check_optional_int("shard_size", shard_size, minimum=1)
+    threads = check_int("threads", threads, minimum=1)
     out = Path(output)
     if out.exists() and not out.is_dir():
         raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
     items, class_map = label_inputs(input_path, items, labels)
-    full_names = _sharing_a_name(items)
-    _check_no_overlap(Path(input_path), base, out, items, to, full_names)
+    full_names = sharing_a_name(items)
+    check_no_overlap(Path(input_path), base, out, items, options.to, full_names)
 
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -201,19 +191,7 @@ def plan_convert(
     lock = OutputLock(out)
     lock.acquire()
     try:
-        plan = _plan_locked(
-            base,
-            out,
-            items,
-            full_names,
-            to,
-            short_side,
-            quality,
-            overwrite,
-            shard_size,
-            threads,
-            subsampling=subsampling,
-        )
+        plan = _plan_locked(base, out, items, full_names, options, overwrite, shard_size, threads)
         if class_map is not None and is_contiguous(class_map):
             write_classes(out / CLASSES_NAME, class_map)
     except BaseException:
@@ -228,33 +206,29 @@ def _plan_locked(
     out: Path,
     items: list[InputItem],
     full_names: frozenset[str],
-    to: ConvertFormat,
-    short_side: int | None,
-    quality: int,
+    options: ConvertOptions,
     overwrite: bool,
     shard_size: int | None,
     threads: int,
-    *,
-    subsampling: Subsampling,
 ) -> ConvertPlan:
     manifest_path = out / MANIFEST_NAME
-    _check_options(out, to, short_side, quality, overwrite, subsampling=subsampling)
-    _remove_stale_temporaries(out)  # safe: the lock says no other run is writing here
+    options.record(out, overwrite=overwrite)
+    remove_stale_temporaries(out)  # safe: the lock says no other run is writing here
     parts = out / PARTS_DIR
-    previous = _previous_rows(manifest_path, overwrite)
+    previous = previous_rows(manifest_path, overwrite=overwrite)
     if parts.exists():
         if not overwrite:  # a killed run's finished videos: keep them in the manifest
-            leftover = {o.row.video_id: o.row for o in _read_parts(parts).values()}
+            leftover = {o.row.video_id: o.row for o in read_parts(parts).values()}
             if leftover:
                 previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
-                _write_manifest_rows(manifest_path, previous)
+                write_manifest_rows(manifest_path, previous)
         shutil.rmtree(parts)
 
-    plan = ConvertPlan(base, out, to, items, previous, overwrite)
-    jobs: list[_Job] = []
+    plan = ConvertPlan(base, out, options.to, items, previous, overwrite)
+    jobs: list[Job] = []
     for item in items:
-        container = container_path(
-            out, item.video_id, to, keep_extension=item.video_id in full_names
+        container = output_container_path(
+            out, item.video_id, options.to, keep_extension=item.video_id in full_names
         )
         prev = previous.get(item.video_id)
         exists = container.exists()
@@ -262,19 +236,7 @@ def _plan_locked(
             plan.done[item.video_id] = replace(prev, label=item.label)
             continue
         verify = exists and not overwrite and prev is None
-        jobs.append(
-            _Job(
-                item,
-                base,
-                container,
-                to,
-                short_side,
-                quality,
-                threads,
-                verify,
-                subsampling=subsampling,
-            )
-        )
+        jobs.append(Job(item, base, container, options, threads, verify))
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = []
     for index, start in enumerate(range(0, len(jobs), shard_size)):
@@ -362,7 +324,7 @@ class ConvertPlan:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
         outcomes = self._outcomes(results) if parts else _by_id(results)
-        _write_manifest_rows(self.manifest_path, self._merged(outcomes))
+        write_manifest_rows(self.manifest_path, self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
         """Merge the parts (and `results`) into manifest.csv, remove the temporaries of killed
@@ -377,12 +339,12 @@ class ConvertPlan:
             outcomes = self._outcomes(results)
             (self.output / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
             try:
-                _write_manifest_rows(self.manifest_path, self._merged(outcomes))
+                write_manifest_rows(self.manifest_path, self._merged(outcomes))
                 manifest_written = True
             except DiskFullError as e:
                 stopped = stopped or str(e)
                 manifest_written = False
-            _remove_stale_temporaries(self.output)
+            remove_stale_temporaries(self.output)
             if manifest_written:
                 shutil.rmtree(self.output / PARTS_DIR, ignore_errors=True)
         finally:
@@ -390,21 +352,21 @@ class ConvertPlan:
             self.close()
         return self._report(outcomes, stopped, manifest_written)
 
-    def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, _Outcome]:
+    def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
-        outcomes = _read_parts(self.output / PARTS_DIR)
+        outcomes = read_parts(self.output / PARTS_DIR)
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {vid: o for vid, o in outcomes.items() if vid in wanted}
 
-    def _merged(self, outcomes: dict[str, _Outcome]) -> dict[str, ManifestRow]:
+    def _merged(self, outcomes: dict[str, Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)
         merged.update(self.done)
         merged.update((vid, keep_extra(o.row, merged.get(vid))) for vid, o in outcomes.items())
         return merged
 
     def _report(
-        self, outcomes: dict[str, _Outcome], stopped: str | None, manifest_written: bool
+        self, outcomes: dict[str, Outcome], stopped: str | None, manifest_written: bool
     ) -> ConvertReport:
         rows, converted, skipped, failed, unfinished = [], [], [], [], []
         bytes_in = bytes_out = frames = 0
@@ -445,17 +407,8 @@ class ConvertPlan:
         )
 
 
-def _by_id(results: Iterable[ShardResult]) -> dict[str, _Outcome]:
+def _by_id(results: Iterable[ShardResult]) -> dict[str, Outcome]:
     return {o.row.video_id: o for result in results for o in result.outcomes}
-
-
-def _write_manifest_rows(path: Path, rows: dict[str, ManifestRow]) -> None:
-    try:
-        write_manifest(path, [rows[k] for k in sorted(rows)])
-    except OSError as e:
-        if is_disk_full(e):
-            raise DiskFullError(path) from e
-        raise
 
 
 # --------------------------------------------------------------------------- one shard
@@ -469,8 +422,8 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     disk is full; raises RuntimeError when run by a local pool whose driver has died.
     """
     prepare_task_process()
-    prior = _read_part(shard.part)
-    done: dict[str, _Outcome] = {}
+    prior = read_part(shard.part)
+    done: dict[str, Outcome] = {}
     for job in shard.jobs:
         if parent_gone():
             raise RuntimeError("the driver of this conversion is gone; no new container started")
@@ -481,48 +434,12 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
             continue
         live = replace(job, verify=not shard.overwrite and job.container.exists())
         try:
-            done[vid] = _convert_job(live)
-            _write_part(shard.part, done.values())
+            done[vid] = convert_job(live)
+            write_part(shard.part, done.values())
         except DiskFullError as e:
             done.pop(vid, None)  # its container may be in place, but no part row says so
             return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
     return ShardResult(shard.index, tuple(done.values()))
-
-
-def _outcome_json(outcome: _Outcome) -> dict:
-    return {
-        "row": dataclasses.asdict(outcome.row),
-        "action": outcome.action,
-        "bytes_in": outcome.bytes_in,
-        "frames": outcome.frames,
-    }
-
-
-def _write_part(path: Path, outcomes: Iterable[_Outcome]) -> None:
-    write_bytes_atomic(path, json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode())
-
-
-def _read_part(path: Path) -> dict[str, _Outcome]:
-    """{video id: outcome} of a part manifest; {} when there is none (or it is unreadable:
-    written atomically, a part is whole or absent, so that is another run's garbage)."""
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-        outcomes = [
-            _Outcome(ManifestRow(**e["row"]), e["action"], e["bytes_in"], e["frames"])
-            for e in entries
-        ]
-    except (OSError, ValueError, TypeError, KeyError):
-        return {}
-    return {o.row.video_id: o for o in outcomes}
-
-
-def _read_parts(folder: Path) -> dict[str, _Outcome]:
-    outcomes: dict[str, _Outcome] = {}
-    if not folder.is_dir():
-        return outcomes
-    for path in sorted(folder.glob("part-*.json")):
-        outcomes.update(_read_part(path))
-    return outcomes
 
 
 # --------------------------------------------------------------------------- driver
@@ -541,6 +458,8 @@ def run_plan(
     `allowed-failures` workers), stops the run: the shards not started are cancelled, and the
     report's `stopped` says why, its `unfinished` what is left. Ctrl-C (any BaseException)
     writes the manifest of what finished, releases the lock and propagates."""
+    workers = check_int("workers", workers, minimum=1)
+    progress = check_bool("progress", progress)
     total = sum(len(s.jobs) for s in plan.shards)
     bar = Progress(total, desc="convert", unit="video", enabled=progress and total > 0)
     results: list[ShardResult] = []

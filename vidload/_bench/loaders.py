@@ -27,7 +27,7 @@ import h5py
 import numpy as np
 import simplejpeg
 
-from vidload.sources.base import container_path
+from vidload._layout import container_path
 from vidload.sources.jpeg_decode import decode_many
 from vidload.sources.video import VideoSource
 

@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from vidload._layout import container_path
 from vidload.errors import UsageError
-from vidload.sources.base import VIDEO_EXTENSIONS, container_path
+from vidload.sources.base import VIDEO_EXTENSIONS
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 if TYPE_CHECKING:

@@ -19,15 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from vidload._atomic import write_bytes_atomic
+from vidload._layout import sidecar_path
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
-
-SUFFIX = ".timestamps"
-
-
-def sidecar_path(container: Path) -> Path:
-    """Where the timestamps of `container` (a file or a JPEG folder) live."""
-    return container.with_name(container.name + SUFFIX)
 
 
 def write_timestamps(container: Path, timestamps: np.ndarray) -> Path:

@@ -93,22 +93,6 @@ def as_index_array(indices: Sequence[int] | np.ndarray) -> np.ndarray:
     return arr
 
 
-def container_path(root: Path, video_id: str, suffix: str) -> Path:
-    """Where a container source finds `video_id`: `root/<id without video extension><suffix>`.
-
-    `vidload convert` keeps the extension in the name (`x.mp4.h5`, `x.avi.h5`) only for videos
-    whose ids differ by nothing else; so a container named with the full id, when it exists,
-    is taken first. `suffix` is ".h5", ".npy", or "" for a JPEG folder.
-    """
-    vid = normalize_video_id(video_id)
-    stem = strip_video_ext(vid)
-    if stem != vid:
-        full = root / (vid + suffix)
-        if os.path.exists(full):
-            return full
-    return root / (stem + suffix)
-
-
 def _file_kind(mode: int) -> str:
     for test, kind in (
         (stat.S_ISDIR, "a directory"),

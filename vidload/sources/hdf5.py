@@ -37,14 +37,14 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_positive_number
+from vidload._layout import container_path, sidecar_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
-from vidload.sources._timestamps import container_timestamps, sidecar_path
+from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
     check_regular_file,
-    container_path,
     frame_ranges,
 )
 from vidload.sources.jpeg_decode import check_size, decode_many

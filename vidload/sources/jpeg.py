@@ -32,12 +32,13 @@ import numpy as np
 
 from vidload._atomic import fsync_dir, fsync_tree, temp_path
 from vidload._checks import check_positive_number
+from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
+from vidload._layout import container_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
-    container_path,
     normalize_video_id,
     open_regular_file,
     strip_video_ext,
@@ -47,7 +48,6 @@ from vidload.transforms import ClipGeometry
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
 
-DEFAULT_TEMPLATE = "img_{:05d}.jpg"
 #: Frame rate `JpegSource.timestamps` assumes for a folder without stored times.
 DEFAULT_FPS = 30.0
 

@@ -42,13 +42,13 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_positive_number
+from vidload._layout import container_path
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
-    container_path,
     frame_ranges,
     open_regular_file,
 )

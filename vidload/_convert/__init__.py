@@ -1,0 +1,12 @@
+"""The parts of `vidload.convert`, one job each:
+
+* `inputs`: what to read (`find_inputs`, `label_inputs`) and the check that no container lands on
+  or around an input;
+* `options`: what to store (`ConvertOptions`), checked once and recorded in the output folder;
+* `frames`: the JPEG byte streams a container stores;
+* `job`: one video's conversion, as a worker runs it;
+* `resume`: what a run resumes from (the manifest, part manifests, stale temporaries).
+
+`vidload.shards` plans and runs the jobs (on `vidload._parallel`); `vidload.convert` is the
+public entry point. The output folder's names are `vidload._layout`'s.
+"""

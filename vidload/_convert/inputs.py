@@ -1,0 +1,327 @@
+"""What `convert` and `probe` read: the inputs of a folder, one video file or container, an
+annotation list or a manifest (the forms `vidload.convert`'s module doc lists), as `InputItem`s
+whose ids name the output's containers (`vidload._layout`).
+
+A folder's videos are labelled by their top-level class folder (`label_inputs`). Before anything
+is written, `check_no_overlap` makes sure no container lands on or around an input.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, get_args
+
+from vidload._layout import (
+    CONTAINER_SUFFIX,
+    FIRST_FRAME_NAME,
+    Storage,
+    output_container_path,
+)
+from vidload.errors import UsageError
+from vidload.labels import input_class_map, label_by_folder
+from vidload.manifest import load_videos
+from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
+
+__all__ = [
+    "InputItem",
+    "InputKind",
+    "check_no_overlap",
+    "find_inputs",
+    "label_inputs",
+    "sharing_a_name",
+]
+
+InputKind = Literal["video", "jpeg", "hdf5", "npy"]
+
+
+@dataclass(frozen=True)
+class InputItem:
+    """One video to read.
+
+    Attributes:
+        video_id: path relative to the input root, `/`-separated (videos keep their extension).
+        kind: "video" (a video file), "jpeg" (a frame folder), "hdf5" or "npy" (a container).
+        path: the file or folder.
+        label: class index from an annotation list, None when unlabelled.
+        listed_frames: a frame count given by the list (rawframes `total_frames` or a manifest),
+            used as the reported count of JPEG folders.
+    """
+
+    video_id: str
+    kind: InputKind
+    path: Path
+    label: int | None = None
+    listed_frames: int | None = None
+
+
+def find_inputs(
+    input_path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    kinds: Sequence[InputKind] = ("video", "jpeg"),
+) -> tuple[Path, list[InputItem]]:
+    """(root, items) for a folder, a single video file or container, an annotation list or
+    a manifest.
+
+    A folder is searched recursively (sorted, symlinks followed, names starting with "."
+    skipped) for files with a video extension, folders holding `img_00001.jpg` and, when
+    `kinds` allows, `.h5` and `.npy` files. A list's entries are relative to `root` (default: the
+    list's folder); an entry naming no existing path is looked up as a container of `kinds`
+    (`a/x1.mp4` -> `a/x1/`, `a/x1.h5`, `a/x1.npy`), else kept (it fails when read).
+
+    Raises:
+        FileNotFoundError: `input_path` (or `root`) does not exist.
+        ValueError: nothing to read, `root` given with a folder, or two inputs share an id.
+    """
+    kinds = tuple(kinds)
+    for kind in kinds:
+        if kind not in get_args(InputKind):
+            raise ValueError(f"kinds ({kinds!r}) must be drawn from {get_args(InputKind)}")
+    src = Path(input_path)
+    if not src.exists():
+        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
+    if src.is_dir():
+        if root is not None:
+            raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+        items = _walk(src, kinds)
+        base = src
+        if not items:
+            wanted = _describe_kinds(kinds)
+            raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
+    elif _file_kind(src.name) is not None:  # one video file or container
+        if root is not None:
+            raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+        file_kind = _file_kind(src.name)
+        if file_kind is None or file_kind not in kinds:
+            raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
+        base = src.parent
+        suffix = "" if file_kind == "video" else CONTAINER_SUFFIX[file_kind]
+        vid = src.name[: len(src.name) - len(suffix)]
+        items = [InputItem(vid, file_kind, src)]
+    else:
+        entries = _list_entries(src)
+        base = _list_root(src, root, entries)
+        if not base.is_dir():
+            raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
+        items = [_list_item(base, e.video_id, e.label, _listed(e), kinds) for e in entries]
+        if not items:
+            raise ValueError(f"annotation list {str(src)!r} names no videos")
+    return base, _unique(items, src)
+
+
+def _list_entries(src: Path):
+    """The entries of an annotation list or manifest: single-label first, else multi-label
+    (a multi-label line keeps its first label here: a manifest row has one)."""
+    try:
+        return load_videos(src)
+    except (ValueError, TypeError) as e:
+        try:
+            return load_videos(src, multi_label=True)
+        except (ValueError, TypeError):
+            pass
+        raise ValueError(f"INPUT ({str(src)!r}) is not an annotation list: {e}") from e
+
+
+def _list_root(src: Path, root, entries) -> Path:
+    """The folder a list's entries are relative to: `root`, else the list's folder; `/` for
+    a list of absolute paths (which takes no root)."""
+    absolute = [e.absolute for e in entries]
+    if any(absolute):
+        if not all(absolute):
+            raise ValueError(
+                f"annotation list {str(src)!r} mixes absolute and relative paths; "
+                f"make them all one kind"
+            )
+        if root is not None:
+            raise ValueError(
+                f"root ({str(root)!r}) given, but the entries of {str(src)!r} are absolute paths"
+            )
+        return Path("/")
+    return Path(root) if root is not None else src.parent
+
+
+def label_inputs(
+    input_path: str | os.PathLike[str],
+    items: Sequence[InputItem],
+    labels: str | os.PathLike[str] | None = None,
+) -> tuple[list[InputItem], dict[str, int] | None]:
+    """(items, class map): a folder INPUT's items labelled by their top-level class folder
+    (`vidload.labels.input_class_map`: sorted folder names, or the `labels` file's mapping);
+    other inputs' items unchanged, with class map None."""
+    class_map = input_class_map(input_path, [it.video_id for it in items], labels)
+    if class_map is None:
+        return list(items), None
+    where = f"labels ({str(labels)!r})" if labels is not None else "the class map"
+    found = label_by_folder([it.video_id for it in items], class_map, where=where)
+    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
+
+
+def _listed(entry) -> int | None:
+    if entry.offset:  # the entry is a stretch of its folder, not the folder's count
+        return None
+    return entry.reported_frames if entry.reported_frames is not None else entry.known_frames
+
+
+def _describe_kinds(kinds: Sequence[str]) -> str:
+    names = {
+        "video": "video files (" + " ".join(sorted(VIDEO_EXTENSIONS)) + ")",
+        "jpeg": f"JPEG frame folders ({FIRST_FRAME_NAME}, ...)",
+        "hdf5": ".h5 files",
+        "npy": ".npy files",
+    }
+    return " or ".join(names[k] for k in kinds)
+
+
+def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
+    items: list[InputItem] = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
+        real = os.path.realpath(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        if real in seen:  # a symlink loop or a second link to a folder already searched
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        folder = Path(dirpath)
+        if "jpeg" in kinds and folder != base and FIRST_FRAME_NAME in filenames:
+            rel = folder.relative_to(base).as_posix()
+            items.append(InputItem(rel, "jpeg", folder))
+            dirnames[:] = []
+            continue
+        for name in filenames:
+            if name.startswith("."):
+                continue
+            kind = _file_kind(name)
+            if kind is not None and kind in kinds:
+                path = folder / name
+                rel = path.relative_to(base).as_posix()
+                vid = rel if kind == "video" else rel[: -len(CONTAINER_SUFFIX[kind])]
+                items.append(InputItem(vid, kind, path))
+    items.sort(key=lambda it: it.video_id)
+    return items
+
+
+def _file_kind(name: str) -> InputKind | None:
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in VIDEO_EXTENSIONS:
+        return "video"
+    if suffix == ".h5":
+        return "hdf5"
+    if suffix == ".npy":
+        return "npy"
+    return None
+
+
+def _list_item(
+    base: Path, video_id: str, label: int, listed: int | None, kinds: Sequence[str]
+) -> InputItem:
+    vid = normalize_video_id(video_id)
+    label_or_none = None if label < 0 else label
+    path = base / vid
+    if path.is_dir():
+        kind: str | None = "jpeg"
+    elif path.exists():
+        kind = _file_kind(path.name)
+        if kind is None or kind not in kinds:
+            raise ValueError(
+                f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
+            )
+        if kind != "video":  # a container named directly: its id has no suffix
+            vid = vid[: -len(path.suffix)]
+    else:
+        stem = base / strip_video_ext(vid)
+        found = [
+            (k, p)
+            for k, p in (
+                ("jpeg", stem),
+                ("hdf5", stem.with_name(stem.name + ".h5")),
+                ("npy", stem.with_name(stem.name + ".npy")),
+            )
+            if k in kinds and (p / FIRST_FRAME_NAME if k == "jpeg" else p).is_file()
+        ]
+        if len(found) > 1:
+            raise ValueError(
+                f"{video_id!r} matches several containers: {', '.join(str(p) for _, p in found)}"
+            )
+        if found:
+            kind, path = found[0]
+        else:  # missing: read as what its name says, and fail then with the reason
+            suffix = path.suffix.lower()
+            kind = "video" if suffix in VIDEO_EXTENSIONS or "jpeg" not in kinds else "jpeg"
+    return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
+
+
+def _unique(items: Sequence[InputItem], where: Path) -> list[InputItem]:
+    """Each video once (its first entry): a video listed twice is read and converted once,
+    and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
+    seen: dict[str, InputItem] = {}
+    repeated: list[str] = []
+    for item in items:
+        if item.video_id in seen:
+            repeated.append(item.video_id)
+        else:
+            seen[item.video_id] = item
+    if repeated:
+        names = sorted(set(repeated))
+        shown = ", ".join(repr(v) for v in names[:3]) + (", ..." if len(names) > 3 else "")
+        warnings.warn(
+            f"{where}: {len(repeated)} repeated entries ({shown}) are read once; the manifest "
+            f"has one row per video (its first entry's label)",
+            stacklevel=3,
+        )
+    return list(seen.values())
+
+
+def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
+    """Ids that differ from another input's id only in the video extension (`x.mp4`, `x.avi`):
+    their containers keep the extension in their name (`x.mp4.h5`) so that each gets its own."""
+    by_key: dict[str, list[str]] = {}
+    for item in items:
+        by_key.setdefault(strip_video_ext(item.video_id), []).append(item.video_id)
+    return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
+
+
+def _is_within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def check_no_overlap(
+    input_path: Path,
+    base: Path,
+    out: Path,
+    items: Sequence[InputItem],
+    to: Storage,
+    full_names: frozenset[str],
+) -> None:
+    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""
+    out_r = out.resolve()
+    if input_path.is_dir():
+        in_r = base.resolve()
+        if _is_within(out_r, in_r) or _is_within(in_r, out_r):
+            raise UsageError(
+                f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
+                f"one another"
+            )
+        return
+    inputs = {item.path.resolve() for item in items}
+    above_inputs = {p for path in inputs for p in path.parents}
+    frame_folders = {item.path.resolve() for item in items if item.kind == "jpeg"}
+    for item in items:
+        target = output_container_path(
+            out_r, item.video_id, to, keep_extension=item.video_id in full_names
+        )
+        if (
+            target in inputs
+            or target in above_inputs
+            or any(p in frame_folders for p in target.parents)
+        ):
+            raise UsageError(
+                f"the container of {item.video_id!r} ({target}) would overwrite or sit inside "
+                f"the input; choose another OUTPUT"
+            )
+    if out_r in inputs:
+        raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")

@@ -1,0 +1,91 @@
+"""Container layout: the one home for the names `vidload convert` writes and the sources read.
+
+A video id (`a/x1.mp4`, relative to the input root) names its container in an output folder:
+
+    jpeg: `a/x1/img_00001.jpg, img_00002.jpg, ...`    hdf5: `a/x1.h5`    npy: `a/x1.npy`
+
+with the frames' timestamps beside it in `<container>.timestamps` (`a/x1.h5.timestamps`,
+`a/x1.timestamps` for the folder `a/x1/`). The video extension is dropped, except for ids that
+differ from another input's only in the extension (`x.mp4`, `x.avi`): `convert` keeps it in
+their names (`x.mp4.h5`, `x.avi.h5`) so each gets its own, and a reader takes a container named
+with the full id first (`container_path`).
+
+An output folder also holds `manifest.csv` (`MANIFEST_NAME`), the options it was converted with
+(`OPTIONS_NAME`) and, while a run goes on, its lock (`LOCK_NAME`) and the shards' part manifests
+(`PARTS_DIR`). Temporary names are `vidload._atomic`'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, get_args
+
+from vidload.sources.base import normalize_video_id, strip_video_ext
+
+__all__ = [
+    "CONTAINER_SUFFIX",
+    "FIRST_FRAME_NAME",
+    "FRAME_TEMPLATE",
+    "LOCK_NAME",
+    "MANIFEST_NAME",
+    "OPTIONS_NAME",
+    "PARTS_DIR",
+    "STORAGES",
+    "TIMESTAMPS_SUFFIX",
+    "Storage",
+    "container_name",
+    "container_path",
+    "output_container_path",
+    "sidecar_path",
+]
+
+#: The container formats `convert` writes and the container sources read.
+Storage = Literal["jpeg", "hdf5", "npy"]
+STORAGES: tuple[str, ...] = get_args(Storage)
+#: What a container's name adds to its id's stem: a JPEG container is a folder.
+CONTAINER_SUFFIX: dict[str, str] = {"jpeg": "", "hdf5": ".h5", "npy": ".npy"}
+#: Frame i (1-based) of a JPEG frame folder, as `convert` writes it and mmaction2 reads it.
+FRAME_TEMPLATE = "img_{:05d}.jpg"
+#: First frame file: it marks a folder as a JPEG frame folder.
+FIRST_FRAME_NAME = FRAME_TEMPLATE.format(1)
+#: What a container's timestamps file adds to the container's name.
+TIMESTAMPS_SUFFIX = ".timestamps"
+
+#: The manifest `convert` writes in its output folder.
+MANIFEST_NAME = "manifest.csv"
+#: The options a conversion used (checked when a run resumes).
+OPTIONS_NAME = "vidload-convert.json"
+#: One run at a time writes into an output folder: the file that says which (`vidload._lock`).
+LOCK_NAME = ".vidload-convert.lock"
+#: Folder in an output folder holding the shards' part manifests while a run goes on.
+PARTS_DIR = ".vidload-convert.parts"
+
+
+def container_name(video_id: str, suffix: str, *, keep_extension: bool = False) -> str:
+    """`video_id`'s container name relative to the output folder: `a/x1.mp4` -> `a/x1<suffix>`,
+    or `a/x1.mp4<suffix>` with `keep_extension`. `suffix` is a `CONTAINER_SUFFIX` value."""
+    vid = normalize_video_id(video_id)
+    return (vid if keep_extension else strip_video_ext(vid)) + suffix
+
+
+def container_path(root: Path, video_id: str, suffix: str) -> Path:
+    """Where a reader finds `video_id`'s container under `root`: the name with the full id
+    (`x.mp4.h5`) when it exists, else the name without the video extension (module doc)."""
+    full = root / container_name(video_id, suffix, keep_extension=True)
+    short = root / container_name(video_id, suffix)
+    if short != full and full.exists():
+        return full
+    return short
+
+
+def output_container_path(
+    output: Path, video_id: str, to: Storage, *, keep_extension: bool = False
+) -> Path:
+    """Where `convert` writes `video_id`'s `to` container under `output`; `keep_extension` for
+    ids that differ from another input's only in the extension (module doc)."""
+    return output / container_name(video_id, CONTAINER_SUFFIX[to], keep_extension=keep_extension)
+
+
+def sidecar_path(container: Path) -> Path:
+    """Where the timestamps of `container` (a file or a JPEG folder) live."""
+    return container.with_name(container.name + TIMESTAMPS_SUFFIX)
