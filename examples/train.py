@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-import vidload
 from vidload import ClipDataset, VideoSource, epochs, make_loader, normalize
+from vidload.normalization import KINETICS_MEAN, KINETICS_STD
 from vidload.synth import ACTIONS, SynthSpec, make_sample_videos
 
 #: (width, height) of the generated videos: mixed shapes, one clip shape out.
@@ -89,9 +89,7 @@ def train_epoch(model, loader, optimizer, schedule, device) -> tuple[float, floa
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
     for clips, labels in loader:  # uint8 (B, 3, T, H, W), int64 (B,)
-        x = normalize(
-            clips, vidload.KINETICS_MEAN, vidload.KINETICS_STD, device=device, layout="CTHW"
-        )
+        x = normalize(clips, KINETICS_MEAN, KINETICS_STD, device=device, layout="CTHW")
         labels = labels.to(device)
         logits = model(x)
         loss = nn.functional.cross_entropy(logits, labels)
@@ -112,9 +110,7 @@ def evaluate(model, loader, device) -> tuple[float, float, int]:
     model.eval()
     correct, single, videos, views = 0, 0, 0, 0
     for stacks, labels in loader:  # uint8 (B, V, 3, T, H, W)
-        x = normalize(
-            stacks, vidload.KINETICS_MEAN, vidload.KINETICS_STD, device=device, layout="CTHW"
-        )
+        x = normalize(stacks, KINETICS_MEAN, KINETICS_STD, device=device, layout="CTHW")
         b, v = x.shape[:2]
         logits = model(x.flatten(0, 1)).view(b, v, -1)
         labels = labels.to(device)

@@ -383,6 +383,12 @@ def test_on_error_skip_does_not_hide_bugs():
         ({"stride": 2}, ValueError, r"stride \(2\) must be 1 for sampling='segment'"),
         ({"sampling": "dense"}, ValueError, r"sampling \('dense'\) must be one of"),
         ({"sampling": 3}, TypeError, "sampling must be one of"),
+        ({"sampling": np.sort, "stride": 2}, ValueError, "must be 1 with a sampling function"),
+        (
+            {"sampling": np.sort, "clip_seconds": 1.0},
+            ValueError,
+            "clip_seconds replaces `sampling`; a sampling function cannot be used",
+        ),
         ({"train": 1}, TypeError, "train must be a bool"),
         ({"transform": "flip"}, TypeError, "transform must be callable"),
         ({"on_mismatch": "ignore"}, ValueError, r"on_mismatch \('ignore'\) must be one of"),

@@ -14,7 +14,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from vidload import ClipDataset, NpySource, ShardSampler, make_loader
+from vidload import ClipDataset, NpySource, make_loader
+from vidload.loader import ShardSampler
 from vidload.sources.jpeg_decode import encode_jpeg
 from vidload.sources.npy import write_npy
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ TORCH_FREE = [
     "vidload.convert",
     "vidload.probe",
     "vidload.cli",
+    "vidload.sources",
     "vidload.sources.jpeg",
     "vidload.sources.hdf5",
     "vidload.sources.npy",
@@ -42,6 +44,59 @@ def test_every_public_name_resolves_and_is_listed():
     from vidload.dataset import ClipDataset
 
     assert vidload.ClipDataset is ClipDataset
+
+
+NORMS = ("IMAGENET", "KINETICS", "KINETICS_TORCHVISION")
+#: Names the top level no longer exports (issue 11: a short top level), and where they live.
+MOVED = {
+    "vidload.sources": ["VideoInfo"],
+    "vidload.sampling": ["SamplingFn", "consecutive_indices", "sample_clip", "segment_indices"],
+    "vidload.manifest": [
+        "ManifestRow",
+        "VideoEntry",
+        "load_videos",
+        "read_manifest",
+        "write_manifest",
+    ],
+    "vidload.normalization": [f"{data}_{stat}" for data in NORMS for stat in ("MEAN", "STD")],
+    "vidload.loader": ["EpochShuffleSampler", "ShardSampler"],
+    "vidload.prefetch": ["ReadAheadSampler"],
+}
+
+
+@pytest.mark.parametrize("module", sorted(MOVED))
+def test_moved_names_live_in_their_submodule_only(module):
+    mod = importlib.import_module(module)
+    for name in MOVED[module]:
+        assert getattr(mod, name) is not None, name
+        assert name not in vidload.__all__ and name not in dir(vidload)
+        with pytest.raises(AttributeError, match=f"no attribute '{name}'"):
+            getattr(vidload, name)
+    assert not hasattr(vidload, "Sampler")  # renamed SamplingFn: it is not a torch Sampler
+    assert not hasattr(vidload.sampling, "Sampler")
+
+
+def test_sources_namespace_reexports_the_sources():
+    import vidload.sources
+
+    assert set(vidload.sources.__all__) == set(vidload.sources._LAZY)
+    assert set(vidload.sources.__all__) >= {
+        "VideoSource",
+        "JpegSource",
+        "Hdf5Source",
+        "NpySource",
+        "FrameSource",
+        "VideoInfo",
+    }
+    for name in vidload.sources.__all__:
+        value = getattr(vidload.sources, name)
+        assert getattr(vidload, name, value) is value  # one object, wherever it is imported from
+    with pytest.raises(AttributeError, match="module 'vidload.sources' has no attribute 'Nope'"):
+        vidload.sources.Nope  # noqa: B018
+
+
+def test_top_level_is_short():
+    assert len(vidload.__all__) <= 18
 
 
 def test_unknown_attribute_is_an_attribute_error():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import vidload
-from vidload import (
+from vidload.normalization import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     KINETICS_MEAN,

@@ -252,7 +252,7 @@ def test_sample_clip_rejects_bad_user_indices(returned, error, match):
     def bad(num_available, num_frames, *, train, rng, clip_index, num_clips):
         return returned
 
-    with pytest.raises(error, match="sampler .*bad.* " + match):
+    with pytest.raises(error, match="sampling function .*bad.* " + match):
         sample_clip(bad, 10, 4, train=False, rng=None)
 
 

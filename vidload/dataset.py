@@ -38,7 +38,7 @@ from vidload.manifest import UNLABELLED, VideoEntry, load_videos
 from vidload.sampling import (
     SAMPLING_MODES,
     SHORT_POLICIES,
-    Sampler,
+    SamplingFn,
     SamplingMode,
     ShortPolicy,
     resampled_indices,
@@ -89,7 +89,7 @@ class ClipDataset(Dataset):
         source: where frames come from (`VideoSource`, `JpegSource`, ...); must be picklable.
         num_frames: frames per clip (T).
         sampling: "segment" (TSN: one frame per equal segment), "consecutive" (frames `stride`
-            apart) or a `Sampler` callable `f(num_available, num_frames, *, train, rng,
+            apart) or a `SamplingFn` callable `f(num_available, num_frames, *, train, rng,
             clip_index, num_clips) -> int indices (num_frames,) in [0, num_available)`.
         train: random clips (True) or deterministic, evenly spread test clips (False).
         clips_per_video: clips per video (K); at test time the K clips are spread evenly.
@@ -153,7 +153,7 @@ class ClipDataset(Dataset):
         videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
         source: FrameSource,
         num_frames: int = 8,
-        sampling: SamplingMode | Sampler = "segment",
+        sampling: SamplingMode | SamplingFn = "segment",
         train: bool = True,
         clips_per_video: int = 1,
         stride: int = 1,
@@ -197,7 +197,7 @@ class ClipDataset(Dataset):
         elif not callable(sampling):
             raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
         elif stride != 1:
-            raise ValueError(f"stride ({stride}) must be 1 with a custom sampler")
+            raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
         if not isinstance(train, bool):
             raise TypeError(f"train must be a bool, got {train!r}")
         if transform is not None and not callable(transform):
@@ -248,7 +248,7 @@ class ClipDataset(Dataset):
                 f"the video for `sampling`, clip_seconds spreads num_frames over a time window"
             )
         if clip_seconds is not None and not isinstance(sampling, str):
-            raise ValueError("clip_seconds replaces `sampling`; a custom sampler cannot be used")
+            raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
         if not isinstance(return_info, bool):
             raise TypeError(f"return_info must be a bool, got {return_info!r}")
         self.fps = None if fps is None else float(fps)

@@ -1,6 +1,6 @@
 """Which frames make a clip: pure index functions, no decoding, no global RNG.
 
-Every sampler maps a frame count to an explicit index array that a source then reads:
+Every index function maps a frame count to an explicit index array that a source then reads:
 
     segment_indices(num_available, num_frames, *, train, rng, ...) -> int64 (num_frames,)
     consecutive_indices(num_available, num_frames, *, stride, train, rng, ...) -> same
@@ -10,8 +10,9 @@ the caller derives, e.g. from (seed, epoch, index)); testing is deterministic an
 `rng`. With `num_clips=K` at test time, clip `clip_index` in [0, K) is one of K evenly spread
 views of the video.
 
-A user sampler is any callable with the `Sampler` signature; `sample_clip` runs the built-in
-ones by name or a user one, and checks what it returns.
+Your own is any callable with the `SamplingFn` signature (`ClipDataset(sampling=fn)`);
+`sample_clip` runs the built-in ones by name or yours, and checks what it returns. (These are
+not torch `Sampler`s: those choose dataset items, these choose frames inside one video.)
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ SHORT_POLICIES: tuple[str, ...] = get_args(ShortPolicy)
 SAMPLING_MODES: tuple[str, ...] = get_args(SamplingMode)
 
 
-class Sampler(Protocol):
-    """A user sampler: returns the frame indices of one clip.
+class SamplingFn(Protocol):
+    """Your own sampling function (`ClipDataset(sampling=fn)`): the frame indices of one clip.
 
     Called as `f(num_available, num_frames, *, train, rng, clip_index, num_clips)` and must
     return a 1-D array-like of `num_frames` integers in [0, num_available). `rng` is a
@@ -132,7 +133,7 @@ def consecutive_indices(
 
 
 def sample_clip(
-    sampling: SamplingMode | Sampler,
+    sampling: SamplingMode | SamplingFn,
     num_available: int,
     num_frames: int,
     *,
@@ -143,11 +144,11 @@ def sample_clip(
     stride: int = 1,
     short_policy: ShortPolicy = "repeat_last",
 ) -> np.ndarray:
-    """Indices of one clip from a built-in sampler ("segment", "consecutive") or a user `Sampler`.
+    """Indices of one clip from a built-in mode ("segment", "consecutive") or a `SamplingFn`.
 
-    `stride` and `short_policy` go to the built-in samplers only (a user sampler closes over its
-    own settings). What a user sampler returns is checked: it must be 1-D integers, `num_frames`
-    long, in [0, num_available); otherwise ValueError/TypeError naming the sampler.
+    `stride` and `short_policy` go to the built-in modes only (a sampling function closes over
+    its own settings). What a sampling function returns is checked: it must be 1-D integers,
+    `num_frames` long, in [0, num_available); otherwise ValueError/TypeError naming it.
 
     Returns:
         int64 (num_frames,) frame indices in [0, num_available).
@@ -186,13 +187,14 @@ def sample_clip(
         clip_index=clip_index,
         num_clips=num_clips,
     )
-    return check_indices(out, num_available, num_frames, who=f"sampler {qualname(sampling)}")
+    who = f"sampling function {qualname(sampling)}"
+    return check_indices(out, num_available, num_frames, who=who)
 
 
 def check_indices(indices: object, num_available: int, num_frames: int, *, who: str) -> np.ndarray:
     """`indices` as int64 (num_frames,) after checking they are 1-D integers in [0, num_available).
 
-    `who` names the sampler in the error messages.
+    `who` names the sampling function in the error messages.
     """
     arr = np.asarray(indices)
     if arr.ndim != 1:
@@ -284,7 +286,7 @@ def resampled_indices(timestamps: np.ndarray, fps: float) -> np.ndarray:
     """The frames of the video as if resampled to `fps`: int64 (M,), entry j the frame on
     screen at ts[0] + j / fps, for every j with that time before the video ends.
 
-    A sampler then picks from these M "virtual" frames, so a 60 fps and a 25 fps video of one
+    `sampling` then picks from these M "virtual" frames, so a 60 fps and a 25 fps video of one
     action give clips of the same duration, and a variable-frame-rate video is sampled evenly
     in time (mmaction2's target-fps / frame_interval idea, on real timestamps).
 

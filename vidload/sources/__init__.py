@@ -1,1 +1,32 @@
-"""Frame sources: one interface (FrameSource), four storages."""
+"""Frame sources: one interface (FrameSource), four storages.
+
+`from vidload.sources import VideoSource, JpegSource, Hdf5Source, NpySource, FrameSource,
+VideoInfo`: imported on first use (see vidload._lazy), so `import vidload.sources.npy` does
+not import PyAV or h5py.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from vidload._lazy import lazy_exports
+
+_LAZY = {
+    "FrameSource": "vidload.sources.base",
+    "Hdf5Source": "vidload.sources.hdf5",
+    "JpegSource": "vidload.sources.jpeg",
+    "NpySource": "vidload.sources.npy",
+    "VideoInfo": "vidload.sources.video",
+    "VideoSource": "vidload.sources.video",
+}
+
+__all__ = ["FrameSource", "Hdf5Source", "JpegSource", "NpySource", "VideoInfo", "VideoSource"]
+
+if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
+    from vidload.sources.base import FrameSource
+    from vidload.sources.hdf5 import Hdf5Source
+    from vidload.sources.jpeg import JpegSource
+    from vidload.sources.npy import NpySource
+    from vidload.sources.video import VideoInfo, VideoSource
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

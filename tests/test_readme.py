@@ -1,0 +1,65 @@
+"""The README's Python stays true: every import in its code blocks works, every `vidload.x.y`
+it names exists. (The blocks read data that is not here, e.g. train.txt, so they are not run;
+examples/ holds the runnable versions, run by test_train_example.py and the quickstart.)"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+TEXT = README.read_text(encoding="utf-8")
+BLOCKS = re.findall(r"```python\n(.*?)```", TEXT, flags=re.S)
+IMPORT_LINE = re.compile(r"^(?:from \S+ import .+|import \S+.*)$", re.M)
+
+
+def _vidload_imports(block: str) -> list[ast.stmt]:
+    """The block's imports from vidload (a block that is a signature, not code, gives its
+    import lines one by one; third-party imports such as dask_jobqueue are the reader's)."""
+    try:
+        nodes = list(ast.walk(ast.parse(block)))
+    except SyntaxError:
+        nodes = [ast.parse(line).body[0] for line in IMPORT_LINE.findall(block)]
+    out: list[ast.stmt] = []
+    for n in nodes:
+        if isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "vidload":
+            out.append(n)
+        elif isinstance(n, ast.Import) and any(a.name.split(".")[0] == "vidload" for a in n.names):
+            out.append(n)
+    return out
+
+
+def test_readme_has_python_blocks():
+    assert len(BLOCKS) >= 8
+    assert sum(len(_vidload_imports(b)) for b in BLOCKS) >= 5
+
+
+@pytest.mark.parametrize("number", range(len(BLOCKS)))
+def test_every_import_in_a_readme_block_works(number):
+    for node in _vidload_imports(BLOCKS[number]):
+        code = compile(ast.Module(body=[node], type_ignores=[]), f"README block {number}", "exec")
+        exec(code, {})  # raises ImportError naming what the README imports and does not exist
+
+
+def test_every_dotted_vidload_name_in_the_readme_exists():
+    names = set(re.findall(r"\bvidload(?:\.[A-Za-z_]\w*)+", TEXT))
+    assert "vidload.sampling.SamplingFn" in TEXT
+    missing = []
+    for dotted in sorted(names):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):  # the longest importable module, then attributes
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            try:
+                for attr in parts[cut:]:
+                    obj = getattr(obj, attr)
+            except AttributeError:
+                missing.append(dotted)
+            break
+    assert not missing, f"README names what does not exist: {missing}"
