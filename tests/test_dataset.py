@@ -407,6 +407,39 @@ def test_argument_errors(kwargs, error, match):
         ClipDataset(**args)
 
 
+def test_numpy_ints_are_ints_and_bools_are_not():
+    """One rule for every int argument (vidload._checks): NumPy integers are accepted and
+    stored as plain ints, bools (also NumPy's) are refused."""
+    ints = {
+        "num_frames": 4,
+        "clips_per_video": 2,
+        "stride": 3,
+        "max_attempts": 5,
+        "seed": 7,
+        "spatial_views": 3,
+    }
+    kwargs = {k: np.int64(v) for k, v in ints.items()}
+    ds = ClipDataset(
+        VIDEOS, FakeSource(COUNTS), **kwargs, sampling="consecutive", train=False, crop=np.int32(8)
+    )
+    for name, value in ints.items():
+        assert getattr(ds, name) == value and type(getattr(ds, name)) is int, name
+    ds.set_epoch(np.int64(2))
+    assert ds.epoch == 2 and ds[0][0].shape == (4, 3, 8, 8)
+    assert ClipDataset(VIDEOS, FakeSource(COUNTS), fps=np.int64(5), seed=0).fps == 5.0
+    for name in [*ints, "num_classes"]:
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            ClipDataset(VIDEOS, FakeSource(COUNTS), multi_label=True, **{name: True})
+    for name in ["train", "stack_views", "flip", "multi_label", "return_info"]:
+        for bad in (1, np.True_):
+            with pytest.raises(TypeError, match=f"{name} must be a bool"):
+                ClipDataset(VIDEOS, FakeSource(COUNTS), **{name: bad})
+    with pytest.raises(TypeError, match="crop must be None, an int or an"):
+        ClipDataset(VIDEOS, FakeSource(COUNTS), crop=(8, True))
+    with pytest.raises(TypeError, match="fps must be a number"):
+        ClipDataset(VIDEOS, FakeSource(COUNTS), fps=True)
+
+
 def test_set_epoch_errors():
     ds = ClipDataset(VIDEOS, FakeSource(COUNTS))
     with pytest.raises(ValueError, match=r"epoch \(-1\) must be >= 0"):

@@ -173,6 +173,30 @@ def test_bad_arguments(root, kwargs, error, match):
         make_loader(_dataset(root), **kwargs)
 
 
+def test_numpy_ints_pass_and_bools_do_not(root):
+    ds = _dataset(root)
+    loader = make_loader(
+        ds,
+        batch_size=np.int64(2),
+        num_workers=np.int64(0),
+        prefetch_factor=np.int32(3),
+        lookahead=np.int64(4),
+        seed=np.int64(9),
+    )
+    assert loader.batch_size == 2 and type(loader.batch_size) is int
+    assert loader.sampler.lookahead == 4 and loader.sampler.sampler.seed == 9
+    for epoch in epochs(loader, np.int64(2), start=np.int64(1)):
+        assert epoch == 1 and ds.epoch == 1
+    for name in ("batch_size", "num_workers", "prefetch_factor", "lookahead", "seed"):
+        with pytest.raises(TypeError, match=f"{name} must be an int"):
+            make_loader(ds, **{name: True})
+    for name in ("drop_last", "persistent_workers", "shuffle", "pin_memory", "read_ahead"):
+        with pytest.raises(TypeError, match=f"{name} must be a bool"):
+            make_loader(ds, num_workers=0, **{name: np.True_})
+    with pytest.raises(TypeError, match="epoch must be an int"):
+        set_epoch(loader, True)
+
+
 def test_bad_epochs(root):
     loader = make_loader(_dataset(root), num_workers=0)
     with pytest.raises(ValueError, match=r"epoch \(-1\) must be >= 0"):

@@ -54,6 +54,13 @@ def check_bool(name: str, value: object) -> bool:
     return value
 
 
+def check_optional_bool(name: str, value: object) -> bool | None:
+    """`check_bool`, with None allowed (and returned): "decide for me"."""
+    if value is None or isinstance(value, bool):
+        return value
+    raise TypeError(f"{name} must be a bool or None, got {value!r}")
+
+
 def check_real(name: str, value: object) -> float:
     """`value` as a float; TypeError unless a real number (not a bool). Any value, NaN included:
     for data fields (a manifest's fps) whose range the caller checks, if at all."""

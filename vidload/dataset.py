@@ -25,8 +25,10 @@ import torch
 from torch.utils.data import Dataset
 
 from vidload._checks import (
+    check_bool,
     check_choice,
     check_int,
+    check_optional_int,
     check_positive_int,
     check_positive_number,
     qualname,
@@ -182,13 +184,10 @@ class ClipDataset(Dataset):
                 f"source must provide reported_frames, actual_frames and read (a FrameSource), "
                 f"got {type(source).__name__}"
             )
-        for name, value in [
-            ("num_frames", num_frames),
-            ("clips_per_video", clips_per_video),
-            ("stride", stride),
-            ("max_attempts", max_attempts),
-        ]:
-            check_positive_int(name, value)
+        num_frames = check_positive_int("num_frames", num_frames)
+        clips_per_video = check_positive_int("clips_per_video", clips_per_video)
+        stride = check_positive_int("stride", stride)
+        max_attempts = check_positive_int("max_attempts", max_attempts)
         if isinstance(sampling, str):
             if sampling not in SAMPLING_MODES:
                 raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES}")
@@ -198,16 +197,14 @@ class ClipDataset(Dataset):
             raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
         elif stride != 1:
             raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
-        if not isinstance(train, bool):
-            raise TypeError(f"train must be a bool, got {train!r}")
+        check_bool("train", train)
         if transform is not None and not callable(transform):
             raise TypeError(f"transform must be callable or None, got {transform!r}")
         check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
         check_choice("on_error", on_error, get_args(OnError))
         check_choice("short_policy", short_policy, SHORT_POLICIES)
         check_choice("layout", layout, get_args(Layout))
-        if not isinstance(stack_views, bool):
-            raise TypeError(f"stack_views must be a bool, got {stack_views!r}")
+        check_bool("stack_views", stack_views)
         _, crop_hw, _ = check_geometry(
             short_side=short_side,
             crop=crop,
@@ -216,17 +213,13 @@ class ClipDataset(Dataset):
             num_views=spatial_views,
             train=train,
         )
+        seed = check_optional_int("seed", seed, minimum=0)
         if seed is None:
             seed = shared_seed()
-        elif isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-            raise TypeError(f"seed must be an int or None, got {seed!r}")
-        elif seed < 0:
-            raise ValueError(f"seed ({seed}) must be >= 0")
 
-        if not isinstance(multi_label, bool):
-            raise TypeError(f"multi_label must be a bool, got {multi_label!r}")
+        check_bool("multi_label", multi_label)
         if multi_label:
-            check_positive_int("num_classes", num_classes)
+            num_classes = check_positive_int("num_classes", num_classes)
         elif num_classes is not None:
             raise ValueError(f"num_classes ({num_classes}) applies only with multi_label=True")
         self.videos: list[VideoEntry] = load_videos(videos, multi_label=multi_label)
@@ -239,9 +232,10 @@ class ClipDataset(Dataset):
             _check_classes(self.videos, num_classes)
         self.multi_label = multi_label
         self.num_classes = num_classes
-        for name, seconds_or_rate in (("fps", fps), ("clip_seconds", clip_seconds)):
-            if seconds_or_rate is not None:
-                check_positive_number(name, seconds_or_rate)
+        if fps is not None:
+            fps = check_positive_number("fps", fps)
+        if clip_seconds is not None:
+            clip_seconds = check_positive_number("clip_seconds", clip_seconds)
         if fps is not None and clip_seconds is not None:
             raise ValueError(
                 f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
@@ -249,10 +243,9 @@ class ClipDataset(Dataset):
             )
         if clip_seconds is not None and not isinstance(sampling, str):
             raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
-        if not isinstance(return_info, bool):
-            raise TypeError(f"return_info must be a bool, got {return_info!r}")
-        self.fps = None if fps is None else float(fps)
-        self.clip_seconds = None if clip_seconds is None else float(clip_seconds)
+        check_bool("return_info", return_info)
+        self.fps = fps
+        self.clip_seconds = clip_seconds
         self.return_info = return_info
         self.source = source
         self.num_frames = num_frames
@@ -263,7 +256,7 @@ class ClipDataset(Dataset):
         self.transform = transform
         self.on_mismatch = on_mismatch
         self.on_error = on_error
-        self.seed = int(seed)
+        self.seed = seed
         self.short_policy = short_policy
         self.max_attempts = max_attempts
         self.short_side = short_side
@@ -338,10 +331,7 @@ class ClipDataset(Dataset):
 
         The epoch lives in shared memory, so persistent DataLoader workers see it too.
         """
-        check_int("epoch", epoch)
-        if epoch < 0:
-            raise ValueError(f"epoch ({epoch}) must be >= 0")
-        self._epoch[0] = int(epoch)
+        self._epoch[0] = check_int("epoch", epoch, minimum=0)
 
     @property
     def learned_frames(self) -> dict[str, int]:

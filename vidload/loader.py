@@ -29,7 +29,7 @@ from torch.utils.data import (
     Subset,
 )
 
-from vidload._checks import check_int
+from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
 from vidload.prefetch import ReadAheadSampler, item_files
@@ -53,15 +53,12 @@ class EpochShuffleSampler(Sampler[int]):
     """
 
     def __init__(self, n: int, *, seed: int) -> None:
-        check_int("n", n, minimum=0)
-        check_int("seed", seed, minimum=0)
-        self.n = int(n)
-        self.seed = int(seed)
+        self.n = check_int("n", n, minimum=0)
+        self.seed = check_int("seed", seed, minimum=0)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        check_int("epoch", epoch, minimum=0)
-        self.epoch = int(epoch)
+        self.epoch = check_int("epoch", epoch, minimum=0)
 
     def __len__(self) -> int:
         return self.n
@@ -88,17 +85,15 @@ class ShardSampler(Sampler[int]):
     """
 
     def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
-        check_int("n", n, minimum=0)
-        check_int("num_replicas", num_replicas, minimum=1)
-        check_int("rank", rank, minimum=0)
+        self.n = check_int("n", n, minimum=0)
+        self.num_replicas = check_int("num_replicas", num_replicas, minimum=1)
+        self.rank = check_int("rank", rank, minimum=0)
         if rank >= num_replicas:
             raise ValueError(f"rank ({rank}) must be < num_replicas ({num_replicas})")
-        self.n, self.num_replicas, self.rank = int(n), int(num_replicas), int(rank)
         self.epoch = 0
 
     def set_epoch(self, epoch: int) -> None:
-        check_int("epoch", epoch, minimum=0)
-        self.epoch = int(epoch)
+        self.epoch = check_int("epoch", epoch, minimum=0)
 
     def __len__(self) -> int:
         return len(range(self.rank, self.n, self.num_replicas))
@@ -188,21 +183,17 @@ def make_loader(
     Raises:
         ValueError / TypeError: a bad argument (the value and the rule are in the message).
     """
-    check_int("batch_size", batch_size, minimum=1)
+    batch_size = check_int("batch_size", batch_size, minimum=1)
     if num_workers is None:
         num_workers = default_workers()
-    check_int("num_workers", num_workers, minimum=0)
-    check_int("prefetch_factor", prefetch_factor, minimum=1)
-    for name, value in [("drop_last", drop_last), ("persistent_workers", persistent_workers)]:
-        if not isinstance(value, bool):
-            raise TypeError(f"{name} must be a bool, got {value!r}")
-    for name, flag in [
-        ("shuffle", shuffle),
-        ("pin_memory", pin_memory),
-        ("read_ahead", read_ahead),
-    ]:
-        if flag is not None and not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool or None, got {flag!r}")
+    # plain ints from here on: torch's BatchSampler takes no NumPy integers
+    num_workers = check_int("num_workers", num_workers, minimum=0)
+    prefetch_factor = check_int("prefetch_factor", prefetch_factor, minimum=1)
+    check_bool("drop_last", drop_last)
+    check_bool("persistent_workers", persistent_workers)
+    shuffle = check_optional_bool("shuffle", shuffle)
+    pin_memory = check_optional_bool("pin_memory", pin_memory)
+    read_ahead = check_optional_bool("read_ahead", read_ahead)
     if worker_init_fn is not None and not callable(worker_init_fn):
         raise TypeError(f"worker_init_fn must be callable or None, got {worker_init_fn!r}")
     for name in ("batch_sampler", "sampler", "shuffle", "batch_size", "worker_init_fn"):
@@ -210,9 +201,7 @@ def make_loader(
             raise TypeError(f"make_loader got {name!r} twice")
     if lookahead is None:
         lookahead = DEFAULT_LOOKAHEAD_BATCHES * batch_size
-    check_int("lookahead", lookahead, minimum=0)
-    # numpy ints pass the checks, but torch's BatchSampler takes only Python ints
-    batch_size, num_workers, prefetch_factor = map(int, (batch_size, num_workers, prefetch_factor))
+    lookahead = check_int("lookahead", lookahead, minimum=0)
 
     clips = _unwrap(dataset)
     if sampler is not None:
@@ -335,8 +324,8 @@ def epochs(loader: DataLoader, stop: int, *, start: int = 0) -> Iterator[int]:
         for clips, labels in loader:
             ...
     """
-    check_int("stop", stop, minimum=0)
-    check_int("start", start, minimum=0)
+    stop = check_int("stop", stop, minimum=0)
+    start = check_int("start", start, minimum=0)
     for epoch in range(start, stop):
         set_epoch(loader, epoch)
         yield epoch

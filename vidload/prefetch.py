@@ -325,11 +325,10 @@ class ReadAheadSampler(Sampler[T]):
     """
 
     def __init__(self, sampler: Iterable[T], dataset: Dataset, *, lookahead: int = 16) -> None:
-        check_int("lookahead", lookahead, minimum=0)
+        self.lookahead = check_int("lookahead", lookahead, minimum=0)
         if not isinstance(sampler, Iterable):
             raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
         self.sampler = sampler
-        self.lookahead = int(lookahead)
         self._lookup = item_ranges(dataset)
         self.num_hinted = 0
         self.num_failed = 0

@@ -21,7 +21,14 @@ from typing import Literal, Protocol, get_args
 
 import numpy as np
 
-from vidload._checks import check_int, check_positive_int, qualname
+from vidload._checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_positive_int,
+    check_positive_number,
+    qualname,
+)
 
 ShortPolicy = Literal["repeat_last", "loop", "error"]
 SamplingMode = Literal["segment", "consecutive"]
@@ -77,7 +84,8 @@ def segment_indices(
     Returns:
         int64 (num_frames,) frame indices in [0, num_available).
     """
-    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, short_policy)
+    _check_counts(num_available, num_frames, short_policy)
+    _check_position(train, rng, clip_index, num_clips)
     n, count = num_available, num_frames
     if n < count:
         return _pad_short(np.arange(n, dtype=np.int64), count, short_policy, n, "segment")
@@ -85,7 +93,7 @@ def segment_indices(
     starts = (k * n) // count
     lengths = ((k + 1) * n) // count - starts
     if train:
-        assert rng is not None  # _check_common: training needs an rng
+        assert rng is not None  # _check_position: training needs an rng
         return starts + rng.integers(0, lengths)
     return starts + ((2 * clip_index + 1) * lengths) // (2 * num_clips)
 
@@ -115,7 +123,8 @@ def consecutive_indices(
     Returns:
         int64 (num_frames,) frame indices in [0, num_available).
     """
-    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, short_policy)
+    _check_counts(num_available, num_frames, short_policy)
+    _check_position(train, rng, clip_index, num_clips)
     check_positive_int("stride", stride)
     n, count = num_available, num_frames
     offsets = np.arange(count, dtype=np.int64) * stride
@@ -125,7 +134,7 @@ def consecutive_indices(
         return _pad_short(in_range, count, short_policy, n, f"consecutive (stride {stride})")
     num_starts = n - span + 1
     if train:
-        assert rng is not None  # _check_common: training needs an rng
+        assert rng is not None  # _check_position: training needs an rng
         start = int(rng.integers(0, num_starts))
     else:
         start = ((2 * clip_index + 1) * num_starts) // (2 * num_clips)
@@ -178,7 +187,8 @@ def sample_clip(
         )
     if isinstance(sampling, str) or not callable(sampling):
         raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES} or a callable")
-    _check_common(num_available, num_frames, train, rng, clip_index, num_clips, "repeat_last")
+    _check_counts(num_available, num_frames, "repeat_last")
+    _check_position(train, rng, clip_index, num_clips)
     out = sampling(
         num_available,
         num_frames,
@@ -226,29 +236,22 @@ def _pad_short(
     return np.concatenate([in_range, np.full(count - in_range.size, in_range[-1], np.int64)])
 
 
-def _check_common(
-    num_available: int,
-    num_frames: int,
-    train: bool,
-    rng: np.random.Generator | None,
-    clip_index: int,
-    num_clips: int,
-    short_policy: str,
-) -> None:
-    check_int("num_available", num_available)
-    if num_available <= 0:
+def _check_counts(num_available: object, num_frames: object, short_policy: object) -> None:
+    """The frame counts of a clip request, and what to do when the video is too short."""
+    if check_int("num_available", num_available) <= 0:
         raise ValueError(f"num_available ({num_available}) must be > 0: a video with no frames")
     check_positive_int("num_frames", num_frames)
-    check_positive_int("num_clips", num_clips)
-    check_int("clip_index", clip_index)
-    if not 0 <= clip_index < num_clips:
-        raise ValueError(f"clip_index ({clip_index}) must be in [0, num_clips={num_clips})")
-    if not isinstance(train, (bool, np.bool_)):
-        raise TypeError(f"train must be a bool, got {train!r}")
+    check_choice("short_policy", short_policy, SHORT_POLICIES)
+
+
+def _check_position(train: object, rng: object, clip_index: object, num_clips: object) -> None:
+    """Which clip: random (train, from `rng`) or test clip `clip_index` of `num_clips`."""
+    check_bool("train", train)
     if train and not isinstance(rng, np.random.Generator):
         raise TypeError(f"rng must be a np.random.Generator when train=True, got {rng!r}")
-    if short_policy not in SHORT_POLICIES:
-        raise ValueError(f"short_policy ({short_policy!r}) must be one of {SHORT_POLICIES}")
+    num_clips = check_positive_int("num_clips", num_clips)
+    if not 0 <= check_int("clip_index", clip_index) < num_clips:
+        raise ValueError(f"clip_index ({clip_index}) must be in [0, num_clips={num_clips})")
 
 
 # --------------------------------------------------------------------------- time
@@ -295,13 +298,10 @@ def resampled_indices(timestamps: np.ndarray, fps: float) -> np.ndarray:
         fps: the target frame rate, > 0.
     """
     ts = _check_timestamps(timestamps)
-    if isinstance(fps, bool) or not isinstance(fps, (int, float, np.integer, np.floating)):
-        raise TypeError(f"fps must be a number, got {fps!r}")
-    if not fps > 0:
-        raise ValueError(f"fps ({fps}) must be > 0")
+    fps = check_positive_number("fps", fps)
     span = _end_time(ts) - ts[0]
     count = max(1, int(np.ceil(span * fps - 1e-9)))
-    return shown_at(ts, ts[0] + np.arange(count) / float(fps))
+    return shown_at(ts, ts[0] + np.arange(count) / fps)
 
 
 def window_indices(
@@ -325,22 +325,13 @@ def window_indices(
     """
     ts = _check_timestamps(timestamps)
     check_positive_int("num_frames", num_frames)
-    if isinstance(clip_seconds, bool) or not isinstance(
-        clip_seconds, (int, float, np.integer, np.floating)
-    ):
-        raise TypeError(f"clip_seconds must be a number, got {clip_seconds!r}")
-    if not clip_seconds > 0:
-        raise ValueError(f"clip_seconds ({clip_seconds}) must be > 0")
-    check_positive_int("num_clips", num_clips)
-    check_int("clip_index", clip_index)
-    if not 0 <= clip_index < num_clips:
-        raise ValueError(f"clip_index ({clip_index}) must be in [0, {num_clips})")
-    slack = max(0.0, _end_time(ts) - ts[0] - float(clip_seconds))
+    clip_seconds = check_positive_number("clip_seconds", clip_seconds)
+    _check_position(train, rng, clip_index, num_clips)
+    slack = max(0.0, _end_time(ts) - ts[0] - clip_seconds)
     if train:
-        if rng is None:
-            raise TypeError("rng must be a np.random.Generator when train=True")
+        assert rng is not None  # _check_position: training needs an rng
         start = ts[0] + rng.uniform(0.0, slack) if slack > 0 else ts[0]
     else:
         start = ts[0] + slack * (clip_index + 0.5) / num_clips
-    step = float(clip_seconds) / num_frames
+    step = clip_seconds / num_frames
     return shown_at(ts, start + (np.arange(num_frames) + 0.5) * step)

@@ -33,9 +33,11 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
+from vidload._checks import check_bool, check_int, check_positive_number
 from vidload._cv2 import cv2
 
 __all__ = [
@@ -142,24 +144,23 @@ def scaled_size(height: int, width: int, short_side: int | None) -> tuple[int, i
     return max(1, round(height * short_side / width)), short_side
 
 
+def _is_pair(value: object) -> TypeGuard[Sequence[object]]:
+    return isinstance(value, Sequence) and not isinstance(value, str) and len(value) == 2
+
+
 def _pair(name: str, value: object) -> tuple[int, int] | None:
     """None, an int v -> (v, v), or an (h, w) pair of ints >= 1."""
     if value is None:
         return None
-    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
-        if value < 1:
-            raise ValueError(f"{name} ({value}) must be >= 1")
-        return int(value), int(value)
-    if (
-        isinstance(value, Sequence)
-        and not isinstance(value, str)
-        and len(value) == 2
-        and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in value)
-    ):
-        if min(value) < 1:
-            raise ValueError(f"{name} ({value!r}) must be >= 1 in both dimensions")
-        return int(value[0]), int(value[1])
-    raise TypeError(f"{name} must be None, an int or an (h, w) pair of ints, got {value!r}")
+    try:
+        h, w = (check_int(name, v) for v in (value if _is_pair(value) else (value, value)))
+    except TypeError as e:
+        raise TypeError(
+            f"{name} must be None, an int or an (h, w) pair of ints, got {value!r}"
+        ) from e
+    if min(h, w) < 1:
+        raise ValueError(f"{name} ({value!r}) must be >= 1")
+    return h, w
 
 
 def _short_side_range(value: object) -> tuple[int, int] | None:
@@ -171,19 +172,21 @@ def _short_side_range(value: object) -> tuple[int, int] | None:
 
 
 def _scale_range(value: object) -> tuple[float, float] | None:
+    """None, or (a, b) with 0 < a <= b <= 1."""
     if value is None:
         return None
-    if (
-        not isinstance(value, Sequence)
-        or isinstance(value, str)
-        or len(value) != 2
-        or not all(isinstance(v, (int, float, np.integer, np.floating)) for v in value)
-        or any(isinstance(v, bool) for v in value)
-    ):
-        raise TypeError(f"crop_scale must be None or an (a, b) pair of numbers, got {value!r}")
-    a, b = float(value[0]), float(value[1])
-    if not 0 < a <= b <= 1:
-        raise ValueError(f"crop_scale ({value!r}) must be (a, b) with 0 < a <= b <= 1")
+    rule = f"crop_scale ({value!r}) must be (a, b) with 0 < a <= b <= 1"
+    kind = f"crop_scale must be None or an (a, b) pair of numbers, got {value!r}"
+    if not _is_pair(value):
+        raise TypeError(kind)
+    try:
+        a, b = (check_positive_number("crop_scale", v) for v in value)
+    except TypeError as e:
+        raise TypeError(kind) from e
+    except ValueError as e:
+        raise ValueError(rule) from e
+    if not a <= b <= 1:
+        raise ValueError(rule)
     return a, b
 
 
@@ -205,12 +208,8 @@ def check_geometry(
     short = _short_side_range(short_side)
     crop_hw = _pair("crop", crop)
     scale = _scale_range(crop_scale)
-    if not isinstance(flip, (bool, np.bool_)):
-        raise TypeError(f"flip must be a bool, got {flip!r}")
-    if isinstance(num_views, (bool, np.bool_)) or not isinstance(num_views, (int, np.integer)):
-        raise TypeError(f"spatial_views must be an int, got {num_views!r}")
-    if num_views < 1:
-        raise ValueError(f"spatial_views ({num_views}) must be >= 1")
+    check_bool("flip", flip)
+    num_views = check_int("spatial_views", num_views, minimum=1)
     if scale is not None and crop_hw is None:
         raise ValueError(
             f"crop_scale ({crop_scale!r}) needs crop: the random box is resized to the crop size"
