@@ -11,6 +11,7 @@ import os
 from collections.abc import Sequence
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import av
 import av.error
@@ -71,30 +72,10 @@ def frame_number(rgb: np.ndarray) -> int:
     return value
 
 
-def make_video(
-    path: str | Path,
-    num_frames: int,
-    *,
-    codec: str = "libx264",
-    width: int = 128,
-    height: int = 96,
-    fps: int = 25,
-    pix_fmt: str = "yuv420p",
-    options: dict[str, str] | None = None,
-    container_options: dict[str, str] | None = None,
-) -> Path:
-    """Encode `num_frames` painted frames with `codec` into `path` (container from the suffix)."""
-    return encode_frames(
-        path,
-        range(num_frames),
-        codec=codec,
-        width=width,
-        height=height,
-        fps=fps,
-        pix_fmt=pix_fmt,
-        options=options,
-        container_options=container_options,
-    )
+def make_video(path: str | Path, num_frames: int, **options: Any) -> Path:
+    """Encode `num_frames` painted frames into `path` (container from the suffix): frames 0 ..
+    num_frames-1 of `encode_frames`, which takes the same keyword `options`."""
+    return encode_frames(path, range(num_frames), **options)
 
 
 def rgb(frame: av.VideoFrame) -> np.ndarray:

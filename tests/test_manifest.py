@@ -47,26 +47,6 @@ def test_rawframes_list(tmp_path):
     ]
 
 
-@pytest.mark.parametrize(
-    ("text", "match"),
-    [
-        ("a.mp4 0\nb.mp4 1 2 3\n", r"list.txt:2: 'b.mp4 1 2 3' has 3 labels.*multi_label=True"),
-        ("a.mp4\n", r"list.txt:1: 'a.mp4' has no label"),
-        ("a 10 1 2 3\n", r"list.txt:1: .a 10 1 2 3. has 3 labels.*multi_label=True"),
-        ("a -1 10 2\n", r"list.txt:1: offset \(-1\) must be >= 0"),
-        ("# c\na.mp4 dog\n", r"list.txt:2: label \('dog'\) is not an integer"),
-        ("a 1.5 0\n", r"list.txt:1: total_frames \('1.5'\) is not an integer"),
-        ("a -3 0\n", r"list.txt:1: total_frames \(-3\) must be >= 0"),
-        ("../a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
-    ],
-)
-def test_annotation_list_errors_name_file_and_line(tmp_path, text, match):
-    path = tmp_path / "list.txt"
-    path.write_text(text)
-    with pytest.raises(ValueError, match=match):
-        load_videos(path)
-
-
 def test_not_utf8_and_missing_file(tmp_path):
     path = tmp_path / "bin.txt"
     path.write_bytes(b"\xff\xfe\x00garbage\x80\n")
@@ -182,19 +162,47 @@ def test_manifest_row_normalises_and_validates():
 
 
 @pytest.mark.parametrize(
-    ("body", "match"),
+    ("name", "text", "match"),
     [
-        ("video_id,label,label\n", r"m.csv:1: manifest header .* names \['label'\] twice"),
-        (HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, the header has 11"),
-        (HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,,\n", r"m.csv:2: status \('fine'\) must be"),
-        (HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,,\n", r"m.csv:3: reported_frames \('x'\) is not"),
-        (HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,,\n", r"m.csv:2: fps \('fast'\) is not a number"),
-        (HEADER + "\na.mp4,0,1,1,2,2,25,9,ok,,45\n", r"m.csv:2: rotation \('45'\) must be one of"),
+        (
+            "list.txt",
+            "a.mp4 0\nb.mp4 1 2 3\n",
+            r"list.txt:2: 'b.mp4 1 2 3' has 3 labels.*multi_label=True",
+        ),
+        ("list.txt", "a.mp4\n", r"list.txt:1: 'a.mp4' has no label"),
+        ("list.txt", "a 10 1 2 3\n", r"list.txt:1: .a 10 1 2 3. has 3 labels.*multi_label=True"),
+        ("list.txt", "a -1 10 2\n", r"list.txt:1: offset \(-1\) must be >= 0"),
+        ("list.txt", "# c\na.mp4 dog\n", r"list.txt:2: label \('dog'\) is not an integer"),
+        ("list.txt", "a 1.5 0\n", r"list.txt:1: total_frames \('1.5'\) is not an integer"),
+        ("list.txt", "a -3 0\n", r"list.txt:1: total_frames \(-3\) must be >= 0"),
+        ("list.txt", "../a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
+        ("m.csv", "video_id,label,label\n", r"m.csv:1: manifest header .* names \['label'\] twice"),
+        ("m.csv", HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, the header has 11"),
+        (
+            "m.csv",
+            HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,,\n",
+            r"m.csv:2: status \('fine'\) must be",
+        ),
+        (
+            "m.csv",
+            HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,,\n",
+            r"m.csv:3: reported_frames \('x'\) is not",
+        ),
+        (
+            "m.csv",
+            HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,,\n",
+            r"m.csv:2: fps \('fast'\) is not a number",
+        ),
+        (
+            "m.csv",
+            HEADER + "\na.mp4,0,1,1,2,2,25,9,ok,,45\n",
+            r"m.csv:2: rotation \('45'\) must be one of",
+        ),
     ],
 )
-def test_manifest_errors_name_file_and_line(tmp_path, body, match):
-    path = tmp_path / "m.csv"
-    path.write_text(body)
+def test_list_and_manifest_errors_name_file_and_line(tmp_path, name, text, match):
+    path = tmp_path / name
+    path.write_text(text)
     with pytest.raises(ValueError, match=match):
         load_videos(path)
 

@@ -32,6 +32,15 @@ def _check_basic(idx: np.ndarray, n: int, count: int) -> None:
     assert idx.min() >= 0 and idx.max() < n
 
 
+def _check_one_per_segment(idx: np.ndarray, n: int, count: int) -> None:
+    """`_check_basic`, and with enough frames: increasing, index k in segment k of n // count."""
+    _check_basic(idx, n, count)
+    if n >= count:
+        assert np.all(np.diff(idx) > 0)
+        seg = np.arange(count)
+        assert np.all(idx >= seg * n // count) and np.all(idx < (seg + 1) * n // count)
+
+
 # ------------------------------------------------------------------ segment
 
 
@@ -48,11 +57,7 @@ def test_segment_train_in_range_sorted_one_per_segment(n, count, seed, view, pol
         num_clips=num_clips,
         short_policy=policy,
     )
-    _check_basic(idx, n, count)
-    if n >= count:
-        assert np.all(np.diff(idx) > 0)
-        seg = np.arange(count)
-        assert np.all(idx >= seg * n // count) and np.all(idx < (seg + 1) * n // count)
+    _check_one_per_segment(idx, n, count)
 
 
 @settings(max_examples=200, deadline=None)
@@ -65,11 +70,7 @@ def test_segment_test_mode_deterministic_and_rng_unused(n, count, view):
     b = segment_indices(n, count, train=False, clip_index=clip_index, num_clips=num_clips)
     assert rng.bit_generator.state == state
     np.testing.assert_array_equal(a, b)
-    _check_basic(a, n, count)
-    if n >= count:
-        assert np.all(np.diff(a) > 0)
-        seg = np.arange(count)
-        assert np.all(a >= seg * n // count) and np.all(a < (seg + 1) * n // count)
+    _check_one_per_segment(a, n, count)
 
 
 @settings(max_examples=100, deadline=None)

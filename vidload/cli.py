@@ -84,11 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
             "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
         ),
     )
-    conv.add_argument(
-        "input",
-        metavar="INPUT",
-        help="folder of videos and/or JPEG frame folders (searched recursively), or an "
-        "annotation list (mmaction2 `path label` / `frame_dir total_frames label`) or manifest",
+    _add_input(
+        conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
     conv.add_argument("output", metavar="OUTPUT", help="folder to write the containers into")
     conv.add_argument("--to", required=True, choices=("jpeg", "hdf5", "npy"), help="format")
@@ -121,12 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
             "decodes, marking mismatches with '!' and failures with 'x'."
         ),
     )
-    prb.add_argument(
-        "input",
-        metavar="INPUT",
-        help="folder of videos, JPEG frame folders, .h5 or .npy files, one such file, or an "
-        "annotation list",
-    )
+    _add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     _add_common(prb)
 
@@ -136,6 +128,16 @@ def build_parser() -> argparse.ArgumentParser:
         add_help=False,
     )
     return parser
+
+
+def _add_input(p: argparse.ArgumentParser, kinds: str) -> None:
+    """The INPUT argument: `kinds` (what a folder or file INPUT may be), or a list."""
+    p.add_argument(
+        "input",
+        metavar="INPUT",
+        help=f"{kinds}, or an annotation list (mmaction2 `path label` / `frame_dir total_frames "
+        "label`) or manifest",
+    )
 
 
 def _add_common(p: argparse.ArgumentParser) -> None:
