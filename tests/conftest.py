@@ -1,4 +1,6 @@
-"""Session-wide test media: the hard cases of DESIGN.md, generated once per test session.
+"""Session-wide test media: the cases where video loaders go wrong (B-frames and long GOPs,
+open GOPs, VFR, a non-zero start time, a second video stream, missing or wrong header counts,
+truncated, empty and non-video files, every codec below), generated once per test session.
 
 Fixtures for every test module:
 

@@ -1,4 +1,4 @@
-"""VideoSource against sequential decoding, on every hard case of DESIGN.md."""
+"""VideoSource against sequential decoding, on every hard case of `conftest.hard_videos`."""
 
 from __future__ import annotations
 

@@ -3,8 +3,9 @@
 Noise compresses badly and flat colour compresses too well; neither gives JPEG or H.264 sizes like
 real footage. Each generated video is a smooth, slowly changing colour gradient with low-frequency
 texture, seen through a panning and slightly shaking camera, with several textured, soft-edged
-shapes moving across it and a little sensor grain. Encoded with libx264 at its defaults (CRF 23,
-preset medium: B-frames, default GOP), 320x240 at 25 fps, about 7 s: close to a UCF101 clip.
+shapes moving across it and a little sensor grain. Encoded with libx264 at CRF 18
+(`SynthSpec.crf`) and its default preset medium (B-frames, default GOP), 320x240 at 25 fps, about
+7 s: close to a UCF101 clip.
 
 With `SynthSpec(actions=True)` the classes are learnable (for `examples/train.py`): every video
 also shows a marked disc whose motion is its class (`ACTIONS`), while the disc's colour, size
