@@ -68,17 +68,45 @@ def test_sample_videos_are_moving_h264_with_b_frames_and_reused(tmp_path):
     assert json.loads((tmp_path / SPEC_FILE).read_text())["seconds"] == 2.0
 
 
+def test_an_interrupted_sample_video_leaves_no_file(tmp_path, monkeypatch):
+    import vidload.synth as synth
+
+    real = synth.render_frames
+
+    def interrupted(spec, rng):
+        yield next(iter(real(spec, rng)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(synth, "render_frames", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        make_sample_videos(tmp_path, SynthSpec(num_videos=1, width=32, height=32), progress=False)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []  # no partial video to find
+
+
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         ({"num_videos": 0}, r"num_videos \(0\) must be >= 1"),
         ({"width": 95}, r"must be even and >= 16"),
         ({"seconds": 0.01}, r"seconds \(0.01\) must give at least one frame"),
+        ({"fps": 0}, r"fps \(0\) must be >= 1"),
     ],
 )
 def test_synth_spec_rejects_bad_values(kwargs, match):
     with pytest.raises(ValueError, match=match):
         SynthSpec(**kwargs)
+
+
+def test_synth_spec_checks_types_and_keeps_plain_values():
+    spec = SynthSpec(num_videos=np.int64(2), width=np.int32(64), seconds=np.float32(0.5))
+    assert (type(spec.num_videos), type(spec.width), type(spec.seconds)) == (int, int, float)
+    for kwargs, match in (
+        ({"width": 64.0}, "width must be an int, got 64.0"),
+        ({"actions": 1}, "actions must be a bool, got 1"),
+        ({"seconds": "7"}, "seconds must be a number, got '7'"),
+    ):
+        with pytest.raises(TypeError, match=match):
+            SynthSpec(**kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ import sys
 import time
 from typing import TextIO
 
+from vidload._checks import check_int
+
 
 def format_duration(seconds: float) -> str:
     """`3725.0` -> `'1:02:05'`, `65.0` -> `'1:05'`."""
@@ -48,9 +50,7 @@ class Progress:
         tty_interval: float = 0.1,
         log_interval: float = 10.0,
     ) -> None:
-        if total < 0:
-            raise ValueError(f"total ({total}) must be >= 0")
-        self.total = total
+        self.total = check_int("total", total, minimum=0)
         self.desc = desc
         self.unit = unit
         self.stream = stream if stream is not None else sys.stderr

@@ -23,6 +23,8 @@ from pathlib import Path
 import av
 import numpy as np
 
+from vidload._atomic import replace_durably, temp_path
+from vidload._checks import check_bool, check_int, check_real
 from vidload._cv2 import cv2
 from vidload.progress import Progress
 
@@ -50,14 +52,22 @@ class SynthSpec:
     actions: bool = False  # classes = ACTIONS, learnable from motion (see the module docstring)
 
     def __post_init__(self) -> None:
-        if self.num_videos < 1:
-            raise ValueError(f"num_videos ({self.num_videos}) must be >= 1")
+        checked = {
+            "num_videos": check_int("num_videos", self.num_videos, minimum=1),
+            "width": check_int("width", self.width),
+            "height": check_int("height", self.height),
+            "fps": check_int("fps", self.fps, minimum=1),
+            "seconds": check_real("seconds", self.seconds),
+            "seed": check_int("seed", self.seed),
+            "crf": check_int("crf", self.crf, minimum=0),
+            "actions": check_bool("actions", self.actions),
+        }
+        for name, value in checked.items():  # plain Python values: the spec is saved as JSON
+            object.__setattr__(self, name, value)
         if self.width < 16 or self.height < 16 or self.width % 2 or self.height % 2:
             raise ValueError(
                 f"width x height ({self.width}x{self.height}) must be even and >= 16 each"
             )
-        if self.fps < 1:
-            raise ValueError(f"fps ({self.fps}) must be >= 1")
         if self.num_frames < 1:
             raise ValueError(
                 f"seconds ({self.seconds}) must give at least one frame at {self.fps} fps"
@@ -129,18 +139,24 @@ def _is_complete(out: Path, spec: SynthSpec, ids: Sequence[str]) -> bool:
 
 
 def _encode(path: Path, frames, spec: SynthSpec) -> None:
+    """Encode `frames` into the MP4 `path`, atomically: under a hidden temporary name
+    (`vidload._atomic`), which a folder walk such as `vidload convert`'s skips, then renamed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.stem + ".partial" + path.suffix)
-    with av.open(str(tmp), "w") as container:
-        stream = container.add_stream(spec.codec, rate=Fraction(spec.fps))
-        stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
-        stream.options = {"crf": str(spec.crf)}
-        for rgb in frames:
-            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+    tmp = temp_path(path)
+    try:
+        with av.open(str(tmp), "w", format="mp4") as container:
+            stream = container.add_stream(spec.codec, rate=Fraction(spec.fps))
+            stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
+            stream.options = {"crf": str(spec.crf)}
+            for rgb in frames:
+                for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
+                    container.mux(packet)
+            for packet in stream.encode(None):
                 container.mux(packet)
-        for packet in stream.encode(None):
-            container.mux(packet)
-    tmp.replace(path)
+        replace_durably(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def _with_action(frames, spec: SynthSpec, action: str, rng: np.random.Generator):
