@@ -5,9 +5,11 @@ durable: after a power loss on a node-local disk the rename can survive while th
 did not, leaving a complete-looking, empty container. So every writer here fsyncs the data
 before the rename and the folder after it. What that costs is the disk's: measure it where the
 output goes with `python tools/fsync_cost.py DIR` (0.25 ms per 20 KB file, best of 3, on this
-project's shared virtio ext4 disk), against ~0.2 s of CPU to convert a 232-frame video
-(`/usr/bin/time vidload convert ../shared/videos OUT --to hdf5 --workers 1 -q`, less the ~0.15 s
-of `import vidload.convert`): an HDF5 or npy container is one file; a JPEG one is a file a frame.
+project's shared virtio ext4 disk), against ~0.8 ms of CPU to convert a frame (`/usr/bin/time
+vidload convert ../shared/videos OUT --to hdf5 --workers 1 -q`: ~0.63 s user+sys for 464 frames,
+~0.25 s of that the imports). An HDF5 or npy container is one file a video, so its fsync is
+lost in the noise; a JPEG container is a file a frame, so on such a disk its fsyncs add about a
+third of the conversion's CPU time in waiting (not CPU).
 
 Temporary names are `.<name>.tmp-<pid>-<8 hex>` beside the target (`TEMP_RE`): hidden, so
 folder walks skip them, and recognisable, so the driver of a conversion can remove those a

@@ -89,10 +89,10 @@ __all__ = [
     "run_plan",
 ]
 
-#: Videos per shard for an executor: a 232-frame video is ~0.2 s of CPU (`/usr/bin/time vidload
-#: convert ../shared/videos OUT --to hdf5 --workers 1 -q`, less the import), so 16 keep the
-#: scheduler's per-task overhead (about 1 ms a task, Dask's "best practices" docs) far below
-#: the work.
+#: Videos per shard for an executor: a 300-frame 340x256 video is ~0.25 s of CPU (`/usr/bin/time
+#: vidload convert ../shared/videos OUT --to hdf5 --workers 1 -q`: ~0.63 s user+sys for the 464
+#: frames of its two clips, ~0.25 s of that the imports), so 16 keep the scheduler's per-task
+#: overhead (about 1 ms a task, Dask's "best practices" docs) far below the work.
 DEFAULT_SHARD_SIZE = 16
 #: How often the driver rewrites manifest.csv while a run goes on.
 _CHECKPOINT_S = 30.0
