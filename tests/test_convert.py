@@ -411,6 +411,16 @@ def test_numpy_integers_are_ints_and_bools_are_not(dataset, tmp_path):
         probe(out, shard_size=True, progress=False)
 
 
+def test_an_options_file_that_is_not_a_mapping_is_refused(dataset, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "vidload-convert.json").write_text("[95]\n")
+    with pytest.raises(ValueError, match=r"other options \(recorded \[95\];"):
+        convert(dataset, out, to="npy", workers=1, progress=False)
+    with pytest.raises(ValueError, match=r"each of kinds \('gif'\) must be one of"):
+        find_inputs(dataset, kinds=("video", "gif"))
+
+
 def test_resume_with_other_options_is_refused(dataset, tmp_path):
     out = tmp_path / "out"
     convert(dataset, out, to="npy", workers=1, progress=False)

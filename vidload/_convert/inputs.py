@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
+from vidload._checks import check_choice
 from vidload._layout import (
     CONTAINER_SUFFIX,
     FIRST_FRAME_NAME,
@@ -79,8 +80,7 @@ def find_inputs(
     """
     kinds = tuple(kinds)
     for kind in kinds:
-        if kind not in get_args(InputKind):
-            raise ValueError(f"kinds ({kinds!r}) must be drawn from {get_args(InputKind)}")
+        check_choice("each of kinds", kind, get_args(InputKind))
     src = Path(input_path)
     if not src.exists():
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")

@@ -74,11 +74,14 @@ class ConvertOptions:
             if isinstance(old, dict):
                 old = {"subsampling": "420", **old}
             if old != options:
-                changed = [k for k in options if isinstance(old, dict) and old.get(k) != options[k]]
+                changed = (
+                    [k for k in options if old.get(k) != options[k]]
+                    if isinstance(old, dict)
+                    else []
+                )
                 differ = (
                     ", ".join(
-                        f"--{k.replace('_', '-')} {old[k] if k in old else None} before, "
-                        f"{options[k]} now"
+                        f"--{k.replace('_', '-')} {old.get(k)} before, {options[k]} now"
                         for k in changed
                     )
                     or f"recorded {old}"
