@@ -235,9 +235,10 @@ def test_index_that_disagrees_with_the_decoder_is_replaced(hard_video_dir, refer
     assert not index.exact
     keys = list(index.keys)
     keys.insert(41, (keys[40] + keys[41]) // 2)
-    src._indexes[key] = _video_index.FrameIndex(len(keys), keys, False, index.seek_points)
+    src._indexes.put(key, _video_index.FrameIndex(len(keys), keys, False, index.seek_points))
     assert_frames(src.read(vid, [45, 40]), references[vid], [45, 40], vid)
-    assert src._indexes[key].exact and src._indexes[key].keys == index.keys
+    replaced = src._indexes.get(key)
+    assert replaced is not None and replaced.exact and replaced.keys == index.keys
 
 
 # ------------------------------------------------------------------ errors
@@ -387,12 +388,12 @@ def test_files_inherited_through_a_fork_are_kept_not_closed(hard_video_dir, refe
     parent_handles = list(src._handles.values())
     for handle in parent_handles:
         handle.pid = -1  # as if opened by the process this one was forked from
-    src._pid = -1
+    _as_if_forked(src)
     parked = video_module._Handle.inherited
     n_parked = len(parked)
     try:
         assert_frames(src.read(vid, [5, 1]), references[vid], [5, 1], vid)
-        assert src._pid == os.getpid() and len(src._handles) == 1
+        assert src._handles._pid == os.getpid() and len(src._handles) == 1
         assert parked[n_parked:] == parent_handles
         assert all(len(h.container.streams) > 0 for h in parent_handles)  # still open
         src.close()
@@ -474,10 +475,20 @@ def test_fork_after_the_parent_decoded_with_threads(hard_video_dir, references):
 def test_caches_are_dropped_after_a_fork(hard_video_dir):
     src = VideoSource(hard_video_dir)
     src.read("hevc.mp4", [5])
-    parent_handles = src._handles
-    src._pid = -1  # as if this process were a fork of the one that filled the caches
+    parent_handles = src._handles.values()
+    parent_indexes = src._indexes.values()
+    _as_if_forked(src)
     src.read("hevc.mp4", [5])
-    assert src._pid == os.getpid() and src._handles is not parent_handles
+    assert src._handles._pid == src._indexes._pid == os.getpid()
+    assert len(src._handles) == len(src._indexes) == 1
+    assert src._handles.values()[0] is not parent_handles[0]
+    assert src._indexes.values()[0] is not parent_indexes[0]
+
+
+def _as_if_forked(src: VideoSource) -> None:
+    """As if this process were a fork of the one that filled `src`'s per-process caches."""
+    for cache in (src._handles, src._indexes, src._actual, src._orientations):
+        cache._pid = -1
 
 
 def _read_in_child(src: VideoSource, vid: str, indices: list[int]) -> tuple[int, np.ndarray]:

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 def _as_int(name: str, value: object) -> int:
@@ -77,10 +80,11 @@ def check_positive_number(name: str, value: object) -> float:
     return as_float
 
 
-def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    """ValueError unless `value` is one of `choices`."""
+def check_choice(name: str, value: T, choices: tuple[str, ...]) -> T:
+    """`value`; ValueError unless it is one of `choices`."""
     if value not in choices:
         raise ValueError(f"{name} ({value!r}) must be one of {choices}")
+    return value
 
 
 def qualname(fn: object) -> str:

@@ -11,6 +11,7 @@ import functools
 import inspect
 import os
 import platform
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,17 +22,14 @@ import torch
 from vidload._bench.geometry import measure_geometry
 from vidload._bench.loaders import (
     DecordBatch,
-    Hdf5Raw,
-    JpegFolderRaw,
     Loader,
     MemoryJpeg,
-    NpyRaw,
     PilPerFile,
     PyAvFromStart,
     TorchcodecExact,
     VideoFileRaw,
     VideoInMemory,
-    decode_jpeg_payload,
+    decode_encoded,
     fastest_decode,
     optional_import,
 )
@@ -128,41 +126,28 @@ def build_loaders(
             VideoFileRaw(vids),
             VideoInMemory(ram_videos) if ram_videos is not None else None,
         ),
-        Loader(
-            "jpeg",
-            "source",
-            "jpeg",
-            "JpegSource: one file per frame",
-            lambda: JpegSource(conv["jpeg"]),
-            JpegFolderRaw(conv["jpeg"]),
-            decode_jpeg_payload,
-        ),
-        Loader(
+        _container_row("jpeg", "jpeg", "JpegSource: one file per frame", JpegSource, conv),
+        _container_row(
             "hdf5",
-            "source",
             "hdf5",
             "Hdf5Source: one HDF5 file of JPEG bytes per video",
-            lambda: Hdf5Source(conv["hdf5"]),
-            Hdf5Raw(conv["hdf5"]),
-            decode_jpeg_payload,
+            Hdf5Source,
+            conv,
         ),
-        Loader(
+        _container_row(
             "npy-mmap",
-            "source",
             "npy",
-            'NpySource(mode="mmap"): copy the clip\'s rows of a padded npy',
-            lambda: NpySource(conv["npy"], mode="mmap"),
-            NpyRaw(conv["npy"], "mmap"),
-            decode_jpeg_payload,
+            'NpySource(mode="mmap"): decode the clip\'s rows of a padded npy where they are '
+            "mapped (read = mapping the file; the pages come in during the decode)",
+            functools.partial(NpySource, mode="mmap"),
+            conv,
         ),
-        Loader(
+        _container_row(
             "npy-read",
-            "source",
             "npy",
             'NpySource(mode="read"): read the whole npy per clip',
-            lambda: NpySource(conv["npy"], mode="read"),
-            NpyRaw(conv["npy"], "read"),
-            decode_jpeg_payload,
+            functools.partial(NpySource, mode="read"),
+            conv,
         ),
     ]
     memory = MemoryJpeg(conv["jpeg"])
@@ -224,6 +209,28 @@ def build_loaders(
     if cfg.only is not None:
         loaders = [ld for ld in loaders if ld.name in cfg.only]
     return loaders
+
+
+def _container_row(
+    name: str,
+    storage: str,
+    description: str,
+    make: Callable[[Path], Any],
+    converted: dict[str, Path],
+) -> Loader:
+    """A container source's row: `read` on a fresh source; split into the source's own raw
+    read (`read_encoded`, on an instance of its own that keeps its files open as the row's
+    does) and the shared decode of those bytes (`EncodedFrames.decode`)."""
+    root = converted[storage]
+    return Loader(
+        name,
+        "source",
+        storage,
+        description,
+        functools.partial(make, root),
+        make(root).read_encoded,
+        decode_encoded,
+    )
 
 
 def sample_clips(
@@ -341,7 +348,7 @@ def _check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str
 def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any] | None:
     if "size" not in inspect.signature(decode_jpeg).parameters:
         return None
-    bufs = list(memory._bytes.values())
+    bufs = memory.buffers()
     h, w = decode_jpeg(bufs[0]).shape[:2]
     half = (h // 2, w // 2)
 
@@ -499,7 +506,7 @@ def _measure_one_process(
             task = _row_task(readers[ld.name], ld, clips, cfg.batch_size, clock)
             rr.add(f"row/{ld.name}", task)
             if ld.raw is not None and ld.storage != "memory":
-                bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes for v, i in clips]))
+                bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
         reduced_tasks = _reduced_decode_tasks(memory, rr)
         log(f"timing one process: {cfg.repeats} interleaved repeats")
         with OtherLoad() as other:

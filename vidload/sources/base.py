@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from vidload.errors import VideoReadError
+from vidload.errors import FrameCountError, VideoReadError
 
 #: File extensions treated as videos (lower case, with the dot).
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
@@ -164,3 +164,19 @@ def frame_ranges(
         else:
             merged.append([a, n])
     return [(path, a, n) for a, n in merged]
+
+
+def check_in_range(
+    video_id: str,
+    indices: np.ndarray,
+    actual: int,
+    reported: int | None | Callable[[], int | None],
+) -> None:
+    """FrameCountError naming the first of `indices` (in the order asked) that is >= `actual`,
+    the frames that exist; `reported` is the count the metadata claims (or a function giving
+    it, called only then), carried by the error. The one "index past the end" rule of every
+    source."""
+    if indices.size and int(indices.max()) >= actual:
+        bad = int(indices[indices >= actual][0])
+        claimed = reported() if callable(reported) else reported
+        raise FrameCountError(video_id, claimed, actual, bad)

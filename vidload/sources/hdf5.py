@@ -27,8 +27,8 @@ raises `VideoReadError` naming it.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,19 +36,20 @@ import h5py
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
-from vidload._checks import check_positive_number
-from vidload._layout import container_path, sidecar_path
-from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources._fused import decode_geometry, empty_clip
+from vidload._checks import check_int
+from vidload._layout import sidecar_path
+from vidload._lru import ProcessLRU
+from vidload.errors import VideoReadError
+from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
+    check_in_range,
     check_regular_file,
     frame_ranges,
 )
-from vidload.sources.jpeg_decode import check_size, decode_many
-from vidload.transforms import ClipGeometry
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
 
@@ -189,22 +190,26 @@ def _validate(path: Path, f: h5py.File) -> _Handle:
     return _Handle(f, frames, offsets, reported, width, height, _direct_offset(path, f, frames))
 
 
-class Hdf5Source:
+def _close_handle(handle: _Handle) -> None:
+    handle.file.close()
+
+
+@shared_docs
+class Hdf5Source(ContainerSource):
     """Frames stored as JPEG bytes in one HDF5 file per video (`root/<id>.h5`).
 
     Args:
         root: folder of `.h5` files; a video id's extension is replaced by `.h5`.
         cache_size: open files kept per process (LRU, >= 0; 0 opens and closes every call).
-        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
-            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
-            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
-            decode and a resize. None decodes at the stored size.
-        fps: frame rate for `timestamps` when a container has no stored times
-            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps; None
-            takes the file's `fps` attribute, else raises.
+        <<decode_size>>
+        <<fps>>
+            None takes the file's `fps` attribute, else raises.
 
-    `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process.
+    `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process
+    (`vidload._lru.ProcessLRU`).
     """
+
+    suffix = ".h5"
 
     def __init__(
         self,
@@ -214,25 +219,9 @@ class Hdf5Source:
         decode_size: tuple[int, int] | None = None,
         fps: float | None = None,
     ) -> None:
-        check_size("decode_size", decode_size)
-        if fps is not None:
-            check_positive_number("fps", fps)
-        self.fps = None if fps is None else float(fps)
-        self.decode_size = decode_size
-        if isinstance(cache_size, bool) or not isinstance(cache_size, (int, np.integer)):
-            raise TypeError(f"cache_size must be an int, got {type(cache_size).__name__}")
-        if cache_size < 0:
-            raise ValueError(f"cache_size ({cache_size}) must be >= 0")
-        self.root = Path(root)
-        self.cache_size = int(cache_size)
-        self._handles: OrderedDict[str, _Handle] = OrderedDict()
-        self._pid = os.getpid()
-
-    def __getstate__(self) -> dict[str, object]:
-        state = self.__dict__.copy()
-        state["_handles"] = OrderedDict()
-        state["_pid"] = None
-        return state
+        super().__init__(root, decode_size=decode_size, fps=fps)
+        self.cache_size = check_int("cache_size", cache_size, minimum=0)
+        self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 
     def __repr__(self) -> str:
         return f"Hdf5Source({str(self.root)!r}, cache_size={self.cache_size})"
@@ -243,24 +232,12 @@ class Hdf5Source:
         path = self.path(video_id)
         fps = self.fps
         if fps is None and not sidecar_path(path).exists():
-            handle, _, transient = self._with_handle(video_id)
-            try:
+            with self._handle(video_id) as (handle, _):
                 value = handle.file.attrs.get("fps")
-            finally:
-                if transient:
-                    handle.file.close()
             fps = None if value is None else float(value)
         return container_timestamps(
             path, self.actual_frames(video_id), fps, "pass fps= (the file has no fps attribute)"
         )
-
-    def path(self, video_id: str) -> Path:
-        """The HDF5 file of `video_id`."""
-        return container_path(self.root, video_id, ".h5")
-
-    def files(self, video_id: str) -> list[Path]:
-        """The files a read of `video_id` opens: its HDF5 file (for read-ahead hints)."""
-        return [self.path(video_id)]
 
     def byte_ranges(
         self, video_id: str, indices: Sequence[int] | np.ndarray
@@ -271,15 +248,11 @@ class Hdf5Source:
         touch. Indices out of range are left out (the read reports them). A file whose frames
         are not one plain block (chunked or filtered, read through h5py) gives the whole file
         (length 0: to its end)."""
-        handle, path, transient = self._with_handle(video_id)
-        try:
+        with self._handle(video_id) as (handle, path):
             base = handle.data_offset
             if base is None:
                 return [(path, 0, 0)]
             size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-        finally:
-            if transient:
-                handle.file.close()
         offsets = handle.offsets
         idx = np.unique(as_index_array(indices))
         idx = idx[idx < offsets.shape[0] - 1]
@@ -291,93 +264,50 @@ class Hdf5Source:
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
-        if self._pid == os.getpid():
-            for handle in self._handles.values():
-                handle.file.close()
         self._handles.clear()
-        self._pid = os.getpid()
 
-    def _with_handle(self, video_id: str):
-        """(handle, path, transient): an open, validated file; close it after use if transient."""
-        if self._pid != os.getpid():  # forked or unpickled: never touch the parent's handles
-            self._handles = OrderedDict()
-            self._pid = os.getpid()
+    @contextmanager
+    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, Path]]:
+        """(handle, path): an open, validated file, from this process's cache, closed on exit
+        when the cache keeps none (`cache_size=0`)."""
         path = self.path(video_id)
         key = str(path)
         handle = self._handles.get(key)
-        if handle is not None:
-            self._handles.move_to_end(key)
-            return handle, path, False
-        handle = _open(path)
-        if self.cache_size == 0:
-            return handle, path, True
-        self._handles[key] = handle
-        while len(self._handles) > self.cache_size:
-            _, old = self._handles.popitem(last=False)
-            old.file.close()
-        return handle, path, False
+        if handle is None:
+            handle = _open(path)
+            if not self._handles.put(key, handle):
+                try:
+                    yield handle, path
+                finally:
+                    handle.file.close()
+                return
+        yield handle, path
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""
-        handle, _, transient = self._with_handle(video_id)
-        if transient:
-            handle.file.close()
-        return handle.reported
+        with self._handle(video_id) as (handle, _):
+            return handle.reported
 
     def actual_frames(self, video_id: str) -> int:
         """Frames stored in the file (`len(offsets) - 1`)."""
-        handle, _, transient = self._with_handle(video_id)
-        if transient:
-            handle.file.close()
-        return handle.offsets.shape[0] - 1
+        with self._handle(video_id) as (handle, _):
+            return handle.offsets.shape[0] - 1
 
-    def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
-    ) -> np.ndarray:
-        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+        """<<read_encoded>>
 
-        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
-        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
-        `decode_size` is then not used.
-
-        Raises:
-            FrameCountError: an index >= the stored frame count.
-            VideoReadError: a missing, empty, inconsistent or corrupt file or frame.
+        Here a VideoReadError names a missing, empty or inconsistent file, or a frame whose
+        bytes cannot be read. One `os.pread` per distinct frame on the open file (through h5py
+        for a chunked or filtered `frames` dataset, see `_direct_offset`).
         """
         idx = as_index_array(indices)
-        handle, path, transient = self._with_handle(video_id)
-        try:
-            return self._read(handle, path, video_id, idx, geometry)
-        finally:
-            if transient:
-                handle.file.close()
-
-    def _read(
-        self,
-        handle: _Handle,
-        path: Path,
-        video_id: str,
-        idx: np.ndarray,
-        geometry: ClipGeometry | None,
-    ) -> np.ndarray:
-        actual = handle.offsets.shape[0] - 1
-        if idx.size and int(idx.max()) >= actual:
-            bad = int(idx[idx >= actual][0])
-            raise FrameCountError(video_id, handle.reported, actual, bad)
-        if idx.size == 0:
-            h, w = (handle.height, handle.width) if actual else (0, 0)
-            return empty_clip(h, w, geometry)
-        uniq, inverse = np.unique(idx, return_inverse=True)
-        buffers = _frame_bytes(handle, path, uniq.tolist())
-        if geometry is not None:
-            return decode_geometry(buffers, geometry, order=inverse, paths=str(path), indices=uniq)
-        return decode_many(
-            buffers, order=inverse, paths=str(path), indices=uniq, size=self.decode_size
-        )
+        with self._handle(video_id) as (handle, path):
+            actual = handle.offsets.shape[0] - 1
+            check_in_range(video_id, idx, actual, handle.reported)
+            frames, order = distinct_frames(idx, actual)
+            buffers = _frame_bytes(handle, path, frames.tolist())
+        nbytes = int(handle.offsets[frames + 1].sum() - handle.offsets[frames].sum())
+        return EncodedFrames(buffers, frames, order, str(path), nbytes)
 
 
 def _frame_bytes(handle: _Handle, path: Path, frames: list[int]) -> list:

@@ -31,20 +31,20 @@ from pathlib import Path
 import numpy as np
 
 from vidload._atomic import fsync_dir, fsync_tree, temp_path
-from vidload._checks import check_positive_number
+from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
-from vidload._layout import container_path
-from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.errors import VideoReadError
+from vidload.sources._docs import shared_docs
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
+    check_in_range,
     normalize_video_id,
     open_regular_file,
     strip_video_ext,
 )
-from vidload.sources.jpeg_decode import check_jpeg_markers, check_size, decode_many, jpeg_size
-from vidload.transforms import ClipGeometry
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.jpeg_decode import check_jpeg_markers
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
 
@@ -80,7 +80,8 @@ def _template_regex(template: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
-class JpegSource:
+@shared_docs
+class JpegSource(ContainerSource):
     """Frames stored as one JPEG file each, in a folder per video.
 
     Args:
@@ -89,12 +90,8 @@ class JpegSource:
         start_index: number of the first frame's file (1 for mmaction2 rawframes).
         frame_counts: optional counts by video id (e.g. from an annotation list); they become
             `reported_frames`. Ids may carry a video extension.
-        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
-            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
-            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
-            decode and a resize. None decodes at the stored size.
-        fps: frame rate for `timestamps` when a container has no stored times
-            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps.
+        <<decode_size>>
+        <<fps>>
             Default 30 (`DEFAULT_FPS`): rawframes folders do not say their rate.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable; holds only paths and cached counts.
@@ -110,19 +107,15 @@ class JpegSource:
         decode_size: tuple[int, int] | None = None,
         fps: float = DEFAULT_FPS,
     ) -> None:
-        check_size("decode_size", decode_size)
-        check_positive_number("fps", fps)
-        self.fps = float(fps)
-        self.decode_size = decode_size
-        self.root = Path(root)
+        fps = check_positive_number("fps", fps)  # not None: folders do not say their rate
+        super().__init__(root, decode_size=decode_size, fps=fps)
         self._name_re = _template_regex(template)
         self.template = template
         self.start_index = _checked_start_index(start_index)
         self.frame_counts: dict[str, int] = {}
         for vid, count in (frame_counts or {}).items():
-            if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-                raise ValueError(f"frame_counts[{vid!r}] ({count!r}) must be an int >= 0")
-            self.frame_counts[_count_key(vid)] = int(count)
+            checked = check_int(f"frame_counts[{vid!r}]", count, minimum=0)
+            self.frame_counts[_count_key(vid)] = checked
         self._counts: dict[str, tuple[int, int]] = {}  # key -> (files matching, actual)
         self._names: list[str] = []  # template.format(start_index + i), made as needed
 
@@ -137,7 +130,7 @@ class JpegSource:
 
     def _key(self, video_id: str) -> str:
         """The frame folder of `video_id`, relative to the root (see `container_path`)."""
-        return container_path(self.root, video_id, "").relative_to(self.root).as_posix()
+        return self.path(video_id).relative_to(self.root).as_posix()
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
@@ -147,8 +140,8 @@ class JpegSource:
         )
 
     def folder(self, video_id: str) -> Path:
-        """The folder holding `video_id`'s frames."""
-        return self.root / self._key(video_id)
+        """The folder holding `video_id`'s frames (`path`)."""
+        return self.path(video_id)
 
     def frame_path(self, video_id: str, index: int) -> Path:
         """The file of frame `index` (0-based)."""
@@ -224,45 +217,24 @@ class JpegSource:
         """Frame files from `start_index` on with no gap, less empty files at the end (cached)."""
         return self._scan(self._key(video_id))[1]
 
-    def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
-    ) -> np.ndarray:
-        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+        """<<read_encoded>>
 
-        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
-        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
-        `decode_size` is then not used.
-
-        Raises:
-            FrameCountError: an index >= `actual_frames(video_id)`.
-            VideoReadError: a missing folder, or a frame file that is empty, truncated or corrupt.
+        Here a VideoReadError names a missing folder, or a frame file that cannot be read. One
+        open, fstat and read per distinct frame file (`read_frame_file`).
         """
         key = self._key(video_id)
         idx = as_index_array(indices)
         actual = self._scan(key)[1]
-        if idx.size and int(idx.max()) >= actual:
-            bad = int(idx[idx >= actual][0])
-            raise FrameCountError(video_id, self.reported_frames(video_id), actual, bad)
+        check_in_range(video_id, idx, actual, lambda: self.reported_frames(video_id))
+        frames, order = distinct_frames(idx, actual)
         folder = self.root / key
-        if idx.size == 0:
-            if actual == 0:
-                return np.empty((0, 0, 0, 3), np.uint8)
-            path = folder / self._name(0)
-            h, w = jpeg_size(read_frame_file(path, 0), path=str(path), index=0)
-            return empty_clip(h, w, geometry)
-        uniq, inverse = np.unique(idx, return_inverse=True)
-        frames = uniq.tolist()
-        paths = [os.path.join(folder, self._name(i)) for i in frames]
-        buffers = [read_frame_file(p, i) for p, i in zip(paths, frames, strict=True)]
-        if geometry is not None:
-            return decode_geometry(buffers, geometry, order=inverse, paths=paths, indices=frames)
-        return decode_many(
-            buffers, order=inverse, paths=paths, indices=frames, size=self.decode_size
-        )
+        rows = frames.tolist()
+        paths = [os.path.join(folder, self._name(i)) for i in rows]
+        buffers: list[bytes | np.ndarray] = [
+            read_frame_file(p, i) for p, i in zip(paths, rows, strict=True)
+        ]
+        return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
 
 
 def _is_empty(path: Path) -> bool:
@@ -332,11 +304,7 @@ def _replace_dir(src: Path, dst: Path) -> None:
 
 def _checked_start_index(start_index: int) -> int:
     """`start_index` as an int, after checking it is an int >= 0."""
-    if isinstance(start_index, bool) or not isinstance(start_index, (int, np.integer)):
-        raise TypeError(f"start_index must be an int, got {type(start_index).__name__}")
-    if start_index < 0:
-        raise ValueError(f"start_index ({start_index}) must be >= 0")
-    return int(start_index)
+    return check_int("start_index", start_index, minimum=0)
 
 
 def _count_key(video_id: str) -> str:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,19 +40,19 @@ from typing import Literal
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
-from vidload._checks import check_positive_number
-from vidload._layout import container_path
-from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources._fused import decode_geometry, empty_clip
+from vidload._checks import check_choice
+from vidload._lru import ProcessLRU
+from vidload.errors import VideoReadError
+from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
+    check_in_range,
     frame_ranges,
     open_regular_file,
 )
-from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
-from vidload.transforms import ClipGeometry
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -91,23 +90,22 @@ def _parse_header(path: Path, f) -> tuple[int, int, int]:
     return f.tell(), rows, cols
 
 
-class NpySource:
+@shared_docs
+class NpySource(ContainerSource):
     """Frames stored as length-prefixed JPEG rows in one npy file per video (`root/<id>.npy`).
 
     Args:
         root: folder of `.npy` files; a video id's extension is replaced by `.npy`.
         mode: "mmap" maps the file and copies only the needed rows (default, fastest measured);
             "read" reads the whole file sequentially on every call.
-        decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 1/2,
-            1/4 or 1/8 gives the smallest frames still at least this size, `(ceil(H / s),
-            ceil(W / s))` for stored H x W (see `jpeg_decode.reduced_size`); faster than a full
-            decode and a resize. None decodes at the stored size.
-        fps: frame rate for `timestamps` when a container has no stored times
-            (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps; None
-            raises instead.
+        <<decode_size>>
+        <<fps>>
+            None raises instead.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
+
+    suffix = ".npy"
 
     def __init__(
         self,
@@ -117,21 +115,9 @@ class NpySource:
         decode_size: tuple[int, int] | None = None,
         fps: float | None = None,
     ) -> None:
-        check_size("decode_size", decode_size)
-        if fps is not None:
-            check_positive_number("fps", fps)
-        self.fps = None if fps is None else float(fps)
-        self.decode_size = decode_size
-        if mode not in ("mmap", "read"):
-            raise ValueError(f"mode ({mode!r}) must be 'mmap' or 'read'")
-        self.root = Path(root)
-        self.mode = mode
-        self._headers: OrderedDict[str, _Header] = OrderedDict()
-
-    def __getstate__(self) -> dict[str, object]:
-        state = self.__dict__.copy()
-        state["_headers"] = OrderedDict()
-        return state
+        super().__init__(root, decode_size=decode_size, fps=fps)
+        self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
+        self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
     def __repr__(self) -> str:
         return f"NpySource({str(self.root)!r}, mode={self.mode!r})"
@@ -142,14 +128,6 @@ class NpySource:
         return container_timestamps(
             self.path(video_id), self.actual_frames(video_id), self.fps, "pass fps="
         )
-
-    def path(self, video_id: str) -> Path:
-        """The npy file of `video_id`."""
-        return container_path(self.root, video_id, ".npy")
-
-    def files(self, video_id: str) -> list[Path]:
-        """The files a read of `video_id` opens: its npy file (for read-ahead hints)."""
-        return [self.path(video_id)]
 
     def byte_ranges(
         self, video_id: str, indices: Sequence[int] | np.ndarray
@@ -189,11 +167,7 @@ class NpySource:
                         f"needs {expected}: truncated or corrupt",
                     )
                 header = _Header(stamp, offset, rows, cols)
-                self._headers[key] = header
-                while len(self._headers) > _HEADER_CACHE_SIZE:
-                    self._headers.popitem(last=False)
-            else:
-                self._headers.move_to_end(key)
+                self._headers.put(key, header)
             return fd, header
         except BaseException:
             os.close(fd)
@@ -212,48 +186,32 @@ class NpySource:
         """Rows in the file (the header's count, checked against the file size)."""
         return self._header(video_id).rows
 
-    def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
-    ) -> np.ndarray:
-        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB.
+    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+        """<<read_encoded>>
 
-        With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3), decoded at a
-        reduced DCT scale and cropped, resized and flipped on the way (`sources._fused`);
-        `decode_size` is then not used.
-
-        Raises:
-            FrameCountError: an index >= the number of rows.
-            VideoReadError: a missing, empty, truncated or corrupt file, or a bad row.
+        Here a VideoReadError names a missing, empty, truncated or corrupt file, or a row whose
+        length prefix does not fit it. The buffers are read-only views of the file's rows: of
+        its mapping in "mmap" mode, which the views keep alive (nothing is copied, and the
+        pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
         path = self.path(video_id)
         fd, header = self._open(path)
         try:
-            if idx.size and int(idx.max()) >= header.rows:
-                bad = int(idx[idx >= header.rows][0])
-                raise FrameCountError(video_id, header.rows, header.rows, bad)
-            if idx.size == 0 and header.rows == 0:
-                return np.empty((0, 0, 0, 3), np.uint8)
+            check_in_range(video_id, idx, header.rows, header.rows)
+            frames, order = distinct_frames(idx, header.rows)
+            if frames.size == 0:
+                return EncodedFrames([], frames, order, str(path), 0)
             data = self._matrix(fd, path, header)
         finally:
             os.close(fd)
-        if idx.size == 0:
-            h, w = jpeg_size(_frame_bytes(path, data[0], 0), path=str(path), index=0)
-            return empty_clip(h, w, geometry)
-        uniq, inverse = np.unique(idx, return_inverse=True)
-        frames = uniq.tolist()
-        buffers = [_frame_bytes(path, data[i], i) for i in frames]
-        if geometry is not None:
-            return decode_geometry(
-                buffers, geometry, order=inverse, paths=str(path), indices=frames
-            )
-        return decode_many(
-            buffers, order=inverse, paths=str(path), indices=frames, size=self.decode_size
-        )
+        rows = frames.tolist()
+        buffers = [_frame_bytes(path, data[i], i) for i in rows]
+        if self.mode == "read":
+            nbytes = header.data_offset + data.nbytes
+        else:
+            nbytes = sum(LENGTH_BYTES + b.shape[0] for b in buffers)
+        return EncodedFrames(buffers, frames, order, str(path), nbytes)
 
     def _matrix(self, fd: int, path: Path, header: _Header) -> np.ndarray:
         """The file's uint8 (rows, cols) matrix: a read-only view of a private mapping ("mmap"),

@@ -53,7 +53,6 @@ outlive a conversion either.
 from __future__ import annotations
 
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
@@ -64,7 +63,10 @@ import av
 import av.error
 import numpy as np
 
-from vidload.errors import FrameCountError, VideoReadError
+from vidload._checks import check_choice, check_int, check_optional_int
+from vidload._lru import ProcessLRU
+from vidload.errors import VideoReadError
+from vidload.sources._docs import shared_docs
 from vidload.sources._orientation import IDENTITY, Orientation, frame_orientation
 from vidload.sources._video_index import (
     BadData,
@@ -75,7 +77,12 @@ from vidload.sources._video_index import (
     index_from_packets,
     packet_key,
 )
-from vidload.sources.base import as_index_array, check_regular_file, normalize_video_id
+from vidload.sources.base import (
+    as_index_array,
+    check_in_range,
+    check_regular_file,
+    normalize_video_id,
+)
 from vidload.transforms import ClipGeometry
 
 Rotation = Literal["auto", "ignore"]
@@ -93,6 +100,8 @@ _MAX_SEEK_TRIES = 4
 _PTS_CONTAINERS = frozenset({"mov", "matroska", "mpegts"})
 #: Decoders that honour skip_frame=NONREF frame by frame (libdav1d reads it once, at open).
 _SKIP_NONREF_CODECS = frozenset({"h264", "hevc", "vp8", "vp9", "mpeg4", "mpeg1video", "mpeg2video"})
+#: A file version in the per-process caches: (path, (st_mtime_ns, st_size)).
+FileKey = tuple[str, tuple[int, int]]
 
 
 @dataclass(frozen=True)
@@ -167,6 +176,7 @@ class _Handle:
         self.close()
 
 
+@shared_docs
 class VideoSource:
     """Frames of the video files under `root`, read by seek-and-decode, frame-exact.
 
@@ -208,45 +218,29 @@ class VideoSource:
         rotation: Rotation = "auto",
         frame_index: Literal["packets", "decode"] = "packets",
     ) -> None:
-        for name, value in (("threads", threads), ("cache_size", cache_size)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"{name} must be an int, got {value!r}")
-            if value < 0:
-                raise ValueError(f"{name} ({value}) must be >= 0")
-        if stream is not None:
-            if isinstance(stream, bool) or not isinstance(stream, int):
-                raise TypeError(f"stream must be an int or None, got {stream!r}")
-            if stream < 0:
-                raise ValueError(f"stream ({stream}) must be >= 0")
-        if rotation not in ROTATIONS:
-            raise ValueError(f"rotation ({rotation!r}) must be one of {ROTATIONS}")
-        if frame_index not in ("packets", "decode"):
-            raise ValueError(f"frame_index ({frame_index!r}) must be 'packets' or 'decode'")
+        self.threads = check_int("threads", threads, minimum=0)
+        self.cache_size = check_int("cache_size", cache_size, minimum=0)
+        self.stream = check_optional_int("stream", stream, minimum=0)
+        self.rotation: Rotation = check_choice("rotation", rotation, ROTATIONS)
+        self.frame_index: Literal["packets", "decode"] = check_choice(
+            "frame_index", frame_index, ("packets", "decode")
+        )
         self.root = Path(root)
-        self.rotation = rotation
-        self.frame_index = frame_index
-        self.threads = threads
-        self.stream = stream
-        self.cache_size = cache_size
         self._skip_nonref = True  # measured: ~1.5x on long GOPs; results stay frame-exact
         self._reset_caches()
 
     # ------------------------------------------------------------------ per-process state
 
     def _reset_caches(self) -> None:
-        self._pid = os.getpid()
-        self._handles: OrderedDict[str, _Handle] = OrderedDict()
-        self._indexes: OrderedDict[tuple[str, tuple[int, int]], FrameIndex] = OrderedDict()
-        self._actual: dict[tuple[str, tuple[int, int]], int] = {}
-        self._orientations: dict[tuple[str, tuple[int, int]], Orientation] = {}
-
-    def _check_pid(self) -> None:
-        if self._pid != os.getpid():
-            # Inherited through a fork: the parent's handles share file offsets with it and
-            # their decoders' threads are not here; park them, unused and unfreed.
-            for handle in self._handles.values():
-                handle.close()
-            self._reset_caches()
+        """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
+        `_Handle.close` parks the parent's handles, unused and unfreed: they share file offsets
+        with the parent and their decoders' threads are not here)."""
+        self._handles: ProcessLRU[str, _Handle] = ProcessLRU(
+            self.cache_size, _Handle.close, inherited=_Handle.close
+        )
+        self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
+        self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
+        self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
 
     def __getstate__(self) -> dict:
         return {
@@ -272,10 +266,7 @@ class VideoSource:
 
     def close(self) -> None:
         """Close the files this process keeps open (they reopen on demand)."""
-        self._check_pid()
-        while self._handles:
-            _, handle = self._handles.popitem()
-            handle.close()
+        self._handles.clear()
 
     # ------------------------------------------------------------------ opening files
 
@@ -339,20 +330,15 @@ class VideoSource:
 
     def _handle(self, path: Path) -> _Handle:
         """An open handle on `path` from this process's cache (reopened if the file changed)."""
-        self._check_pid()
         key = str(path)
         stat = self._stat(path)
-        handle = self._handles.pop(key, None)
+        handle = self._handles.get(key)
         if handle is not None and handle.stat != stat:
-            handle.close()
+            self._handles.discard(key)
             handle = None
         if handle is None:
             handle = self._open(path, stat, explode=True)  # seek reads must see every error
-        if self.cache_size > 0:
-            self._handles[key] = handle
-            while len(self._handles) > self.cache_size:
-                _, old = self._handles.popitem(last=False)
-                old.close()
+            self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
         return handle
 
     def _release(self, handle: _Handle) -> None:
@@ -361,7 +347,6 @@ class VideoSource:
 
     def _fresh(self, path: Path, *, threads: int | None = None, explode: bool) -> _Handle:
         """A handle of its own (not cached), positioned at the start of the file."""
-        self._check_pid()
         return self._open(path, self._stat(path), threads=threads, explode=explode)
 
     # ------------------------------------------------------------------ header
@@ -392,7 +377,6 @@ class VideoSource:
         """
         path = self.path(video_id)
         key = (str(path), self._stat(path))
-        self._check_pid()
         found = self._orientations.get(key)
         if found is None:
             for frame in self._decode_all(path):
@@ -400,7 +384,7 @@ class VideoSource:
                 break
             else:
                 raise VideoReadError(path, "no frame of the video stream decodes")
-            self._orientations[key] = found
+            self._orientations.put(key, found)
         return found
 
     def _converter(
@@ -461,7 +445,6 @@ class VideoSource:
         VideoReadError."""
         path = self.path(video_id)
         stat = self._stat(path)
-        self._check_pid()
         count = self._actual.get((str(path), stat))
         if count is None:
             count = self._exact_index(path).num_frames
@@ -480,17 +463,11 @@ class VideoSource:
             raise VideoReadError(path, "no frame of the video stream decodes")
         return index
 
-    def _store_exact(self, key: tuple[str, tuple[int, int]], index: FrameIndex) -> FrameIndex:
+    def _store_exact(self, key: FileKey, index: FrameIndex) -> FrameIndex:
         if index.num_frames:
-            self._actual[key] = index.num_frames
-        self._remember(key, index)
+            self._actual.put(key, index.num_frames)
+        self._indexes.put(key, index)
         return index
-
-    def _remember(self, key: tuple[str, tuple[int, int]], index: FrameIndex) -> None:
-        self._indexes[key] = index
-        self._indexes.move_to_end(key)
-        while len(self._indexes) > _INDEX_CACHE_SIZE:
-            self._indexes.popitem(last=False)
 
     def _guess_index(self, path: Path, handle: _Handle) -> FrameIndex:
         """The cached index of `path`, else one from a packet scan where the container
@@ -498,7 +475,6 @@ class VideoSource:
         key = (str(path), handle.stat)
         index = self._indexes.get(key)
         if index is not None:
-            self._indexes.move_to_end(key)
             return index
         if not handle.stores_pts or self.frame_index == "decode":
             return self._exact_index(path)
@@ -511,7 +487,7 @@ class VideoSource:
                 scan.close()
         if index is None:
             return self._exact_index(path)
-        self._remember(key, index)
+        self._indexes.put(key, index)
         return index
 
     # ------------------------------------------------------------------ decoding
@@ -590,7 +566,6 @@ class VideoSource:
         convert = self._converter(path)
         for frame in self._decode_all(path, recorder):
             yield convert(frame)
-        self._check_pid()
         self._store_exact(key, recorder.index())
         if not recorder.keys:
             raise VideoReadError(path, "no frame of the video stream decodes")
@@ -602,8 +577,8 @@ class VideoSource:
         *,
         geometry: ClipGeometry | None = None,
     ) -> np.ndarray:
-        """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB,
-        in the order asked, equal pixel for pixel to those of a sequential decode.
+        """<<read>>
+        Equal pixel for pixel to those of a sequential decode.
 
         With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3): each frame is
         scaled in its one swscale pass from YUV to RGB, to the size at which the plan's box
@@ -669,10 +644,7 @@ class VideoSource:
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _raise_if_beyond(self, video_id: str, handle: _Handle, actual: int, idx) -> None:
-        bad = idx[idx >= actual]
-        if bad.size:
-            reported = _info(handle).reported_frames
-            raise FrameCountError(video_id, reported, actual, int(bad[0]))
+        check_in_range(video_id, idx, actual, lambda: _info(handle).reported_frames)
 
     def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
         """Decode from the start of a fresh file up to the last wanted frame."""

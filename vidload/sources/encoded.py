@@ -1,0 +1,141 @@
+"""A clip's encoded frames, as a container source's raw read returns them, and their decode.
+
+Every container source (`JpegSource`, `Hdf5Source`, `NpySource`: a `ContainerSource`) reads a
+clip in two steps: `read_encoded(video_id, indices)` does all the storage work and returns an
+`EncodedFrames` (the stored JPEG bytes of each distinct frame), and `read` is that followed by
+`EncodedFrames.decode`, the one decode they share (`jpeg_decode.decode_many`, or the fused
+geometry path `_fused.decode_geometry`). `vidload bench` times the two steps apart by calling
+these same functions.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from vidload._checks import check_positive_number
+from vidload._layout import container_path
+from vidload.sources._docs import shared_docs
+from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
+from vidload.transforms import ClipGeometry
+
+__all__ = ["ContainerSource", "EncodedFrames", "distinct_frames"]
+
+Buffer = bytes | np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class EncodedFrames:
+    """The stored bytes of a clip's frames, nothing decoded.
+
+    Attributes:
+        buffers: one complete JPEG per distinct frame, in increasing frame order: `bytes`, or a
+            read-only uint8 (n,) view of the file (`NpySource`: its rows are decoded where they
+            lie, never copied).
+        frames: int64 (n,) the frame index of each buffer.
+        order: int64 (k,) the clip in the order asked: frame j is `buffers[order[j]]`. An empty
+            clip (k = 0) of a video with frames still carries frame 0 in `buffers`, whose header
+            gives the frame size of the empty result.
+        paths: the file of each buffer, or one file for all (errors name it).
+        nbytes_read: bytes the read took from storage: the buffers, or more where the layout
+            reads more (the whole file for `NpySource(mode="read")`).
+    """
+
+    buffers: Sequence[Buffer]
+    frames: np.ndarray
+    order: np.ndarray
+    paths: Sequence[str] | str
+    nbytes_read: int
+
+    def clip_bytes(self) -> list[bytes]:
+        """The clip's frames as `bytes`, in the order asked (a copy of each)."""
+        return [bytes(self.buffers[b]) for b in self.order.tolist()]
+
+    def decode(
+        self, *, geometry: ClipGeometry | None = None, size: tuple[int, int] | None = None
+    ) -> np.ndarray:
+        """The clip decoded: uint8 (k, H, W, 3) RGB in the order asked, at `size` (a minimum
+        (height, width) reached by DCT scaling, `jpeg_decode.reduced_size`); with a
+        `geometry`, uint8 (k, out_h, out_w, 3) by the fused path and `size` is not used.
+
+        Raises:
+            VideoReadError: a buffer that is not a complete, decodable JPEG, or frames of
+                differing sizes (naming the file and frame).
+        """
+        if self.order.size == 0:
+            if not self.buffers:
+                return np.empty((0, 0, 0, 3), np.uint8)
+            path = self.paths if isinstance(self.paths, str) else self.paths[0]
+            h, w = jpeg_size(self.buffers[0], path=path, index=int(self.frames[0]))
+            return empty_clip(h, w, geometry)
+        if geometry is not None:
+            return decode_geometry(
+                self.buffers, geometry, order=self.order, paths=self.paths, indices=self.frames
+            )
+        return decode_many(
+            self.buffers, order=self.order, paths=self.paths, indices=self.frames, size=size
+        )
+
+
+def distinct_frames(indices: np.ndarray, available: int) -> tuple[np.ndarray, np.ndarray]:
+    """(frames, order) of a clip: its distinct frame indices, increasing, and where each of
+    `indices` is among them (`frames[order] == indices`). For an empty clip: frame 0 when the
+    video has any (`available` > 0; see `EncodedFrames.order`), and an empty order."""
+    if indices.size == 0:
+        return np.arange(min(available, 1), dtype=np.int64), np.empty(0, np.int64)
+    frames, order = np.unique(indices, return_inverse=True)
+    return frames, order
+
+
+@shared_docs
+class ContainerSource(ABC):
+    """What the container sources share: where a video's container is, and `read` as
+    `read_encoded` followed by the shared decode (one code path for all of them).
+
+    A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` and
+    implements `read_encoded`.
+    """
+
+    suffix: str = ""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        decode_size: tuple[int, int] | None,
+        fps: float | None,
+    ) -> None:
+        check_size("decode_size", decode_size)
+        self.decode_size = decode_size
+        self.fps = None if fps is None else check_positive_number("fps", fps)
+        self.root = Path(root)
+
+    def path(self, video_id: str) -> Path:
+        """The container of `video_id`: `root/<id without video extension><suffix>` (see
+        `vidload._layout.container_path`)."""
+        return container_path(self.root, video_id, self.suffix)
+
+    def files(self, video_id: str) -> list[Path]:
+        """The files a read of `video_id` opens (for read-ahead hints): its container file."""
+        return [self.path(video_id)]
+
+    @abstractmethod
+    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+        """<<read_encoded>>"""
+
+    def read(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
+        """<<read_container>>"""
+        encoded = self.read_encoded(video_id, indices)
+        return encoded.decode(geometry=geometry, size=self.decode_size)
