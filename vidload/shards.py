@@ -16,15 +16,15 @@ system) call them directly:
   folder, `vidload._lock`), removes temporaries that killed runs left, and groups the videos
   still to do into `ConvertShard`s of `shard_size`.
 * `convert_shard(shard)` is a picklable, top-level function: it needs vidload installed where it
-  runs and OUTPUT on a file system it shares with the driver. It decodes on `shard.threads`
-  threads (1 by default: the engine spreads shards over cores), sets its process's allocator
+  runs and OUTPUT on a file system it shares with the driver. It decodes on `plan_convert`'s
+  `threads` (1 by default: the engine spreads shards over cores), sets its process's allocator
   (`vidload._parallel.prepare_task_process`: Dask's `MALLOC_TRIM_THRESHOLD_=65536` costs CPU
   otherwise, the README's "Memory allocator" table), and after each video rewrites the shard's
   part manifest (`OUTPUT/.vidload-convert.parts/part-<index>-<digest>.json`, atomically and
-  durably; `vidload._convert.resume`). A retried
-  or duplicated shard reads that part first and does no video twice: a video with a row there
-  whose container exists is taken as it is, and (without `overwrite`) a container that exists
-  without a row is validated instead of converted again.
+  durably; `vidload._convert.resume`). A retried or duplicated shard reads that part first and
+  does no video twice: a video with a row there whose container exists is taken as it is, and
+  (without `overwrite`) a container that exists without a row is validated instead of converted
+  again.
 * `plan.finish(results)` merges the parts (and the results the driver received) with the rows
   already in `manifest.csv` into a new `manifest.csv`, the same file a local run writes; removes
   the temporaries of killed tasks and the parts; releases the lock. Videos whose shard never
