@@ -74,7 +74,7 @@ def broken(videos, tmp_path) -> Path:
 )
 def test_convert_summary_and_exit_status(request, tmp_path, capsys, inputs, to, code, made, lines):
     """0 when every video converted, 1 listing the reasons when some failed (a resume through
-    the CLI: `test_user_columns_survive_a_resume_and_probe_write`)."""
+    the CLI: `test_user_columns_survive_a_resume_probe_write_and_convert`)."""
     out = tmp_path / "out"
     folder = request.getfixturevalue(inputs)
     assert main(["convert", str(folder), str(out), "--to", to, "--workers", "1", "-q"]) == code
@@ -245,7 +245,7 @@ def test_probe_annotation_list_against_containers(videos, tmp_path, capsys):
     ]
 
 
-def test_user_columns_survive_a_resume_and_probe_write(videos, tmp_path, capsys):
+def test_user_columns_survive_a_resume_probe_write_and_convert(videos, tmp_path, capsys):
     out = tmp_path / "h5"
     convert = ["convert", str(videos), str(out), "--to", "hdf5", "--workers", "1", "-q"]
     assert main(convert) == 0
@@ -266,6 +266,11 @@ def test_user_columns_survive_a_resume_and_probe_write(videos, tmp_path, capsys)
     probed = read_manifest(write)
     assert {r.video_id: r.extra for r in probed} == {v: {"split": c} for v, c in split.items()}
     assert [r.actual_frames for r in probed] == [r.actual_frames for r in rows]
+    again = tmp_path / "npy"  # the manifest as a convert INPUT: its columns reach OUTPUT's
+    root = ["--root", str(videos), "--workers", "1", "-q"]
+    assert main(["convert", str(manifest), str(again), "--to", "npy", *root]) == 0
+    converted = read_manifest(again / "manifest.csv")
+    assert {r.video_id: r.extra for r in converted} == {v: {"split": c} for v, c in split.items()}
 
 
 def test_bench_forwards_every_argument(monkeypatch):

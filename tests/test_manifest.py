@@ -268,4 +268,4 @@ def test_manifest_columns_by_name_extra_and_missing_ones(tmp_path):
     no_id.write_text("video,label\nb/y.mp4,1\n")
     with pytest.raises(ValueError, match=r"no_id.csv:1: .* lacks the required column 'video_id'"):
         read_manifest(no_id)
-    assert [e.label for e in load_videos(extra)] == [1]
+    assert [(e.label, e.extra) for e in load_videos(extra)] == [(1, {"split": "train"})]

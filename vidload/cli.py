@@ -359,7 +359,7 @@ def _print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> N
 
 def _probe(args: argparse.Namespace) -> int:
     from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
-    from vidload.manifest import is_manifest, keep_extra, read_manifest, write_manifest
+    from vidload.manifest import write_manifest
     from vidload.probe import probe
 
     with _executor(args) as (executor, workers):
@@ -375,9 +375,6 @@ def _probe(args: argparse.Namespace) -> int:
     class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     print_probe_table(rows, sys.stdout)
     if args.write:
-        if Path(args.input).is_file() and is_manifest(args.input):  # keep the user's columns
-            listed = {row.video_id: row for row in read_manifest(args.input)}
-            rows = [keep_extra(row, listed.get(row.video_id)) for row in rows]
         write_manifest(args.write, rows)
         print(f"manifest: {args.write}", file=sys.stdout)
         if class_map is not None and is_contiguous(class_map):

@@ -19,8 +19,9 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
 * a manifest: the CSV that `vidload convert` and `vidload probe` write, recognised by its header
   (`MANIFEST_FIELDS`). One `ManifestRow` per video; an empty cell means unknown (None). Columns
   are found by name; columns of the user's own (a `split`, a note) are kept in `ManifestRow.extra`
-  and written back after the known ones, so a manifest that vidload rewrites (a resumed
-  `convert`, `probe --write` of a manifest) keeps them.
+  (and `VideoEntry.extra`) and written back after the known ones, so a manifest that vidload
+  rewrites (a resumed `convert`) keeps them, and a manifest given to `convert` / `probe` as
+  INPUT passes them on to the manifest they write.
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
@@ -165,6 +166,8 @@ class VideoEntry:
             from there.
         labels: every label of a multi-label line (`labels[0] == label`); None otherwise.
         absolute: the list gave an absolute path; `video_id` is relative to `/`.
+        extra: a manifest row's extra columns (`ManifestRow.extra`), so that what is built
+            from the entry can keep them; empty for annotation lists.
     """
 
     video_id: str
@@ -174,6 +177,7 @@ class VideoEntry:
     offset: int = 0
     labels: tuple[int, ...] | None = None
     absolute: bool = False
+    extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 def is_manifest(path: str | os.PathLike[str]) -> bool:
@@ -327,7 +331,9 @@ def entries_from_manifest(
             failed.append(row.video_id)
             continue
         label = UNLABELLED if row.label is None else row.label
-        entries.append(VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames))
+        entries.append(
+            VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames, extra=row.extra)
+        )
     if failed:
         shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
         warnings.warn(

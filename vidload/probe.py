@@ -110,7 +110,7 @@ def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
 
 def _probe_job(job: _ProbeJob) -> ManifestRow:
     item = job.item
-    known: dict[str, Any] = {}  # ManifestRow fields the header told before a failure
+    known: dict[str, Any] = {"extra": item.extra}  # row fields known before a failure
     try:
         return _probe_item(job, known)
     except (VidloadError, OSError) as e:

@@ -233,7 +233,9 @@ def _plan_locked(
         prev = previous.get(item.video_id)
         exists = container.exists()
         if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
-            plan.done[item.video_id] = replace(prev, label=item.label)
+            plan.done[item.video_id] = replace(
+                prev, label=item.label, extra={**prev.extra, **item.extra}
+            )
             continue
         verify = exists and not overwrite and prev is None
         jobs.append(Job(item, base, container, options, threads, verify))

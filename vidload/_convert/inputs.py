@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -50,6 +50,8 @@ class InputItem:
         label: class index from an annotation list, None when unlabelled.
         listed_frames: a frame count given by the list (rawframes `total_frames` or a manifest),
             used as the reported count of JPEG folders.
+        extra: a manifest INPUT's extra columns for this video (`VideoEntry.extra`), carried
+            into the rows `convert` and `probe` write.
     """
 
     video_id: str
@@ -57,6 +59,7 @@ class InputItem:
     path: Path
     label: int | None = None
     listed_frames: int | None = None
+    extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
 
 def find_inputs(
@@ -107,7 +110,10 @@ def find_inputs(
         base = _list_root(src, root, entries)
         if not base.is_dir():
             raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
-        items = [_list_item(base, e.video_id, e.label, _listed(e), kinds) for e in entries]
+        items = [
+            replace(_list_item(base, e.video_id, e.label, _listed(e), kinds), extra=e.extra)
+            for e in entries
+        ]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
     return base, _unique(items, src)

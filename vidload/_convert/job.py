@@ -141,6 +141,7 @@ def convert_job(job: Job) -> Outcome:
             fps=fps,
             status="failed",
             error=failure_reason(e, item),
+            extra=item.extra,
         )
         return Outcome(row, "failed")
 
@@ -250,4 +251,5 @@ def _stored_row(
         bytes=path_bytes(job.container),
         status=count_status(reported, actual),
         rotation=rotation,
+        extra=job.item.extra,
     )
