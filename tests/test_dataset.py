@@ -429,7 +429,9 @@ def test_numpy_ints_are_ints_and_bools_are_not():
     assert ClipDataset(VIDEOS, FakeSource(COUNTS), fps=np.int64(5), seed=0).fps == 5.0
     for name in [*ints, "num_classes"]:
         with pytest.raises(TypeError, match=f"{name} must be an int"):
-            ClipDataset(VIDEOS, FakeSource(COUNTS), multi_label=True, **{name: True})
+            ClipDataset(
+                VIDEOS, FakeSource(COUNTS), multi_label=True, **{"num_classes": 3, name: True}
+            )
     for name in ["train", "stack_views", "flip", "multi_label", "return_info"]:
         for bad in (1, np.True_):
             with pytest.raises(TypeError, match=f"{name} must be a bool"):
@@ -575,7 +577,7 @@ def test_real_videos_through_dataloader_with_two_workers(video_dir):
 def test_frame_count_error_from_another_id_gets_the_item_in_its_message():
     """A source may name the video by something else than the dataset's id (a key): the
     error then gains the id and item, stays a FrameCountError with its fields, chained."""
-    from vidload.dataset import _in_context
+    from vidload._items import in_context as _in_context
 
     e = FrameCountError("key-0007", 50, 28, 31)
     got = _in_context(e, "a.mp4", 7)

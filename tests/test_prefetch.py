@@ -426,10 +426,11 @@ def test_planned_reads_follow_on_error_skip_past_broken_videos(long_store):
     source = NpySource(long_store / "npy", fps=25)
     videos = [("long.mp4", 0), ("long", 1), ("./long", 2)]
     ds = ClipDataset(videos, source, num_frames=4, return_info=True, on_error="skip", seed=2)
-    ds._broken[ds._slot[0]] = True  # as if an earlier read had found it broken
+    ds._counts.mark_broken(0)  # as if an earlier read had found it broken
     planned = ds.planned_reads(0)
     vid, idx = planned[0]
     item = ds[0][2]
     assert vid == item["video_id"] == "long" and list(idx) == list(item["indices"])
-    ds._broken[:] = True
+    for v in range(len(videos)):
+        ds._counts.mark_broken(v)
     assert ds.planned_reads(0) == []

@@ -4,42 +4,30 @@ Randomness: item `i` of epoch `e` draws from `np.random.default_rng([seed, e, i]
 clip depends on (seed, epoch, index) only, never on the number of DataLoader workers or on
 which worker loads it.
 
-State shared across DataLoader workers and epochs lives in shared-memory tensors created in
-`__init__` (the epoch, the frame counts learned from reads, the videos found broken), so a
-count learned by one worker is used by every worker, in this epoch and later ones, including
-non-persistent workers re-created each epoch. Two workers that discover the same video at the
-same moment may both warn about it; otherwise each video is warned about once.
+The pieces behind it, one idea each: `vidload._clip_options` checks the arguments,
+`vidload._frame_counts` picks the count to sample from and learns from short reads (shared by
+every worker, see there), `vidload._items` turns frames into what the collate batches.
 """
 
 from __future__ import annotations
 
-import inspect
+import functools
 import operator
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Literal, get_args
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from vidload._checks import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_optional_int,
-    check_positive_int,
-    check_positive_number,
-    qualname,
-)
-from vidload._cv2 import cv2
-from vidload._dist import shared_seed
-from vidload.errors import FrameCountError, VideoReadError, VidloadError
-from vidload.manifest import UNLABELLED, VideoEntry, load_videos
+from vidload import _items
+from vidload._checks import check_int, qualname
+from vidload._clip_options import Layout, OnError, OnMismatch, check_options, check_video_list
+from vidload._frame_counts import FrameCountWarning, SharedCounts
+from vidload.errors import FrameCountError, VidloadError
+from vidload.manifest import VideoEntry, load_videos
 from vidload.sampling import (
-    SAMPLING_MODES,
-    SHORT_POLICIES,
     SamplingFn,
     SamplingMode,
     ShortPolicy,
@@ -48,21 +36,14 @@ from vidload.sampling import (
     window_indices,
 )
 from vidload.sources.base import FrameSource
-from vidload.transforms import ClipGeometry, apply_geometry, check_geometry, plan_geometry
+from vidload.transforms import ClipGeometry, apply_geometry, plan_geometry
 
-OnMismatch = Literal["resample", "error"]
-OnError = Literal["raise", "skip"]
-Layout = Literal["TCHW", "CTHW"]
+__all__ = ["ClipDataset", "FrameCountWarning", "Item", "SkippedVideoWarning"]
+
 #: One item: (clip, label), or (clip, label, info) with return_info=True. The clip is a uint8
 #: tensor unless a transform returns something else; the label an int, or a float32 multi-hot
 #: tensor with multi_label=True.
 Item = tuple[object, int | torch.Tensor] | tuple[object, int | torch.Tensor, dict[str, object]]
-
-_UNKNOWN = -1
-
-
-class FrameCountWarning(UserWarning):
-    """A video has fewer frames than the count its clips were sampled from (warned once)."""
 
 
 class SkippedVideoWarning(UserWarning):
@@ -150,6 +131,34 @@ class ClipDataset(Dataset):
     `source.actual_frames(video_id)`.
     """
 
+    # the options, checked by vidload._clip_options (see Args)
+    source: FrameSource
+    num_frames: int
+    sampling: SamplingMode | SamplingFn
+    train: bool
+    clips_per_video: int
+    stride: int
+    transform: Callable[[torch.Tensor], object] | None
+    on_mismatch: OnMismatch
+    on_error: OnError
+    seed: int
+    short_policy: ShortPolicy
+    max_attempts: int
+    short_side: int | tuple[int, int] | None
+    crop: int | tuple[int, int] | None
+    crop_scale: tuple[float, float] | None
+    flip: bool
+    layout: Layout
+    spatial_views: int
+    stack_views: bool
+    multi_label: bool
+    num_classes: int | None
+    fps: float | None
+    clip_seconds: float | None
+    return_info: bool
+    _crop_hw: tuple[int, int] | None  # the output crop (h, w)
+    _fused: bool  # whether source.read takes a geometry
+
     def __init__(
         self,
         videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
@@ -179,107 +188,40 @@ class ClipDataset(Dataset):
         clip_seconds: float | None = None,
         return_info: bool = False,
     ) -> None:
-        if not isinstance(source, FrameSource):
-            raise TypeError(
-                f"source must provide reported_frames, actual_frames and read (a FrameSource), "
-                f"got {type(source).__name__}"
+        vars(self).update(
+            check_options(
+                source,
+                num_frames=num_frames,
+                sampling=sampling,
+                train=train,
+                clips_per_video=clips_per_video,
+                stride=stride,
+                transform=transform,
+                on_mismatch=on_mismatch,
+                on_error=on_error,
+                seed=seed,
+                short_policy=short_policy,
+                max_attempts=max_attempts,
+                short_side=short_side,
+                crop=crop,
+                crop_scale=crop_scale,
+                flip=flip,
+                layout=layout,
+                spatial_views=spatial_views,
+                stack_views=stack_views,
+                multi_label=multi_label,
+                num_classes=num_classes,
+                fps=fps,
+                clip_seconds=clip_seconds,
+                return_info=return_info,
             )
-        num_frames = check_positive_int("num_frames", num_frames)
-        clips_per_video = check_positive_int("clips_per_video", clips_per_video)
-        stride = check_positive_int("stride", stride)
-        max_attempts = check_positive_int("max_attempts", max_attempts)
-        if isinstance(sampling, str):
-            if sampling not in SAMPLING_MODES:
-                raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES}")
-            if sampling == "segment" and stride != 1:
-                raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
-        elif not callable(sampling):
-            raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
-        elif stride != 1:
-            raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
-        check_bool("train", train)
-        if transform is not None and not callable(transform):
-            raise TypeError(f"transform must be callable or None, got {transform!r}")
-        check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
-        check_choice("on_error", on_error, get_args(OnError))
-        check_choice("short_policy", short_policy, SHORT_POLICIES)
-        check_choice("layout", layout, get_args(Layout))
-        check_bool("stack_views", stack_views)
-        _, crop_hw, _ = check_geometry(
-            short_side=short_side,
-            crop=crop,
-            crop_scale=crop_scale,
-            flip=flip,
-            num_views=spatial_views,
-            train=train,
         )
-        seed = check_optional_int("seed", seed, minimum=0)
-        if seed is None:
-            seed = shared_seed()
-
-        check_bool("multi_label", multi_label)
-        if multi_label:
-            num_classes = check_positive_int("num_classes", num_classes)
-        elif num_classes is not None:
-            raise ValueError(f"num_classes ({num_classes}) applies only with multi_label=True")
         self.videos: list[VideoEntry] = load_videos(videos, multi_label=multi_label)
-        if not self.videos:
-            raise ValueError(f"videos ({videos!r}) lists no videos")
-        if train:
-            _check_labelled(self.videos, videos)
-        if multi_label:
-            assert num_classes is not None  # checked above: multi_label needs num_classes
-            _check_classes(self.videos, num_classes)
-        self.multi_label = multi_label
-        self.num_classes = num_classes
-        if fps is not None:
-            fps = check_positive_number("fps", fps)
-        if clip_seconds is not None:
-            clip_seconds = check_positive_number("clip_seconds", clip_seconds)
-        if fps is not None and clip_seconds is not None:
-            raise ValueError(
-                f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
-                f"the video for `sampling`, clip_seconds spreads num_frames over a time window"
-            )
-        if clip_seconds is not None and not isinstance(sampling, str):
-            raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
-        check_bool("return_info", return_info)
-        self.fps = fps
-        self.clip_seconds = clip_seconds
-        self.return_info = return_info
-        self.source = source
-        self.num_frames = num_frames
-        self.sampling = sampling
-        self.train = train
-        self.clips_per_video = clips_per_video
-        self.stride = stride
-        self.transform = transform
-        self.on_mismatch = on_mismatch
-        self.on_error = on_error
-        self.seed = seed
-        self.short_policy = short_policy
-        self.max_attempts = max_attempts
-        self.short_side = short_side
-        self.crop = crop
-        self.crop_scale = crop_scale
-        self.flip = flip
-        self.layout = layout
-        self.spatial_views = int(spatial_views)
-        self.stack_views = stack_views
-        self._crop_hw = crop_hw
-        self._fused = _takes_geometry(source)
+        check_video_list(self.videos, videos, train=train, num_classes=self.num_classes)
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0
-
-        # one slot per (video, offset): a rawframes list may cut several videos from one folder
-        keys = sorted({(e.video_id, e.offset) for e in self.videos})
-        slot_of = {key: k for k, key in enumerate(keys)}
-        ids = [vid for vid, _ in keys]
-        self._ids = ids
-        self._slot = [slot_of[(e.video_id, e.offset)] for e in self.videos]
+        self._counts = SharedCounts(self.videos)
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
-        self._learned = torch.full((len(ids),), _UNKNOWN, dtype=torch.int64).share_memory_()
-        self._broken = torch.zeros(len(ids), dtype=torch.bool).share_memory_()
 
     # ---------------------------------------------------------------- public state
 
@@ -336,30 +278,24 @@ class ClipDataset(Dataset):
     @property
     def learned_frames(self) -> dict[str, int]:
         """Frame counts learned from reads so far, by video id, in any process."""
-        return {
-            vid: int(n) for vid, n in zip(self._ids, self._learned.tolist(), strict=True) if n >= 0
-        }
+        return self._counts.learned_frames()
 
     @property
     def broken_videos(self) -> list[str]:
         """Videos found broken and skipped so far (on_error="skip"), in any process."""
-        return [vid for vid, bad in zip(self._ids, self._broken.tolist(), strict=True) if bad]
+        return self._counts.broken_videos()
 
     # ---------------------------------------------------------------- items
 
     def __getitem__(self, index: int) -> Item:
-        i = operator.index(index)
-        if i < 0:
-            i += len(self)
-        if not 0 <= i < len(self):
-            raise IndexError(f"index ({index}) must be in [0, {len(self)})")
+        i = self._index(index)
         v = i // self.items_per_video
         if self.on_error == "skip":
             return self._item_or_skip(i, v)
         try:
             return self._item(i, v, attempt=0)
         except VidloadError as e:
-            ctx = _in_context(e, self.videos[v].video_id, i)
+            ctx = _items.in_context(e, self.videos[v].video_id, i)
             if ctx is e:
                 raise
             raise ctx from e
@@ -381,34 +317,33 @@ class ClipDataset(Dataset):
             LookupError: the frame count is not known without decoding (no learned, listed
                 or reported count).
         """
+        i = self._index(index)
+        v, attempt = i // self.items_per_video, 0
+        if self.on_error == "skip":
+            n = len(self.videos)
+            alive = [s for s in range(n) if not self._counts.is_broken((v + s) % n)]
+            if not alive:
+                return []
+            v, attempt = (v + alive[0]) % n, alive[0]
+        entry = self.videos[v]
+        count = self._counts.known(self.source, entry, v)
+        plans = []
+        for j, c, _ in self._clips_of(i):
+            indices, _ = self._sample(count, c, self._key(j, attempt), i, [], entry)
+            plans.append((entry.video_id, np.asarray(indices, np.int64) + entry.offset))
+        return plans
+
+    def _index(self, index: int) -> int:
         i = operator.index(index)
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
             raise IndexError(f"index ({index}) must be in [0, {len(self)})")
-        v, attempt = i // self.items_per_video, 0
-        if self.on_error == "skip":
-            n = len(self.videos)
-            alive = [s for s in range(n) if not self._broken[self._slot[(v + s) % n]]]
-            if not alive:
-                return []
-            v, attempt = (v + alive[0]) % n, alive[0]
-        entry = self.videos[v]
-        learned = int(self._learned[self._slot[v]])
-        if learned != _UNKNOWN:
-            count = learned
-        elif entry.known_frames is not None:
-            count = entry.known_frames
-        else:
-            count = (self.source.reported_frames(entry.video_id) or 0) - entry.offset
-            if count <= 0:
-                raise LookupError(f"{entry.video_id}: frame count unknown without decoding")
-        plans = []
-        for j, c, _ in self._clips_of(i):
-            key = [self.seed, self.epoch, j] + ([attempt] if attempt else [])
-            indices, _ = self._sample(count, c, key, entry.video_id, i, [], entry)
-            plans.append((entry.video_id, np.asarray(indices, np.int64) + entry.offset))
-        return plans
+        return i
+
+    def _key(self, j: int, attempt: int) -> list[int]:
+        """The random stream of clip j: (seed, epoch, j), and the attempt after a skip."""
+        return [self.seed, self.epoch, j] + ([attempt] if attempt else [])
 
     def _item_or_skip(self, i: int, v: int) -> Item:
         n = len(self.videos)
@@ -416,7 +351,7 @@ class ClipDataset(Dataset):
         last: VidloadError | None = None
         for step in range(n):
             w = (v + step) % n
-            if self._broken[self._slot[w]]:
+            if self._counts.is_broken(w):
                 self.num_skipped += 1
                 continue
             try:
@@ -425,7 +360,7 @@ class ClipDataset(Dataset):
                 if isinstance(e, FrameCountError) and self.on_mismatch == "error":
                     raise
                 vid = self.videos[w].video_id
-                self._broken[self._slot[w]] = True
+                self._counts.mark_broken(w)
                 self.num_skipped += 1
                 failures += 1
                 last = e
@@ -459,184 +394,46 @@ class ClipDataset(Dataset):
 
     def _item(self, i: int, v: int, attempt: int) -> Item:
         entry = self.videos[v]
-        clips = []
-        read: list[tuple[int, int, np.ndarray]] = []  # (clip index, view, source indices)
+        clips: list[object] = []
+        read: list[_items.ClipRecord] = []
         for j, c, views in self._clips_of(i):
-            key = [self.seed, self.epoch, j] + ([attempt] if attempt else [])
-            frames_per_view, indices = self._read_clip(entry, self._slot[v], c, key, i, views)
-            for view, frames in zip(views, frames_per_view, strict=True):
-                clip = self._to_tensor(frames)
-                if self.transform is not None:
-                    clip = _seeded_call(self.transform, clip, key)
-                clips.append(clip)
-                read.append((c, view, indices + entry.offset))
-        label = self._label(entry)
-        if not self.stack_views:
-            if self.return_info:
-                return clips[0], label, self._info(entry.video_id, read, stacked=False)
-            return clips[0], label
-        try:
-            if self.return_info:
-                info = self._info(entry.video_id, read, stacked=True)
-                return torch.stack(clips), label, info
-            return torch.stack(clips), label
-        except (TypeError, RuntimeError) as e:
-            raise TypeError(
-                f"stack_views=True needs every clip (after transform) to be a tensor of one "
-                f"shape; video {entry.video_id!r} gave "
-                f"{[tuple(getattr(x, 'shape', ())) or type(x).__name__ for x in clips]}"
-            ) from e
-
-    def _info(
-        self, vid: str, read: list[tuple[int, int, np.ndarray]], *, stacked: bool
-    ) -> dict[str, object]:
-        """What an item holds, as types the default collate batches: video_id (str), indices
-        (int64 (T,) source frame indices), timestamps (float64 (T,) seconds; NaN when the
-        source has no `timestamps`), clip and view (int). Stacked items give (V, T) arrays
-        and (V,) clip/view tensors."""
-        times = getattr(self.source, "timestamps", None)
-        ts = np.asarray(times(vid), np.float64) if times is not None else None
-        rows = []
-        for c, view, idx in read:
-            times_s = ts[idx] if ts is not None else np.full(len(idx), np.nan)
-            rows.append(
-                (c, view, torch.from_numpy(idx.astype(np.int64)), torch.from_numpy(times_s))
+            key = self._key(j, attempt)
+            frames_per_view, indices = self._counts.read(
+                self.source,
+                entry,
+                v,
+                functools.partial(self._read_clip, entry, c, key, i, views),
+                strict=self.on_mismatch == "error",
             )
-        if not stacked:
-            clip_n, view_n, indices_t, times_t = rows[0]
-            return {
-                "video_id": vid,
-                "indices": indices_t,
-                "timestamps": times_t,
-                "clip": clip_n,
-                "view": view_n,
-            }
-        return {
-            "video_id": vid,
-            "indices": torch.stack([r[2] for r in rows]),
-            "timestamps": torch.stack([r[3] for r in rows]),
-            "clip": torch.tensor([r[0] for r in rows]),
-            "view": torch.tensor([r[1] for r in rows]),
-        }
+            for view, frames in zip(views, frames_per_view, strict=True):
+                clip = _items.to_tensor(frames, self.layout)
+                clips.append(
+                    clip
+                    if self.transform is None
+                    else _items.seeded_call(self.transform, clip, key)
+                )
+                read.append((c, view, indices + entry.offset))
+        label = _items.label_of(entry, self.num_classes)
+        vid = entry.video_id
+        out = clips[0] if not self.stack_views else _items.stack(clips, vid)
+        if self.return_info:
+            return out, label, _items.info(self.source, vid, read, stacked=self.stack_views)
+        return out, label
 
-    def _label(self, entry: VideoEntry) -> int | torch.Tensor:
-        """The int label, or with multi_label a float32 (num_classes,) multi-hot vector (all
-        zeros for an unlabelled video)."""
-        if not self.multi_label:
-            return entry.label
-        assert self.num_classes is not None  # __init__: multi_label needs num_classes
-        hot = torch.zeros(self.num_classes, dtype=torch.float32)
-        labels = [k for k in (entry.labels or (entry.label,)) if k != UNLABELLED]
-        hot[labels] = 1.0
-        return hot
-
-    def _to_tensor(self, frames: np.ndarray) -> torch.Tensor:
-        """uint8 (k, H, W, 3) -> contiguous uint8 (k, 3, H, W) or (3, k, H, W) tensor.
-
-        Each frame's channels are split by `cv2.split` straight into their planes of the
-        output: 55 us for 8 frames of 320x240, against 434 us for numpy's transposing copy
-        (`np.array(frames.transpose(...), order="C")`, ~18% of a clip's decode) and 482 us for
-        torch's permute().contiguous() (one thread; more threads double the CPU per clip).
-        """
-        k, h, w, _ = frames.shape
-        if self.layout == "TCHW":
-            out = np.empty((k, 3, h, w), np.uint8)
-            planes = [[out[j, 0], out[j, 1], out[j, 2]] for j in range(k)]
-        else:
-            out = np.empty((3, k, h, w), np.uint8)
-            planes = [[out[0, j], out[1, j], out[2, j]] for j in range(k)]
-        if out.size:
-            frames = np.ascontiguousarray(frames)
-            for j in range(k):
-                cv2.split(frames[j], planes[j])
-        return torch.from_numpy(out)
+    # ---------------------------------------------------------------- one clip
 
     def _read_clip(
-        self, entry: VideoEntry, slot: int, c: int, key: list[int], i: int, views: list[int]
+        self, entry: VideoEntry, c: int, key: list[int], i: int, views: list[int], count: int
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """uint8 (k, H, W, 3) frames of one clip, one array per view in `views`.
-
-        Sample from the best known count; on FrameCountError learn the real count and resample
-        once, from the same (seed, epoch, clip) stream."""
-        vid = entry.video_id
-        count, origin = self._best_count(entry, slot)
-        try:
-            sampled = self._sample(count, c, key, vid, i, views, entry)
-            return self._read(vid, *sampled, entry.offset)
-        except FrameCountError as e:
-            actual = e.actual if e.actual is not None else self.source.actual_frames(vid)
-            actual -= entry.offset  # frames from the entry's start
-            if self.on_mismatch == "error":
-                raise FrameCountError(
-                    vid,
-                    count,
-                    actual,
-                    e.index,
-                    message=f"{vid}: clip sampled from {count} frames ({origin}) but only "
-                    f"{actual} frames exist (on_mismatch='error')",
-                ) from e
-            if actual >= count:
-                raise FrameCountError(
-                    vid,
-                    count,
-                    actual,
-                    e.index,
-                    message=f"{vid}: {type(self.source).__name__} raised FrameCountError for "
-                    f"frame {e.index} although it says {actual} frames exist",
-                ) from e
-            self._learn(slot, actual, warn=f"{vid}: {count} frames {origin},")
-        try:
-            sampled = self._sample(actual, c, key, vid, i, views, entry)
-            return self._read(vid, *sampled, entry.offset)
-        except FrameCountError as e:
-            raise FrameCountError(
-                vid,
-                count,
-                e.actual,
-                e.index,
-                message=f"{vid}: frame {e.index} is still out of range after resampling "
-                f"within the {actual} frames the source reported: {e}",
-            ) from e
-
-    def _best_count(self, entry: VideoEntry, slot: int) -> tuple[int, str]:
-        learned = int(self._learned[slot])
-        if learned != _UNKNOWN:
-            count, origin = learned, "learned from an earlier read"
-        elif entry.known_frames is not None:
-            count, origin = entry.known_frames, "from the video list"
-        else:
-            reported = self.source.reported_frames(entry.video_id)
-            if reported:
-                count, origin = reported - entry.offset, "reported by the source"
-            else:
-                count = self.source.actual_frames(entry.video_id) - entry.offset
-                origin = "counted by decoding"
-                self._learn(slot, count, warn=None)
-        if count <= 0:
-            raise VideoReadError(entry.video_id, f"no frames to sample (0 frames {origin})")
-        return count, origin
-
-    def _learn(self, slot: int, actual: int, warn: str | None) -> None:
-        """Publish `actual` to every worker; warn unless some process already learned it."""
-        if actual <= 0:
-            raise VideoReadError(self._ids[slot], "no frames decode")
-        if int(self._learned[slot]) == actual:
-            return
-        self._learned[slot] = actual
-        if warn is not None:
-            warnings.warn(
-                f"{warn} but only {actual} frames decode; sampling within {actual} from now on "
-                f"(warned once per video)",
-                FrameCountWarning,
-                stacklevel=5,
-            )
+        """Clip c of the entry sampled from `count` frames (stream `key`) and read: uint8
+        (k, H, W, 3) frames per view in `views`, and the indices from the entry's start."""
+        return self._read(entry, *self._sample(count, c, key, i, views, entry))
 
     def _sample(
         self,
         count: int,
         c: int,
         key: list[int],
-        vid: str,
         i: int,
         views: list[int],
         entry: VideoEntry,
@@ -645,6 +442,7 @@ class ClipDataset(Dataset):
         view), from one rng. With fps / clip_seconds the indices come from the frames'
         timestamps (`vidload.sampling.resampled_indices` / `window_indices`)."""
         rng = np.random.default_rng(key)
+        vid = entry.video_id
         try:
             if self.fps is None and self.clip_seconds is None:
                 indices = self._sample_frames(count, c, rng)
@@ -708,20 +506,21 @@ class ClipDataset(Dataset):
         return ts
 
     def _read(
-        self, vid: str, indices: np.ndarray, plans: list[ClipGeometry | None], offset: int = 0
+        self, entry: VideoEntry, indices: np.ndarray, plans: list[ClipGeometry | None]
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """Read the frames once per clip: fused with the geometry when there is one plan and
         the source takes it; otherwise full frames, then `apply_geometry` per view. `indices`
-        count from the entry's start, `offset` frames into the source's video."""
+        count from the entry's start, `entry.offset` frames into the source's video."""
+        vid = entry.video_id
         geometry = plans[0] if len(plans) == 1 and self._fused else None
-        wanted = indices + offset if offset else indices
+        wanted = indices + entry.offset if entry.offset else indices
         if geometry is not None:
-            # FrameSource.read has no geometry; _takes_geometry found this source's read takes it
+            # FrameSource.read has no geometry; takes_geometry found this source's read takes it
             fused_read: Callable[..., np.ndarray] = self.source.read
             frames = fused_read(vid, wanted, geometry=geometry)
         else:
             frames = self.source.read(vid, wanted)
-        self._check_frames(vid, indices, frames)
+        frames = _items.check_frames(self.source, vid, len(indices), frames)
         if geometry is not None:
             clips = [frames]
         else:
@@ -735,87 +534,3 @@ class ClipDataset(Dataset):
                         f"{self._crop_hw[0]}x{self._crop_hw[1]}"
                     )
         return clips, indices
-
-    def _check_frames(self, vid: str, indices: np.ndarray, frames: object) -> None:
-        if (
-            not isinstance(frames, np.ndarray)
-            or frames.dtype != np.uint8
-            or frames.ndim != 4
-            or frames.shape[0] != len(indices)
-            or frames.shape[3] != 3
-        ):
-            got = (
-                f"{frames.dtype} {frames.shape}"
-                if isinstance(frames, np.ndarray)
-                else type(frames).__name__
-            )
-            raise TypeError(
-                f"{type(self.source).__name__}.read({vid!r}, ...) returned {got}; "
-                f"expected uint8 ({len(indices)}, H, W, 3)"
-            )
-
-
-def _takes_geometry(source: FrameSource) -> bool:
-    """Whether `source.read` accepts a `geometry` keyword (the fused decode path)."""
-    try:
-        params = inspect.signature(source.read).parameters
-    except (TypeError, ValueError):
-        return False
-    return "geometry" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )
-
-
-def _seeded_call(transform: Callable[[torch.Tensor], object], clip: torch.Tensor, key: list[int]):
-    """`transform(clip)` with torch's CPU generator forked and seeded from the item's key.
-
-    torchvision v2 and kornia random transforms draw from torch's global generator, whose state
-    in a DataLoader worker depends on the worker and on the items it loaded before; seeding it
-    per item makes the transform's draws a function of (seed, epoch, index), like the frame
-    indices. `fork_rng` restores the caller's generator afterwards, so a loop over the dataset
-    in the main process (0 workers) leaves the training script's RNG where it was. Only the CPU
-    generator is forked and seeded (CUDA cannot be used in forked DataLoader workers anyway);
-    Python's `random` and numpy's global state are not touched. The seed comes from the key's
-    own stream (spawn_key 2), apart from the sampling rng and the loader's shuffle (1).
-    """
-    seq = np.random.SeedSequence(key, spawn_key=(2,))
-    with torch.random.fork_rng(devices=[]):
-        torch.default_generator.manual_seed(int(seq.generate_state(1, np.uint64)[0]))
-        return transform(clip)
-
-
-def _check_classes(entries: Sequence[VideoEntry], num_classes: int) -> None:
-    for e in entries:
-        for k in e.labels or (e.label,):
-            if not (k == UNLABELLED or 0 <= k < num_classes):
-                raise ValueError(
-                    f"video {e.video_id!r} has label {k}, outside [0, num_classes={num_classes})"
-                )
-
-
-def _check_labelled(entries: Sequence[VideoEntry], videos: object) -> None:
-    """Training needs labels: refuse a video list where every label is unknown (-1), which
-    would otherwise fail much later inside the loss ("Target -1 is out of bounds")."""
-    if any(e.label != UNLABELLED for e in entries):
-        return
-    where = str(videos) if isinstance(videos, (str, os.PathLike)) else "videos"
-    raise ValueError(
-        f"{where}: all {len(entries)} videos are unlabelled (label -1), so train=True has "
-        f"nothing to learn. Label them: convert or probe --write a class-folder tree "
-        f"(class_name/video.mp4 -> labels by sorted folder name, classes.txt beside the "
-        f"manifest), pass --labels FILE to fix the mapping, or use an annotation list with "
-        f"labels; use train=False for unlabelled inference"
-    )
-
-
-def _in_context(e: VidloadError, vid: str, i: int) -> VidloadError:
-    """`e` with the video id and item in its message (a new error of the same kind), or `e`
-    itself when its message already names the video."""
-    where = f"video {vid!r}, ClipDataset item {i}"
-    if isinstance(e, VideoReadError):
-        return VideoReadError(e.path, f"{e.reason} ({where})", e.index)
-    if vid in str(e):
-        return e
-    if isinstance(e, FrameCountError):
-        return FrameCountError(e.video_id, e.reported, e.actual, e.index, f"{e} ({where})")
-    return VidloadError(f"{where}: {e}")
