@@ -442,6 +442,15 @@ def test_numpy_ints_are_ints_and_bools_are_not():
         ClipDataset(VIDEOS, FakeSource(COUNTS), fps=True)
 
 
+def test_the_checked_options_are_the_annotated_attributes():
+    """ClipDataset stores what vidload._clip_options.check_options returns: exactly the
+    attributes the class annotates (so type checkers see every one), checked and normalised."""
+    ds = ClipDataset(VIDEOS, FakeSource(COUNTS), num_frames=np.int64(3), fps=25, crop=4, seed=0)
+    state = {"videos", "num_skipped", "_counts", "_epoch"}
+    assert set(vars(ds)) - state == set(ClipDataset.__annotations__)
+    assert ds.num_frames == 3 and type(ds.fps) is float and ds._geometry.crop == (4, 4)
+
+
 def test_set_epoch_errors():
     ds = ClipDataset(VIDEOS, FakeSource(COUNTS))
     with pytest.raises(ValueError, match=r"epoch \(-1\) must be >= 0"):

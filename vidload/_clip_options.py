@@ -59,9 +59,9 @@ def check_options(
     return_info: object,
 ) -> dict[str, Any]:
     """ClipDataset's options, checked, by attribute name (see ClipDataset for their meaning),
-    plus `_crop_hw` (the output crop (h, w) or None) and `_fused` (whether `source.read` takes
-    a `geometry`). `seed=None` draws a seed: under torch.distributed a collective, so it comes
-    last, after every check that may raise.
+    plus `_geometry` (the checked geometry options, which plan each clip's geometry) and
+    `_fused` (whether `source.read` takes a `geometry`). `seed=None` draws a seed: under
+    torch.distributed a collective, so it comes last, after every check that may raise.
 
     Raises:
         TypeError, ValueError: an option of the wrong type or value, or options that do not go
@@ -93,7 +93,7 @@ def check_options(
     check_choice("layout", layout, get_args(Layout))
     check_bool("stack_views", stack_views)
     spatial_views = check_int("spatial_views", spatial_views, minimum=1)
-    _, crop_hw, _ = check_geometry(
+    geometry = check_geometry(
         short_side=short_side,
         crop=crop,
         crop_scale=crop_scale,
@@ -144,7 +144,7 @@ def check_options(
         "fps": fps,
         "clip_seconds": clip_seconds,
         "return_info": return_info,
-        "_crop_hw": crop_hw,
+        "_geometry": geometry,
         "_fused": takes_geometry(source),
     }
 

@@ -1,7 +1,8 @@
-"""ClipDataset's item assembly: frames to tensors, the transform's seeded call, labels, info.
+"""ClipDataset's item assembly: a clip's views read, frames to tensors, the transform's seeded
+call, labels, info, stacking.
 
-Everything here turns what a source returned into what the default collate batches; nothing
-here samples or reads.
+Everything here turns what a source returns into what the default collate batches; nothing
+here samples.
 """
 
 from __future__ import annotations
@@ -14,9 +15,44 @@ import torch
 from vidload._cv2 import cv2
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry
+from vidload.sources.base import FrameSource
+from vidload.transforms import ClipGeometry, apply_geometry
 
 #: (clip index within its video, spatial view, int64 (T,) source frame indices) of one clip.
 ClipRecord = tuple[int, int, np.ndarray]
+
+
+def read_views(
+    source: FrameSource,
+    vid: str,
+    indices: np.ndarray,
+    plans: Sequence[ClipGeometry | None],
+    *,
+    fused: bool,
+    crop: tuple[int, int] | None,
+) -> list[np.ndarray]:
+    """uint8 (k, H, W, 3) frames `indices` of `vid`, one array per plan (spatial view).
+
+    The frames are read once: fused with the geometry when there is one plan and the source's
+    `read` takes a `geometry` (`fused`); otherwise full frames, then `apply_geometry` per plan.
+    With a `crop`, every view must come out at that size (TypeError naming the source else).
+    """
+    geometry = plans[0] if len(plans) == 1 and fused else None
+    if geometry is not None:
+        # FrameSource.read has no geometry; takes_geometry found this source's read takes it
+        fused_read: Callable[..., np.ndarray] = source.read
+        frames = fused_read(vid, indices, geometry=geometry)
+    else:
+        frames = source.read(vid, indices)
+    frames = check_frames(source, vid, len(indices), frames)
+    views = [frames] if geometry is not None else [apply_geometry(frames, p) for p in plans]
+    for view in views:
+        if crop is not None and view.shape[1:3] != crop:
+            raise TypeError(
+                f"{type(source).__name__}.read({vid!r}, ..., geometry=...) returned frames of "
+                f"{view.shape[1]}x{view.shape[2]}, not the crop {crop[0]}x{crop[1]}"
+            )
+    return views
 
 
 def check_frames(source: object, vid: str, num_indices: int, frames: object) -> np.ndarray:

@@ -36,7 +36,7 @@ from vidload.sampling import (
     window_indices,
 )
 from vidload.sources.base import FrameSource
-from vidload.transforms import ClipGeometry, apply_geometry, plan_geometry
+from vidload.transforms import ClipGeometry, GeometryOptions
 
 __all__ = ["ClipDataset", "FrameCountWarning", "Item", "SkippedVideoWarning"]
 
@@ -156,7 +156,7 @@ class ClipDataset(Dataset):
     fps: float | None
     clip_seconds: float | None
     return_info: bool
-    _crop_hw: tuple[int, int] | None  # the output crop (h, w)
+    _geometry: GeometryOptions  # plans each clip's geometry
     _fused: bool  # whether source.read takes a geometry
 
     def __init__(
@@ -464,20 +464,7 @@ class ClipDataset(Dataset):
                     indices = grid[self._sample_frames(len(grid), c, rng)]
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
-        plans = [
-            plan_geometry(
-                short_side=self.short_side,
-                crop=self.crop,
-                crop_scale=self.crop_scale,
-                flip=self.flip,
-                train=self.train,
-                rng=rng,
-                view=view,
-                num_views=self.spatial_views,
-            )
-            for view in views
-        ]
-        return indices, plans
+        return indices, [self._geometry.plan(rng, view) for view in views]
 
     def _sample_frames(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
         return sample_clip(
@@ -508,29 +495,10 @@ class ClipDataset(Dataset):
     def _read(
         self, entry: VideoEntry, indices: np.ndarray, plans: list[ClipGeometry | None]
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """Read the frames once per clip: fused with the geometry when there is one plan and
-        the source takes it; otherwise full frames, then `apply_geometry` per view. `indices`
-        count from the entry's start, `entry.offset` frames into the source's video."""
-        vid = entry.video_id
-        geometry = plans[0] if len(plans) == 1 and self._fused else None
+        """The clip's frames, one array per view (`_items.read_views`), and `indices` (from the
+        entry's start, `entry.offset` frames into the source's video)."""
         wanted = indices + entry.offset if entry.offset else indices
-        if geometry is not None:
-            # FrameSource.read has no geometry; takes_geometry found this source's read takes it
-            fused_read: Callable[..., np.ndarray] = self.source.read
-            frames = fused_read(vid, wanted, geometry=geometry)
-        else:
-            frames = self.source.read(vid, wanted)
-        frames = _items.check_frames(self.source, vid, len(indices), frames)
-        if geometry is not None:
-            clips = [frames]
-        else:
-            clips = [apply_geometry(frames, plan) for plan in plans]
-        if self._crop_hw is not None:
-            for clip in clips:
-                if clip.shape[1:3] != self._crop_hw:
-                    raise TypeError(
-                        f"{type(self.source).__name__}.read({vid!r}, ..., geometry=...) "
-                        f"returned frames of {clip.shape[1]}x{clip.shape[2]}, not the crop "
-                        f"{self._crop_hw[0]}x{self._crop_hw[1]}"
-                    )
-        return clips, indices
+        views = _items.read_views(
+            self.source, entry.video_id, wanted, plans, fused=self._fused, crop=self._geometry.crop
+        )
+        return views, indices

@@ -43,6 +43,7 @@ from vidload._cv2 import cv2
 __all__ = [
     "ASPECT_RANGE",
     "ClipGeometry",
+    "GeometryOptions",
     "Resolved",
     "apply_geometry",
     "check_geometry",
@@ -190,6 +191,58 @@ def _scale_range(value: object) -> tuple[float, float] | None:
     return a, b
 
 
+@dataclass(frozen=True)
+class GeometryOptions:
+    """Geometry options, checked once (`check_geometry`): what each clip's plan is drawn from.
+
+    Attributes:
+        short_side: (lo, hi) range of the short side S to scale to, or None (keep the size).
+        crop: (h, w) of the output crop, or None.
+        crop_scale: (a, b) area-fraction range of a random-resized crop, or None.
+        flip: horizontal flip with probability 0.5 (training only).
+        num_views: spatial views along the long side (test time); 1 otherwise.
+        train: random plans (True) or the deterministic test-time plan.
+    """
+
+    short_side: tuple[int, int] | None
+    crop: tuple[int, int] | None
+    crop_scale: tuple[float, float] | None
+    flip: bool
+    num_views: int
+    train: bool
+
+    def plan(self, rng: np.random.Generator | None, view: int = 0) -> ClipGeometry | None:
+        """Draw one clip's geometry from `rng`; None when no geometry was asked for.
+
+        When training, draws (in this order, only those that apply): S from the short_side
+        range, the area fraction and log-aspect of a random-resized crop, the crop position
+        (y, x), the flip. At test time nothing is drawn (`rng` may be None): S is the range's
+        low end, the crop is centred (or view `view` of `num_views` along the long side),
+        crop_scale and flip are not used.
+        """
+        short, crop_hw, scale = self.short_side, self.crop, self.crop_scale
+        if not 0 <= check_int("view", view) < self.num_views:
+            raise ValueError(f"view ({view}) must be in [0, {self.num_views})")
+        if short is None and crop_hw is None and not (self.flip and self.train):
+            return None
+        if not self.train:
+            s = None if short is None else short[0]
+            return ClipGeometry(s, crop_hw, None, None, (0.5, 0.5), False, view, self.num_views)
+        if not isinstance(rng, np.random.Generator):
+            raise TypeError(f"rng must be a np.random.Generator when train=True, got {rng!r}")
+        s = None if short is None else int(rng.integers(short[0], short[1] + 1))
+        area = aspect = None
+        pos = (0.5, 0.5)
+        if crop_hw is not None:
+            if scale is not None:
+                area = float(rng.uniform(scale[0], scale[1]))
+                lo, hi = math.log(ASPECT_RANGE[0]), math.log(ASPECT_RANGE[1])
+                aspect = math.exp(float(rng.uniform(lo, hi)))
+            pos = (float(rng.random()), float(rng.random()))
+        do_flip = self.flip and bool(rng.random() < 0.5)
+        return ClipGeometry(s, crop_hw, area, aspect, pos, do_flip)
+
+
 def check_geometry(
     *,
     short_side: ShortSide | None,
@@ -198,8 +251,8 @@ def check_geometry(
     flip: bool,
     num_views: int = 1,
     train: bool = True,
-) -> tuple[tuple[int, int] | None, tuple[int, int] | None, tuple[float, float] | None]:
-    """Check the geometry options; return (short_side range, crop (h, w), crop_scale).
+) -> GeometryOptions:
+    """The geometry options, checked (see the module docstring for their meaning).
 
     Raises:
         TypeError, ValueError: a value of the wrong type, or options that do not go together
@@ -208,8 +261,15 @@ def check_geometry(
     short = _short_side_range(short_side)
     crop_hw = _pair("crop", crop)
     scale = _scale_range(crop_scale)
-    check_bool("flip", flip)
     num_views = check_int("spatial_views", num_views, minimum=1)
+    options = GeometryOptions(
+        short,
+        crop_hw,
+        scale,
+        check_bool("flip", flip),
+        num_views,
+        check_bool("train", train),
+    )
     if scale is not None and crop_hw is None:
         raise ValueError(
             f"crop_scale ({crop_scale!r}) needs crop: the random box is resized to the crop size"
@@ -223,7 +283,7 @@ def check_geometry(
             f"spatial_views ({num_views}) > 1 is for testing (train=False): training crops "
             "are drawn at random"
         )
-    return short, crop_hw, scale
+    return options
 
 
 def plan_geometry(
@@ -233,18 +293,13 @@ def plan_geometry(
     crop_scale: tuple[float, float] | None = None,
     flip: bool = False,
     train: bool,
-    rng: np.random.Generator,
+    rng: np.random.Generator | None,
     view: int = 0,
     num_views: int = 1,
 ) -> ClipGeometry | None:
-    """Draw one clip's geometry from `rng`; None when no geometry was asked for.
-
-    When training, draws (in this order, only those that apply): S from the short_side range,
-    the area fraction and log-aspect of a random-resized crop, the crop position (y, x), the
-    flip. At test time nothing is drawn: S is the range's low end, the crop is centred (or view
-    `view` of `num_views` along the long side), crop_scale and flip are not used.
-    """
-    short, crop_hw, scale = check_geometry(
+    """One clip's geometry: `check_geometry(...).plan(rng, view)` (see `GeometryOptions.plan`).
+    For many clips, check once and call `plan` per clip, as ClipDataset does."""
+    options = check_geometry(
         short_side=short_side,
         crop=crop,
         crop_scale=crop_scale,
@@ -252,24 +307,7 @@ def plan_geometry(
         num_views=num_views,
         train=train,
     )
-    if not 0 <= view < num_views:
-        raise ValueError(f"view ({view}) must be in [0, {num_views})")
-    if short is None and crop_hw is None and not (flip and train):
-        return None
-    if not train:
-        s = None if short is None else short[0]
-        return ClipGeometry(s, crop_hw, None, None, (0.5, 0.5), False, view, num_views)
-    s = None if short is None else int(rng.integers(short[0], short[1] + 1))
-    area = aspect = None
-    pos = (0.5, 0.5)
-    if crop_hw is not None:
-        if scale is not None:
-            area = float(rng.uniform(scale[0], scale[1]))
-            lo, hi = math.log(ASPECT_RANGE[0]), math.log(ASPECT_RANGE[1])
-            aspect = math.exp(float(rng.uniform(lo, hi)))
-        pos = (float(rng.random()), float(rng.random()))
-    do_flip = bool(flip) and bool(rng.random() < 0.5)
-    return ClipGeometry(s, crop_hw, area, aspect, pos, do_flip)
+    return options.plan(rng, view)
 
 
 def resize_into(
