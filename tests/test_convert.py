@@ -478,6 +478,15 @@ def test_ids_differing_only_in_extension_keep_it_in_the_container_name(tmp_path,
         assert source.actual_frames(vid) == n
         assert [frame_number(f) for f in source.read(vid, [n - 1, 0])] == [n - 1, 0]
     assert convert(tmp_path / "in", out, to=to, workers=1, progress=False).converted == ()
+    # an annotation list naming the videos finds the same containers (as the sources do)
+    listed = tmp_path / "list.txt"
+    listed.write_text("x.mp4 0\nx.mkv 1\ny.mp4 2\n")
+    rows = probe(listed, root=out, workers=1, progress=False)
+    assert [(r.video_id, r.label, r.status, r.actual_frames) for r in rows] == [
+        ("x.mp4", 0, "ok", 3),
+        ("x.mkv", 1, "ok", 5),
+        ("y.mp4", 2, "ok", 4),
+    ]
 
 
 def test_find_inputs_skips_hidden_and_other_files(dataset, tmp_path):

@@ -19,7 +19,9 @@ from vidload._checks import check_choice
 from vidload._layout import (
     CONTAINER_SUFFIX,
     FIRST_FRAME_NAME,
+    STORAGES,
     Storage,
+    container_path,
     output_container_path,
 )
 from vidload.errors import UsageError
@@ -215,9 +217,9 @@ def _file_kind(name: str) -> InputKind | None:
     suffix = os.path.splitext(name)[1].lower()
     if suffix in VIDEO_EXTENSIONS:
         return "video"
-    if suffix == ".h5":
+    if suffix == CONTAINER_SUFFIX["hdf5"]:
         return "hdf5"
-    if suffix == ".npy":
+    if suffix == CONTAINER_SUFFIX["npy"]:
         return "npy"
     return None
 
@@ -239,14 +241,12 @@ def _list_item(
         if kind != "video":  # a container named directly: its id has no suffix
             vid = vid[: -len(path.suffix)]
     else:
-        stem = base / strip_video_ext(vid)
+        # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
+        # id shared its stem with another input's), as the sources find them
+        named = [(k, container_path(base, vid, CONTAINER_SUFFIX[k])) for k in STORAGES]
         found = [
             (k, p)
-            for k, p in (
-                ("jpeg", stem),
-                ("hdf5", stem.with_name(stem.name + ".h5")),
-                ("npy", stem.with_name(stem.name + ".npy")),
-            )
+            for k, p in named
             if k in kinds and (p / FIRST_FRAME_NAME if k == "jpeg" else p).is_file()
         ]
         if len(found) > 1:
