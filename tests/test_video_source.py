@@ -22,7 +22,7 @@ from media import (
 )
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources import _video_index
+from vidload.sources import _video_file, _video_index, _video_seek
 from vidload.sources import video as video_module
 from vidload.sources.video import VideoInfo, VideoSource
 
@@ -208,7 +208,8 @@ def test_read_decodes_only_the_stretch_it_needs(hard_video_dir, references, monk
             decoded.append(frame.pts)
             yield frame
 
-    monkeypatch.setattr(video_module, "decode_packets", counting)
+    for module in (video_module, _video_seek):  # sequential decodes, seek-and-decode
+        monkeypatch.setattr(module, "decode_packets", counting)
     vid = "h264_bframes_long_gop.mp4"  # 90 frames, keyframes at 0 and 60
     src = VideoSource(hard_video_dir)
     src.read(vid, [0])
@@ -389,7 +390,7 @@ def test_files_inherited_through_a_fork_are_kept_not_closed(hard_video_dir, refe
     for handle in parent_handles:
         handle.pid = -1  # as if opened by the process this one was forked from
     _as_if_forked(src)
-    parked = video_module._Handle.inherited
+    parked = _video_file.VideoHandle.inherited
     n_parked = len(parked)
     try:
         assert_frames(src.read(vid, [5, 1]), references[vid], [5, 1], vid)

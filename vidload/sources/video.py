@@ -30,34 +30,16 @@ whatever `threads`:
   errors reported late). At an error it carries on from a single-threaded decode of the file,
   so the frames and the count are those of the single-threaded decode.
 
-Open files and forks. A decoder opened with threads (`threads` 0 or > 1) must never be freed in
-a forked child: its worker threads exist only in the parent, and `avcodec_free_context` in the
-child waits forever for them (`pthread_cond_destroy`): a DataLoader worker would hang. Two
-rules keep every decoder freed in the process that opened it:
-
-* In the opening process a file is closed explicitly (`_Handle.close`) whenever it is dropped:
-  evicted from the cache, replaced, closed by `VideoSource.close`, or left behind by a source
-  that is garbage collected (`_Handle.__del__`). An unclosed PyAV container is cyclic garbage
-  (container <-> stream) that only the garbage collector frees, perhaps in a child forked later;
-  a closed one is freed at once, its threads joined, before any fork.
-* In any other process (a fork child) a handle inherited from the parent is never freed nor
-  used: dropping it moves it to `_Handle.inherited`, a list never cleared. This is a
-  deliberate, bounded leak: at most `cache_size` handles per source (memory and file
-  descriptors of the child, no I/O). The child opens files of its own.
-
-Handles are not closed before a fork (`os.register_at_fork`): another thread may be reading
-through them. Frames are converted to RGB on one thread (`_rgb`), so no swscale threads
-outlive a conversion either.
+The pieces: `_video_file` (an open file, and why a decoder is never freed in a forked child),
+`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_rgb` (pixels).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Generator, Iterator, Sequence
-from dataclasses import dataclass, field
-from itertools import chain
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import ClassVar, Literal, get_args
+from typing import Literal, get_args
 
 import av
 import av.error
@@ -67,16 +49,17 @@ from vidload._checks import check_choice, check_int, check_optional_int
 from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
-from vidload.sources._orientation import IDENTITY, Orientation, frame_orientation
+from vidload.sources._orientation import Orientation
+from vidload.sources._video_file import VideoHandle, VideoInfo, open_video, video_info
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     IndexRecorder,
     decode_packets,
-    frame_key,
     index_from_packets,
-    packet_key,
 )
+from vidload.sources._video_rgb import converter, orientation_of
+from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
     as_index_array,
     check_in_range,
@@ -92,88 +75,8 @@ __all__ = ["VideoInfo", "VideoSource"]
 
 #: Frame indexes kept per process (int64 arrays, ~24 bytes a frame: ~7 KB for 300 frames).
 _INDEX_CACHE_SIZE = 4096
-#: Seek attempts per stretch before decoding from a freshly opened file instead.
-_MAX_SEEK_TRIES = 4
-#: Containers that store each packet's pts. Elsewhere (AVI, elementary streams) pts are
-#: guessed, frames may come out of the decoder in another order than the guessed pts (packed
-#: B-frames, open GOPs), and only an index from a full decode is trusted.
-_PTS_CONTAINERS = frozenset({"mov", "matroska", "mpegts"})
-#: Decoders that honour skip_frame=NONREF frame by frame (libdav1d reads it once, at open).
-_SKIP_NONREF_CODECS = frozenset({"h264", "hevc", "vp8", "vp9", "mpeg4", "mpeg1video", "mpeg2video"})
 #: A file version in the per-process caches: (path, (st_mtime_ns, st_size)).
 FileKey = tuple[str, tuple[int, int]]
-
-
-@dataclass(frozen=True)
-class VideoInfo:
-    """What a video's header says about the chosen stream (nothing is decoded).
-
-    Attributes:
-        reported_frames: frame count from the header (see `VideoSource.reported_frames`).
-        fps: average frame rate, None when the header has none.
-        width, height: coded frame size in pixels.
-        codec: decoder name, e.g. "h264".
-        stream_index: index of the chosen stream among the file's video streams.
-        duration_s: stream (else container) duration in seconds, None when unknown.
-    """
-
-    reported_frames: int | None
-    fps: float | None
-    width: int
-    height: int
-    codec: str
-    stream_index: int
-    duration_s: float | None
-
-
-class _Mismatch(Exception):
-    """Decoding after a seek did not reproduce the index (internal; triggers a fallback)."""
-
-
-@dataclass(eq=False)
-class _Handle:
-    """One open file: the container, the chosen stream and the file's (mtime, size).
-
-    Closed in the process that opened it (`pid`), kept forever in any other (see the module
-    docstring): `close` runs however the handle is dropped, garbage collection included.
-    """
-
-    container: av.container.InputContainer
-    stream: av.VideoStream
-    stat: tuple[int, int]
-    at_start: bool = True  # nothing demuxed yet
-    pid: int = field(default_factory=os.getpid)
-    closed: bool = False
-
-    #: Handles inherited through a fork and dropped in the child: never freed (a decoder with
-    #: threads cannot be freed outside the process that opened it).
-    inherited: ClassVar[list[_Handle]] = []
-    # bound here so that __del__ still finds them while the interpreter shuts down
-    _getpid: ClassVar = staticmethod(os.getpid)
-
-    @property
-    def stores_pts(self) -> bool:
-        """Whether the container stores real pts, so that a packet scan may stand in for a
-        full decode (frame i = the packet with the i-th smallest pts)."""
-        return self.container.format.name.split(",")[0] in _PTS_CONTAINERS
-
-    @property
-    def can_skip_nonref(self) -> bool:
-        return self.stream.codec_context.name in _SKIP_NONREF_CODECS
-
-    def close(self) -> None:
-        """Close the file (its decoder threads are joined); in a process other than the one
-        that opened it, keep it in `_Handle.inherited` instead, untouched."""
-        if self.closed:
-            return
-        self.closed = True
-        if self._getpid() == self.pid:
-            self.container.close()  # breaks the container <-> stream cycle: freed right away
-        else:
-            self.inherited.append(self)
-
-    def __del__(self) -> None:
-        self.close()
 
 
 @shared_docs
@@ -233,10 +136,10 @@ class VideoSource:
 
     def _reset_caches(self) -> None:
         """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
-        `_Handle.close` parks the parent's handles, unused and unfreed: they share file offsets
+        `VideoHandle.close` parks the parent's handles, unused and unfreed: they share file offsets
         with the parent and their decoders' threads are not here)."""
-        self._handles: ProcessLRU[str, _Handle] = ProcessLRU(
-            self.cache_size, _Handle.close, inherited=_Handle.close
+        self._handles: ProcessLRU[str, VideoHandle] = ProcessLRU(
+            self.cache_size, VideoHandle.close, inherited=VideoHandle.close
         )
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
@@ -284,51 +187,12 @@ class VideoSource:
 
     def _open(
         self, path: Path, stat: tuple[int, int], *, threads: int | None = None, explode: bool
-    ) -> _Handle:
-        """Open `path` and pick its video stream; errors become VideoReadError.
-
-        `threads` defaults to the source's; `explode` makes every decode error stop decoding
-        (FFmpeg's err_detect=explode) instead of being concealed.
-        """
+    ) -> VideoHandle:
+        """`open_video` with this source's stream and (by default) threads."""
         threads = self.threads if threads is None else threads
-        try:
-            container = av.open(str(path), "r")
-        except av.error.FFmpegError as e:
-            reason = "empty file (0 bytes)" if stat[1] == 0 else f"not a readable video: {e}"
-            raise VideoReadError(path, reason) from e
-        except OSError as e:
-            raise VideoReadError(path, f"cannot open file: {e}") from e
-        try:
-            stream = self._choose_stream(path, container)
-            ctx = stream.codec_context
-            if ctx is None:
-                raise VideoReadError(path, f"no decoder for video codec of stream {stream.index}")
-            ctx.thread_count = threads
-            if threads != 1:
-                ctx.thread_type = "AUTO"
-            if explode:
-                ctx.options = {**ctx.options, "err_detect": "explode"}
-        except BaseException:
-            container.close()
-            raise
-        return _Handle(container, stream, stat)
+        return open_video(path, stat, stream=self.stream, threads=threads, explode=explode)
 
-    def _choose_stream(self, path: Path, container) -> av.VideoStream:
-        videos = list(container.streams.video)
-        if not videos:
-            raise VideoReadError(path, "no video stream")
-        if self.stream is None:
-            try:
-                return container.streams.best("video") or videos[0]
-            except av.error.FFmpegError:
-                return videos[0]
-        if self.stream >= len(videos):
-            raise VideoReadError(
-                path, f"video stream {self.stream} requested but the file has {len(videos)}"
-            )
-        return videos[self.stream]
-
-    def _handle(self, path: Path) -> _Handle:
+    def _handle(self, path: Path) -> VideoHandle:
         """An open handle on `path` from this process's cache (reopened if the file changed)."""
         key = str(path)
         stat = self._stat(path)
@@ -341,11 +205,11 @@ class VideoSource:
             self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
         return handle
 
-    def _release(self, handle: _Handle) -> None:
+    def _release(self, handle: VideoHandle) -> None:
         if self.cache_size == 0:
             handle.close()
 
-    def _fresh(self, path: Path, *, threads: int | None = None, explode: bool) -> _Handle:
+    def _fresh(self, path: Path, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file."""
         return self._open(path, self._stat(path), threads=threads, explode=explode)
 
@@ -356,7 +220,7 @@ class VideoSource:
         path = self.path(video_id)
         handle = self._handle(path)
         try:
-            return _info(handle)
+            return video_info(handle)
         finally:
             self._release(handle)
 
@@ -380,27 +244,12 @@ class VideoSource:
         found = self._orientations.get(key)
         if found is None:
             for frame in self._decode_all(path):
-                found = _orientation_of(path, frame)
+                found = orientation_of(path, frame)
                 break
             else:
                 raise VideoReadError(path, "no frame of the video stream decodes")
             self._orientations.put(key, found)
         return found
-
-    def _converter(
-        self, path: Path, geometry: ClipGeometry | None = None
-    ) -> Callable[[av.VideoFrame], np.ndarray]:
-        """frame -> uint8 RGB: as displayed (rotation="auto": the frame's own display matrix,
-        `_orientation_of`) or as stored, at full size or with `geometry` (`_scaled_rgb`)."""
-        auto = self.rotation == "auto"
-
-        def convert(frame: av.VideoFrame) -> np.ndarray:
-            orientation = _orientation_of(path, frame) if auto else IDENTITY
-            if geometry is not None:
-                return _scaled_rgb(frame, geometry, orientation)
-            return orientation.apply(_rgb(frame))
-
-        return convert
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (n,) presentation time in seconds of each frame of the chosen stream, frame
@@ -425,7 +274,7 @@ class VideoSource:
             if known is not None and known != index.num_frames:
                 index = self._exact_index(path)
             time_base = handle.stream.time_base
-            fps = _info(handle).fps
+            fps = video_info(handle).fps
         finally:
             self._release(handle)
         n = index.num_frames
@@ -469,7 +318,7 @@ class VideoSource:
         self._indexes.put(key, index)
         return index
 
-    def _guess_index(self, path: Path, handle: _Handle) -> FrameIndex:
+    def _guess_index(self, path: Path, handle: VideoHandle) -> FrameIndex:
         """The cached index of `path`, else one from a packet scan where the container
         stores pts, else one from a full decode."""
         key = (str(path), handle.stat)
@@ -563,7 +412,7 @@ class VideoSource:
         path = self.path(video_id)
         key = (str(path), self._stat(path))
         recorder = IndexRecorder()
-        convert = self._converter(path)
+        convert = converter(path, displayed=self.rotation == "auto")
         for frame in self._decode_all(path, recorder):
             yield convert(frame)
         self._store_exact(key, recorder.index())
@@ -582,7 +431,7 @@ class VideoSource:
 
         With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3): each frame is
         scaled in its one swscale pass from YUV to RGB, to the size at which the plan's box
-        becomes the output size, then the box is sliced out and flipped (`_scaled_rgb`).
+        becomes the output size, then the box is sliced out and flipped (`_video_rgb.scaled_rgb`).
 
         Raises:
             IndexError: a negative index.
@@ -592,7 +441,7 @@ class VideoSource:
         idx = as_index_array(indices)
         path = self.path(video_id)
         handle = self._handle(path)
-        convert = self._converter(path, geometry)
+        convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
         try:
             if idx.size == 0:
                 h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
@@ -615,7 +464,7 @@ class VideoSource:
         self,
         video_id: str,
         path: Path,
-        handle: _Handle,
+        handle: VideoHandle,
         idx: np.ndarray,
         convert: Callable[[av.VideoFrame], np.ndarray],
     ) -> dict[int, np.ndarray]:
@@ -631,8 +480,8 @@ class VideoSource:
             if not index.seekable:
                 return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
             try:
-                return self._read_seeking(handle, index, wanted, convert)
-            except _Mismatch:
+                return read_seeking(handle, index, wanted, convert, skip_nonref=self._skip_nonref)
+            except Mismatch:
                 if index.exact:
                     index.seekable = False
                 else:
@@ -643,8 +492,8 @@ class VideoSource:
                 index.seekable = False
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _raise_if_beyond(self, video_id: str, handle: _Handle, actual: int, idx) -> None:
-        check_in_range(video_id, idx, actual, lambda: _info(handle).reported_frames)
+    def _raise_if_beyond(self, video_id: str, handle: VideoHandle, actual: int, idx) -> None:
+        check_in_range(video_id, idx, actual, lambda: video_info(handle).reported_frames)
 
     def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
         """Decode from the start of a fresh file up to the last wanted frame."""
@@ -658,215 +507,3 @@ class VideoSource:
                     return out
         # the file decoded fewer frames than its exact index said: it changed under us
         raise VideoReadError(path, f"decoded fewer frames than the {index.num_frames} counted")
-
-    def _read_seeking(
-        self,
-        handle: _Handle,
-        index: FrameIndex,
-        wanted: list[int],
-        convert: Callable[[av.VideoFrame], np.ndarray],
-    ) -> dict:
-        """Seek to the keyframe before each stretch of wanted frames and decode forward."""
-        out: dict[int, np.ndarray] = {}
-        wanted_set = set(wanted)
-        stretch: Generator[tuple[int, av.VideoFrame], None, None] | None = None
-        next_pos = -1  # output position the current stretch yields next
-        try:
-            for target in wanted:
-                sp = index.seek_point(index.seek_point_before(target))
-                if stretch is None or sp.pos > next_pos:
-                    if stretch is not None:
-                        stretch.close()
-                    stretch = self._seek(handle, index, target, wanted_set)
-                for pos, frame in stretch:
-                    next_pos = pos + 1
-                    if pos == target:
-                        out[pos] = convert(frame)
-                        break
-                    if pos > target:
-                        raise _Mismatch(f"frame {target} was not decoded")
-                else:
-                    raise _Mismatch(f"stream ended before frame {target}")
-        finally:
-            if stretch is not None:
-                stretch.close()
-        return out
-
-    def _seek(
-        self, handle: _Handle, index: FrameIndex, target: int, wanted: set[int]
-    ) -> Generator[tuple[int, av.VideoFrame], None, None]:
-        """Seek so decoding resumes at or before `target`; returns the checked frame stream.
-
-        Demuxers land only roughly (MPEG-PS/TS) or on an earlier keyframe (Matroska with
-        B-frames), so after the seek packets are skipped, undecoded, up to the first one that
-        starts a seek point; one past `target` means the seek overshot: try an earlier one.
-        """
-        container, stream = handle.container, handle.stream
-        ctx = stream.codec_context
-        handle.at_start = False
-        first_sp = index.seek_point_before(target)
-        tries = 0
-        for sp_i in range(first_sp, -1, -1):
-            for ts in index.seek_point(sp_i).seek_targets():
-                tries += 1
-                if tries > _MAX_SEEK_TRIES:
-                    raise _Mismatch("seeking does not land on a known keyframe")
-                try:
-                    container.seek(ts, backward=True, stream=stream)
-                except av.error.FFmpegError:
-                    continue
-                packets = container.demux(stream)
-                landed = _first_seek_point(packets, index)
-                if landed is None or landed[0] > target:
-                    continue
-                start, packet = landed
-                packets = chain([packet], packets)
-                # Skipping is safe only where frames carry their own packet's pts in order:
-                # in packed or guessed-pts streams it changes which packet a frame is decoded
-                # from, hence its timestamp.
-                skip = self._skip_nonref and handle.can_skip_nonref and index.keys_in_order
-                return _checked(ctx, index, start, packets, wanted, skip)
-        raise _Mismatch("seeking does not land on a known keyframe")
-
-
-def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
-    """Skip (without decoding) to the first packet that starts a seek point of `index`.
-
-    Returns (position decoding resumes at, that packet), or None when the data ends or goes
-    bad first.
-    """
-    try:
-        for packet in packets:
-            if packet.is_corrupt:
-                return None
-            start = index.landing_pos(packet_key(packet.pts, packet.dts))
-            if start is not None:
-                return start, packet
-    except av.error.FFmpegError:
-        return None
-    return None
-
-
-def _checked(
-    ctx, index: FrameIndex, start: int, packets, wanted: set[int], skip_nonref: bool
-) -> Generator[tuple[int, av.VideoFrame], None, None]:
-    """(position, frame) pairs decoded from `packets`, which begin at position `start`.
-
-    Frames of the index placed before `start` (leading frames of an open GOP) are skipped;
-    every other frame must carry the key of the next position, or the index is wrong:
-    _Mismatch. With `skip_nonref`, packets of unwanted frames go to the decoder with
-    skip_frame=NONREF: it drops them if no other frame refers to them, and only their positions
-    may be missing from the output.
-    """
-    droppable: set[int] = set()
-    skipping = False
-    ctx.skip_frame = "DEFAULT"
-
-    def on_packet(packet: av.Packet) -> None:
-        nonlocal skipping
-        pos = index.pos_of(packet_key(packet.pts, packet.dts))
-        skip = False
-        if pos is not None and pos not in wanted:
-            droppable.add(pos)
-            skip = True
-        if skip != skipping:
-            ctx.skip_frame = "NONREF" if skip else "DEFAULT"
-            skipping = skip
-
-    expected = start
-    try:
-        packet_hook = on_packet if skip_nonref else None
-        for frame in decode_packets(ctx, packets, packet_hook, on_error="raise"):
-            pos = index.pos_of(frame_key(frame))
-            if expected == start and pos is not None and pos < start:
-                continue
-            if pos is None or pos < expected or not droppable.issuperset(range(expected, pos)):
-                raise _Mismatch(f"decoded frame at position {pos}, expected {expected}")
-            yield pos, frame
-            expected = pos + 1
-    finally:
-        if skipping:
-            ctx.skip_frame = "DEFAULT"
-
-
-def _rgb(frame: av.VideoFrame) -> np.ndarray:
-    """uint8 (H, W, 3) RGB pixels of `frame`, converted on this thread.
-
-    PyAV's default (threads=0) gives every frame its own swscale context with slice threads:
-    ~1 ms a frame to start and join them (measured: 96x64 to 1280x720, 5-35x slower than one
-    thread), and a frame freed in a forked child would wait forever for threads left behind
-    in the parent.
-    """
-    return frame.to_ndarray(format="rgb24", threads=1)
-
-
-def _scaled_rgb(
-    frame: av.VideoFrame, geometry: ClipGeometry, orientation: Orientation = IDENTITY
-) -> np.ndarray:
-    """uint8 (out_h, out_w, 3) RGB: `frame` turned by `orientation`, with `geometry` applied,
-    scaled in the YUV -> RGB conversion.
-
-    The geometry resolves against the displayed (turned) size H x W. The whole frame is
-    converted at the size (H * out_h / box_h, W * out_w / box_w), where the plan's box is
-    exactly the output size, so it is scaled once, by swscale, on the way to RGB (never
-    converted at full size and resized again): in the stored orientation, i.e. with width and
-    height swapped for a 90/270 degree rotation. Then it is turned, the box sliced out and
-    flipped by numpy (views), and copied once. swscale uses its area filter when shrinking and
-    bilinear when growing.
-    """
-    height, width = orientation.displayed_size(frame.height, frame.width)
-    resolved = geometry.resolve(height, width)
-    top, left, box_h, box_w = resolved.box
-    out_h, out_w = resolved.out
-    scaled_h = max(out_h, round(height * out_h / box_h))
-    scaled_w = max(out_w, round(width * out_w / box_w))
-    grow = scaled_h > height or scaled_w > width
-    stored_h, stored_w = orientation.displayed_size(scaled_h, scaled_w)  # its own inverse
-    rgb = frame.to_ndarray(
-        width=stored_w,
-        height=stored_h,
-        format="rgb24",
-        interpolation="BILINEAR" if grow else "AREA",
-        threads=1,
-    )
-    rgb = orientation.view(rgb)
-    y = min(scaled_h - out_h, round(top * scaled_h / height))
-    x = min(scaled_w - out_w, round(left * scaled_w / width))
-    region = rgb[y : y + out_h, x : x + out_w]
-    return np.ascontiguousarray(region[:, ::-1] if resolved.flip else region)
-
-
-def _orientation_of(path: Path, frame: av.VideoFrame) -> Orientation:
-    found = frame_orientation(frame)
-    if found is None:
-        raise VideoReadError(
-            path,
-            f"display matrix rotates by {frame.rotation} degrees, not a multiple of 90: "
-            f"VideoSource cannot apply it (pass rotation='ignore' for the stored pixels)",
-        )
-    return found
-
-
-def _info(handle: _Handle) -> VideoInfo:
-    stream = handle.stream
-    ctx = stream.codec_context
-    rate = stream.average_rate or stream.guessed_rate
-    fps = float(rate) if rate else None
-    duration_s: float | None = None
-    if stream.duration is not None and stream.time_base is not None:
-        duration_s = float(stream.duration * stream.time_base)
-    elif handle.container.duration is not None:
-        duration_s = handle.container.duration / av.time_base
-    reported: int | None = stream.frames or None
-    if reported is None and duration_s is not None and fps:
-        reported = int(round(duration_s * fps)) or None
-    videos = list(handle.container.streams.video)
-    return VideoInfo(
-        reported_frames=reported,
-        fps=fps,
-        width=ctx.width,
-        height=ctx.height,
-        codec=ctx.name,
-        stream_index=videos.index(stream),
-        duration_s=duration_s,
-    )
