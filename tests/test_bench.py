@@ -327,7 +327,7 @@ def test_own_clock_leaves_out_the_run_queue_delay(monkeypatch, tmp_path):
         (lambda tmp: [str(tmp / "missing")], r"DATA \(.*missing\) must be a folder of videos"),
         (lambda tmp: [str(tmp)], r"no video files .* found under"),
         (lambda tmp: ["--only", "video,bogus"], r"unknown loaders \['bogus'\]"),
-        (lambda tmp: ["--clips", "0"], r"clips \(0\) must be an int >= 1"),
+        (lambda tmp: ["--clips", "0"], r"clips \(0\) must be > 0"),
     ],
 )
 def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, make_args, match):
@@ -387,3 +387,38 @@ def test_other_load_measures_a_busy_cpu_fraction():
         while time.perf_counter() < end:
             sum(i * i for i in range(10_000))  # our own work is not counted as other load
     assert other.cpus is not None and 0.0 <= other.cpus <= (os.cpu_count() or 1) + 0.5
+
+
+def test_bench_config_checks_its_numbers_like_every_other_function():
+    from vidload._bench.run import BenchConfig
+
+    cfg = BenchConfig(clips=np.int64(12), workers=np.int32(0), min_time=np.float32(0.5))
+    assert (cfg.clips, cfg.workers, cfg.min_time) == (12, 0, 0.5)
+    assert type(cfg.clips) is int and type(cfg.workers) is int and type(cfg.min_time) is float
+    with pytest.raises(TypeError, match="repeats must be an int"):
+        BenchConfig(repeats=True)
+    with pytest.raises(ValueError, match=r"workers \(-1\) must be >= 0"):
+        BenchConfig(workers=-1)
+    with pytest.raises(ValueError, match=r"min_time \(nan\) must be >= 0"):
+        BenchConfig(min_time=float("nan"))
+
+
+def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
+    """Habit 8: a container row's I/O half is the source's `read_encoded` and its decode half
+    the shared `EncodedFrames.decode`; no copy of a read path in the benchmark."""
+    from vidload._bench import rows
+    from vidload._bench.workdir import WorkDir
+    from vidload.sources.encoded import ContainerSource
+
+    converted = {storage: tmp_path / storage for storage in ("jpeg", "hdf5", "npy")}
+    work = WorkDir(tmp_path, tmp_path / "videos", [], {}, "synthetic", converted)
+    built = rows.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
+    assert [ld.name for ld in built] == ["jpeg", "hdf5", "npy-mmap", "npy-read"]
+    for ld in built:
+        raw_source = ld.raw.__self__
+        assert (
+            isinstance(raw_source, ContainerSource)
+            and ld.raw.__func__ is type(raw_source).read_encoded
+        )
+        assert type(ld.make()) is type(raw_source)
+        assert ld.decode is rows.decode_encoded

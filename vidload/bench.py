@@ -169,7 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg = config_from_args(args)
             if args.plot is not None:
                 report.check_plotting()
-        except (ValueError, RuntimeError) as e:  # only the arguments are looked at here
+        except (ValueError, TypeError, RuntimeError) as e:  # only the arguments are looked at
             raise UsageError(str(e)) from e
         if cfg.data is not None and not cfg.data.is_dir():
             raise UsageError(f"DATA ({cfg.data}) must be a folder of videos")

@@ -1,0 +1,327 @@
+"""The timings of a benchmark run: every row in one process (whole reads split into raw read
+and decode), through DataLoaders, cold against warm epochs; the check that rows agree on pixels;
+and the notes that say what disturbed a measurement.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from typing import Any
+
+import numpy as np
+import torch
+
+from vidload._bench.loaders import Loader, MemoryJpeg
+from vidload._bench.rows import SOURCE_NAMES
+from vidload._bench.timing import (
+    OtherLoad,
+    OwnClock,
+    RoundRobin,
+    drop_from_page_cache,
+    epoch,
+    filesystem_of,
+    make_loader,
+    one_pass,
+    row_pass,
+    timed,
+)
+from vidload._bench.workdir import WorkDir, log
+from vidload._cv2 import cv2
+from vidload.sources.jpeg_decode import decode_jpeg
+
+__all__ = [
+    "add_disk_and_ratios",
+    "check_outputs",
+    "measure_cold",
+    "measure_dataloader",
+    "measure_one_process",
+    "note_other_load",
+]
+
+_JPEG_ROWS = ("jpeg", "hdf5", "npy-mmap", "npy-read", "pil")
+_VIDEO_ROWS = ("video", "torchcodec", "decord")
+
+
+def check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str, str]:
+    """Compare, across rows, the first clip of every video: JPEG rows against `memory`, video
+    rows against `pyav-from-start`. Returns a short verdict per row ("identical", else about
+    the first clip that differs)."""
+    firsts: dict[str, np.ndarray] = {}
+    for vid, idx in clips:
+        firsts.setdefault(vid, idx)
+    verdict: dict[str, str] = {}
+    for vid, idx in firsts.items():
+        outs = {name: r.read(vid, idx) for name, r in readers.items()}
+        for name, out in outs.items():
+            if (
+                out.dtype != np.uint8
+                or out.ndim != 4
+                or out.shape[0] != len(idx)
+                or out.shape[3] != 3
+            ):
+                raise RuntimeError(
+                    f"{name} returned {out.dtype} {out.shape} for {vid}, not uint8 (k, H, W, 3)"
+                )
+            ref = "memory" if name in _JPEG_ROWS else None
+            if name in _VIDEO_ROWS:
+                ref = "pyav-from-start"
+            if ref is None or ref not in outs or verdict.get(name, "identical") != "identical":
+                continue
+            other = outs[ref]
+            if other.shape != out.shape:
+                verdict[name] = f"{vid}: shape {out.shape} vs {ref} {other.shape}"
+            else:
+                diff = int(np.abs(out.astype(np.int16) - other.astype(np.int16)).max())
+                verdict[name] = "identical" if diff == 0 else f"{vid}: max |diff| {diff} vs {ref}"
+    for name, v in verdict.items():
+        if name in SOURCE_NAMES and v != "identical":
+            notes.append(f"{name}: pixels differ from its reference ({v})")
+    return verdict
+
+
+def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any] | None:
+    if "size" not in inspect.signature(decode_jpeg).parameters:
+        return None
+    bufs = memory.buffers()
+    h, w = decode_jpeg(bufs[0]).shape[:2]
+    half = (h // 2, w // 2)
+
+    def full_resize() -> None:
+        for b in bufs:
+            cv2.resize(decode_jpeg(b), (half[1], half[0]), interpolation=cv2.INTER_AREA)
+
+    def dct() -> None:
+        for b in bufs:
+            decode_jpeg(b, size=half)
+
+    rr.add("reduced/full+resize", full_resize)
+    rr.add("reduced/dct", dct)
+    return {"size": list(half), "frames": len(bufs)}
+
+
+def measure_one_process(
+    loaders, readers, memory, clips, cfg, notes, checks
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Every row's whole reads, with the raw reads and decodes of the same clips timed in the
+    same pass (`row_pass`), and the reduced-size decode, in interleaved rounds: (one result
+    row per loader, the reduced-size decode result or None)."""
+    with OwnClock() as clock:
+        rr = RoundRobin(cfg.min_time, clock)
+        log(f"warming up and calibrating {len(loaders)} rows")
+        bytes_read: dict[str, float] = {}
+        for ld in loaders:
+            task = _row_task(readers[ld.name], ld, clips, cfg.batch_size, clock)
+            rr.add(f"row/{ld.name}", task)
+            if ld.raw is not None and ld.storage != "memory":
+                bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
+        reduced_tasks = _reduced_decode_tasks(memory, rr)
+        log(f"timing one process: {cfg.repeats} interleaved repeats")
+        with OtherLoad() as other:
+            rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
+        own_clock = clock.available
+    _note_own_clock(notes, own_clock, rr)
+    clock_kind = "own" if own_clock else "wall"
+    note_other_load(notes, "the one-process timing", other.cpus, own_clock=own_clock)
+
+    results: dict[str, Any] = {}
+    clamped: list[str] = []
+    n = len(clips)
+    for ld in loaders:
+        rounds = rr.rounds[f"row/{ld.name}"]
+        best = rr.best_round(f"row/{ld.name}")
+        total = best["total"]
+        row: dict[str, Any] = {
+            "kind": ld.kind,
+            "storage": ld.storage,
+            "description": ld.description,
+            "check": checks.get(ld.name),
+            "clock": clock_kind,
+            "clips_per_s": n / total,
+            "frames_per_s": n * cfg.frames / total,
+            "times_s": {
+                "total": [p["total"] for p in rounds],
+                "wall": [p["wall"] for p in rounds],
+            },
+        }
+        if ld.raw is not None:
+            dec = best["decode"] if ld.decode is not None else None
+            rest = None if dec is None else 1000 * (total - best["read"] - dec) / n
+            row["split_ms_per_clip"] = {
+                "total": 1000 * total / n,
+                "read": 1000 * best["read"] / n,
+                "decode": None if dec is None else 1000 * dec / n,
+                "rest": rest,
+            }
+            row["times_s"]["read"] = [p["read"] for p in rounds]
+            if ld.decode is not None:
+                row["times_s"]["decode"] = [p["decode"] for p in rounds]
+            if ld.name in bytes_read:
+                row["bytes_read_per_clip"] = bytes_read[ld.name]
+            _note_split_off(notes, ld.name, row["split_ms_per_clip"])
+            if rest is not None and rest < 0:  # parts timed apart: noise, not a negative cost
+                row["split_ms_per_clip"]["rest"] = 0.0
+                row["split_ms_per_clip"]["rest_measured"] = rest
+                clamped.append(ld.name)
+        results[ld.name] = row
+    if clamped:
+        notes.append(
+            f"rest shown as 0 for {', '.join(clamped)}: read + decode came out larger than the "
+            "whole read (timing noise); the measured value is in the JSON (rest_measured)"
+        )
+    if reduced_tasks is None:
+        notes.append("reduced-size decode not measured: decode_jpeg has no size= argument")
+        return results, None
+    full, dct = rr.best("reduced/full+resize"), rr.best("reduced/dct")
+    reduced = {
+        **reduced_tasks,
+        "full_resize_frames_per_s": reduced_tasks["frames"] / full,
+        "dct_frames_per_s": reduced_tasks["frames"] / dct,
+        "speedup": full / dct,
+        "times_s": {"full+resize": rr.times["reduced/full+resize"], "dct": rr.times["reduced/dct"]},
+    }
+    return results, reduced
+
+
+def _row_task(reader, ld: Loader, clips, batch_size: int, clock):
+    """The timed unit of one row: a `row_pass` over `clips` (raw read and decode of each clip
+    right after its whole read, where the row has them)."""
+    return lambda: row_pass(reader.read, clips, batch_size, ld.raw, ld.decode, clock)
+
+
+def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:
+    if not available:
+        notes.append(
+            "one process: wall-clock times (no /proc/thread-self/schedstat here), so load from "
+            "other processes counts in them and can skew the read/decode split"
+        )
+        return
+    own = sum(p["total"] for rounds in rr.rounds.values() for p in rounds)
+    wall = sum(p["wall"] for rounds in rr.rounds.values() for p in rounds)
+    waited = 1 - own / wall if wall > 0 else 0.0
+    notes.append(
+        "one process: times leave out what the benchmark waited for a CPU held by another "
+        f"process (run-queue delay, /proc/thread-self/schedstat): {waited:.0%} of the "
+        "wall-clock time here"
+    )
+
+
+def _note_split_off(notes: list[str], name: str, split: dict[str, float | None]) -> None:
+    """A warning note when read + decode exceed the whole read by more than 10%: the parts
+    are timed in the same pass, so this means the timing was disturbed, not a real cost."""
+    rest, total = split["rest"], split["total"]
+    if rest is not None and total and rest < -0.1 * total:
+        notes.append(
+            f"warning: {name}: read + decode exceed the whole read by {-rest / total:.0%} "
+            f"({total - rest:.2f} vs {total:.2f} ms/clip); its split was disturbed (other "
+            "load?): rerun with more --repeats"
+        )
+
+
+def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: WorkDir) -> None:
+    """Bytes on disk per video (and against the video file), and speed against the references."""
+
+    def disk(storage: str) -> float:
+        sizes = [sum(p.stat().st_size for p in work.files(storage, v)) for v in work.video_ids]
+        return float(np.mean(sizes))
+
+    video_disk = disk("video")
+    for ld in loaders:
+        row = results[ld.name]
+        if ld.storage in ("video", "jpeg", "hdf5", "npy"):
+            row["disk_bytes_per_video"] = disk(ld.storage)
+            row["disk_vs_video"] = row["disk_bytes_per_video"] / video_disk
+        for ref, key in (("memory", "vs_memory"), ("pil", "vs_pil")):
+            if ref in results:
+                row[key] = row["clips_per_s"] / results[ref]["clips_per_s"]
+
+
+def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> dict[str, Any]:
+    pin = torch.cuda.is_available()
+    notes.append(
+        f"DataLoader: batch_size={cfg.batch_size}, num_workers={cfg.workers}, "
+        f"persistent_workers={cfg.workers > 0}, pin_memory={pin} "
+        f"({'CUDA available' if pin else 'no CUDA here, so pinning is off'})"
+    )
+    log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
+    loaders = {
+        ld.name: make_loader(
+            readers[ld.name],
+            clips,
+            labels,
+            batch_size=cfg.batch_size,
+            workers=cfg.workers,
+            pin_memory=pin,
+        )
+        for ld in sources
+    }
+    rr = RoundRobin(cfg.min_time)
+    for name, dl in loaders.items():
+        epoch(dl)  # starts the workers, fills their caches
+        rr.add(name, functools.partial(epoch, dl))
+    log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
+    with OtherLoad() as other:
+        rr.run(cfg.repeats)
+    note_other_load(notes, "the DataLoader timing", other.cpus)
+    for name, dl in loaders.items():
+        best = rr.best(name)
+        row = results[name]
+        row["dataloader"] = {
+            "clock": "wall",
+            "clips_per_s": len(clips) / best,
+            "frames_per_s": len(clips) * cfg.frames / best,
+            "vs_one_process": (len(clips) / best) / row["clips_per_s"],
+            "times_s": rr.times[name],
+        }
+        del dl
+    loaders.clear()
+    return {"workers": cfg.workers, "pin_memory": pin, "batch_size": cfg.batch_size}
+
+
+def note_other_load(
+    notes: list[str], phase: str, cpus: float | None, *, own_clock: bool = False
+) -> None:
+    """A warning note when other processes kept a quarter of a CPU or more busy in `phase`."""
+    if cpus is not None and cpus >= 0.25:
+        effect = (
+            "its figures leave out waits for a CPU but not the caches and memory bandwidth "
+            "others took"
+            if own_clock
+            else "its figures are pessimistic"
+        )
+        notes.append(
+            f"warning: other processes kept {cpus:.1f} of {os.cpu_count()} CPUs busy on average "
+            f"during {phase}; {effect} (rerun on an idle machine)"
+        )
+
+
+def _pass_seconds(reader, clips, batch_size: int) -> float:
+    return timed(lambda: one_pass(reader.read, clips, batch_size))
+
+
+def measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
+    fs = filesystem_of(work.root)
+    if fs in ("tmpfs", "ramfs"):
+        notes.append(f"--cold has no effect here: {work.root} is on {fs} (files live in memory)")
+    notes.append(
+        "cold: before each cold epoch the rows' files are evicted with "
+        "posix_fadvise(DONTNEED) and the source is created afresh (first-epoch setup included)"
+    )
+    log(f"timing cold vs warm epochs: {cfg.repeats} interleaved repeats")
+    files = {
+        ld.name: [p for v in work.video_ids for p in work.files(ld.storage, v)] for ld in sources
+    }
+    times: dict[str, dict[str, list[float]]] = {ld.name: {"cold": [], "warm": []} for ld in sources}
+    with OtherLoad() as other:
+        for _ in range(cfg.repeats):
+            for ld in sources:
+                reader = ld.make()
+                drop_from_page_cache(files[ld.name])
+                times[ld.name]["cold"].append(_pass_seconds(reader, clips, cfg.batch_size))
+                times[ld.name]["warm"].append(_pass_seconds(reader, clips, cfg.batch_size))
+                del reader
+    note_other_load(notes, "the cold-cache timing", other.cpus)
+    for name, t in times.items():
+        cold, warm = min(t["cold"]), min(t["warm"])
+        results[name]["cold"] = {"cold_s": cold, "warm_s": warm, "ratio": cold / warm, **t}
