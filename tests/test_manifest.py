@@ -98,6 +98,10 @@ def test_extra_columns_are_kept_through_a_read_and_a_write(tmp_path):
         "note,video_id,label,split\n"
         'hand-made,a.mp4,1,train\n"two\nlines",b.mp4,,\n'  # an empty extra cell stays ""
     )
+    assert is_manifest(path)  # video_id need not come first
+    lst = tmp_path / "l.txt"
+    lst.write_text("video_id 10 0\n")  # a rawframes folder named video_id
+    assert not is_manifest(lst) and load_videos(lst) == [VideoEntry("video_id", 0, 10, None)]
     rows = read_manifest(path)
     assert [r.extra for r in rows] == [
         {"note": "hand-made", "split": "train"},

@@ -16,12 +16,12 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
   `VideoEntry.absolute` set): read them with a source rooted at `/`; `convert` and `probe` then
   need no `--root`. A video listed twice is two items (`ClipDataset` keeps both); `convert` and
   `probe` read it once.
-* a manifest: the CSV that `vidload convert` and `vidload probe` write, recognised by its header
-  (`MANIFEST_FIELDS`). One `ManifestRow` per video; an empty cell means unknown (None). Columns
-  are found by name; columns of the user's own (a `split`, a note) are kept in `ManifestRow.extra`
-  (and `VideoEntry.extra`) and written back after the known ones, so a manifest that vidload
-  rewrites (a resumed `convert`) keeps them, and a manifest given to `convert` / `probe` as
-  INPUT passes them on to the manifest they write.
+* a manifest: the CSV that `vidload convert` and `vidload probe` write (`MANIFEST_FIELDS`),
+  recognised by a `video_id` column in its header. One `ManifestRow` per video; an empty cell
+  means unknown (None). Columns are found by name; columns of the user's own (a `split`, a
+  note) are kept in `ManifestRow.extra` (and `VideoEntry.extra`) and written back after the
+  known ones, so a manifest that vidload rewrites (a resumed `convert`) keeps them, and a
+  manifest given to `convert` / `probe` as INPUT passes them on to the manifest they write.
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
@@ -181,12 +181,15 @@ class VideoEntry:
 
 
 def is_manifest(path: str | os.PathLike[str]) -> bool:
-    """True when the file's first line is a manifest header (starts with `video_id,`); reads
-    only that far (the file may be a video)."""
-    prefix = MANIFEST_FIELDS[0] + ","
+    """True when the file's first line is a manifest header: CSV with a `video_id` column
+    (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        first = f.read(len(prefix) + 1)
-    return first.lstrip("\ufeff").startswith(prefix)
+        first = f.readline(65536).lstrip("\ufeff")
+    try:
+        header = next(csv.reader([first]), [])
+    except csv.Error:
+        return False
+    return MANIFEST_FIELDS[0] in (cell.strip() for cell in header)
 
 
 def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
