@@ -1,0 +1,239 @@
+"""mmaction2 annotation lists in: the entries (`VideoEntry`) of the text and JSON lists.
+
+Every shape mmaction2 reads, one video per line, fields separated by whitespace: `path label`
+(videos, e.g. `abseiling/x1.mp4 0`), `frame_dir total_frames label` (rawframes, e.g.
+`abseiling/x1 250 0`), rawframes with an offset `frame_dir offset total_frames label` (the video
+is frames offset .. offset+total-1 of the folder, 0-based: mmaction2's `with_offset`), and
+multi-label lines, where every label follows (`path l1 l2 ...`, `frame_dir [offset]
+total_frames l1 l2 ...`; `multi_label=True`). A line whose first field has a video extension is
+a video line, else a rawframes line. Blank lines and lines starting with `#` are ignored.
+mmaction2's JSON lists (`.json`: a list of `{"filename": ..., "label": ...}` or `{"frame_dir":
+..., "total_frames": ..., "label": ...}`, label an int or a list, optional `offset`) load the
+same way. Absolute paths (`/data/k400/x.mp4`) are kept relative to the filesystem root
+(`data/k400/x.mp4`, with `VideoEntry.absolute` set): read them with a source rooted at `/`.
+
+The public names are `vidload.manifest`'s (`read_annotation_list`, `VideoEntry`, `load_videos`
+for any list or manifest); this module also holds the value rules both formats share
+(`check_range`, `parse_int`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from vidload._checks import check_int
+from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
+
+#: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
+UNLABELLED = -1
+#: Largest frame count accepted (2**31 - 1: 2.7 years at 25 fps). Larger counts come from
+#: damaged or hand-edited files and would overflow the int64 arithmetic of sampling.
+MAX_FRAMES = 2**31 - 1
+INT64 = (-(2**63), 2**63 - 1)
+#: Names of frame counts: `check_range` holds them to MAX_FRAMES.
+COUNT_FIELDS = frozenset({"reported_frames", "actual_frames", "total_frames", "num_frames"})
+
+
+@dataclass(frozen=True)
+class VideoEntry:
+    """One video of a dataset, as `ClipDataset` sees it.
+
+    Attributes:
+        video_id: path relative to the source's root, `/`-separated.
+        label: class index (-1 when unlabelled).
+        known_frames: a trusted frame count (rawframes list, manifest `actual_frames`), or None.
+        reported_frames: what the metadata claimed (manifest `reported_frames`), or None.
+        offset: the video starts at this frame of its source (rawframes lists with an offset:
+            frame i of the video is the source's frame offset + i); `known_frames` counts
+            from there.
+        labels: every label of a multi-label line (`labels[0] == label`); None otherwise.
+        absolute: the list gave an absolute path; `video_id` is relative to `/`.
+        extra: a manifest row's extra columns (`ManifestRow.extra`), so that what is built
+            from the entry can keep them; empty for annotation lists.
+    """
+
+    video_id: str
+    label: int
+    known_frames: int | None = None
+    reported_frames: int | None = None
+    offset: int = 0
+    labels: tuple[int, ...] | None = None
+    absolute: bool = False
+    extra: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+
+def read_annotation_list(
+    path: str | os.PathLike[str], *, multi_label: bool = False, with_offset: bool | None = None
+) -> list[VideoEntry]:
+    """Entries of an mmaction2 annotation list (text, or JSON when the file is `.json` or
+    starts with `[`); see the module docstring for the shapes.
+
+    Args:
+        path: the list.
+        multi_label: lines carry one or more labels after the path (or counts).
+        with_offset: rawframes lines carry an offset before total_frames. None: a single-label
+            rawframes line with 4 fields has one (unambiguous); a multi-label list needs True.
+
+    Errors name the file and line number.
+    """
+    path = Path(path)
+    text = read_text(path)
+    if path.suffix.lower() == ".json" or text.lstrip().startswith("["):
+        return _read_json_list(path, text, multi_label)
+    entries: list[VideoEntry] = []
+    for line_no, line in enumerate(text.split("\n"), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            entries.append(_parse_list_fields(stripped.split(), multi_label, with_offset))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}:{line_no}: {e}") from e
+    return entries
+
+
+def _parse_list_fields(
+    fields: list[str], multi_label: bool, with_offset: bool | None
+) -> VideoEntry:
+    video_id, absolute = _list_id(fields[0])
+    is_video = PurePosixPath(video_id).suffix.lower() in VIDEO_EXTENSIONS
+    offset, known = 0, None
+    if is_video:
+        if with_offset:
+            raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
+        labels = fields[1:]
+    else:
+        has_offset = (
+            with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
+        )
+        if has_offset and not multi_label and len(fields) != 4:
+            raise ValueError(
+                f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
+                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
+            )
+        counts = fields[1:3] if has_offset else fields[1:2]
+        if len(counts) < (2 if has_offset else 1):
+            raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
+        if has_offset:
+            offset = parse_int("offset", counts[0])
+            check_range("offset", offset, minimum=0)
+        known = parse_int("total_frames", counts[-1])
+        check_range("total_frames", known, minimum=0)
+        labels = fields[1 + len(counts) :]
+    if not labels:
+        raise ValueError(f"{' '.join(fields)!r} has no label")
+    if len(labels) > 1 and not multi_label:
+        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
+        raise ValueError(
+            f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
+            f"for a multi-label list pass multi_label=True"
+        )
+    values = tuple(parse_int("label", t) for t in labels)
+    for value in values:
+        check_range("label", value)
+    return VideoEntry(
+        video_id,
+        values[0],
+        known,
+        None,
+        offset=offset,
+        labels=values if multi_label else None,
+        absolute=absolute,
+    )
+
+
+def _list_id(path: str) -> tuple[str, bool]:
+    """(video id, absolute): an absolute path is kept relative to `/`."""
+    if not isinstance(path, str) or not path:
+        raise TypeError(f"a path must be a non-empty str, got {path!r}")
+    absolute = PurePosixPath(path).is_absolute()
+    return normalize_video_id(path.lstrip("/") if absolute else path), absolute
+
+
+def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry]:
+    """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
+    "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
+    import json
+
+    try:
+        items = json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{path}: not a JSON annotation list ({e})") from e
+    if not isinstance(items, list):
+        raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
+    entries = []
+    for k, item in enumerate(items):
+        where = f"{path}: entry {k}"
+        try:
+            if not isinstance(item, dict):
+                raise TypeError(f"must be an object, got {item!r}")
+            name = item.get("filename", item.get("frame_dir"))
+            if name is None:
+                raise ValueError(f"has neither 'filename' nor 'frame_dir': {item!r}")
+            video_id, absolute = _list_id(name)
+            label = item.get("label", UNLABELLED)
+            labels = tuple(label) if isinstance(label, (list, tuple)) else (label,)
+            for value in labels:
+                check_int("label", value)
+                check_range("label", value)
+            if not labels:
+                raise ValueError("has an empty label list")
+            if len(labels) > 1 and not multi_label:
+                raise ValueError(
+                    f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
+                )
+            known = item.get("total_frames")
+            offset = item.get("offset", 0)
+            for key, value in (("total_frames", known), ("offset", offset)):
+                if value is not None:
+                    check_int(key, value)
+                    check_range(key, value, minimum=0)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{where}: {e}") from e
+        entries.append(
+            VideoEntry(
+                video_id,
+                int(labels[0]),
+                None if known is None else int(known),
+                None,
+                offset=int(offset),
+                labels=tuple(int(v) for v in labels) if multi_label else None,
+                absolute=absolute,
+            )
+        )
+    return entries
+
+
+def read_text(path: Path) -> str:
+    """The text of a list or manifest (UTF-8, a byte-order mark dropped); ValueError naming the
+    file when it is not UTF-8."""
+    try:
+        return path.read_text(encoding="utf-8").lstrip("\ufeff")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
+
+
+def check_range(name: str, value: int, *, minimum: int | None = None) -> None:
+    """ValueError unless `value` fits int64 (labels are collated into int64 tensors), is
+    >= `minimum`, and for a frame count is <= MAX_FRAMES."""
+    lo, hi = INT64
+    if minimum is not None:
+        lo = max(lo, minimum)
+    if name in COUNT_FIELDS:
+        hi = MAX_FRAMES
+    if value < lo:
+        raise ValueError(f"{name} ({value}) must be >= {lo}")
+    if value > hi:
+        why = "MAX_FRAMES" if hi == MAX_FRAMES else "the int64 maximum"
+        raise ValueError(f"{name} ({value}) must be <= {hi} ({why})")
+
+
+def parse_int(name: str, text: str) -> int:
+    """The int a list's or manifest's cell `text` spells; ValueError naming `name` otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} ({text!r}) is not an integer") from None
