@@ -172,10 +172,9 @@ def make_loader(
         read_ahead: wrap the sampler in a `ReadAheadSampler`, which hints the bytes upcoming
             items read to the kernel (True needs a ClipDataset whose source names its files).
             None: on when it can name them (`HasFiles` sources, VideoSource), except for a
-            JpegSource, whose frame files cost more to hint (measured with whole folders:
-            about 1 ms of CPU per 175-frame video per epoch, even when cached) than the cold
-            reads they save on a fast disk; it now hints only a clip's frame files (not
-            re-measured).
+            JpegSource, where hinting opens every frame file a clip reads: with whole-folder
+            hints that cost more than the cold reads it saved (see `vidload.prefetch`;
+            `python tools/readahead_cold.py DIR --formats jpeg` measures it).
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
             multiprocessing_context, ...).

@@ -25,20 +25,11 @@ A hint is only a hint: a file that cannot be opened (missing, no permission) is 
 raises the proper `VideoReadError` for it. Where `os.posix_fadvise` does not exist (macOS,
 Windows) the wrapper yields the same indices and hints nothing; it warns once per process.
 
-Measured on the project machine with whole-file hints (2 cores, virtio disk; 512 videos of
-175 frames, 320x240, ~4.5 MB each; clips of 8 frames; one process, torch/OpenCV threads = 1):
-the first (cold) epoch took 1.70x a warm one from npy, 1.28x from HDF5, 1.33x from JPEG
-folders; with read-ahead (lookahead 16) 1.05x, 1.07x and 1.01x. A WILLNEED hint on a cold
-4.5 MB file blocks ~2 ms (hence the thread) and costs ~0.5 ms of CPU; on a cached file
-~0.04 ms. A JPEG folder was 175 files to open and hint, ~0.9 ms of CPU per video even when
-cached, which made warm JPEG epochs 1.5x slower: `make_loader` leaves read-ahead off for
-JpegSource (with frame-file hints it is 8 files a clip; not re-measured).
-
-With byte-range hints (`tools/readahead_cold.py`, 128 files of 2.6 MB, 175 frames, 2 workers,
-on a shared, loaded machine: noisy): cold npy epochs 1.00-1.33x a warm one (1.29-2.2x without
-read-ahead); HDF5 cold 1.15-1.26x with read-ahead, 1.19-1.46x without: no clear gain, as
-finding an HDF5 file's frame offsets means opening it (h5py) in the hint thread; with 0
-workers that competes with the loading in the same process (warm epochs up to 1.4x slower).
+What it gains (cold epochs against warm ones, with and without read-ahead, per format): the
+README's "DataLoader recipe", measured by `python tools/readahead_cold.py DIR --workers 2
+--repeats 3`. The hints are issued from a thread because a WILLNEED hint on a cold file blocks
+until the kernel has queued the read. `make_loader` leaves read-ahead off for JPEG folders,
+where hinting means opening every frame file (the tool's jpeg rows show what it gives).
 """
 
 from __future__ import annotations
@@ -199,9 +190,10 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
         # `ranges` runs in the hint thread, where a cold open (HDF5 metadata, an npy header, a
         # directory listing) does not stall the sampler: it gets its own copy of the source
         # (sources are not thread-safe) in a shallow copy of the dataset, which shares the
-        # dataset's shared-memory epoch and learned counts. Measured (npy, HDF5, 128 files
-        # of 2.6 MB, one process): with the opens in the sampler's thread a cold HDF5 epoch
-        # with read-ahead took 2.15x a warm one, longer than without read-ahead (1.95x).
+        # dataset's shared-memory epoch and learned counts. With the opens in the sampler's
+        # thread a cold HDF5 epoch with read-ahead took 2.15x a warm one, longer than without
+        # read-ahead (1.95x) (`python tools/readahead_cold.py DIR --workers 0`, 128 files of
+        # 2.6 MB, on the earlier version that opened them in the sampler's thread).
         try:
             source = pickle.loads(pickle.dumps(ds.source))
         except Exception as e:
