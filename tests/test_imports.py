@@ -95,6 +95,25 @@ def test_sources_namespace_reexports_the_sources():
         vidload.sources.Nope  # noqa: B018
 
 
+@pytest.mark.parametrize(
+    "module",
+    [
+        "vidload.sources",
+        "vidload.sampling",
+        "vidload.transforms",
+        "vidload.normalization",
+        "vidload.loader",
+        "vidload.prefetch",
+        "vidload.dataset",
+    ],
+)
+def test_each_layer_lists_what_it_exports(module):
+    mod = importlib.import_module(module)
+    assert len(set(mod.__all__)) == len(mod.__all__) > 0
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, name
+
+
 def test_top_level_is_short():
     assert len(vidload.__all__) <= 18
 

@@ -30,6 +30,21 @@ from vidload._checks import (
     qualname,
 )
 
+__all__ = [
+    "SAMPLING_MODES",
+    "SHORT_POLICIES",
+    "SamplingFn",
+    "SamplingMode",
+    "ShortPolicy",
+    "check_indices",
+    "consecutive_indices",
+    "resampled_indices",
+    "sample_clip",
+    "segment_indices",
+    "shown_at",
+    "window_indices",
+]
+
 ShortPolicy = Literal["repeat_last", "loop", "error"]
 SamplingMode = Literal["segment", "consecutive"]
 
