@@ -163,3 +163,27 @@ def test_fps_follows_the_number_rule(make, tmp_path):
 def test_modes_are_checked_against_their_choices(make, name, bad, tmp_path):
     with pytest.raises(ValueError, match=rf"{name} \('{bad}'\) must be one of"):
         make(tmp_path, **{name: bad})
+
+
+def test_the_read_paths_tool_runs_every_section(tmp_path, capsys):
+    """tools/read_paths.py reproduces the figures the sources' docstrings quote."""
+    import importlib.util
+
+    from media import make_video
+
+    tool = Path(__file__).resolve().parents[1] / "tools" / "read_paths.py"
+    spec = importlib.util.spec_from_file_location("read_paths", tool)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    video = make_video(tmp_path / "v.mp4", 12)
+    assert (
+        module.main(
+            [str(video), "--work", str(tmp_path / "work"), "--clips", "2", "--repeats", "1"]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    for section in ("hdf5 (", "npy (", "jpeg (", "decode (", "video ("):
+        assert section in out
+    assert out.count(" us/") == 29  # every row printed

@@ -5,7 +5,9 @@ Demuxers land only roughly after a seek (MPEG-PS/TS) or on an earlier keyframe (
 B-frames), so packets are skipped, undecoded, up to the first that starts a known seek point;
 frames are matched to the index by timestamp, never by counting from the seek. Packets of
 unwanted frames go to the decoder with skip_frame=NONREF where that is safe (it drops them when
-nothing refers to them; the wanted frames' pixels are untouched: measured ~1.5x on long GOPs).
+nothing refers to them; the wanted frames' pixels are untouched): an 8-frame read of
+mma_test.mp4 took 71 ms of CPU with it, 110 ms without (`python tools/read_paths.py --only
+video`).
 Any disagreement raises `Mismatch`; `VideoSource` then rebuilds the index from a full decode or
 reads sequentially.
 """

@@ -6,18 +6,22 @@ Layout (format_version 1), no chunking and no compression (JPEG is already compr
 - root attributes: `num_frames`, `width`, `height`, `format_version`, `layout`, plus what the
   writer was given (`fps`, `source`, ...).
 
-Why this layout: reading 8 random frames of a 300-frame 320x240 video (q95, ~29 KB a frame),
-measured with h5py 3.16 on the project machine:
+Why this layout: the bytes of 8 random frames of a 300-frame 340x256 video (q95, ~30 KB a
+frame; CPU time per clip, h5py 3.16, shared 2-core machine; `python tools/read_paths.py --only
+hdf5` reproduces them):
 
-    concatenated bytes + offsets, open per clip       356 us/clip
-    vlen bytes (h5py.vlen_dtype(uint8)), open per clip 551 us/clip
-    concatenated bytes + offsets, handle kept open      77 us/clip
-    vlen bytes, handle kept open                       238 us/clip
+    concatenated bytes + offsets, open per clip          212 us
+    vlen bytes (h5py.vlen_dtype(uint8)), open per clip   463 us
+    concatenated bytes + offsets, kept open, h5py slices  95 us
+    vlen bytes, kept open                                377 us
+    this source: kept open, one os.pread a frame          38 us
 
-against ~4,800 us to decode the 8 frames. So the concatenated layout, and handles are kept open
-in a small per-process LRU (`cache_size`): a clip usually asks for counts and then frames of the
-same file. Handles are opened lazily, dropped (never used) when the process id changes, so a
-handle opened before a DataLoader forks is never shared, and are excluded from pickling.
+against 2,100-3,100 us to decode the 8 frames (`--only decode`). So the concatenated layout, read
+by `os.pread` where the layout allows (`_direct_offset`), and handles kept open in a small
+per-process LRU (`cache_size`, `vidload._lru.ProcessLRU`): a clip usually asks for counts and
+then frames of the same file. Handles are opened lazily, dropped (never used) when the process
+id changes, so a handle opened before a DataLoader forks is never shared, and are excluded from
+pickling.
 
 Counts: `reported_frames` is the `num_frames` attribute; `actual_frames` is the number of frames
 in the data (`len(offsets) - 1`). If the two disagree the file is inconsistent and every call
@@ -74,9 +78,10 @@ class _Handle:
 def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None:
     """The file offset of the `frames` bytes when they lie as one plain block in the file.
 
-    Why: an h5py slice `frames[a:b]` costs ~20 us (selection, type conversion, a new array),
-    more than the read itself; with a known offset a frame is one `os.pread` (~2 us). Files
-    whose dataset is chunked or filtered (written by other tools) are read through h5py.
+    Why: an h5py slice `frames[a:b]` (selection, type conversion, a new array) costs more than
+    the read itself: 8 frames of an open file took 95 us through slices and 38 us by
+    `os.pread` (see the module docstring). Files whose dataset is chunked or filtered (written
+    by other tools) are read through h5py.
     """
     try:
         if f.driver != "sec2" or frames.chunks is not None or frames.compression is not None:

@@ -1,11 +1,12 @@
 """The JPEG decode and encode shared by the container sources (JPEG folders, HDF5, npy).
 
 Decoder: simplejpeg (libjpeg-turbo's TurboJPEG API), strict, straight into the caller's array.
-Measured on the project's 2-core machine (340x256 frames of `mma_test.mp4`, q95, one process,
-CPU time per frame): `cv2.imdecode(IMREAD_COLOR_RGB)` 364 us, `simplejpeg.decode_jpeg` 356 us,
-and `simplejpeg.decode_jpeg(buffer=out[j])` into a preallocated (k, H, W, 3) array 277 us (no
-allocation, no page faults on a fresh array, no copy into the clip). The pixels are identical
-to OpenCV's (the same libjpeg-turbo). Header reads (`decode_jpeg_header`) cost ~1 us.
+Measured on the shared 2-core machine (340x256 frames of `mma_test.mp4`, q95, one process, CPU
+time per frame; `python tools/read_paths.py --only decode` reproduces every figure here):
+`cv2.imdecode(IMREAD_COLOR_RGB)` 332 us, `simplejpeg.decode_jpeg` 331 us, and
+`simplejpeg.decode_jpeg(buffer=out[j])` into a reused (k, H, W, 3) array 267 us (no allocation,
+no copy into the clip). The pixels are identical to OpenCV's (the same libjpeg-turbo). Header
+reads (`jpeg_size`) cost ~2 us.
 
 Why strict: libjpeg-turbo "decodes" corrupt entropy-coded data (flipped bytes in the middle of a
 frame, SOI and EOI intact) into a garbage image with only a warning on stderr, which is what
@@ -19,12 +20,12 @@ Reduced-size decode (`size=(min_height, min_width)`): libjpeg scales in the DCT.
 only the factors 1/1, 1/2, 1/4 and 1/8: the largest s whose output is still at least `size` in
 both dimensions, giving `(ceil(H / s), ceil(W / s))` for a stored H x W frame (`reduced_size`).
 TurboJPEG also offers the factors 7/8, 3/4, 5/8, 3/8, but they are slower than a full decode
-(340x256 at 7/8: 501 us against 359 us at 1/1; at 1/2: 229 us), so simplejpeg is asked for
+(340x256 at 7/8: 452 us against 271 us at 1/1; at 1/2: 224 us), so simplejpeg is asked for
 exactly 1/s (`min_factor=s`). A `size` larger than the stored frame decodes at full size (it
 never upsamples). EXIF orientation is ignored: frames are stored pixels.
 
 Encode: `simplejpeg.encode_jpeg` (TurboJPEG), from RGB with a chosen chroma subsampling; as fast
-as `cv2.imencode` (210 us against 217 us per 340x256 frame at q95, 4:2:0, including the RGB to
+as `cv2.imencode` (214 us against 225 us per 340x256 frame at q95, 4:2:0, including the RGB to
 BGR conversion OpenCV needs), so OpenCV is not needed here at all.
 """
 
@@ -103,7 +104,7 @@ def check_jpeg_markers(data: _Data, *, path: str | None = None, index: int | Non
 
 
 def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None) -> tuple[int, int]:
-    """(height, width) of a JPEG, read from its header (no decoding, ~1 us)."""
+    """(height, width) of a JPEG, read from its header (no decoding: ~2 us)."""
     return _stored_size(_as_buffer(data), path, index, "cannot read the JPEG header")
 
 

@@ -11,17 +11,18 @@ The length prefix makes the stored bytes recoverable exactly: "last non-zero byt
 drop a JPEG's own trailing zero bytes, and would force reading all of a row's padding. Plain
 numpy: `a = np.load(p); n = int(a[i, :4].view("<u4")[0]); jpeg = a[i, 4 : 4 + n].tobytes()`.
 
-Read modes, for 8 random frames of a 300-frame 320x240 video (q95, ~29 KB a frame, 9.7 MB
-file, warm page cache, project machine):
+Read modes, the bytes of 8 random frames of a 300-frame 340x256 video (q95, ~30 KB a frame,
+9.8 MB file, warm page cache; CPU time per clip on the shared 2-core machine; `python
+tools/read_paths.py --only npy` reproduces them):
 
-    "mmap": map the file, decode straight from the mapped rows  ~51 us/clip   (default)
-    "read": one sequential read of the whole file per clip      ~755 us/clip
-    (np.load(mmap_mode="r") per clip: ~130 us; np.load of the whole file: ~870 us)
+    "mmap": map the file, decode straight from the mapped rows   74 us   (default)
+    "read": one sequential read of the whole file per clip      245 us
+    (np.load(mmap_mode="r") per clip: 121 us; np.load of the whole file: 464 us)
 
-against ~4,800 us to decode the 8 frames. "read" suits storage where one big read beats several
-small ones (some network filesystems). No file handle or map is kept between calls, so nothing
-crosses a DataLoader fork; the parsed npy header is cached per process and re-parsed when the
-file's inode, size or mtime changes.
+against 2,100-3,100 us to decode the 8 frames (`--only decode`). "read" suits storage where one
+big read beats several small ones (some network filesystems). No file handle or map is kept
+between calls, so nothing crosses a DataLoader fork; the parsed npy header is cached per process
+and re-parsed when the file's inode, size or mtime changes.
 
 Counts: `reported_frames` and `actual_frames` are both the number of rows (the writer stores
 exactly the frames it was given); a file whose size disagrees with its header is corrupt and
@@ -96,8 +97,8 @@ class NpySource(ContainerSource):
 
     Args:
         root: folder of `.npy` files; a video id's extension is replaced by `.npy`.
-        mode: "mmap" maps the file and copies only the needed rows (default, fastest measured);
-            "read" reads the whole file sequentially on every call.
+        mode: "mmap" maps the file and decodes the needed rows where they are mapped (default,
+            fastest measured); "read" reads the whole file sequentially on every call.
         <<decode_size>>
         <<fps>>
             None raises instead.

@@ -102,8 +102,8 @@ class VideoSource:
             return a frame, until `actual_frames` is known. "decode": a full sequential decode
             of the file first (`actual_frames`), so every read relies on the true count and
             gives the same result in any call order; costs one full decode per file and
-            process (mma_test.mp4, 300 frames: 148 ms of CPU, against 77 ms for one 8-frame
-            seek-and-decode read).
+            process (mma_test.mp4, 300 frames: 142 ms of CPU, against 71 ms for one 8-frame
+            seek-and-decode read; `python tools/read_paths.py --only video`).
 
     Picklable: it holds only paths and settings. Open files and indexes live per process and
     are dropped when the process id changes (a fork) and left out of pickles. Safe to use
@@ -129,7 +129,7 @@ class VideoSource:
             "frame_index", frame_index, ("packets", "decode")
         )
         self.root = Path(root)
-        self._skip_nonref = True  # measured: ~1.5x on long GOPs; results stay frame-exact
+        self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._reset_caches()
 
     # ------------------------------------------------------------------ per-process state
