@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 import simplejpeg
 
+from vidload._checks import check_choice, check_int
 from vidload.errors import VideoReadError
 
 __all__ = [
@@ -345,17 +346,15 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling 
         )
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
         raise ValueError(f"rgb must have shape (H, W, 3) with H, W >= 1, got {rgb.shape}")
-    if isinstance(quality, bool) or not isinstance(quality, (int, np.integer)):
-        raise TypeError(f"quality must be an int, got {type(quality).__name__}")
+    quality = check_int("quality", quality)
     if not 1 <= quality <= 100:
         raise ValueError(f"quality ({quality}) must be in [1, 100]")
-    if subsampling not in SUBSAMPLINGS:
-        raise ValueError(f"subsampling ({subsampling!r}) must be one of {', '.join(SUBSAMPLINGS)}")
+    check_choice("subsampling", subsampling, SUBSAMPLINGS)
     if not rgb.flags.c_contiguous:
         rgb = np.ascontiguousarray(rgb)
     try:
         return simplejpeg.encode_jpeg(
-            rgb, quality=int(quality), colorspace="RGB", colorsubsampling=subsampling
+            rgb, quality=quality, colorspace="RGB", colorsubsampling=subsampling
         )
     except ValueError as e:
         raise RuntimeError(f"libjpeg-turbo failed to encode a {rgb.shape} frame: {e}") from e
