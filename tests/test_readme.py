@@ -63,3 +63,24 @@ def test_every_dotted_vidload_name_in_the_readme_exists():
                 missing.append(dotted)
             break
     assert not missing, f"README names what does not exist: {missing}"
+
+
+def test_readme_layout_names_every_module():
+    """The Development section's Layout block names every module of vidload/ (a module added,
+    moved or removed shows up here), and every path it gives exists."""
+    block = re.search(r"\*\*Layout\.\*\*.*?```text\n(.*?)```", TEXT, flags=re.S)
+    assert block is not None
+    text = block.group(1)
+    package = README.parent / "vidload"
+    words = set(re.findall(r"[\w.]+", text))
+    missing = [
+        p.name for p in sorted(package.glob("*.py")) if p.name not in words and p.stem not in words
+    ]
+    missing += [
+        f"{p.name}/"
+        for p in sorted(package.iterdir())
+        if (p / "__init__.py").is_file() and f"{p.name}/" not in text
+    ]
+    assert missing == []
+    for path in re.findall(r"vidload/[\w/]*\w(?:\.py)?/?", text):
+        assert (README.parent / path).exists(), path
