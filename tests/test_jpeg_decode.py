@@ -124,9 +124,18 @@ def test_reduced_decode_is_rgb(jpegs):
     np.testing.assert_array_equal(half, bgr[..., ::-1])
 
 
-@pytest.mark.parametrize("size", [(0, 5), (5,), "big", (1.5, 2), (True, 3)])
-def test_bad_size(jpegs, size):
-    with pytest.raises(ValueError, match="must be a \\(min_height, min_width\\) pair"):
+@pytest.mark.parametrize(
+    "size, error",
+    [
+        ((0, 5), ValueError),
+        ((5,), TypeError),
+        ("big", TypeError),
+        ((1.5, 2), TypeError),
+        ((True, 3), TypeError),
+    ],
+)
+def test_bad_size(jpegs, size, error):
+    with pytest.raises(error, match="must be a \\(min_height, min_width\\) pair"):
         decode_jpeg(jpegs[0], size=size)
 
 

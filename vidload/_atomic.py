@@ -100,6 +100,28 @@ def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -
     fsync_dir(Path(path).parent)
 
 
+def replace_folder_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
+    """Rename the written folder `tmp` over `path` durably: fsync its files and itself, rename
+    (an existing folder at `path` is moved aside to a temporary name first, and removed once
+    `tmp` is in place; put back if that rename fails), fsync the parent folder."""
+    tmp, path = Path(tmp), Path(path)
+    fsync_tree(tmp)
+    try:
+        os.replace(tmp, path)
+    except OSError:
+        if not path.is_dir():
+            raise
+        old = temp_path(path, "old")
+        os.replace(path, old)
+        try:
+            os.replace(tmp, path)
+        except BaseException:
+            os.replace(old, path)
+            raise
+        shutil.rmtree(old, ignore_errors=True)
+    fsync_dir(path.parent)
+
+
 def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
     """Write `data` to `path` atomically and durably; the temporary is removed on any failure,
     so nothing but the complete file is ever left. A full disk raises DiskFullError naming

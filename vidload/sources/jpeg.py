@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vidload._atomic import fsync_dir, fsync_tree, temp_path
+from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload.errors import VideoReadError
@@ -276,31 +276,11 @@ def write_jpeg_folder(
             count += 1
         if count == 0:
             raise ValueError(f"no frames to write to {path}")
-        fsync_tree(tmp)
-        _replace_dir(tmp, path)
-        fsync_dir(path.parent)
+        replace_folder_durably(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return count
-
-
-def _replace_dir(src: Path, dst: Path) -> None:
-    """Rename folder `src` to `dst`, replacing an existing `dst` (moved aside, then removed)."""
-    try:
-        os.replace(src, dst)
-        return
-    except OSError:
-        if not dst.is_dir():
-            raise
-    old = temp_path(dst, "old")
-    os.replace(dst, old)
-    try:
-        os.replace(src, dst)
-    except BaseException:
-        os.replace(old, dst)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
 
 
 def _checked_start_index(start_index: int) -> int:

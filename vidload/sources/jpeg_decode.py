@@ -139,16 +139,20 @@ def reduced_size(height: int, width: int, size: tuple[int, int] | None) -> tuple
 
 
 def check_size(name: str, size: tuple[int, int] | None) -> None:
-    """ValueError unless `size` is None or a (min_height, min_width) pair of ints >= 1."""
+    """TypeError unless `size` is None or a pair of ints (not bools); ValueError unless both >= 1.
+
+    A (min_height, min_width) pair: the same int rule as every other argument (`_checks`)."""
     if size is None:
         return
-    if (
-        not isinstance(size, (tuple, list))
-        or len(size) != 2
-        or not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in size)
-        or min(size) < 1
-    ):
-        raise ValueError(f"{name} ({size!r}) must be a (min_height, min_width) pair of ints >= 1")
+    rule = f"{name} ({size!r}) must be a (min_height, min_width) pair of ints >= 1"
+    if not isinstance(size, (tuple, list)) or len(size) != 2:
+        raise TypeError(rule)
+    try:
+        values = [check_int(name, v) for v in size]
+    except TypeError as e:
+        raise TypeError(rule) from e
+    if min(values) < 1:
+        raise ValueError(rule)
 
 
 class _Plan:
