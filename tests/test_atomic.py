@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import builtins
+import errno
 import os
+import pickle
 
 import pytest
 
 from vidload import _atomic
-from vidload._atomic import is_temporary, replace_folder_durably, temp_path
+from vidload._atomic import is_temporary, replace_folder_durably, temp_path, write_bytes_atomic
+from vidload.errors import DiskFullError
+
+open_real = builtins.open
 
 
 def _folder(path, files):
@@ -59,3 +65,36 @@ def test_a_file_at_the_name_is_not_replaced_by_a_folder(tmp_path):
     with pytest.raises(OSError):
         replace_folder_durably(tmp, tmp_path / "v")
     assert (tmp_path / "v").read_text() == "a user's file"
+
+
+def test_a_full_disk_is_a_disk_full_error_and_still_an_oserror(tmp_path, monkeypatch):
+    monkeypatch.setattr("builtins.open", _open_without_space)
+    with pytest.raises(OSError, match=r"no space left on device writing .*m\.csv") as caught:
+        write_bytes_atomic(tmp_path / "m.csv", b"video_id\n")
+    e = caught.value
+    assert isinstance(e, DiskFullError) and e.errno == errno.ENOSPC
+    assert e.filename == e.path == str(tmp_path / "m.csv")
+    copy = pickle.loads(pickle.dumps(e))
+    assert (type(copy), str(copy), copy.path, copy.errno) == (DiskFullError, str(e), e.path, 28)
+    assert list(tmp_path.iterdir()) == []  # the temporary is gone
+
+
+class _NoSpaceFile:
+    def __init__(self, path):
+        self.path = path
+        open_real(path, "wb").close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+def _open_without_space(path, mode="r", *args, **kwargs):
+    if "w" in mode:
+        return _NoSpaceFile(path)
+    return open_real(path, mode, *args, **kwargs)

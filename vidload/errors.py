@@ -10,6 +10,7 @@ one-argument form reads back from the message; a message without one leaves them
 
 from __future__ import annotations
 
+import errno
 import json
 import sys
 from typing import ClassVar
@@ -139,8 +140,11 @@ class VideoReadError(VidloadError):
         return (self.__class__, (self.path, self.reason, self.index))
 
 
-class DiskFullError(VidloadError):
+class DiskFullError(VidloadError, OSError):
     """No space left on the device (or quota) while writing `path`: the run stopped there.
+
+    Also an `OSError` with `errno.ENOSPC` (and `filename` = `path`), so a caller that caught
+    the plain OSError a full disk raised before keeps catching it.
 
     Attributes:
         path: the file (container, manifest, options file) being written, as a string.
@@ -149,6 +153,8 @@ class DiskFullError(VidloadError):
     def __init__(self, path: object, message: str | None = None) -> None:
         self.path = str(path)
         super().__init__(message or f"no space left on device writing {self.path}")
+        self.errno = errno.ENOSPC
+        self.filename = self.path
 
     def __str__(self) -> str:
         return self.args[0]
