@@ -23,6 +23,7 @@ from typing import Literal, get_args
 from vidload.sources.base import normalize_video_id, strip_video_ext
 
 __all__ = [
+    "CLASSES_NAME",
     "CONTAINER_SUFFIX",
     "FIRST_FRAME_NAME",
     "FRAME_TEMPLATE",
@@ -59,6 +60,8 @@ OPTIONS_NAME = "vidload-convert.json"
 LOCK_NAME = ".vidload-convert.lock"
 #: Folder in an output folder holding the shards' part manifests while a run goes on.
 PARTS_DIR = ".vidload-convert.parts"
+#: The class names, line k naming label k, `convert`/`probe --write` write beside the manifest.
+CLASSES_NAME = "classes.txt"
 
 
 def container_name(video_id: str, suffix: str, *, keep_extension: bool = False) -> str:

@@ -28,9 +28,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
+from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
 from vidload._cpus import default_workers
 from vidload.errors import UsageError
 from vidload.manifest import ManifestRow
+from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _LIST_LIMIT = 20  # mismatches listed in the convert summary before "... and N more"
@@ -97,13 +99,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="resize so the shorter side is S pixels, keeping the aspect ratio",
     )
     conv.add_argument(
-        "--quality", type=_quality, default=95, metavar="Q", help="JPEG quality 1-100 (95)"
+        "--quality",
+        type=_quality,
+        default=DEFAULT_QUALITY,
+        metavar="Q",
+        help=f"JPEG quality 1-100 ({DEFAULT_QUALITY})",
     )
     conv.add_argument(
         "--subsampling",
-        choices=("420", "422", "444"),
-        default="420",
-        help="JPEG chroma subsampling (420; 444 keeps full colour resolution, see the README's "
+        choices=SUBSAMPLINGS,
+        default=DEFAULT_SUBSAMPLING,
+        help=f"JPEG chroma subsampling ({DEFAULT_SUBSAMPLING}; 444 keeps full colour resolution, "
+        "see the README's "
         "quality table)",
     )
     conv.add_argument(

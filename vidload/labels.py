@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
+from vidload._layout import CLASSES_NAME
 from vidload.errors import UsageError
 
 __all__ = [
@@ -30,9 +31,6 @@ __all__ = [
     "read_class_map",
     "write_classes",
 ]
-
-#: Name of the class-name file written beside a manifest.
-CLASSES_NAME = "classes.txt"
 
 
 def class_of(video_id: str) -> str | None:

@@ -31,7 +31,7 @@ import av
 import numpy as np
 import simplejpeg
 
-from vidload._layout import container_path
+from vidload._layout import FRAME_TEMPLATE, container_path
 from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
@@ -159,7 +159,7 @@ class MemoryJpeg:
 class PilPerFile:
     """Reference: the naive loader, `np.asarray(PIL.Image.open(path).convert("RGB"))` per frame."""
 
-    def __init__(self, jpeg_root: Path, template: str = "img_{:05d}.jpg") -> None:
+    def __init__(self, jpeg_root: Path, template: str = FRAME_TEMPLATE) -> None:
         self.root, self.template = jpeg_root, template
 
     def read(self, video_id: str, indices: np.ndarray) -> np.ndarray:

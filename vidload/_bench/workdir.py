@@ -26,7 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vidload._layout import container_path
+from vidload._atomic import write_bytes_atomic
+from vidload._layout import CONTAINER_SUFFIX, container_path
 from vidload.errors import UsageError
 from vidload.sources.base import VIDEO_EXTENSIONS
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
@@ -58,8 +59,8 @@ class WorkDir:
             folder = container_path(self.converted["jpeg"], video_id, "")
             return sorted(p for p in folder.iterdir() if p.is_file())
         if storage in ("hdf5", "npy"):
-            ext = ".h5" if storage == "hdf5" else ".npy"
-            return [container_path(self.converted[storage], video_id, ext)]
+            suffix = CONTAINER_SUFFIX[storage]
+            return [container_path(self.converted[storage], video_id, suffix)]
         raise ValueError(f"storage ({storage!r}) must be one of 'video', {FORMATS}")
 
 
@@ -118,9 +119,9 @@ def _load_state(root: Path) -> dict:
 
 
 def _save_state(root: Path, state: dict) -> None:
-    tmp = root / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2, sort_keys=True) + "\n")
-    tmp.replace(root / STATE_FILE)
+    write_bytes_atomic(
+        root / STATE_FILE, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode()
+    )
 
 
 def _link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:

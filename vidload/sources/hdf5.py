@@ -41,7 +41,7 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_int
-from vidload._layout import sidecar_path
+from vidload._layout import CONTAINER_SUFFIX, sidecar_path
 from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -214,7 +214,7 @@ class Hdf5Source(ContainerSource):
     (`vidload._lru.ProcessLRU`).
     """
 
-    suffix = ".h5"
+    suffix = CONTAINER_SUFFIX["hdf5"]
 
     def __init__(
         self,

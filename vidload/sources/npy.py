@@ -42,6 +42,7 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
+from vidload._layout import CONTAINER_SUFFIX
 from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -106,7 +107,7 @@ class NpySource(ContainerSource):
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
 
-    suffix = ".npy"
+    suffix = CONTAINER_SUFFIX["npy"]
 
     def __init__(
         self,
