@@ -37,14 +37,17 @@ def clips_per_second(dataset: ClipDataset, workers: int, epochs: int = 2) -> flo
     return rate
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--data", type=Path, default=Path(tempfile.gettempdir()) / "vidload-quickstart"
+        "--data",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "vidload-quickstart",
+        help="where the sample videos and their HDF5 go, reused (default: under the temp folder)",
     )
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--num-videos", type=int, default=8)
-    args = parser.parse_args()
+    parser.add_argument("--workers", type=int, default=2, help="DataLoader workers (2)")
+    parser.add_argument("--num-videos", type=int, default=8, help="sample videos (8)")
+    args = parser.parse_args(argv)
 
     videos_dir, h5_dir = args.data / "videos", args.data / "hdf5"
     ids = make_sample_videos(videos_dir, SynthSpec(num_videos=args.num_videos, seconds=4.0))
@@ -64,7 +67,8 @@ def main() -> None:
     ds = ClipDataset(videos, Hdf5Source(h5_dir), num_frames=8, seed=0)  # same ids, same list
     print(f"Hdf5Source (JPEG bytes per video), {args.workers} workers:")
     print(f"  {clips_per_second(ds, args.workers):.1f} clips/s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

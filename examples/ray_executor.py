@@ -33,22 +33,28 @@ class RayExecutor(Executor):
         return self._task.remote(fn, *args, **kwargs).future()
 
 
-def main() -> None:
-    import ray
-
+def main(argv: list[str] | None = None) -> int:
+    """Exit status as `vidload convert`'s: 0 when every video converted, else 1."""
     from vidload.cli import print_convert_summary
-    from vidload.convert import convert
+    from vidload.convert import CONVERT_FORMATS, convert
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("input")
-    parser.add_argument("output")
-    parser.add_argument("--to", required=True, choices=("jpeg", "hdf5", "npy"))
+    parser.add_argument("input", help="folder of videos, or an annotation list or manifest")
+    parser.add_argument("output", help="folder for the containers, on storage every node shares")
+    parser.add_argument("--to", required=True, choices=CONVERT_FORMATS, help="container format")
     parser.add_argument("--address", default=None, help="ray cluster address (default: local)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
+    try:
+        import ray
+    except ImportError as e:
+        raise SystemExit(f"{e}: this example needs Ray (`pip install ray`)") from e
     ray.init(address=args.address)
     report = convert(args.input, args.output, to=args.to, executor=RayExecutor())
     print_convert_summary(report, sys.stdout)
+    if report.stopped is not None:
+        print(f"stopped: {report.stopped}", file=sys.stderr)
+    return 0 if report.ok else 1
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

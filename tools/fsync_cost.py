@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
+    os.makedirs(args.dir, exist_ok=True)
     best = float("inf")
     for _ in range(args.repeats):
         folder = tempfile.mkdtemp(dir=args.dir, prefix="fsync-cost-")

@@ -13,7 +13,8 @@ its submodule:
   (`EpochShuffleSampler`, `ShardSampler`, `ReadAheadSampler`);
 - `vidload.manifest`: annotation lists and manifests (`load_videos`, `read_manifest`, ...);
 - `vidload.convert.convert` / `vidload.probe.probe`: the library behind `vidload convert` /
-  `vidload probe` (not re-exported here, where they would shadow their modules).
+  `vidload probe` (not re-exported here, where they would shadow their modules);
+  `vidload.shards`: the same conversion as plan / convert shards / finish, for other engines.
 """
 
 from __future__ import annotations
