@@ -184,6 +184,7 @@ def test_the_read_paths_tool_runs_every_section(tmp_path, capsys):
         == 0
     )
     out = capsys.readouterr().out
-    for section in ("hdf5 (", "npy (", "jpeg (", "decode (", "video ("):
+    for section in ("hdf5 (", "npy (", "jpeg (", "decode (", "items (", "video ("):
         assert section in out
-    assert out.count(" us/") == 29  # every row printed
+    assert out.count(" us/") == 41  # every row printed
+    assert out.count(" faults/item") == 12

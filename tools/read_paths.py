@@ -12,7 +12,10 @@ one process. The docstrings that quote these figures name this command:
 - `hdf5`: `sources.hdf5` (layout, handles kept open, `_direct_offset`);
 - `npy`: `sources.npy` (read modes);
 - `jpeg`: `sources.jpeg.read_frame_file` (one `os.read` against `np.fromfile`);
-- `decode`: `sources.jpeg_decode` (decoders, DCT scales, encoders);
+- `decode`: `sources.jpeg_decode` (decoders, DCT scales, encoders); each decoded array is
+  dropped before the next decode, as a read's is, so no row pays for memory a list kept alive;
+- `items`: `_scratch` (a `ClipDataset` item through `ContainerSource.read_transient`, the
+  default, against the public `read`; also minor page faults per item);
 - `video`: `sources.video` (`frame_index="decode"`, skip_frame=NONREF) and `_video_rgb.rgb`
   (one swscale thread).
 """
@@ -196,13 +199,15 @@ def decode_rows(jpegs: list[bytes], h: int, w: int, clips: list[Clip], repeats: 
     arrays = [np.frombuffer(b, np.uint8) for b in frames]
     show(
         "cv2.imdecode(IMREAD_COLOR_RGB)",
-        best_cpu(lambda: [cv2.imdecode(a, cv2.IMREAD_COLOR_RGB) for a in arrays], repeats),
+        best_cpu(lambda: [cv2.imdecode(a, cv2.IMREAD_COLOR_RGB) is None for a in arrays], repeats),
         k,
         "frame",
     )
     show(
         "simplejpeg.decode_jpeg",
-        best_cpu(lambda: [simplejpeg.decode_jpeg(b, colorspace="RGB") for b in frames], repeats),
+        best_cpu(
+            lambda: [simplejpeg.decode_jpeg(b, colorspace="RGB") is None for b in frames], repeats
+        ),
         k,
         "frame",
     )
@@ -226,7 +231,7 @@ def decode_rows(jpegs: list[bytes], h: int, w: int, clips: list[Clip], repeats: 
     )
     show(
         "decode_many, a new (8, H, W, 3) clip array per call",
-        best_cpu(lambda: [decode_many(frames[j : j + 8]) for j in range(0, k, 8)], repeats),
+        best_cpu(lambda: [decode_many(frames[j : j + 8]) is None for j in range(0, k, 8)], repeats),
         k,
         "frame",
     )
@@ -261,6 +266,35 @@ def decode_rows(jpegs: list[bytes], h: int, w: int, clips: list[Clip], repeats: 
         len(rgbs),
         "frame",
     )
+
+
+def item_rows(work: Path, repeats: int, num_items: int) -> None:
+    """`ClipDataset` items of 8 frames, full-size and with short_side=128, crop=112, from each
+    container: decoded into the per-thread scratch (`read_transient`, what the dataset does)
+    against the public `read` (forced by a subclass that overrides it; a new array per clip)."""
+    import resource
+
+    from vidload import ClipDataset
+
+    print("items (_scratch): ClipDataset[i], 8 frames, TCHW tensor; minor page faults per item")
+    roots = {JpegSource: work / "jpeg", Hdf5Source: work / "hdf5", NpySource: work / "npy"}
+    for cls, root in roots.items():
+
+        class Public(cls):  # type: ignore[valid-type, misc]
+            def read(self, video_id, indices, *, geometry=None):
+                return super().read(video_id, indices, geometry=geometry)
+
+        for geometry in ({}, {"short_side": 128, "crop": 112}):
+            for label, make in (("read_transient", cls), ("read (new array)", Public)):
+                ds = ClipDataset(
+                    [("v", 0)] * num_items, make(root), num_frames=8, seed=0, **geometry
+                )
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                seconds = best_cpu(lambda ds=ds: [ds[i] is None for i in range(num_items)], repeats)
+                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+                what = "short_side=128, crop=112" if geometry else "full size"
+                show(f"{cls.__name__}, {what}, {label}", seconds, num_items, "item")
+                print(f"{'':62}{faults / ((repeats + 1) * num_items):7.0f} faults/item")
 
 
 def video_rows(video: Path, clips: list[Clip], repeats: int) -> None:
@@ -303,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work", type=Path, default=None)
     parser.add_argument("--clips", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--only", default="hdf5,npy,jpeg,decode,video")
+    parser.add_argument("--only", default="hdf5,npy,jpeg,decode,items,video")
     args = parser.parse_args(argv)
     video = args.video.resolve()
     if not video.is_file():
@@ -330,6 +364,8 @@ def main(argv: list[str] | None = None) -> int:
             jpeg_rows(work, clips, args.repeats)
         if "decode" in only:
             decode_rows(jpegs, h, w, clips, args.repeats)
+        if "items" in only:
+            item_rows(work, args.repeats, args.clips)
         if "video" in only:
             video_rows(video, clips[: max(1, args.clips // 4)], args.repeats)
     return 0

@@ -16,6 +16,7 @@ from vidload._cv2 import cv2
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry
 from vidload.sources.base import FrameSource
+from vidload.sources.encoded import ContainerSource
 from vidload.transforms import ClipGeometry, apply_geometry
 
 #: (clip index within its video, spatial view, int64 (T,) source frame indices) of one clip.
@@ -36,14 +37,19 @@ def read_views(
     The frames are read once: fused with the geometry when there is one plan and the source's
     `read` takes a `geometry` (`fused`); otherwise full frames, then `apply_geometry` per plan.
     With a `crop`, every view must come out at that size (TypeError naming the source else).
+    A container source whose `read` is `ContainerSource.read` is read by `read_transient`, into
+    memory this thread reuses (`vidload._scratch`): the views are only ever copied into their
+    tensors (`to_tensor`) before the next read, so nothing returned to the user shares it.
     """
     geometry = plans[0] if len(plans) == 1 and fused else None
+    read: Callable[..., np.ndarray] = source.read
+    if isinstance(source, ContainerSource) and type(source).read is ContainerSource.read:
+        read = source.read_transient  # the frames are only copied into the views' tensors
     if geometry is not None:
         # FrameSource.read has no geometry; takes_geometry found this source's read takes it
-        fused_read: Callable[..., np.ndarray] = source.read
-        frames = fused_read(vid, indices, geometry=geometry)
+        frames = read(vid, indices, geometry=geometry)
     else:
-        frames = source.read(vid, indices)
+        frames = read(vid, indices)
     frames = check_frames(source, vid, len(indices), frames)
     views = [frames] if geometry is not None else [apply_geometry(frames, p) for p in plans]
     for view in views:

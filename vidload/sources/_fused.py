@@ -15,10 +15,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from vidload._scratch import Scratch
 from vidload.sources.jpeg_decode import decode_many, jpeg_size
 from vidload.transforms import ClipGeometry, Resolved, resize_into, scale_box
 
 __all__ = ["decode_geometry", "decode_size_for", "empty_clip"]
+
+#: Where `decode_geometry` decodes before resizing (per process and thread; see `_scratch`).
+_DECODED = Scratch()
 
 
 def empty_clip(height: int, width: int, geometry: ClipGeometry | None) -> np.ndarray:
@@ -47,6 +51,7 @@ def decode_geometry(
     order: Sequence[int] | np.ndarray,
     paths: Sequence[str] | str,
     indices: Sequence[int] | np.ndarray,
+    scratch: Scratch | None = None,
 ) -> np.ndarray:
     """Decode `buffers[order[j]]` for every j, with `geometry` applied, into one array.
 
@@ -56,9 +61,12 @@ def decode_geometry(
         order: output frame j is `buffers[order[j]]`; a buffer named twice is decoded once.
         paths: the file of each buffer (or one file for all), for errors.
         indices: the frame index of each buffer, for errors.
+        scratch: put the result in this thread's buffer of a `vidload._scratch.Scratch`
+            (overwritten by its next use) instead of a new array.
 
     Returns:
-        uint8 (k, out_h, out_w, 3) RGB.
+        uint8 (k, out_h, out_w, 3) RGB. The reduced-scale decode before the resize is only an
+        intermediate, so it always goes into this module's own `Scratch` (`_DECODED`).
 
     Raises:
         VideoReadError: a bad buffer (see `decode_jpeg`), or frames of differing sizes.
@@ -79,9 +87,11 @@ def decode_geometry(
         paths=paths,
         indices=indices,
         size=size,
+        scratch=_DECODED,
     )
     box = scale_box(resolved.box, (height, width), decoded.shape[1:3])
-    out = np.empty((len(order_list), *resolved.out, 3), np.uint8)
+    shape = (len(order_list), *resolved.out, 3)
+    out = np.empty(shape, np.uint8) if scratch is None else scratch.array(shape)
     done: dict[int, int] = {}
     for j, b in enumerate(order_list):
         if b in done:

@@ -20,6 +20,7 @@ import numpy as np
 
 from vidload._checks import check_positive_number
 from vidload._layout import container_path
+from vidload._scratch import Scratch
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
@@ -28,6 +29,9 @@ from vidload.transforms import ClipGeometry
 __all__ = ["ContainerSource", "EncodedFrames", "distinct_frames"]
 
 Buffer = bytes | np.ndarray
+
+#: Where `ContainerSource.read_transient` decodes (per process and thread; see `_scratch`).
+_CLIP = Scratch()
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,11 +62,17 @@ class EncodedFrames:
         return [bytes(self.buffers[b]) for b in self.order.tolist()]
 
     def decode(
-        self, *, geometry: ClipGeometry | None = None, size: tuple[int, int] | None = None
+        self,
+        *,
+        geometry: ClipGeometry | None = None,
+        size: tuple[int, int] | None = None,
+        scratch: Scratch | None = None,
     ) -> np.ndarray:
         """The clip decoded: uint8 (k, H, W, 3) RGB in the order asked, at `size` (a minimum
         (height, width) reached by DCT scaling, `jpeg_decode.reduced_size`); with a
         `geometry`, uint8 (k, out_h, out_w, 3) by the fused path and `size` is not used.
+        With a `scratch` (`vidload._scratch.Scratch`) the result lies in its buffer and is
+        overwritten by its next use; else it is a new array, the caller's.
 
         Raises:
             VideoReadError: a buffer that is not a complete, decodable JPEG, or frames of
@@ -76,10 +86,20 @@ class EncodedFrames:
             return empty_clip(h, w, geometry)
         if geometry is not None:
             return decode_geometry(
-                self.buffers, geometry, order=self.order, paths=self.paths, indices=self.frames
+                self.buffers,
+                geometry,
+                order=self.order,
+                paths=self.paths,
+                indices=self.frames,
+                scratch=scratch,
             )
         return decode_many(
-            self.buffers, order=self.order, paths=self.paths, indices=self.frames, size=size
+            self.buffers,
+            order=self.order,
+            paths=self.paths,
+            indices=self.frames,
+            size=size,
+            scratch=scratch,
         )
 
 
@@ -139,3 +159,17 @@ class ContainerSource(ABC):
         """<<read_container>>"""
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size)
+
+    def read_transient(
+        self,
+        video_id: str,
+        indices: Sequence[int] | np.ndarray,
+        *,
+        geometry: ClipGeometry | None = None,
+    ) -> np.ndarray:
+        """`read`, but into memory reused by this process and thread (`_CLIP`, a
+        `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next
+        `read_transient` of any container source. For a caller that only copies the frames
+        out (`ClipDataset` builds its tensor from them), never to hand to a user."""
+        encoded = self.read_encoded(video_id, indices)
+        return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)

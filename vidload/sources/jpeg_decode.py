@@ -3,10 +3,14 @@
 Decoder: simplejpeg (libjpeg-turbo's TurboJPEG API), strict, straight into the caller's array.
 Measured on the shared 2-core machine (340x256 frames of `mma_test.mp4`, q95, one process, CPU
 time per frame; `python tools/read_paths.py --only decode` reproduces every figure here):
-`cv2.imdecode(IMREAD_COLOR_RGB)` 332 us, `simplejpeg.decode_jpeg` 331 us, and
-`simplejpeg.decode_jpeg(buffer=out[j])` into a reused (k, H, W, 3) array 267 us (no allocation,
-no copy into the clip). The pixels are identical to OpenCV's (the same libjpeg-turbo). Header
-reads (`jpeg_size`) cost ~2 us.
+`cv2.imdecode(IMREAD_COLOR_RGB)` 277 us, `simplejpeg.decode_jpeg` 270 us,
+`simplejpeg.decode_jpeg(buffer=out[j])` into a reused (k, H, W, 3) array 272 us, `decode_many`
+into a new clip array per call 273 us: the decoders cost the same, and decoding into the clip's
+array saves the per-frame arrays and the copy into the clip (the decoders were chosen for
+`strict`, below). Each decoded array is dropped before the next decode, as a read's is; the
+earlier figures here (332 us for cv2.imdecode and simplejpeg, 387 us for decode_many) kept every
+decoded array alive, so every decode wrote into newly faulted pages. Header reads
+(`jpeg_size`) cost ~2 us. The pixels are identical to OpenCV's (the same libjpeg-turbo).
 
 Why strict: libjpeg-turbo "decodes" corrupt entropy-coded data (flipped bytes in the middle of a
 frame, SOI and EOI intact) into a garbage image with only a warning on stderr, which is what
@@ -20,12 +24,12 @@ Reduced-size decode (`size=(min_height, min_width)`): libjpeg scales in the DCT.
 only the factors 1/1, 1/2, 1/4 and 1/8: the largest s whose output is still at least `size` in
 both dimensions, giving `(ceil(H / s), ceil(W / s))` for a stored H x W frame (`reduced_size`).
 TurboJPEG also offers the factors 7/8, 3/4, 5/8, 3/8, but they are slower than a full decode
-(340x256 at 7/8: 452 us against 271 us at 1/1; at 1/2: 224 us), so simplejpeg is asked for
+(340x256 at 7/8: 459 us against 273 us at 1/1; at 1/2: 229 us), so simplejpeg is asked for
 exactly 1/s (`min_factor=s`). A `size` larger than the stored frame decodes at full size (it
 never upsamples). EXIF orientation is ignored: frames are stored pixels.
 
 Encode: `simplejpeg.encode_jpeg` (TurboJPEG), from RGB with a chosen chroma subsampling; as fast
-as `cv2.imencode` (214 us against 225 us per 340x256 frame at q95, 4:2:0, including the RGB to
+as `cv2.imencode` (214 us against 227 us per 340x256 frame at q95, 4:2:0, including the RGB to
 BGR conversion OpenCV needs), so OpenCV is not needed here at all.
 """
 
@@ -39,6 +43,7 @@ import numpy as np
 import simplejpeg
 
 from vidload._checks import check_choice, check_int
+from vidload._scratch import Scratch
 from vidload.errors import VideoReadError
 
 __all__ = [
@@ -254,6 +259,7 @@ def decode_many(
     indices: Sequence[int] | np.ndarray | None = None,
     size: tuple[int, int] | None = None,
     out: np.ndarray | None = None,
+    scratch: Scratch | None = None,
 ) -> np.ndarray:
     """Decode JPEGs of one size straight into a single uint8 (k, H, W, 3) RGB array.
 
@@ -269,6 +275,9 @@ def decode_many(
         indices: the frame index of each buffer, for errors.
         size: minimum (height, width) for reduced-size decoding, as in `decode_jpeg`.
         out: optional C-contiguous uint8 (k, H, W, 3) array to fill and return.
+        scratch: decode into this thread's buffer of a `vidload._scratch.Scratch` instead of a
+            new array (for a clip that is only copied or resized afterwards: the result is
+            overwritten by the next decode into the same scratch). Not with `out`.
 
     Raises:
         VideoReadError: a bad buffer (see `decode_jpeg`), or frames of differing sizes.
@@ -310,7 +319,11 @@ def decode_many(
     p, i = where(b0)
     plan = _Plan(_stored_size(first, p, i, _DECODE_HEADER), size)
     shape = (k, plan.height, plan.width, 3)
-    if out is None:
+    if out is not None and scratch is not None:
+        raise ValueError("decode_many takes out or scratch, not both")
+    if scratch is not None:
+        out = scratch.array(shape)
+    elif out is None:
         out = np.empty(shape, np.uint8)
     elif (
         out.dtype != np.uint8
