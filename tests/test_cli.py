@@ -119,7 +119,9 @@ def test_bad_arguments_exit_2(videos, tmp_path, capsys, args, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "error:" in err and message in err
-    assert "usage: vidload" in err and "Traceback" not in err
+    # the command's usage line, whether argparse or vidload found the problem
+    command = args[0] if args and args[0] in ("convert", "probe") else "[-h]"
+    assert f"usage: vidload {command}" in err and "Traceback" not in err
     assert not (videos / "out").exists()
 
 
@@ -129,7 +131,7 @@ def test_resuming_with_other_options_is_a_usage_error(videos, tmp_path, capsys):
     capsys.readouterr()
     assert main(["convert", str(videos), out, "--to", "npy", "--quality", "80", "-q"]) == 2
     err = capsys.readouterr().err
-    assert "usage: vidload" in err and "converted with other options" in err
+    assert "usage: vidload convert" in err and "converted with other options" in err
 
 
 def test_unreadable_manifest_is_a_failure_not_a_usage_error(videos, tmp_path, capsys):

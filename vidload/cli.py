@@ -116,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument(
         "--overwrite", action="store_true", help="convert everything again, even videos done"
     )
+    conv.set_defaults(command_parser=conv)  # its usage line goes with its errors
 
     prb = sub.add_parser(
         "probe",
@@ -128,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     _add_common(prb)
+    prb.set_defaults(command_parser=prb)
 
     sub.add_parser(
         "bench",
@@ -199,7 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, or a usage error (already printed)
         return _exit_code(e)
     work = _convert if args.command == "convert" else _probe
-    return _run(parser, args, lambda: work(args))
+    return _run(args.command_parser, args, lambda: work(args))
 
 
 def _exit_code(e: SystemExit) -> int:
@@ -209,8 +211,9 @@ def _exit_code(e: SystemExit) -> int:
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callable[[], int]) -> int:
-    """`work()`'s exit status; a `UsageError` is a usage error (2), any other error a failure
-    (1) named in one line, with its traceback under `--verbose`."""
+    """`work()`'s exit status; a `UsageError` is a usage error (2, with `parser`'s usage line:
+    the command's, as argparse prints for its own errors), any other error a failure (1) named
+    in one line, with its traceback under `--verbose`."""
     command = args.command
     try:
         _check_paths(args)
