@@ -20,8 +20,8 @@ Manifest `status` values:
 * "ok":       the video was read (probed or converted); `actual_frames` is the truth.
 * "mismatch": read fine, but `reported_frames` (the metadata) disagrees with `actual_frames`.
 * "failed":   it could not be read; `error` says why. `load_videos` leaves these out (and warns).
-* "skipped":  deliberately not processed in this run (e.g. its output already existed and no
-              earlier row was kept); counts may be unknown.
+* "skipped":  not processed; counts may be unknown. Accepted when read, never written by
+              `convert` or `probe` (a video a rerun skips keeps its previous row, below).
 
 A rerun of `vidload convert` that skips a video already done keeps that video's previous row.
 An empty `label` cell means unlabelled; `load_videos` gives such videos the label -1.

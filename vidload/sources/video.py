@@ -108,7 +108,7 @@ class VideoSource:
     Picklable: it holds only paths and settings. Open files and indexes live per process and
     are dropped when the process id changes (a fork) and left out of pickles. Safe to use
     before forking DataLoader workers, with any `threads`: files open in the parent are never
-    used nor freed in a child (see the module docstring).
+    used nor freed in a child (`vidload.sources._video_file` says why).
     """
 
     def __init__(
