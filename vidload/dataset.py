@@ -111,7 +111,7 @@ class ClipDataset(Dataset):
         spatial_views: V crops per clip along the long side at test time (3: left, centre,
             right); needs `crop` and train=False.
         stack_views: one item per video holding all its clips_per_video x spatial_views
-            clips, (V, T, C, H, W), so a DistributedSampler shards by video and the
+            clips, (K * V, T, C, H, W), so a DistributedSampler shards by video and the
             evaluation averages over dim 1 of a batch. Allowed when training too (K random
             clips per video, each with its own geometry).
         multi_label: the list gives each video one or more labels (mmaction2's multi-label
@@ -119,6 +119,17 @@ class ClipDataset(Dataset):
             tensor (zeros for an unlabelled video), which the default collate stacks into
             (B, num_classes) for BCEWithLogitsLoss.
         num_classes: number of classes, required with multi_label (labels must be below it).
+        fps: sample as if the video were resampled to `fps` frames per second (the frame on
+            screen every 1/fps s, from `source.timestamps`; `sampling` then picks from those),
+            so videos of different frame rates give clips of the same duration
+            (`vidload.sampling.resampled_indices`).
+        clip_seconds: `num_frames` frames evenly spaced in time in a window of this many
+            seconds, at a random start when training, spread over the clips at test time
+            (`vidload.sampling.window_indices`); replaces `sampling`, not with `fps`.
+        return_info: items are `(clip, label, info)`, info a dict: `video_id` (str),
+            `indices` int64 (T,) source frame indices, `timestamps` float64 (T,) seconds,
+            `clip` and `view` (int); with stack_views (K * V, T) tensors and (K * V,) clip /
+            view tensors. The default collate batches them.
 
     Geometry (see `vidload.transforms`) is one plan per clip, drawn from the clip's rng right
     after its frame indices; the source applies it while decoding when its `read` takes a
