@@ -165,17 +165,15 @@ def test_modes_are_checked_against_their_choices(make, name, bad, tmp_path):
         make(tmp_path, **{name: bad})
 
 
-def test_the_read_paths_tool_runs_every_section(tmp_path, capsys):
+def test_the_read_paths_tool_runs_every_section(tmp_path, capsys, monkeypatch):
     """tools/read_paths.py reproduces the figures the sources' docstrings quote."""
-    import importlib.util
+    import importlib
 
     from media import make_video
 
-    tool = Path(__file__).resolve().parents[1] / "tools" / "read_paths.py"
-    spec = importlib.util.spec_from_file_location("read_paths", tool)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    # importable by name: its `items` rows run in spawned processes, which import it again
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "tools"))
+    module = importlib.import_module("read_paths")
     video = make_video(tmp_path / "v.mp4", 12)
     assert (
         module.main(

@@ -15,7 +15,8 @@ one process. The docstrings that quote these figures name this command:
 - `decode`: `sources.jpeg_decode` (decoders, DCT scales, encoders); each decoded array is
   dropped before the next decode, as a read's is, so no row pays for memory a list kept alive;
 - `items`: `_scratch` (a `ClipDataset` item through `ContainerSource.read_transient`, the
-  default, against the public `read`; also minor page faults per item);
+  default, against the public `read`; also minor page faults per item; each row in a fresh
+  process);
 - `video`: `sources.video` (`frame_index="decode"`, skip_frame=NONREF) and `_video_rgb.rgb`
   (one swscale thread).
 """
@@ -268,33 +269,54 @@ def decode_rows(jpegs: list[bytes], h: int, w: int, clips: list[Clip], repeats: 
     )
 
 
-def item_rows(work: Path, repeats: int, num_items: int) -> None:
-    """`ClipDataset` items of 8 frames, full-size and with short_side=128, crop=112, from each
-    container: decoded into the per-thread scratch (`read_transient`, what the dataset does)
-    against the public `read` (forced by a subclass that overrides it; a new array per clip)."""
+class _PublicRead:
+    """Mixin: `read` overridden, so `ClipDataset` takes the public path (a new array per clip)."""
+
+    def read(self, video_id, indices, *, geometry=None):
+        return super().read(video_id, indices, geometry=geometry)  # type: ignore[misc]
+
+
+def _item_row(
+    kind: str, root: Path, geometry: dict, public: bool, repeats: int, num_items: int
+) -> tuple[tuple[float, float], float]:
+    """In a fresh process: best (CPU, wall) seconds of `num_items` items, and minor faults/item."""
     import resource
 
     from vidload import ClipDataset
 
+    cls = {"jpeg": JpegSource, "hdf5": Hdf5Source, "npy": NpySource}[kind]
+    if public:
+        cls = type(f"Public{cls.__name__}", (_PublicRead, cls), {})
+    ds = ClipDataset([("v", 0)] * num_items, cls(root), num_frames=8, seed=0, **geometry)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    seconds = best_cpu(lambda: [ds[i] is None for i in range(num_items)], repeats)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    return seconds, faults / ((repeats + 1) * num_items)
+
+
+def item_rows(work: Path, repeats: int, num_items: int) -> None:
+    """`ClipDataset` items of 8 frames, full-size and with short_side=128, crop=112, from each
+    container: decoded into the per-thread scratch (`read_transient`, what the dataset does)
+    against the public `read` (forced by a subclass that overrides it; a new array per clip).
+    Each row runs in a fresh (spawned) process: what glibc's allocator does with a freed clip
+    depends on what the process allocated before, so rows sharing a process would measure
+    each other's leftovers (with them, the public path's faults came and went between runs)."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     print("items (_scratch): ClipDataset[i], 8 frames, TCHW tensor; minor page faults per item")
-    roots = {JpegSource: work / "jpeg", Hdf5Source: work / "hdf5", NpySource: work / "npy"}
-    for cls, root in roots.items():
-
-        class Public(cls):  # type: ignore[valid-type, misc]
-            def read(self, video_id, indices, *, geometry=None):
-                return super().read(video_id, indices, geometry=geometry)
-
+    print("  each row in a fresh process")
+    spawn = multiprocessing.get_context("spawn")
+    for kind, name in (("jpeg", "JpegSource"), ("hdf5", "Hdf5Source"), ("npy", "NpySource")):
         for geometry in ({}, {"short_side": 128, "crop": 112}):
-            for label, make in (("read_transient", cls), ("read (new array)", Public)):
-                ds = ClipDataset(
-                    [("v", 0)] * num_items, make(root), num_frames=8, seed=0, **geometry
-                )
-                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-                seconds = best_cpu(lambda ds=ds: [ds[i] is None for i in range(num_items)], repeats)
-                faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+            for label, public in (("read_transient", False), ("read (new array)", True)):
+                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                    seconds, faults = pool.submit(
+                        _item_row, kind, work / kind, geometry, public, repeats, num_items
+                    ).result()
                 what = "short_side=128, crop=112" if geometry else "full size"
-                show(f"{cls.__name__}, {what}, {label}", seconds, num_items, "item")
-                print(f"{'':62}{faults / ((repeats + 1) * num_items):7.0f} faults/item")
+                show(f"{name}, {what}, {label}", seconds, num_items, "item")
+                print(f"{'':62}{faults:7.0f} faults/item")
 
 
 def video_rows(video: Path, clips: list[Clip], repeats: int) -> None:
