@@ -101,22 +101,6 @@ def test_decode_size_uses_dct_scaling(kind, built, jpegs):
     )
 
 
-@pytest.mark.parametrize(
-    "bad, error",
-    [
-        ((0, 10), ValueError),
-        ((10,), TypeError),
-        ("64x48", TypeError),
-        ((1.5, 2), TypeError),
-        ((True, 3), TypeError),
-    ],
-)
-def test_bad_decode_size_is_refused(tmp_path, bad, error):
-    for make in (JpegSource, Hdf5Source, NpySource):
-        with pytest.raises(error, match=r"decode_size .* must be a \(min_height, min_width\)"):
-            make(tmp_path, decode_size=bad)
-
-
 def test_decode_size_takes_numpy_ints(tmp_path):
     for make in (JpegSource, Hdf5Source, NpySource):
         assert make(tmp_path, decode_size=(np.int64(8), np.int32(6))).decode_size is not None

@@ -9,6 +9,8 @@ import simplejpeg
 from media import corrupt_middle, frame_number, paint
 
 from vidload.errors import VideoReadError
+from vidload.sources.hdf5 import Hdf5Source
+from vidload.sources.jpeg import JpegSource
 from vidload.sources.jpeg_decode import (
     check_jpeg_markers,
     decode_jpeg,
@@ -17,6 +19,7 @@ from vidload.sources.jpeg_decode import (
     jpeg_size,
     reduced_size,
 )
+from vidload.sources.npy import NpySource
 
 W, H = 170, 123  # odd sizes exercise the ceil() in reduced decoding
 
@@ -134,9 +137,13 @@ def test_reduced_decode_is_rgb(jpegs):
         ((True, 3), TypeError),
     ],
 )
-def test_bad_size(jpegs, size, error):
+def test_bad_size(jpegs, tmp_path, size, error):
+    """One rule for a decode size, in the decoder and in every container source."""
     with pytest.raises(error, match="must be a \\(min_height, min_width\\) pair"):
         decode_jpeg(jpegs[0], size=size)
+    for make in (JpegSource, Hdf5Source, NpySource):
+        with pytest.raises(error, match=r"decode_size .* must be a \(min_height, min_width\)"):
+            make(tmp_path, decode_size=size)
 
 
 def test_corrupt_middle_is_an_error_not_a_garbage_frame(jpegs):
