@@ -457,6 +457,39 @@ def test_npy_header_cache_follows_file_replacement(tmp_path, jpegs):
     assert src.read("v", [6]).shape == (1, 2 * H, 2 * W, 3)
 
 
+def test_npy_headers_are_read_without_python_ast(tmp_path, jpegs, monkeypatch):
+    """numpy's header parser builds an AST, which CPython 3.11 can fail with a spurious
+    SystemError when two threads do it at once (the read-ahead thread and a 0-worker loader):
+    vidload reads the headers numpy writes without it, and any other header still parses."""
+    import ast
+
+    write_npy(tmp_path / "v.npy", jpegs[:5])
+    rows = np.load(tmp_path / "v.npy")
+    with open(tmp_path / "v2.npy", "wb") as f:
+        np.lib.format.write_array(f, rows, version=(2, 0))
+    # the same array under a header numpy would not write (keys reordered, extra spaces)
+    h, w = rows.shape
+    text = f"{{'shape': ({h}, {w}), 'fortran_order': False, 'descr': '|u1'}}"
+    header = (text + " " * (64 - (10 + len(text) + 1) % 64) + "\n").encode("latin1")
+    odd = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + rows.tobytes()
+    (tmp_path / "odd.npy").write_bytes(odd)
+
+    def refuse(*args, **kwargs):
+        raise SystemError("AST constructor recursion depth mismatch")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ast, "literal_eval", refuse)
+        for vid in ("v", "v2"):
+            src = NpySource(tmp_path)
+            assert src.actual_frames(vid) == 5
+            assert [frame_number(f) for f in src.read(vid, [4, 0])] == [4, 0]
+        with pytest.raises(VideoReadError, match="not a valid npy file: SystemError"):
+            NpySource(tmp_path).actual_frames("odd")  # proves the odd header takes numpy's path
+    src = NpySource(tmp_path)
+    assert src.actual_frames("odd") == 5
+    assert [frame_number(f) for f in src.read("odd", [3])] == [3]
+
+
 def test_npy_bad_mode(tmp_path):
     with pytest.raises(ValueError, match="mode \\('mmap2'\\) must be one of"):
         NpySource(tmp_path, mode="mmap2")  # type: ignore[arg-type]

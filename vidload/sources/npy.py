@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import mmap
 import os
+import re
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,14 +72,43 @@ class _Header:
     cols: int
 
 
+#: The header numpy (and so `write_npy`) writes for a 2-D uint8 array, matched without `ast`.
+_HEADER_RE = re.compile(
+    r"\{'descr': '[|<>=]?u1', 'fortran_order': (False|True), 'shape': \((\d+), (\d+)\), \} *\n?"
+)
+#: numpy's own header parser, for any other header, runs under this lock (see `_parse_header`).
+_NUMPY_PARSER_LOCK = threading.Lock()
+
+
 def _parse_header(path: Path, f) -> tuple[int, int, int]:
-    """(data_offset, rows, cols) of a 2-D C-order uint8 npy file."""
+    """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
+
+    The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
+    (`ast.literal_eval`) is the fallback for any other header, one thread at a time: CPython
+    3.11's AST constructor can fail with a spurious "SystemError: AST constructor recursion
+    depth mismatch" when two threads build ASTs at once (cpython gh-106905), which happened
+    when the read-ahead thread and a 0-worker DataLoader opened npy files together.
+    """
     try:
         version = np.lib.format.read_magic(f)
-        if version == (1, 0):
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-        else:
-            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+        start = f.tell()
+        size_bytes = 2 if version == (1, 0) else 4
+        match = None
+        raw = f.read(size_bytes)
+        if len(raw) == size_bytes:
+            length = int.from_bytes(raw, "little")
+            text = f.read(length).decode("utf8" if version == (3, 0) else "latin1")
+            match = _HEADER_RE.fullmatch(text) if len(text) == length else None
+            if match is not None:
+                shape: tuple[int, ...] = (int(match[2]), int(match[3]))
+                fortran, dtype = match[1] == "True", np.dtype(np.uint8)
+        if match is None:
+            f.seek(start)
+            with _NUMPY_PARSER_LOCK:
+                if version == (1, 0):
+                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+                else:
+                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
     except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError, ...
         raise VideoReadError(path, f"not a valid npy file: {type(e).__name__}: {e}") from e
     if dtype != np.uint8 or len(shape) != 2 or fortran:
