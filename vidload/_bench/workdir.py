@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vidload._atomic import write_bytes_atomic
-from vidload._layout import CONTAINER_SUFFIX, container_path
+from vidload._layout import CONTAINER_SUFFIX, MANIFEST_NAME, container_path
 from vidload.errors import UsageError
 from vidload.sources.base import VIDEO_EXTENSIONS
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
@@ -228,7 +228,7 @@ def _failed_in_manifests(converted: dict[str, Path]) -> dict[str, str]:
 
     failed: dict[str, str] = {}
     for fmt, out in converted.items():
-        for row in read_manifest(out / "manifest.csv"):
+        for row in read_manifest(out / MANIFEST_NAME):
             if row.status == "failed":
                 failed.setdefault(row.video_id, f"cannot be converted to {fmt}: {row.error}")
     return failed
