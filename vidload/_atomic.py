@@ -36,6 +36,7 @@ __all__ = [
     "is_temporary",
     "remove_temporary",
     "replace_durably",
+    "replace_folder_durably",
     "temp_path",
     "write_bytes_atomic",
 ]
