@@ -49,21 +49,21 @@ def encoded_frames(
     quality: int,
     subsampling: Subsampling,
 ) -> Iterator[bytes]:
-    """JPEG bytes of decoded uint8 (H, W, 3) frames, resized to one size when asked."""
+    """JPEG bytes of decoded uint8 (H, W, 3) frames, all of one size, each resized by
+    `resize_short_side` when a `short_side` is asked for."""
     first: tuple[int, int] | None = None
-    target = (0, 0)  # (height, width) to store, set from the first frame
     for i, rgb in enumerate(frames):
         shape = (int(rgb.shape[0]), int(rgb.shape[1]))
         if first is None:
-            first, target = shape, scaled_size(*shape, short_side)
+            first = shape
         elif shape != first:
             raise VideoReadError(
                 path,
                 f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}",
                 i,
             )
-        if target != shape:
-            rgb = cv2.resize(rgb, (target[1], target[0]), interpolation=cv2.INTER_AREA)
+        if short_side is not None:
+            rgb = resize_short_side(rgb, short_side)
         yield encode_jpeg(rgb, quality, subsampling=subsampling)
 
 
