@@ -15,7 +15,6 @@ from typing import Any, Literal, get_args
 from vidload._checks import (
     check_bool,
     check_choice,
-    check_int,
     check_optional_int,
     check_positive_int,
     check_positive_number,
@@ -92,7 +91,6 @@ def check_options(
     check_choice("short_policy", short_policy, SHORT_POLICIES)
     check_choice("layout", layout, get_args(Layout))
     check_bool("stack_views", stack_views)
-    spatial_views = check_int("spatial_views", spatial_views, minimum=1)
     geometry = check_geometry(
         short_side=short_side,
         crop=crop,
@@ -101,6 +99,7 @@ def check_options(
         num_views=spatial_views,
         train=train,
     )
+    spatial_views = geometry.num_views  # checked there: an int >= 1
     seed = check_optional_int("seed", seed, minimum=0)
     check_bool("multi_label", multi_label)
     if multi_label:
