@@ -1,10 +1,10 @@
 """Clips/s through `make_loader` for the defaults the README's "DataLoader recipe" quotes.
 
-    python tools/loader_defaults.py [--work DIR] [--videos 8] [--clips 256] [--epochs 4]
-                                    [--repeats 5] [--quick]
+    python tools/loader_defaults.py [--work DIR] [--num-videos 8 | --videos DIR] [--clips 256]
+                                    [--epochs 4] [--repeats 5] [--quick]
 
-Generates `--videos` sample videos (`vidload.synth`, 320x240, 25 fps, 7 s) and converts them to
-npy (`vidload.convert.convert`) under `--work` once (reused when already there), then reads
+Generates `--num-videos` sample videos (`vidload.synth`, 320x240, 25 fps, 7 s) and converts them
+to npy (`vidload.convert.convert`) under `--work` once (reused when already there), then reads
 8-frame segment clips from them (`ClipDataset` + `NpySource`, `--clips` items an epoch, batches
 of 16, a new epoch through `epochs`) with four loaders:
 
@@ -20,6 +20,12 @@ throughput, which is what workers buy), so the machine's load average is printed
 after every repeat. Steady clips/s is over the epochs after the first (the first includes
 starting the workers); "all epochs" includes it, which is where restarting workers shows. Best
 and median over the repeats.
+
+`--videos DIR` converts the videos of DIR (e.g. `../shared/videos`, real footage) instead of
+generating any, to `--work`/videos-npy. Their sizes may differ, so that batches stack the clips are
+resized to a short side of 128 and centre-cropped to 112x112 in that mode only (`short_side=128,
+crop=112`; printed); every video gets label 0 (the labels do not matter to the speed, and a folder
+without class folders converts unlabelled). Everything else is as above.
 """
 
 from __future__ import annotations
@@ -30,16 +36,20 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vidload import ClipDataset, NpySource, epochs, make_loader
 from vidload._cpus import default_workers
 from vidload.convert import convert
+from vidload.manifest import read_manifest
 from vidload.synth import SynthSpec, make_sample_videos
 
 BATCH = 16
 FRAMES_PER_CLIP = 8
+#: clip geometry of `--videos DIR` mode only, where the videos' sizes may differ
+REAL_GEOMETRY: dict[str, Any] = {"short_side": 128, "crop": 112}
 
 
 def _rows(workers: int) -> dict[str, dict[str, Any]]:
@@ -61,15 +71,50 @@ def _build(work: Path, spec: SynthSpec) -> Path:
     return out
 
 
-def _epoch_times(root: Path, videos: int, clips: int, n_epochs: int, **kwargs: Any) -> list[float]:
+def _build_from(videos: Path, work: Path) -> Path:
+    """The videos of the folder `videos` converted to npy under `work` (reused when there)."""
+    if not videos.is_dir():
+        raise SystemExit(f"--videos {videos}: not a folder")
+    out = work / "videos-npy"
+    if not (out / "manifest.csv").exists():
+        convert(videos, out, to="npy", overwrite=True, progress=False)
+    return out
+
+
+@dataclass(frozen=True)
+class _Set:
+    """What the loaders read: npy `root`, its `videos` and the ClipDataset's geometry options."""
+
+    root: Path
+    videos: Any  # the manifest path, or (video_id, label, num_frames) tuples
+    num_videos: int
+    sizes: str
+    geometry: dict[str, Any]
+
+
+def _synth_set(root: Path, spec: SynthSpec) -> _Set:
+    return _Set(root, root / "manifest.csv", spec.num_videos, f"{spec.width}x{spec.height}", {})
+
+
+def _real_set(root: Path) -> _Set:
+    rows = [row for row in read_manifest(root / "manifest.csv") if row.status == "ok"]
+    if not rows:
+        raise SystemExit(f"{root / 'manifest.csv'}: no video converted")
+    videos = [(row.video_id, 0, row.actual_frames) for row in rows]
+    sizes = ", ".join(sorted({f"{row.width}x{row.height}" for row in rows}))
+    return _Set(root, videos, len(rows), sizes, dict(REAL_GEOMETRY))
+
+
+def _epoch_times(data: _Set, clips: int, n_epochs: int, **kwargs: Any) -> list[float]:
     """Seconds per epoch of one fresh dataset and loader; the first includes starting workers."""
-    per_video = max(1, -(-clips // videos))  # ceil: at least `clips` items an epoch
+    per_video = max(1, -(-clips // data.num_videos))  # ceil: at least `clips` items an epoch
     ds = ClipDataset(
-        root / "manifest.csv",
-        NpySource(root),
+        data.videos,
+        NpySource(data.root),
         num_frames=FRAMES_PER_CLIP,
         clips_per_video=per_video,
         seed=0,
+        **data.geometry,
     )
     times = []
     start = time.perf_counter()
@@ -92,7 +137,13 @@ def _load() -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, help="folder for the videos and npy files")
-    parser.add_argument("--videos", type=int, default=8)
+    parser.add_argument("--num-videos", type=int, default=8, help="sample videos to generate")
+    parser.add_argument(
+        "--videos",
+        type=Path,
+        metavar="DIR",
+        help="convert the videos of DIR instead (real footage)",
+    )
     parser.add_argument("--clips", type=int, default=256, help="items an epoch")
     parser.add_argument("--epochs", type=int, default=4, help="epochs per loader (>= 2)")
     parser.add_argument("--repeats", type=int, default=5)
@@ -100,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="smoke test: 2 tiny 1 s videos, 2 epochs, 1 repeat"
     )
     args = parser.parse_args(argv)
-    spec = SynthSpec(num_videos=args.videos)
+    spec = SynthSpec(num_videos=args.num_videos)
     if args.quick:
         spec = SynthSpec(num_videos=2, width=64, height=48, seconds=1.0)
         args.clips, args.epochs, args.repeats = 16, 2, 1
@@ -108,19 +159,24 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--epochs must be >= 2, --repeats and --clips >= 1")
     with tempfile.TemporaryDirectory() as tmp:
         work = args.work if args.work is not None else Path(tmp)
-        root = _build(work, spec)
-        return _run(root, spec, args)
+        if args.videos is not None:
+            data = _real_set(_build_from(args.videos, work))
+        else:
+            data = _synth_set(_build(work, spec), spec)
+        return _run(data, args)
 
 
-def _run(root: Path, spec: SynthSpec, args: argparse.Namespace) -> int:
+def _run(data: _Set, args: argparse.Namespace) -> int:
     workers = default_workers()
     rows = _rows(workers)
     names = list(rows)
     steady: dict[str, list[float]] = {name: [] for name in names}
     total: dict[str, list[float]] = {name: [] for name in names}
-    clips = spec.num_videos * max(1, -(-args.clips // spec.num_videos))
+    clips = data.num_videos * max(1, -(-args.clips // data.num_videos))
+    geometry = ", ".join(f"{k}={v}" for k, v in data.geometry.items()) or "full frames"
+    source = f" from {args.videos}" if args.videos is not None else ""
     print(
-        f"{spec.num_videos} videos {spec.width}x{spec.height}, npy; {clips} clips of "
+        f"{data.num_videos} videos{source} ({data.sizes}), npy, {geometry}; {clips} clips of "
         f"{FRAMES_PER_CLIP} frames an epoch, batches of {BATCH}, {args.epochs} epochs per loader, "
         f"{args.repeats} repeats; default_workers() = {workers}"
     )
@@ -128,7 +184,7 @@ def _run(root: Path, spec: SynthSpec, args: argparse.Namespace) -> int:
         print(f"repeat {r + 1}: {_load()}", flush=True)
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
-            times = _epoch_times(root, spec.num_videos, args.clips, args.epochs, **rows[name])
+            times = _epoch_times(data, args.clips, args.epochs, **rows[name])
             steady[name].append(clips * (len(times) - 1) / sum(times[1:]))
             total[name].append(clips * len(times) / sum(times))
     print(f"after: {_load()}")
