@@ -76,9 +76,6 @@ class ProcessLRU(Generic[K, V]):
     def __len__(self) -> int:
         return len(self._own())
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._own()
-
     def __iter__(self) -> Iterator[K]:
         """The keys, least recently used first."""
         return iter(list(self._own()))
