@@ -27,6 +27,8 @@ from vidload.sources.base import FrameSource
 
 T = TypeVar("T")
 
+#: Where a count came from, when the source reported it (`known` treats it apart).
+_REPORTED = "reported by the source"
 _UNKNOWN = -1
 
 
@@ -65,6 +67,21 @@ class SharedCounts:
     def mark_broken(self, v: int) -> None:
         self._broken[self._slot[v]] = True
 
+    def _without_decoding(
+        self, source: FrameSource, entry: VideoEntry, v: int
+    ) -> tuple[int, str] | None:
+        """(count, where it came from) from what is known without decoding, frames from the
+        entry's start: learned, else listed, else reported by the source; None if none is."""
+        learned = int(self._learned[self._slot[v]])
+        if learned != _UNKNOWN:
+            return learned, "learned from an earlier read"
+        if entry.known_frames is not None:
+            return entry.known_frames, "from the video list"
+        reported = source.reported_frames(entry.video_id)
+        if reported:
+            return reported - entry.offset, _REPORTED
+        return None
+
     def best(self, source: FrameSource, entry: VideoEntry, v: int) -> tuple[int, str]:
         """(count, where it came from): the count to sample entry `v` from, frames from the
         entry's start. Counts by decoding when nothing cheaper is known.
@@ -72,19 +89,11 @@ class SharedCounts:
         Raises:
             VideoReadError: the best count is 0.
         """
-        learned = int(self._learned[self._slot[v]])
-        if learned != _UNKNOWN:
-            count, origin = learned, "learned from an earlier read"
-        elif entry.known_frames is not None:
-            count, origin = entry.known_frames, "from the video list"
-        else:
-            reported = source.reported_frames(entry.video_id)
-            if reported:
-                count, origin = reported - entry.offset, "reported by the source"
-            else:
-                count = source.actual_frames(entry.video_id) - entry.offset
-                origin = "counted by decoding"
-                self.learn(v, count, warn=None)
+        found = self._without_decoding(source, entry, v)
+        if found is None:
+            found = source.actual_frames(entry.video_id) - entry.offset, "counted by decoding"
+            self.learn(v, found[0], warn=None)
+        count, origin = found
         if count <= 0:
             raise VideoReadError(entry.video_id, f"no frames to sample (0 frames {origin})")
         return count, origin
@@ -93,17 +102,13 @@ class SharedCounts:
         """The count `best` gives, without decoding (for planning reads).
 
         Raises:
-            LookupError: no learned, listed or reported count.
+            LookupError: no learned, listed or reported count (or a reported one that leaves
+                no frame after the entry's offset).
         """
-        learned = int(self._learned[self._slot[v]])
-        if learned != _UNKNOWN:
-            return learned
-        if entry.known_frames is not None:
-            return entry.known_frames
-        count = (source.reported_frames(entry.video_id) or 0) - entry.offset
-        if count <= 0:
+        found = self._without_decoding(source, entry, v)
+        if found is None or (found[1] == _REPORTED and found[0] <= 0):
             raise LookupError(f"{entry.video_id}: frame count unknown without decoding")
-        return count
+        return found[0]
 
     def learn(self, v: int, actual: int, warn: str | None) -> None:
         """Publish `actual` to every worker; warn (`warn` starts the message) unless some
