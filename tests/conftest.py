@@ -26,6 +26,7 @@ from media import (
     make_video,
     truncate_copy,
 )
+from servers import http_dir, http_server, s3_bucket, s3_server  # noqa: F401 (fixtures)
 
 W, H = 96, 64
 X265 = {"x265-params": "log-level=error"}
