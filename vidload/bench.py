@@ -36,7 +36,7 @@ from vidload._bench import report
 from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
-from vidload.cli import report_error
+from vidload._exit import report_error
 from vidload.errors import UsageError
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
@@ -30,11 +29,11 @@ from typing import TextIO
 
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
 from vidload._cpus import default_workers
+from vidload._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE, report_error
 from vidload.errors import UsageError
 from vidload.manifest import ManifestRow
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _LIST_LIMIT = 20  # mismatches listed in the convert summary before "... and N more"
 
 
@@ -224,23 +223,6 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callab
         return 130
     except Exception as e:
         return report_error(parser, command, e, verbose=args.verbose)
-
-
-def report_error(
-    parser: argparse.ArgumentParser, command: str, error: Exception, *, verbose: bool
-) -> int:
-    """Say on stderr why `vidload COMMAND` failed and return its exit status: a `UsageError`
-    prints the usage line and the rule broken (2); any other error is a failure named in one
-    line (1), with its traceback when `verbose`. Call it from the `except` block."""
-    if isinstance(error, UsageError):
-        parser.print_usage(sys.stderr)
-        print(f"vidload {command}: error: {error}", file=sys.stderr)
-        return EXIT_USAGE
-    if verbose:
-        traceback.print_exc(file=sys.stderr)
-    hint = "" if verbose else " (-v shows the traceback)"
-    print(f"vidload {command}: error: {type(error).__name__}: {error}{hint}", file=sys.stderr)
-    return EXIT_FAILED
 
 
 def _check_paths(args: argparse.Namespace) -> None:

@@ -54,16 +54,13 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import Executor
-from dataclasses import dataclass
-from pathlib import Path
 
 from vidload._checks import check_bool
 from vidload._convert.frames import resize_short_side
 from vidload._convert.inputs import InputItem, find_inputs, label_inputs
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
-from vidload._layout import STORAGES, Storage
+from vidload._convert.report import CONVERT_FORMATS, ConvertFormat, ConvertReport
 from vidload._parallel import resolve_workers
-from vidload.manifest import ManifestRow
 from vidload.sources.jpeg_decode import Subsampling
 
 __all__ = [
@@ -76,61 +73,6 @@ __all__ = [
     "label_inputs",
     "resize_short_side",
 ]
-
-#: The container formats: "jpeg" (a folder of frame files), "hdf5" (`.h5`), "npy" (`.npy`).
-ConvertFormat = Storage
-CONVERT_FORMATS: tuple[str, ...] = STORAGES
-
-
-@dataclass(frozen=True)
-class ConvertReport:
-    """What one `convert` run did.
-
-    Attributes:
-        output: the output folder.
-        manifest_path: `output/manifest.csv`.
-        rows: one manifest row per input video handled, in input order (all of them unless
-            the run stopped early).
-        converted, skipped: ids converted in this run, and ids whose container was already done.
-        failed: rows of the videos that could not be converted (`error` says why).
-        bytes_in, bytes_out: input and output bytes of the videos converted in this run.
-        frames: frames stored in this run.
-        seconds: wall time of the run.
-        unfinished: ids not handled because the run stopped early (their task never finished);
-            not in the manifest, a rerun converts them.
-        stopped: why the run stopped early ("no space left on device writing ..."), else None.
-        manifest_written: False when manifest.csv could not be written (disk full); the part
-            manifests then stay in OUTPUT and the next run picks them up.
-    """
-
-    output: Path
-    manifest_path: Path
-    rows: tuple[ManifestRow, ...]
-    converted: tuple[str, ...]
-    skipped: tuple[str, ...]
-    failed: tuple[ManifestRow, ...]
-    bytes_in: int
-    bytes_out: int
-    frames: int
-    seconds: float
-    unfinished: tuple[str, ...] = ()
-    stopped: str | None = None
-    manifest_written: bool = True
-
-    @property
-    def ok(self) -> bool:
-        """True when every video converted or was already done."""
-        return not self.failed and not self.unfinished and self.stopped is None
-
-    @property
-    def mismatches(self) -> tuple[ManifestRow, ...]:
-        """Rows whose reported frame count differs from the frames stored."""
-        return tuple(r for r in self.rows if r.status == "mismatch")
-
-    @property
-    def size_ratio(self) -> float | None:
-        """bytes_out / bytes_in of this run's conversions (None when nothing was converted)."""
-        return self.bytes_out / self.bytes_in if self.bytes_in else None
 
 
 def convert(

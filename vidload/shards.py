@@ -60,6 +60,7 @@ from vidload._convert.inputs import (
 )
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
+from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.resume import (
     previous_rows,
     read_part,
@@ -71,7 +72,6 @@ from vidload._convert.resume import (
 from vidload._layout import MANIFEST_NAME, PARTS_DIR, output_container_path
 from vidload._lock import OutputLock
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
-from vidload.convert import ConvertFormat, ConvertReport
 from vidload.errors import DiskFullError, UsageError
 from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
 from vidload.manifest import ManifestRow, keep_extra

@@ -5,7 +5,9 @@
 * `options`: what to store (`ConvertOptions`), checked once and recorded in the output folder;
 * `frames`: the JPEG byte streams a container stores;
 * `job`: one video's conversion, as a worker runs it;
-* `resume`: what a run resumes from (the manifest, part manifests, stale temporaries).
+* `resume`: what a run resumes from (the manifest, part manifests, stale temporaries);
+* `report`: what a run makes and reports (`ConvertFormat`, `ConvertReport`, re-exported by
+  `vidload.convert`).
 
 `vidload.shards` plans and runs the jobs (on `vidload._parallel`); `vidload.convert` is the
 public entry point. The output folder's names are `vidload._layout`'s.
