@@ -6,6 +6,9 @@
                     [--dask ADDRESS] [--shard-size N]
     vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
+    vidload choose  DATA [--sample K] [--short-side S] [--num-frames T] [--sampling MODE]
+                    [--need R --cores C [--min-psnr DB]] [--storages LIST] [--json FILE]
+                    [--plot FILE.png] [--workdir DIR] [--keep] [--quick] [--quiet]
     vidload bench   ...   (vidload.bench's own arguments)
 
 `--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
@@ -25,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
 from vidload._cpus import default_workers
@@ -130,12 +133,123 @@ def build_parser() -> argparse.ArgumentParser:
     _add_common(prb)
     prb.set_defaults(command_parser=prb)
 
+    _add_choose(sub)
+
     sub.add_parser(
         "bench",
         help="speed of every source on the same clips (see `vidload bench --help`)",
         add_help=False,
     )
     return parser
+
+
+def _positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
+    return value
+
+
+def _storages(text: str) -> tuple[Any, ...]:
+    from vidload.choose import StorageSpec
+
+    try:
+        return tuple(StorageSpec.parse(t) for t in text.split(",") if t.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _add_choose(sub: Any) -> None:
+    from vidload.choose import DEFAULT_STORAGES
+    from vidload.sampling import SAMPLING_MODES
+
+    ch = sub.add_parser(
+        "choose",
+        help="which storage meets your speed at the least disk, measured on your own videos",
+        description=(
+            "Take K videos spread over DATA, build every candidate storage from them in a "
+            "scratch folder (the originals, video re-encoded for random access at several "
+            "GOP/CRF points, JPEG containers at several qualities) and measure each on the same "
+            "clips: bytes per video, clips/s per core (warm, one process, CPU time), a cold "
+            "first pass, and PSNR against the original decode. Prints one table marking the "
+            "frontier (rows no other row beats on size, speed and PSNR together) and DATA's "
+            "size in each storage; with --need and --cores, the smallest storage that meets "
+            "the need. Progress goes to stderr."
+        ),
+    )
+    ch.add_argument("input", metavar="DATA", help="folder of videos (searched recursively)")
+    ch.add_argument(
+        "--sample", type=_positive_int, metavar="K", help="videos to measure, spread over DATA (8)"
+    )
+    ch.add_argument(
+        "--short-side",
+        type=_positive_int,
+        metavar="S",
+        help="the short side you train at: every storage is built and read at it (full size)",
+    )
+    ch.add_argument(
+        "--num-frames", type=_positive_int, default=8, metavar="T", help="frames per clip (8)"
+    )
+    ch.add_argument(
+        "--sampling", choices=SAMPLING_MODES, default="segment", help="clip sampling (segment)"
+    )
+    ch.add_argument(
+        "--stride", type=_positive_int, default=1, metavar="N", help="frame gap, consecutive (1)"
+    )
+    ch.add_argument(
+        "--need", type=_positive_number, metavar="R", help="clips/s you need per GPU (with --cores)"
+    )
+    ch.add_argument(
+        "--cores", type=_positive_int, metavar="C", help="CPU cores per GPU for loading"
+    )
+    ch.add_argument(
+        "--min-psnr",
+        type=float,
+        metavar="DB",
+        help="with --need: only storages of at least this mean PSNR qualify",
+    )
+    ch.add_argument(
+        "--storages",
+        type=_storages,
+        metavar="LIST",
+        help="comma-separated candidates (default: "
+        + ",".join(s.name for s in DEFAULT_STORAGES)
+        + "); forms: original, video[:gopN][:crfQ][:PRESET], jpeg:qQ, hdf5:qQ, npy:qQ",
+    )
+    ch.add_argument("--clips", type=_positive_int, metavar="N", help="clips per timed pass (64)")
+    ch.add_argument("--rounds", type=_positive_int, metavar="R", help="interleaved rounds (3)")
+    ch.add_argument("--no-cold", action="store_true", help="skip the cold-read timing")
+    ch.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="scratch folder, new or empty (default: a temporary folder); removed after "
+        "unless --keep",
+    )
+    ch.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ch.add_argument(
+        "--jobs",
+        type=_positive_int,
+        metavar="N",
+        help="storages built at once (default: the CPUs this process may use)",
+    )
+    ch.add_argument("--seed", type=int, default=0, metavar="S", help="clip sampling seed (0)")
+    ch.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ch.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help='size vs clips/s with the frontier (pip install "vidload[plot]")',
+    )
+    ch.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 videos, 4 clips, 1 round, 4 PSNR frames, built in this process",
+    )
+    ch.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    ch.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
+    ch.set_defaults(command_parser=ch, labels=None, root=None)
 
 
 def _add_input(p: argparse.ArgumentParser, kinds: str) -> None:
@@ -199,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(args_list)
     except SystemExit as e:  # --help, --version, or a usage error (already printed)
         return _exit_code(e)
-    work = _convert if args.command == "convert" else _probe
+    work = {"convert": _convert, "probe": _probe, "choose": _choose}[args.command]
     return _run(args.command_parser, args, lambda: work(args))
 
 
@@ -227,8 +341,9 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callab
 
 def _check_paths(args: argparse.Namespace) -> None:
     """The paths given on the command line exist: a missing one is a usage error."""
+    name = "DATA" if args.command == "choose" else "INPUT"
     if not Path(args.input).exists():
-        raise UsageError(f"INPUT ({args.input!r}) does not exist")
+        raise UsageError(f"{name} ({args.input!r}) does not exist")
     if args.labels is not None and not Path(args.labels).is_file():
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
@@ -416,3 +531,58 @@ def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
     mismatched = sum(r.status == "mismatch" for r in rows)
     print(f"{mismatched} of {total} videos: reported != actual", file=out)
     _print_failures([r for r in rows if r.status == "failed"], total, out)
+
+
+def _choose(args: argparse.Namespace) -> int:
+    import json
+
+    from vidload._choose import report
+    from vidload.choose import DEFAULT_STORAGES, choose
+
+    if (args.need is None) != (args.cores is None):
+        raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
+    if args.min_psnr is not None and args.need is None:
+        raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
+    if not Path(args.input).is_dir():
+        raise UsageError(f"DATA ({args.input!r}) must be a folder of videos")
+    if args.plot is not None:
+        try:
+            report.check_plotting()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from e
+    quick = args.quick
+
+    def pick(value, normal, fast):
+        return value if value is not None else (fast if quick else normal)
+
+    result = choose(
+        args.input,
+        sample=pick(args.sample, 8, 2),
+        storages=args.storages if args.storages is not None else DEFAULT_STORAGES,
+        short_side=args.short_side,
+        num_frames=args.num_frames,
+        sampling=args.sampling,
+        stride=args.stride,
+        clips=pick(args.clips, 64, 4),
+        rounds=pick(args.rounds, 3, 1),
+        min_time=0.0 if quick else 0.3,
+        cold=not args.no_cold,
+        psnr_frames=4 if quick else 16,
+        need=args.need,
+        cores=args.cores,
+        min_psnr=args.min_psnr,
+        workdir=args.workdir,
+        keep=args.keep,
+        jobs=pick(args.jobs, None, 1),
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    data = result.to_json()
+    print(report.render(data))
+    if args.json is not None:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        print(f"json: {args.json}")
+    if args.plot is not None:
+        report.plot(data, Path(args.plot))
+        print(f"plot: {args.plot}")
+    return EXIT_OK

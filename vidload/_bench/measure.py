@@ -19,13 +19,11 @@ from vidload._bench.timing import (
     OtherLoad,
     OwnClock,
     RoundRobin,
-    drop_from_page_cache,
+    cold_and_warm,
     epoch,
     filesystem_of,
     make_loader,
-    one_pass,
     row_pass,
-    timed,
 )
 from vidload._bench.workdir import WorkDir, log
 from vidload._cv2 import cv2
@@ -296,10 +294,6 @@ def note_other_load(
         )
 
 
-def _pass_seconds(reader, clips, batch_size: int) -> float:
-    return timed(lambda: one_pass(reader.read, clips, batch_size))
-
-
 def measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
     fs = filesystem_of(work.root)
     if fs in ("tmpfs", "ramfs"):
@@ -309,18 +303,15 @@ def measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
         "posix_fadvise(DONTNEED) and the source is created afresh (first-epoch setup included)"
     )
     log(f"timing cold vs warm epochs: {cfg.repeats} interleaved repeats")
-    files = {
-        ld.name: [p for v in work.video_ids for p in work.files(ld.storage, v)] for ld in sources
+    rows = {
+        ld.name: (
+            lambda make=ld.make: make().read,
+            [p for v in work.video_ids for p in work.files(ld.storage, v)],
+        )
+        for ld in sources
     }
-    times: dict[str, dict[str, list[float]]] = {ld.name: {"cold": [], "warm": []} for ld in sources}
     with OtherLoad() as other:
-        for _ in range(cfg.repeats):
-            for ld in sources:
-                reader = ld.make()
-                drop_from_page_cache(files[ld.name])
-                times[ld.name]["cold"].append(_pass_seconds(reader, clips, cfg.batch_size))
-                times[ld.name]["warm"].append(_pass_seconds(reader, clips, cfg.batch_size))
-                del reader
+        times = cold_and_warm(rows, clips, cfg.batch_size, cfg.repeats)
     note_other_load(notes, "the cold-cache timing", other.cpus)
     for name, t in times.items():
         cold, warm = min(t["cold"]), min(t["warm"])

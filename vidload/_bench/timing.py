@@ -16,12 +16,13 @@ whole read it is part of.
 
 from __future__ import annotations
 
+import functools
 import gc
 import math
 import os
 import pickle
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, default_collate
 
 Clip = tuple[str, np.ndarray]
+Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
 
 
 def collate_clips(batch: Sequence[tuple[torch.Tensor, int]]):
@@ -272,6 +274,32 @@ def drop_from_page_cache(paths: Sequence[Path]) -> None:
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
+
+
+def cold_and_warm(
+    rows: Mapping[str, tuple[Callable[[], Reader], Sequence[Path]]],
+    clips: Sequence[Clip],
+    batch_size: int,
+    repeats: int,
+) -> dict[str, dict[str, list[float]]]:
+    """Wall-clock seconds of a first pass over `clips` with cold files, and of the pass right
+    after it (warm), per row, in `repeats` rounds interleaved over the rows.
+
+    `rows` maps a name to `(make, files)`: before each cold pass the row's reader is made afresh
+    (`make()` returns `read(video_id, indices)`; a new source, so the first-epoch setup counts
+    in the cold pass) and its `files` are evicted (`drop_from_page_cache`). Wall-clock time,
+    since waiting for the disk is what a cold read costs. Returns {name: {"cold": [...],
+    "warm": [...]}}.
+    """
+    times: dict[str, dict[str, list[float]]] = {name: {"cold": [], "warm": []} for name in rows}
+    for _ in range(repeats):
+        for name, (make, files) in rows.items():
+            read_pass = functools.partial(one_pass, make(), clips, batch_size)
+            drop_from_page_cache(files)
+            times[name]["cold"].append(timed(read_pass))
+            times[name]["warm"].append(timed(read_pass))
+            del read_pass  # its open files and maps go before the next row's eviction
+    return times
 
 
 def filesystem_of(path: Path) -> str:

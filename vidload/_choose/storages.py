@@ -1,0 +1,199 @@
+"""The candidate storages of `vidload choose`: what each is, how it is built, how it is read.
+
+Every candidate is built with vidload's own `convert` from the sample's videos (never an
+`ffmpeg` binary) and read with vidload's own sources, so what is measured is what a user gets.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from vidload._checks import check_choice, check_int, check_optional_int
+
+__all__ = ["DEFAULT_STORAGES", "StorageSpec", "build_storage", "open_storage"]
+
+#: libx264's presets, fastest first.
+X264_PRESETS = (
+    "ultrafast", "superfast", "veryfast", "faster", "fast",
+    "medium", "slow", "slower", "veryslow", "placebo",
+)  # fmt: skip
+StorageKind = Literal["original", "video", "jpeg", "hdf5", "npy"]
+KINDS: tuple[str, ...] = ("original", "video", "jpeg", "hdf5", "npy")
+
+
+@dataclass(frozen=True)
+class StorageSpec:
+    """One candidate storage.
+
+    Attributes:
+        to: "original" (the videos as they are, `VideoSource`), "video" (`convert --to video`,
+            `VideoSource`), or a JPEG container: "jpeg" (`JpegSource`), "hdf5" (`Hdf5Source`),
+            "npy" (`NpySource`, mmap).
+        quality: JPEG quality in [1, 100] (JPEG containers only).
+        gop, crf, preset: keyframe interval, libx264 CRF and preset (video only; None takes
+            `convert`'s default).
+    """
+
+    to: StorageKind
+    quality: int | None = None
+    gop: int | None = None
+    crf: int | None = None
+    preset: str | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("to", self.to, KINDS)
+        jpeg = self.to in ("jpeg", "hdf5", "npy")
+        if self.quality is not None:
+            if not jpeg:
+                raise ValueError(f"quality applies to jpeg/hdf5/npy, not {self.to!r}")
+            q = check_int("quality", self.quality)
+            if not 1 <= q <= 100:
+                raise ValueError(f"quality ({q}) must be in [1, 100]")
+        elif jpeg:
+            raise ValueError(f"{self.to} needs a quality (e.g. {self.to}:q95)")
+        if self.to != "video" and (self.gop, self.crf, self.preset) != (None, None, None):
+            raise ValueError(f"gop, crf and preset apply to 'video', not {self.to!r}")
+        check_optional_int("gop", self.gop, minimum=1)
+        check_optional_int("crf", self.crf, minimum=0)
+        if self.preset is not None:
+            check_choice("preset", self.preset, X264_PRESETS)
+
+    @property
+    def name(self) -> str:
+        """`original`, `video:gop8:crf23[:PRESET]`, `hdf5:q95`: what `parse` reads back."""
+        if self.to == "original":
+            return "original"
+        if self.to == "video":
+            parts = ["video"]
+            if self.gop is not None:
+                parts.append(f"gop{self.gop}")
+            if self.crf is not None:
+                parts.append(f"crf{self.crf}")
+            if self.preset is not None:
+                parts.append(self.preset)
+            return ":".join(parts)
+        return f"{self.to}:q{self.quality}"
+
+    @classmethod
+    def parse(cls, text: str) -> StorageSpec:
+        """A spec from its `name`: `original`, `video[:gopN][:crfQ][:PRESET]`, `jpeg:qQ`,
+        `hdf5:qQ`, `npy:qQ`.
+
+        Raises:
+            ValueError: anything else, naming the text and the form expected.
+        """
+        kind, *rest = text.strip().split(":")
+        form = "original, video[:gopN][:crfQ][:PRESET], jpeg:qQ, hdf5:qQ or npy:qQ"
+        try:
+            if kind == "original" and not rest:
+                return cls("original")
+            if kind == "video":
+                opts: dict[str, Any] = {}
+                for part in rest:
+                    if part.startswith("gop") and part[3:].isdigit():
+                        opts["gop"] = int(part[3:])
+                    elif part.startswith("crf") and part[3:].isdigit():
+                        opts["crf"] = int(part[3:])
+                    elif part in X264_PRESETS and "preset" not in opts:
+                        opts["preset"] = part
+                    else:
+                        raise ValueError(
+                            f"{part!r} is not gopN, crfQ or a preset ({', '.join(X264_PRESETS)})"
+                        )
+                return cls("video", **opts)
+            if kind in ("jpeg", "hdf5", "npy") and len(rest) == 1 and rest[0][:1] == "q":
+                if rest[0][1:].isdigit():
+                    return cls(kind, quality=int(rest[0][1:]))  # type: ignore[arg-type]
+            raise ValueError("unknown form")
+        except ValueError as e:
+            raise ValueError(f"storage {text!r}: {e}; expected {form}") from e
+
+    def convert_options(self) -> dict[str, Any]:
+        """The keyword arguments of `vidload.convert.convert` that build this storage."""
+        if self.to == "video":
+            opts = {"gop": self.gop, "crf": self.crf, "preset": self.preset}
+            return {"to": "video", **{k: v for k, v in opts.items() if v is not None}}
+        return {"to": self.to, "quality": self.quality}
+
+
+#: The candidates `vidload choose` builds by default: the originals; re-encoded video for random
+#: access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames; HDF5 at three
+#: JPEG qualities and npy at one (its bytes are HDF5's plus padding).
+DEFAULT_STORAGES: tuple[StorageSpec, ...] = (
+    StorageSpec("original"),
+    StorageSpec("video", gop=1, crf=18),
+    StorageSpec("video", gop=8, crf=18),
+    StorageSpec("video", gop=8, crf=23),
+    StorageSpec("video", gop=16, crf=23),
+    StorageSpec("hdf5", quality=95),
+    StorageSpec("hdf5", quality=85),
+    StorageSpec("hdf5", quality=75),
+    StorageSpec("npy", quality=95),
+)
+
+
+@dataclass(frozen=True)
+class BuildJob:
+    """Build `spec` from the videos in `sample` into `out` (picklable: a pool job)."""
+
+    spec: StorageSpec
+    sample: Path
+    out: Path
+    short_side: int | None
+
+
+@dataclass(frozen=True)
+class Built:
+    """What building one storage gave: the CPU seconds of the whole conversion (this process,
+    all its threads: decode, resize, encode, write), the videos converted, and those that
+    failed with why."""
+
+    spec: StorageSpec
+    out: Path
+    cpu_s: float
+    converted: tuple[str, ...]
+    failed: dict[str, str]
+
+
+def build_storage(job: BuildJob) -> Built:
+    """Convert the sample into `job.out` in this process (`workers=1`), timing its CPU.
+
+    One conversion per process, so `time.process_time` is exactly its cost; `vidload choose`
+    runs several of these jobs side by side (`vidload._parallel.run_parallel`)."""
+    from vidload.convert import convert
+
+    if job.out.exists():
+        shutil.rmtree(job.out)
+    start = time.process_time()
+    report = convert(
+        job.sample,
+        job.out,
+        workers=1,
+        short_side=job.short_side,
+        overwrite=True,
+        progress=False,
+        **job.spec.convert_options(),
+    )
+    cpu = time.process_time() - start
+    failed = {r.video_id: str(r.error) for r in report.failed}
+    return Built(job.spec, job.out, cpu, tuple(report.converted), failed)
+
+
+def open_storage(spec: StorageSpec, root: Path) -> Any:
+    """The vidload source that reads `spec`'s files under `root`."""
+    from vidload.sources.hdf5 import Hdf5Source
+    from vidload.sources.jpeg import JpegSource
+    from vidload.sources.npy import NpySource
+    from vidload.sources.video import VideoSource
+
+    if spec.to in ("original", "video"):
+        return VideoSource(root)
+    if spec.to == "jpeg":
+        return JpegSource(root)
+    if spec.to == "hdf5":
+        return Hdf5Source(root)
+    return NpySource(root)

@@ -1,0 +1,614 @@
+"""`vidload choose`: which storage to keep a dataset in, measured on a sample of its own videos.
+
+    result = choose("k400/train", sample=8, short_side=256, need=120, cores=8)
+
+takes `sample` videos spread over DATA (`_choose.measure.spread`: deterministic), builds every
+candidate storage from them with `vidload.convert.convert` in a scratch folder, at the user's
+`short_side` (the originals; `--to video` re-encoded for random access at several GOP/CRF points;
+JPEG containers at several qualities), and measures on each, with the same clips:
+
+* bytes per video, and against the originals (`size_ratio`); DATA's size in that storage,
+  extrapolated from the sample's ratio to DATA's total bytes;
+* clips/s per core: one process, warm, CPU seconds (`time.process_time`), the user's
+  `num_frames`/`sampling`, tensors made and collated (the benchmark's `row_pass`), best of
+  `rounds` interleaved rounds. The originals are read with the short-side resize fused into
+  their decode, as `ClipDataset(short_side=S)` reads them; the others are stored at S;
+* a cold read: the first pass with the files evicted from the page cache and a new source
+  (wall-clock clips/s, and its time against the warm pass after it);
+* mean (and worst) PSNR against the original decode on the same frames, the centres of
+  `psnr_frames` equal segments of each video. With `short_side` the reference is the original
+  decode resized as `convert` resizes (cv2.INTER_AREA): what the storage was made from. None
+  for the originals (exact);
+* the CPU seconds per video of building it (decode, resize, encode, write), and the core-hours
+  that would take for DATA (scaled by bytes).
+
+The rows no other row beats on size, speed and quality together are the frontier
+(`vidload._choose.frontier.beats`: no worse in all three and better in one). With `need` and
+`cores` the result also names the smallest storage whose clips/s per core times `cores` reaches
+`need`, or says why none does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vidload._bench.workdir import _link_user_videos, find_videos
+from vidload._checks import check_bool, check_int, check_optional_int, check_real
+from vidload._choose.frontier import Pick, beats, frontier, pick_storage
+from vidload._choose.measure import (
+    bytes_per_video,
+    cold_rates,
+    psnr,
+    psnr_indices,
+    reference_frames,
+    sample_clips,
+    spread,
+    warm_rates,
+)
+from vidload._choose.storages import (
+    DEFAULT_STORAGES,
+    BuildJob,
+    Built,
+    StorageSpec,
+    build_storage,
+    open_storage,
+)
+from vidload._cpus import default_workers
+from vidload._parallel import run_parallel
+from vidload.sampling import SAMPLING_MODES, SamplingMode
+from vidload.sources.base import VIDEO_EXTENSIONS
+
+__all__ = [
+    "DEFAULT_STORAGES",
+    "ChooseResult",
+    "Pick",
+    "StorageRow",
+    "StorageSpec",
+    "beats",
+    "choose",
+    "frontier",
+    "pick_storage",
+]
+
+
+@dataclass(frozen=True)
+class StorageRow:
+    """The measurements of one storage (one row of the table, one entry of the JSON `rows`).
+
+    Attributes:
+        storage: its name (`StorageSpec.name`: `original`, `video:gop8:crf23`, `hdf5:q95`).
+        frontier: no other row beats it on size, speed and quality together.
+        bytes_per_video: mean bytes on disk per sample video.
+        size_ratio: bytes against the originals of the same videos.
+        data_bytes: DATA's total bytes times `size_ratio`.
+        clips_per_s_per_core: warm clips per CPU-second, one process.
+        cold_clips_per_s: clips per wall-clock second of a cold first pass (None: not measured).
+        cold_vs_warm: that pass's time against the warm pass right after it.
+        psnr_db: mean PSNR (dB) against the original decode; None for the originals (exact).
+        psnr_min_db: the worst frame's PSNR.
+        convert_cpu_s_per_video: CPU seconds per video to build it (None for the originals).
+        data_convert_core_h: core-hours to build it for all of DATA (scaled by bytes).
+        meets_need: clips_per_s_per_core x cores >= need (None without a need).
+        spec: what it is (`StorageSpec` fields).
+    """
+
+    storage: str
+    frontier: bool
+    bytes_per_video: float
+    size_ratio: float
+    data_bytes: float
+    clips_per_s_per_core: float
+    cold_clips_per_s: float | None
+    cold_vs_warm: float | None
+    psnr_db: float | None
+    psnr_min_db: float | None
+    convert_cpu_s_per_video: float | None
+    data_convert_core_h: float | None
+    meets_need: bool | None
+    spec: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ChooseResult:
+    """What `choose` measured and concluded.
+
+    Attributes:
+        rows: one per storage, in the order asked.
+        pick: the answer to `need`/`cores`, or None when no need was given.
+        data: DATA's path, number of videos and total bytes.
+        sample: the sample videos measured (ids relative to DATA).
+        left_out: sample videos left out of every row, with why (a damaged video).
+        config: the settings of the run.
+        notes: what the figures mean and what disturbed them.
+        workdir: the scratch folder, when it was kept (`keep=True`), else None.
+    """
+
+    rows: tuple[StorageRow, ...]
+    pick: Pick | None
+    data: dict[str, Any]
+    sample: tuple[str, ...]
+    left_out: dict[str, str]
+    config: dict[str, Any]
+    notes: tuple[str, ...] = ()
+    workdir: str | None = None
+
+    @property
+    def frontier_rows(self) -> tuple[StorageRow, ...]:
+        return tuple(r for r in self.rows if r.frontier)
+
+    def to_json(self) -> dict[str, Any]:
+        """The dictionary `vidload choose --json` writes: {"rows": [...], "recommendation",
+        "data", "sample", "left_out", "config", "notes", "workdir"}."""
+        return {
+            "rows": [dataclasses.asdict(r) for r in self.rows],
+            "recommendation": None if self.pick is None else dataclasses.asdict(self.pick),
+            "data": self.data,
+            "sample": list(self.sample),
+            "left_out": self.left_out,
+            "config": self.config,
+            "notes": list(self.notes),
+            "workdir": self.workdir,
+        }
+
+
+@dataclass
+class _Log:
+    enabled: bool
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            elapsed = time.perf_counter() - self.start
+            print(f"[choose {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
+
+
+def _why(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:300]
+
+
+def choose(
+    data: str | os.PathLike[str],
+    *,
+    sample: int = 8,
+    storages: Sequence[StorageSpec] = DEFAULT_STORAGES,
+    short_side: int | None = None,
+    num_frames: int = 8,
+    sampling: SamplingMode = "segment",
+    stride: int = 1,
+    clips: int = 64,
+    batch_size: int = 16,
+    rounds: int = 3,
+    min_time: float = 0.3,
+    cold: bool = True,
+    psnr_frames: int = 16,
+    need: float | None = None,
+    cores: int | None = None,
+    min_psnr: float | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+    keep: bool = False,
+    jobs: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+) -> ChooseResult:
+    """Build every storage of `storages` from `sample` videos of `data` and measure them
+    (module doc).
+
+    Args:
+        data: a folder of videos (searched recursively, by extension).
+        sample: how many videos to take, spread over the folder.
+        storages: the candidates (`StorageSpec`); `DEFAULT_STORAGES` by default. "original"
+            is always measured (the reference of `size_ratio`), first, whether named or not.
+        short_side: build and read every storage at this short side (None: full size).
+        num_frames: frames per clip.
+        sampling: "segment" or "consecutive" (`ClipDataset`'s modes).
+        stride: gap between frames for "consecutive".
+        clips: clips read per timed pass (the same clips for every storage).
+        batch_size: clips per collated batch in a pass.
+        rounds: interleaved rounds; the best counts.
+        min_time: a timed unit repeats its pass until it lasts this many seconds.
+        cold: also time a cold first pass (files evicted from the page cache).
+        psnr_frames: frames per video compared with the original decode.
+        need: clips/s needed per GPU; with `cores`, name the smallest storage that meets it.
+        cores: CPU cores per GPU for loading.
+        min_psnr: with `need`, only storages at least this PSNR (dB) qualify.
+        workdir: scratch folder (must be new or empty); default a temporary folder.
+        keep: keep the scratch folder (its path is in the result) instead of removing it.
+        jobs: storages built at once, each in its own process (default: the CPUs this
+            process may use; 1 builds them one by one in this process).
+        seed: seed of the clip sampling.
+        progress: progress lines on stderr.
+
+    Returns:
+        a ChooseResult.
+
+    Raises:
+        FileNotFoundError: `data` does not exist.
+        NotADirectoryError: `data` is not a folder.
+        ValueError: a bad argument, no video under `data`, no video of the sample that can be
+            read and built in every storage, or a non-empty `workdir`.
+    """
+    cfg = _checked_config(
+        sample=sample,
+        short_side=short_side,
+        num_frames=num_frames,
+        sampling=sampling,
+        stride=stride,
+        clips=clips,
+        batch_size=batch_size,
+        rounds=rounds,
+        min_time=min_time,
+        cold=cold,
+        psnr_frames=psnr_frames,
+        need=need,
+        cores=cores,
+        min_psnr=min_psnr,
+        keep=keep,
+        jobs=jobs,
+        seed=seed,
+        progress=progress,
+    )
+    specs = _checked_storages(storages)
+    root = Path(data)
+    if not root.exists():
+        raise FileNotFoundError(f"DATA ({str(root)!r}) does not exist")
+    if not root.is_dir():
+        raise NotADirectoryError(f"DATA ({str(root)!r}) must be a folder of videos")
+    all_ids = find_videos(root)
+    if not all_ids:
+        exts = ", ".join(sorted(VIDEO_EXTENSIONS))
+        raise ValueError(f"no video files ({exts}) found under DATA ({str(root)!r})")
+    scratch, made = _scratch(workdir)
+    log = _Log(cfg["progress"])
+    try:
+        result = _run(root, all_ids, specs, scratch, cfg, log)
+    except BaseException:
+        if not cfg["keep"]:
+            _remove(scratch, made)
+        raise
+    if cfg["keep"]:
+        return dataclasses.replace(result, workdir=str(scratch))
+    _remove(scratch, made)
+    return result
+
+
+def _checked_config(**cfg: Any) -> dict[str, Any]:
+    for name in ("sample", "num_frames", "stride", "clips", "batch_size", "rounds", "psnr_frames"):
+        cfg[name] = check_int(name, cfg[name], minimum=1)
+    cfg["short_side"] = check_optional_int("short_side", cfg["short_side"], minimum=1)
+    cfg["seed"] = check_int("seed", cfg["seed"])
+    if cfg["sampling"] not in SAMPLING_MODES:
+        raise ValueError(f"sampling ({cfg['sampling']!r}) must be one of {SAMPLING_MODES}")
+    if cfg["sampling"] == "segment" and cfg["stride"] != 1:
+        raise ValueError(f"stride ({cfg['stride']}) must be 1 for sampling='segment'")
+    cfg["min_time"] = check_real("min_time", cfg["min_time"])
+    if not cfg["min_time"] >= 0:
+        raise ValueError(f"min_time ({cfg['min_time']}) must be >= 0")
+    for name in ("cold", "keep", "progress"):
+        cfg[name] = check_bool(name, cfg[name])
+    if (cfg["need"] is None) != (cfg["cores"] is None):
+        raise ValueError("need and cores go together: clips/s needed per GPU, cores per GPU")
+    if cfg["need"] is not None:
+        cfg["need"] = check_real("need", cfg["need"])
+        if not cfg["need"] > 0:
+            raise ValueError(f"need ({cfg['need']}) must be > 0 clips/s")
+        cfg["cores"] = check_int("cores", cfg["cores"], minimum=1)
+    if cfg["min_psnr"] is not None:
+        if cfg["need"] is None:
+            raise ValueError("min_psnr applies to the choice: give need and cores with it")
+        cfg["min_psnr"] = check_real("min_psnr", cfg["min_psnr"])
+    cfg["jobs"] = (
+        default_workers() if cfg["jobs"] is None else check_int("jobs", cfg["jobs"], minimum=1)
+    )
+    return cfg
+
+
+def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
+    specs = list(storages)
+    for s in specs:
+        if not isinstance(s, StorageSpec):
+            raise TypeError(f"storages must be StorageSpec objects, got {type(s).__name__}")
+    names = [s.name for s in specs]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ValueError(f"storages named twice: {dupes}")
+    original = StorageSpec("original")
+    return [original] + [s for s in specs if s != original]
+
+
+def _unsupported(specs: list[StorageSpec]) -> list[StorageSpec]:
+    """The storages this vidload's `convert` cannot build (`--to video` before it existed)."""
+    from vidload.convert import CONVERT_FORMATS
+
+    return [s for s in specs if s.to != "original" and s.to not in CONVERT_FORMATS]
+
+
+def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
+    """(the scratch folder, whether this run made it)."""
+    if workdir is None:
+        return Path(tempfile.mkdtemp(prefix="vidload-choose-")), True
+    path = Path(workdir)
+    if path.exists():
+        if not path.is_dir() or any(path.iterdir()):
+            raise ValueError(f"workdir ({str(path)!r}) must be a new or empty folder")
+        return path, False
+    path.mkdir(parents=True)
+    return path, True
+
+
+def _remove(scratch: Path, made: bool) -> None:
+    if made:
+        shutil.rmtree(scratch, ignore_errors=True)
+        return
+    for child in scratch.iterdir():
+        if child.is_dir() and not child.is_symlink():
+            shutil.rmtree(child, ignore_errors=True)
+        else:
+            child.unlink(missing_ok=True)
+
+
+def _folder_name(spec: StorageSpec) -> str:
+    return spec.name.replace(":", "-")
+
+
+def _run(
+    root: Path,
+    all_ids: list[str],
+    specs: list[StorageSpec],
+    scratch: Path,
+    cfg: dict[str, Any],
+    log: _Log,
+) -> ChooseResult:
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as in a DataLoader worker; intra-op threads would skew CPU time
+    try:
+        return _measure_all(root, all_ids, specs, scratch, cfg, log)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _measure_all(
+    root: Path,
+    all_ids: list[str],
+    specs: list[StorageSpec],
+    scratch: Path,
+    cfg: dict[str, Any],
+    log: _Log,
+) -> ChooseResult:
+    from vidload.sources.video import VideoSource
+    from vidload.transforms import ClipGeometry
+
+    notes: list[str] = []
+    missing = _unsupported(specs)
+    if missing:
+        notes.append(
+            "left out (this vidload's convert cannot build them): "
+            + ", ".join(s.name for s in missing)
+        )
+        specs = [s for s in specs if s not in missing]
+    chosen = spread(all_ids, cfg["sample"])
+    sample_dir = scratch / "sample"
+    _link_user_videos(root, sample_dir, chosen)
+    log(f"sample: {len(chosen)} of {len(all_ids)} videos under {root}")
+
+    left_out: dict[str, str] = {}
+    original = VideoSource(sample_dir)
+    for vid in chosen:
+        try:
+            original.actual_frames(vid)
+        except Exception as e:  # noqa: BLE001 - a damaged video: named, left out, run goes on
+            left_out[vid] = f"cannot be decoded: {_why(e)}"
+    kept = [v for v in chosen if v not in left_out]
+    if not kept:
+        raise ValueError(
+            "no video of the sample can be decoded: "
+            + "; ".join(f"{v}: {why}" for v, why in left_out.items())
+        )
+    if left_out:
+        _link_user_videos(root, sample_dir, kept)  # the conversions see only readable videos
+        for vid, why in left_out.items():
+            log(f"left out {vid}: {why}")
+
+    built = _build_all(specs, sample_dir, scratch, cfg, log)
+    for b in built.values():
+        for vid, why in b.failed.items():
+            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {why}")
+
+    sources: dict[str, Any] = {"original": original}
+    roots: dict[str, Path] = {"original": sample_dir}
+    for spec in specs[1:]:
+        roots[spec.name] = built[spec.name].out
+        sources[spec.name] = open_storage(spec, built[spec.name].out)
+    counts: dict[str, int] = {}
+    for vid in [v for v in chosen if v not in left_out]:
+        try:
+            counts[vid] = min(src.actual_frames(vid) for src in sources.values())
+        except Exception as e:  # noqa: BLE001 - named and left out of every row
+            left_out[vid] = f"counting its frames: {_why(e)}"
+    kept = sorted(counts)
+    if not kept:
+        raise ValueError(
+            "no video of the sample can be read in every storage: "
+            + "; ".join(f"{v}: {why}" for v, why in left_out.items())
+        )
+
+    geometry = None
+    if cfg["short_side"] is not None:
+        geometry = ClipGeometry(
+            short_side=cfg["short_side"],
+            crop=None,
+            area=None,
+            aspect=None,
+            pos=(0.5, 0.5),
+            flip=False,
+        )
+
+    def reader(name: str, source: Any):
+        if name == "original" and geometry is not None:
+            return lambda vid, idx: source.read(vid, idx, geometry=geometry)
+        return source.read
+
+    log("measuring PSNR against the original decode")
+    quality = _psnr_all(sources, original, counts, cfg)
+
+    clips = sample_clips(
+        counts,
+        clips=cfg["clips"],
+        num_frames=cfg["num_frames"],
+        sampling=cfg["sampling"],
+        stride=cfg["stride"],
+        seed=cfg["seed"],
+    )
+    log(f"timing {len(sources)} storages warm, one process: {cfg['rounds']} rounds")
+    readers = {name: reader(name, src) for name, src in sources.items()}
+    warm = warm_rates(
+        readers,
+        clips,
+        batch_size=cfg["batch_size"],
+        rounds=cfg["rounds"],
+        min_time=cfg["min_time"],
+        log=log,
+    )
+    colds: dict[str, dict[str, Any]] = {}
+    if cfg["cold"]:
+        log(f"timing cold first passes: {cfg['rounds']} rounds")
+        spec_of = {s.name: s for s in specs}
+        rows = {
+            name: (
+                lambda name=name: reader(name, open_storage(spec_of[name], roots[name])),
+                [p for v in kept for p in src.files(v)],
+            )
+            for name, src in sources.items()
+        }
+        colds = cold_rates(rows, clips, batch_size=cfg["batch_size"], rounds=cfg["rounds"])
+
+    data_bytes = float(sum((root / v).stat().st_size for v in all_ids))
+    sample_bytes = bytes_per_video(original, kept)
+    table = []
+    for spec in specs:
+        name = spec.name
+        size = bytes_per_video(sources[name], kept)
+        ratio = size / sample_bytes
+        made = built.get(name)
+        cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
+        core_h = None if cpu is None else cpu * data_bytes / sample_bytes / 3600
+        q = quality.get(name)
+        rate = warm[name]["clips_per_s_per_core"]
+        meets = None if cfg["need"] is None else rate * cfg["cores"] >= cfg["need"]
+        c = colds.get(name)
+        table.append(
+            StorageRow(
+                storage=name,
+                frontier=False,
+                bytes_per_video=size,
+                size_ratio=ratio,
+                data_bytes=ratio * data_bytes,
+                clips_per_s_per_core=rate,
+                cold_clips_per_s=None if c is None else c["cold_clips_per_s"],
+                cold_vs_warm=None if c is None else c["cold_vs_warm"],
+                psnr_db=None if q is None else q[0],
+                psnr_min_db=None if q is None else q[1],
+                convert_cpu_s_per_video=cpu,
+                data_convert_core_h=core_h,
+                meets_need=meets,
+                spec=dataclasses.asdict(spec),
+            )
+        )
+    marks = frontier(table)
+    table = [dataclasses.replace(r, frontier=m) for r, m in zip(table, marks, strict=True)]
+    pick = None
+    if cfg["need"] is not None:
+        pick = pick_storage(table, need=cfg["need"], cores=cfg["cores"], min_psnr=cfg["min_psnr"])
+    notes += _notes(cfg, scratch)
+    config = {k: v for k, v in cfg.items() if k != "progress"}
+    config["storages"] = [s.name for s in specs]
+    return ChooseResult(
+        rows=tuple(table),
+        pick=pick,
+        data={"path": str(root), "videos": len(all_ids), "bytes": data_bytes},
+        sample=tuple(kept),
+        left_out=left_out,
+        config=config,
+        notes=tuple(notes),
+    )
+
+
+def _build_all(
+    specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: dict[str, Any], log: _Log
+) -> dict[str, Built]:
+    jobs = [
+        BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg["short_side"])
+        for spec in specs[1:]
+    ]
+    if not jobs:
+        return {}
+    log(f"building {len(jobs)} storages ({min(cfg['jobs'], len(jobs))} at a time)")
+    built: dict[str, Built] = {}
+    for b in run_parallel(build_storage, jobs, cfg["jobs"]):
+        built[b.spec.name] = b
+        log(f"  built {b.spec.name}: {b.cpu_s:.1f} CPU s")
+    return built
+
+
+def _psnr_all(
+    sources: dict[str, Any], original: Any, counts: dict[str, int], cfg: dict[str, Any]
+) -> dict[str, tuple[float, float]]:
+    """{storage: (mean PSNR, worst frame's PSNR)} over the same frames of every video."""
+    import numpy as np
+
+    per: dict[str, list[np.ndarray]] = {name: [] for name in sources if name != "original"}
+    for vid, count in counts.items():
+        idx = psnr_indices(count, cfg["psnr_frames"])
+        ref = reference_frames(original, vid, idx, cfg["short_side"])
+        for name in per:
+            frames = sources[name].read(vid, idx)
+            per[name].append(psnr(frames, ref, where=f"{name}, {vid}"))
+    out = {}
+    for name, values in per.items():
+        db = np.concatenate(values)
+        out[name] = (float(db.mean()), float(db.min()))
+    return out
+
+
+def _notes(cfg: dict[str, Any], scratch: Path) -> list[str]:
+    from vidload._bench.timing import filesystem_of
+
+    notes = [
+        "clips/s per core: warm, one process, CPU seconds of this process (time.process_time) "
+        f"per clip, best of {cfg['rounds']} interleaved rounds; {cfg['num_frames']}-frame "
+        f"{cfg['sampling']} clips made tensors and collated",
+        "PSNR: mean over the centres of "
+        f"{cfg['psnr_frames']} equal segments of every video, against the original decode"
+        + (
+            f" resized to short side {cfg['short_side']} as convert resizes (cv2.INTER_AREA)"
+            if cfg["short_side"] is not None
+            else ""
+        ),
+        "frontier (*): no other row is no worse in size, clips/s per core and PSNR and "
+        "better in one; the originals count as exact",
+        "DATA size: the sample's size ratio times DATA's total bytes; convert core-hours "
+        "likewise scaled by bytes",
+    ]
+    if cfg["short_side"] is not None:
+        notes.append(
+            f"the originals are read with the resize to short side {cfg['short_side']} fused "
+            "into their decode (as ClipDataset(short_side=...) does); the others are stored at it"
+        )
+    if cfg["cold"]:
+        fs = filesystem_of(scratch)
+        cold = "cold: first pass, files evicted (posix_fadvise DONTNEED), a new source; wall clock"
+        if fs in ("tmpfs", "ramfs"):
+            cold += f"; no effect here: the scratch folder is on {fs}"
+        notes.append(cold)
+    return notes
