@@ -257,7 +257,8 @@ def load_videos(
         videos: a path to an mmaction2 annotation list or to a manifest CSV (told apart by the
             manifest header), or a sequence of `(video_id, label)`, `(video_id, label,
             num_frames)` or `VideoEntry`.
-        multi_label, with_offset: how to read an annotation list (`read_annotation_list`).
+        multi_label: how to read an annotation list (`read_annotation_list`).
+        with_offset: how to read an annotation list (`read_annotation_list`).
 
     Manifest rows give `known_frames=actual_frames`; rows with status "failed" are left out,
     with one warning that counts them. Unlabelled rows get label -1.

@@ -61,7 +61,8 @@ def normalize(
             "TCHW" -> (..., T, C, H, W), e.g. a batch (B, T, C, H, W), one clip (T, C, H, W) or
             stacked views (B, V, T, C, H, W); "CTHW" -> (..., C, T, H, W), e.g. (B, C, T, H, W)
             or (B, V, C, T, H, W).
-        mean, std: one value per channel in [0, 1] units (e.g. `IMAGENET_MEAN`), std > 0.
+        mean: one value per channel in [0, 1] units (e.g. `IMAGENET_MEAN`).
+        std: one value per channel in [0, 1] units (e.g. `IMAGENET_STD`), each > 0.
         device: where the result lives; None keeps the batch's device. The uint8 batch is
             copied there first (non_blocking when it is in pinned memory, as `make_loader`'s
             batches are when CUDA is available), so the float work runs on the device.

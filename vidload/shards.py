@@ -157,8 +157,15 @@ def plan_convert(
     `finish` or `close` (use it as a context manager).
 
     Args:
-        input_path, output, to, short_side, quality, subsampling, overwrite, root, labels: as for
-            `vidload.convert.convert`.
+        input_path: as for `vidload.convert.convert`.
+        output: as for `convert`.
+        to: as for `convert`.
+        short_side: as for `convert`.
+        quality: as for `convert`.
+        subsampling: as for `convert`.
+        overwrite: as for `convert`.
+        root: as for `convert`.
+        labels: as for `convert`.
         shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
             are not 4 shards per CPU of this machine, so that a small run still spreads.
         threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).

@@ -1,0 +1,111 @@
+"""MkDocs hook: the command-line reference, rendered from vidload's own argparse parsers at build
+time (never retyped). A page line `<!-- cli: vidload -->` becomes the top-level help, and
+`<!-- cli: vidload SUBCOMMAND -->` that subcommand's full help; `<!-- cli: all -->` expands to
+the top level and then every subcommand, in the parser's order, each under its own heading.
+
+The nav in mkdocs.yml lists every page of the docs layout; an entry whose page is not written
+yet is left out of the build (logged), so a page lands by adding its file alone. A page not in
+the nav still fails the strict build (`validation.omitted_files`).
+
+A subcommand whose parser is only a stub (`add_help=False`, e.g. `bench`, which parses its own
+arguments) is rendered from `vidload.<name>.build_parser()`. The repository root goes first on
+sys.path, so the build documents the checkout it runs in.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MARKER = re.compile(r"^<!-- cli: ([\w -]+?) -->$", re.M)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _full_parser(name: str, stub: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The parser that really parses `vidload NAME`: the stub itself when it has its own help,
+    else `vidload.NAME.build_parser()` (an error when that does not exist: a strict build fails
+    rather than documenting a command as having no options)."""
+    if stub.add_help:
+        return stub
+    module = importlib.import_module(f"vidload.{name}")
+    build = getattr(module, "build_parser", None)
+    if build is None:
+        raise RuntimeError(
+            f"vidload {name}: its subparser has add_help=False and vidload.{name} has no "
+            "build_parser() to document it with"
+        )
+    return build()
+
+
+def _help(parser: argparse.ArgumentParser) -> str:
+    os.environ["COLUMNS"] = "100"  # argparse wraps to $COLUMNS: the same page on every machine
+    return parser.format_help().rstrip()
+
+
+def render(spec: str) -> str:
+    from vidload.cli import build_parser
+
+    top = build_parser()
+    subs = _subparsers(top)
+    words = spec.split()
+    if words == ["all"]:
+        parts = ["## vidload\n\n```text\n" + _help(top) + "\n```"]
+        for name, stub in subs.items():
+            text = _help(_full_parser(name, stub))
+            parts.append(f"## vidload {name}\n\n```text\n{text}\n```")
+        return "\n\n".join(parts)
+    if words == ["vidload"]:
+        return "```text\n" + _help(top) + "\n```"
+    if len(words) == 2 and words[0] == "vidload" and words[1] in subs:
+        return "```text\n" + _help(_full_parser(words[1], subs[words[1]])) + "\n```"
+    raise ValueError(f"<!-- cli: {spec} -->: not a vidload command (known: {sorted(subs)})")
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:  # noqa: ARG001 (MkDocs API)
+    return MARKER.sub(lambda m: render(m.group(1)), markdown)
+
+
+log = logging.getLogger("mkdocs.hooks.vidload")
+
+
+def _existing(nav: list, docs_dir: Path) -> list:
+    """`nav` without the entries whose page does not exist (and sections left empty)."""
+    out = []
+    for entry in nav:
+        item = entry
+        if isinstance(entry, dict):
+            ((title, value),) = entry.items()
+            if isinstance(value, list):
+                value = _existing(value, docs_dir)
+                if not value:
+                    continue
+            elif isinstance(value, str) and value.endswith(".md"):
+                if not (docs_dir / value).is_file():
+                    log.info("nav: %s (%s) is not written yet; left out", title, value)
+                    continue
+            item = {title: value}
+        elif isinstance(entry, str) and entry.endswith(".md") and not (docs_dir / entry).is_file():
+            continue
+        out.append(item)
+    return out
+
+
+def on_config(config):
+    if config["nav"]:
+        config["nav"] = _existing(config["nav"], Path(config["docs_dir"]))
+    return config
