@@ -1,4 +1,4 @@
-"""tools/loader_defaults.py (the README's DataLoader-recipe figures) runs end to end."""
+"""tools/loader_defaults.py (the docs' DataLoader-recipe figures) runs end to end."""
 
 from __future__ import annotations
 

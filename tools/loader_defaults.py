@@ -1,4 +1,4 @@
-"""Clips/s through `make_loader` for the defaults the README's "DataLoader recipe" quotes.
+"""Clips/s through `make_loader` for the defaults the docs' "DataLoader recipe" quotes.
 
     python tools/loader_defaults.py [--work DIR] [--num-videos 8 | --videos DIR] [--clips 256]
                                     [--epochs 4] [--repeats 5] [--quick]

@@ -112,8 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=SUBSAMPLINGS,
         default=DEFAULT_SUBSAMPLING,
         help=f"JPEG chroma subsampling ({DEFAULT_SUBSAMPLING}; 444 keeps full colour resolution, "
-        "see the README's "
-        "quality table)",
+        "see the docs' Benchmarks page)",
     )
     conv.add_argument(
         "--overwrite", action="store_true", help="convert everything again, even videos done"

@@ -105,8 +105,8 @@ def convert(
             the size.
         quality: JPEG quality in [1, 100] for encoded frames.
         subsampling: chroma subsampling of encoded frames, "420", "422" or "444" (what each
-            costs in bytes, decode time and PSNR: the README's "Quality and subsampling" table,
-            `python tools/jpeg_quality.py`).
+            costs in bytes, decode time and PSNR: the docs' "JPEG quality and
+            subsampling" table, `python tools/jpeg_quality.py`).
         overwrite: convert every video again, even those already done.
         root: folder the entries of an annotation list are relative to (default: its folder).
         labels: for a folder `input_path`, the class map (a class-name-per-line file or an

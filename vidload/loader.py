@@ -1,7 +1,7 @@
 """A DataLoader recipe for ClipDataset: worker count, threads, shuffling by epoch, read-ahead.
 
 `make_loader(ds)` returns a plain `torch.utils.data.DataLoader` whose settings were measured on
-a 2-core machine (see the README's "DataLoader recipe"). Each epoch draws new clips and a new
+a 2-core machine (see the docs' "DataLoader recipe"). Each epoch draws new clips and a new
 order only when told which epoch it is: call `set_epoch(loader, epoch)` (or loop over
 `epochs(loader, n)`) before iterating. Both the dataset's clips and the shuffle order are
 functions of (seed, epoch), so a run resumed at epoch k sees what an uninterrupted run saw.
@@ -40,7 +40,7 @@ __all__ = ["EpochShuffleSampler", "ShardSampler", "epochs", "make_loader", "set_
 _log = logging.getLogger(__name__)
 _said_distributed = False
 
-#: Measured defaults (README, "DataLoader recipe").
+#: Measured defaults (the docs' "DataLoader recipe").
 DEFAULT_PREFETCH_FACTOR = 2
 DEFAULT_LOOKAHEAD_BATCHES = 1
 

@@ -26,7 +26,7 @@ raises the proper `VideoReadError` for it. Where `os.posix_fadvise` does not exi
 Windows) the wrapper yields the same indices and hints nothing; it warns once per process.
 
 What it gains (cold epochs against warm ones, with and without read-ahead, per format): the
-README's "DataLoader recipe", measured by `python tools/readahead_cold.py DIR --workers 2
+docs' "DataLoader recipe", measured by `python tools/readahead_cold.py DIR --workers 2
 --repeats 3`. The hints are issued from a thread because a WILLNEED hint on a cold file blocks
 until the kernel has queued the read. `make_loader` leaves read-ahead off for JPEG folders,
 where hinting means opening every frame file (the tool's jpeg rows show what it gives).

@@ -19,7 +19,7 @@ system) call them directly:
   runs and OUTPUT on a file system it shares with the driver. It decodes on `plan_convert`'s
   `threads` (1 by default: the engine spreads shards over cores), sets its process's allocator
   (`vidload._parallel.prepare_task_process`: Dask's `MALLOC_TRIM_THRESHOLD_=65536` costs CPU
-  otherwise, the README's "Memory allocator" table), and after each video rewrites the shard's
+  otherwise, the docs' "memory allocator" table), and after each video rewrites the shard's
   part manifest (`OUTPUT/.vidload-convert.parts/part-<index>-<digest>.json`, atomically and
   durably; `vidload._convert.resume`). A retried or duplicated shard reads that part first and
   does no video twice: a video with a row there whose container exists is taken as it is, and

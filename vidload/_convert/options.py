@@ -18,8 +18,8 @@ from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
 
 __all__ = ["DEFAULT_QUALITY", "DEFAULT_SUBSAMPLING", "ConvertOptions"]
 
-#: The defaults of `convert`, `plan_convert` and `vidload convert` (the README's "Quality and
-#: subsampling" section says why).
+#: The defaults of `convert`, `plan_convert` and `vidload convert` (the docs'
+#: "JPEG quality and subsampling" benchmark says why).
 DEFAULT_QUALITY = 95
 DEFAULT_SUBSAMPLING: Subsampling = "420"
 
