@@ -53,8 +53,17 @@ def _full_parser(name: str, stub: argparse.ArgumentParser) -> argparse.ArgumentP
 
 
 def _help(parser: argparse.ArgumentParser) -> str:
-    os.environ["COLUMNS"] = "100"  # argparse wraps to $COLUMNS: the same page on every machine
-    return parser.format_help().rstrip()
+    """`parser`'s help wrapped to 80 columns (argparse wraps to $COLUMNS: the same page on every
+    machine, and as wide as the theme's code blocks)."""
+    saved = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "80"
+    try:
+        return parser.format_help().rstrip()
+    finally:
+        if saved is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = saved
 
 
 def render(spec: str) -> str:
