@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from media import make_video, paint, real_clip, shared_videos
 
-from vidload._choose.measure import PSNR_CAP_DB, psnr, spread
+from vidload._choose.measure import PSNR_CAP_DB, cut_to, psnr, spread
 from vidload.choose import (
     DEFAULT_STORAGES,
     StorageSpec,
@@ -184,6 +184,17 @@ def test_psnr():
     assert db[1] == pytest.approx(10 * math.log10(255**2 / 16), abs=0.2)
     with pytest.raises(ValueError, match=r"hdf5, v: frames \(2, 96, 128, 3\) vs"):
         psnr(ref[:2], ref, where="hdf5, v")
+
+
+def test_reference_cut_to_an_even_video_size():
+    ref = np.zeros((2, 65, 85, 3), np.uint8)
+    ref[:, -1, :] = ref[:, :, -1] = 255  # the row and column a video storage cuts off
+    stored = np.zeros((2, 64, 84, 3), np.uint8)
+    assert np.all(psnr(stored, cut_to(ref, stored), where="v") == PSNR_CAP_DB)
+    assert cut_to(ref, ref) is ref
+    with pytest.raises(ValueError, match="vs the original decode"):
+        small = np.zeros((2, 60, 80, 3), np.uint8)
+        psnr(small, cut_to(ref, small), where="v")
 
 
 # --------------------------------------------------------------------------- end to end

@@ -17,8 +17,9 @@ JPEG containers at several qualities), and measures on each, with the same clips
   (wall-clock clips/s, and its time against the warm pass after it);
 * mean (and worst) PSNR against the original decode on the same frames, the centres of
   `psnr_frames` equal segments of each video. With `short_side` the reference is the original
-  decode resized as `convert` resizes (cv2.INTER_AREA): what the storage was made from. None
-  for the originals (exact);
+  decode resized as `convert` resizes (cv2.INTER_AREA): what the storage was made from (and,
+  for video, cut to the even size H.264 stores, as `convert` cuts it). None for the originals
+  (exact);
 * the CPU seconds per video of building it (decode, resize, encode, write), and the core-hours
   that would take for DATA (scaled by bytes).
 
@@ -47,6 +48,7 @@ from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
     bytes_per_video,
     cold_rates,
+    cut_to,
     psnr,
     psnr_indices,
     reference_frames,
@@ -573,7 +575,7 @@ def _psnr_all(
         ref = reference_frames(original, vid, idx, cfg["short_side"])
         for name in per:
             frames = sources[name].read(vid, idx)
-            per[name].append(psnr(frames, ref, where=f"{name}, {vid}"))
+            per[name].append(psnr(frames, cut_to(ref, frames), where=f"{name}, {vid}"))
     out = {}
     for name, values in per.items():
         db = np.concatenate(values)

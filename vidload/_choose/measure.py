@@ -28,6 +28,7 @@ __all__ = [
     "PSNR_CAP_DB",
     "bytes_per_video",
     "cold_rates",
+    "cut_to",
     "psnr",
     "sample_clips",
     "spread",
@@ -98,6 +99,18 @@ def reference_frames(
     if short_side is None:
         return frames
     return np.stack([resize_short_side(f, short_side) for f in frames])
+
+
+def cut_to(reference: np.ndarray, frames: np.ndarray) -> np.ndarray:
+    """`reference` (k, H, W, 3) cut to the size of `frames` when that is at most one row and one
+    column smaller: `convert --to video` stores even sides (H.264 in 4:2:0), cutting an odd
+    frame's last row or column, so that is what such a storage was made from. Any other size
+    is left as it is (and `psnr` then refuses it)."""
+    h, w = frames.shape[1:3]
+    rh, rw = reference.shape[1:3]
+    if (h, w) != (rh, rw) and 0 <= rh - h <= 1 and 0 <= rw - w <= 1:
+        return reference[:, :h, :w]
+    return reference
 
 
 def psnr(frames: np.ndarray, reference: np.ndarray, *, where: str) -> np.ndarray:

@@ -121,12 +121,13 @@ class StorageSpec:
 
 
 #: The candidates `vidload choose` builds by default: the originals; re-encoded video for random
-#: access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames; HDF5 at three
+#: access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames, at
+#: `convert`'s default preset (GOP 8 / CRF 20 is `convert --to video`'s default); HDF5 at three
 #: JPEG qualities and npy at one (its bytes are HDF5's plus padding).
 DEFAULT_STORAGES: tuple[StorageSpec, ...] = (
     StorageSpec("original"),
     StorageSpec("video", gop=1, crf=18),
-    StorageSpec("video", gop=8, crf=18),
+    StorageSpec("video", gop=8, crf=20),
     StorageSpec("video", gop=8, crf=23),
     StorageSpec("video", gop=16, crf=23),
     StorageSpec("hdf5", quality=95),
