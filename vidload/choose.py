@@ -32,6 +32,7 @@ The rows no other row beats on size, speed and quality together are the frontier
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import shutil
 import sys
@@ -54,6 +55,7 @@ from vidload._choose.measure import (
     reference_frames,
     sample_clips,
     spread,
+    storage_files,
     warm_rates,
 )
 from vidload._choose.storages import (
@@ -192,6 +194,7 @@ def choose(
     rounds: int = 3,
     min_time: float = 0.3,
     cold: bool = True,
+    cold_rounds: int = 1,
     psnr_frames: int = 16,
     need: float | None = None,
     cores: int | None = None,
@@ -219,6 +222,8 @@ def choose(
         rounds: interleaved rounds; the best counts.
         min_time: a timed unit repeats its pass until it lasts this many seconds.
         cold: also time a cold first pass (files evicted from the page cache).
+        cold_rounds: cold passes per storage (the best counts); each evicts the files and
+            reads every clip twice (cold, then warm), so the slowest storage dominates the run.
         psnr_frames: frames per video compared with the original decode.
         need: clips/s needed per GPU; with `cores`, name the smallest storage that meets it.
         cores: CPU cores per GPU for loading.
@@ -250,6 +255,7 @@ def choose(
         rounds=rounds,
         min_time=min_time,
         cold=cold,
+        cold_rounds=cold_rounds,
         psnr_frames=psnr_frames,
         need=need,
         cores=cores,
@@ -284,7 +290,10 @@ def choose(
 
 
 def _checked_config(**cfg: Any) -> dict[str, Any]:
-    for name in ("sample", "num_frames", "stride", "clips", "batch_size", "rounds", "psnr_frames"):
+    for name in (
+        "sample", "num_frames", "stride", "clips", "batch_size", "rounds", "cold_rounds",
+        "psnr_frames",
+    ):  # fmt: skip
         cfg[name] = check_int(name, cfg[name], minimum=1)
     cfg["short_side"] = check_optional_int("short_side", cfg["short_side"], minimum=1)
     cfg["seed"] = check_int("seed", cfg["seed"])
@@ -388,9 +397,6 @@ def _measure_all(
     cfg: dict[str, Any],
     log: _Log,
 ) -> ChooseResult:
-    from vidload.sources.video import VideoSource
-    from vidload.transforms import ClipGeometry
-
     notes: list[str] = []
     missing = _unsupported(specs)
     if missing:
@@ -399,13 +405,83 @@ def _measure_all(
             + ", ".join(s.name for s in missing)
         )
         specs = [s for s in specs if s not in missing]
-    chosen = spread(all_ids, cfg["sample"])
     sample_dir = scratch / "sample"
+    original, readable, left_out = _readable_sample(root, all_ids, sample_dir, cfg, log)
+    built = _build_all(specs, sample_dir, scratch, cfg, log)
+    for b in built.values():
+        for vid, why in b.failed.items():
+            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {why}")
+    roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
+    sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
+    sources["original"] = original  # its frame counts are known already
+    counts = _common_counts(sources, readable, left_out)
+    kept = sorted(counts)
+
+    log("measuring PSNR against the original decode")
+    quality = _psnr_all(sources, original, counts, cfg)
+    clips = sample_clips(
+        counts,
+        clips=cfg["clips"],
+        num_frames=cfg["num_frames"],
+        sampling=cfg["sampling"],
+        stride=cfg["stride"],
+        seed=cfg["seed"],
+    )
+    reader = _Reader(cfg["short_side"])
+    log(f"timing {len(sources)} storages warm, one process: {cfg['rounds']} rounds")
+    warm = warm_rates(
+        {name: reader(name, src) for name, src in sources.items()},
+        clips,
+        batch_size=cfg["batch_size"],
+        rounds=cfg["rounds"],
+        min_time=cfg["min_time"],
+        log=log,
+    )
+    colds: dict[str, dict[str, Any]] = {}
+    if cfg["cold"]:
+        log(f"timing cold first passes: {cfg['cold_rounds']} round(s)")
+        rows = {
+            s.name: (
+                functools.partial(reader.fresh, s, roots[s.name]),
+                [p for v in kept for p in storage_files(sources[s.name], v)],
+            )
+            for s in specs
+        }
+        colds = cold_rates(rows, clips, batch_size=cfg["batch_size"], rounds=cfg["cold_rounds"])
+
+    data_bytes = float(sum((root / v).stat().st_size for v in all_ids))
+    table = _rows(specs, sources, built, quality, warm, colds, kept, data_bytes, cfg)
+    pick = None
+    if cfg["need"] is not None:
+        pick = pick_storage(table, need=cfg["need"], cores=cfg["cores"], min_psnr=cfg["min_psnr"])
+    notes += _notes(cfg, scratch)
+    log("done")
+    config = {k: v for k, v in cfg.items() if k != "progress"}
+    config["storages"] = [s.name for s in specs]
+    return ChooseResult(
+        rows=tuple(table),
+        pick=pick,
+        data={"path": str(root), "videos": len(all_ids), "bytes": data_bytes},
+        sample=tuple(kept),
+        left_out=left_out,
+        config=config,
+        notes=tuple(notes),
+    )
+
+
+def _readable_sample(
+    root: Path, all_ids: list[str], sample_dir: Path, cfg: dict[str, Any], log: _Log
+) -> tuple[Any, list[str], dict[str, str]]:
+    """Link the sample's videos into `sample_dir` and decode each once (its actual count): a
+    video that does not decode is left out (unlinked, so no conversion sees it) and named.
+    Returns (a VideoSource of the sample, the readable ids, {left-out id: why})."""
+    from vidload.sources.video import VideoSource
+
+    chosen = spread(all_ids, cfg["sample"])
     _link_user_videos(root, sample_dir, chosen)
     log(f"sample: {len(chosen)} of {len(all_ids)} videos under {root}")
-
-    left_out: dict[str, str] = {}
     original = VideoSource(sample_dir)
+    left_out: dict[str, str] = {}
     for vid in chosen:
         try:
             original.actual_frames(vid)
@@ -418,132 +494,99 @@ def _measure_all(
             + "; ".join(f"{v}: {why}" for v, why in left_out.items())
         )
     if left_out:
-        _link_user_videos(root, sample_dir, kept)  # the conversions see only readable videos
+        _link_user_videos(root, sample_dir, kept)  # same links: `original`'s counts hold
         for vid, why in left_out.items():
             log(f"left out {vid}: {why}")
+    return original, kept, left_out
 
-    built = _build_all(specs, sample_dir, scratch, cfg, log)
-    for b in built.values():
-        for vid, why in b.failed.items():
-            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {why}")
 
-    sources: dict[str, Any] = {"original": original}
-    roots: dict[str, Path] = {"original": sample_dir}
-    for spec in specs[1:]:
-        roots[spec.name] = built[spec.name].out
-        sources[spec.name] = open_storage(spec, built[spec.name].out)
+def _common_counts(
+    sources: dict[str, Any], ids: list[str], left_out: dict[str, str]
+) -> dict[str, int]:
+    """{video id: the smallest frame count any storage has for it} for the ids not left out;
+    a video some storage cannot count is left out (added to `left_out`)."""
     counts: dict[str, int] = {}
-    for vid in [v for v in chosen if v not in left_out]:
+    for vid in ids:
+        if vid in left_out:
+            continue
         try:
             counts[vid] = min(src.actual_frames(vid) for src in sources.values())
         except Exception as e:  # noqa: BLE001 - named and left out of every row
             left_out[vid] = f"counting its frames: {_why(e)}"
-    kept = sorted(counts)
-    if not kept:
+    if not counts:
         raise ValueError(
             "no video of the sample can be read in every storage: "
             + "; ".join(f"{v}: {why}" for v, why in left_out.items())
         )
+    return counts
 
-    geometry = None
-    if cfg["short_side"] is not None:
+
+@dataclass(frozen=True)
+class _Reader:
+    """How a storage is read in the timings: `read(video_id, indices)`; the originals with the
+    resize to `short_side` fused into their decode (as `ClipDataset(short_side=S)` reads
+    them), the others as stored (they are stored at S)."""
+
+    short_side: int | None
+
+    def __call__(self, name: str, source: Any) -> Any:
+        if name != "original" or self.short_side is None:
+            return source.read
+        from vidload.transforms import ClipGeometry
+
         geometry = ClipGeometry(
-            short_side=cfg["short_side"],
-            crop=None,
-            area=None,
-            aspect=None,
-            pos=(0.5, 0.5),
+            short_side=self.short_side, crop=None, area=None, aspect=None, pos=(0.5, 0.5),
             flip=False,
-        )
+        )  # fmt: skip
+        return functools.partial(source.read, geometry=geometry)
 
-    def reader(name: str, source: Any):
-        if name == "original" and geometry is not None:
-            return lambda vid, idx: source.read(vid, idx, geometry=geometry)
-        return source.read
+    def fresh(self, spec: StorageSpec, root: Path) -> Any:
+        """The read of a new source of `spec` (no open files, no cached index)."""
+        return self(spec.name, open_storage(spec, root))
 
-    log("measuring PSNR against the original decode")
-    quality = _psnr_all(sources, original, counts, cfg)
 
-    clips = sample_clips(
-        counts,
-        clips=cfg["clips"],
-        num_frames=cfg["num_frames"],
-        sampling=cfg["sampling"],
-        stride=cfg["stride"],
-        seed=cfg["seed"],
-    )
-    log(f"timing {len(sources)} storages warm, one process: {cfg['rounds']} rounds")
-    readers = {name: reader(name, src) for name, src in sources.items()}
-    warm = warm_rates(
-        readers,
-        clips,
-        batch_size=cfg["batch_size"],
-        rounds=cfg["rounds"],
-        min_time=cfg["min_time"],
-        log=log,
-    )
-    colds: dict[str, dict[str, Any]] = {}
-    if cfg["cold"]:
-        log(f"timing cold first passes: {cfg['rounds']} rounds")
-        spec_of = {s.name: s for s in specs}
-        rows = {
-            name: (
-                lambda name=name: reader(name, open_storage(spec_of[name], roots[name])),
-                [p for v in kept for p in src.files(v)],
-            )
-            for name, src in sources.items()
-        }
-        colds = cold_rates(rows, clips, batch_size=cfg["batch_size"], rounds=cfg["rounds"])
-
-    data_bytes = float(sum((root / v).stat().st_size for v in all_ids))
-    sample_bytes = bytes_per_video(original, kept)
+def _rows(
+    specs: list[StorageSpec],
+    sources: dict[str, Any],
+    built: dict[str, Built],
+    quality: dict[str, tuple[float, float]],
+    warm: dict[str, dict[str, Any]],
+    colds: dict[str, dict[str, Any]],
+    kept: list[str],
+    data_bytes: float,
+    cfg: dict[str, Any],
+) -> list[StorageRow]:
+    """One row per storage, the frontier marked."""
+    sample_bytes = bytes_per_video(sources["original"], kept)
     table = []
     for spec in specs:
         name = spec.name
         size = bytes_per_video(sources[name], kept)
-        ratio = size / sample_bytes
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
-        core_h = None if cpu is None else cpu * data_bytes / sample_bytes / 3600
         q = quality.get(name)
         rate = warm[name]["clips_per_s_per_core"]
-        meets = None if cfg["need"] is None else rate * cfg["cores"] >= cfg["need"]
         c = colds.get(name)
         table.append(
             StorageRow(
                 storage=name,
                 frontier=False,
                 bytes_per_video=size,
-                size_ratio=ratio,
-                data_bytes=ratio * data_bytes,
+                size_ratio=size / sample_bytes,
+                data_bytes=size / sample_bytes * data_bytes,
                 clips_per_s_per_core=rate,
                 cold_clips_per_s=None if c is None else c["cold_clips_per_s"],
                 cold_vs_warm=None if c is None else c["cold_vs_warm"],
                 psnr_db=None if q is None else q[0],
                 psnr_min_db=None if q is None else q[1],
                 convert_cpu_s_per_video=cpu,
-                data_convert_core_h=core_h,
-                meets_need=meets,
+                data_convert_core_h=None if cpu is None else cpu * data_bytes / sample_bytes / 3600,
+                meets_need=None if cfg["need"] is None else rate * cfg["cores"] >= cfg["need"],
                 spec=dataclasses.asdict(spec),
             )
         )
     marks = frontier(table)
-    table = [dataclasses.replace(r, frontier=m) for r, m in zip(table, marks, strict=True)]
-    pick = None
-    if cfg["need"] is not None:
-        pick = pick_storage(table, need=cfg["need"], cores=cfg["cores"], min_psnr=cfg["min_psnr"])
-    notes += _notes(cfg, scratch)
-    config = {k: v for k, v in cfg.items() if k != "progress"}
-    config["storages"] = [s.name for s in specs]
-    return ChooseResult(
-        rows=tuple(table),
-        pick=pick,
-        data={"path": str(root), "videos": len(all_ids), "bytes": data_bytes},
-        sample=tuple(kept),
-        left_out=left_out,
-        config=config,
-        notes=tuple(notes),
-    )
+    return [dataclasses.replace(r, frontier=m) for r, m in zip(table, marks, strict=True)]
 
 
 def _build_all(
@@ -609,7 +652,10 @@ def _notes(cfg: dict[str, Any], scratch: Path) -> list[str]:
         )
     if cfg["cold"]:
         fs = filesystem_of(scratch)
-        cold = "cold: first pass, files evicted (posix_fadvise DONTNEED), a new source; wall clock"
+        cold = (
+            "cold: first pass, files evicted (posix_fadvise DONTNEED), a new source; wall clock, "
+            f"best of {cfg['cold_rounds']}"
+        )
         if fs in ("tmpfs", "ramfs"):
             cold += f"; no effect here: the scratch folder is on {fs}"
         notes.append(cold)

@@ -222,6 +222,9 @@ def _add_choose(sub: Any) -> None:
     ch.add_argument("--rounds", type=_positive_int, metavar="R", help="interleaved rounds (3)")
     ch.add_argument("--no-cold", action="store_true", help="skip the cold-read timing")
     ch.add_argument(
+        "--cold-rounds", type=_positive_int, default=1, metavar="R", help="cold passes (1)"
+    )
+    ch.add_argument(
         "--workdir",
         metavar="DIR",
         help="scratch folder, new or empty (default: a temporary folder); removed after "
@@ -566,6 +569,7 @@ def _choose(args: argparse.Namespace) -> int:
         rounds=pick(args.rounds, 3, 1),
         min_time=0.0 if quick else 0.3,
         cold=not args.no_cold,
+        cold_rounds=args.cold_rounds,
         psnr_frames=4 if quick else 16,
         need=args.need,
         cores=args.cores,

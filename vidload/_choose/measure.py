@@ -32,6 +32,7 @@ __all__ = [
     "psnr",
     "sample_clips",
     "spread",
+    "storage_files",
     "warm_rates",
 ]
 
@@ -52,9 +53,14 @@ def spread(ids: Sequence[str], k: int) -> list[str]:
     return [ids[(2 * i + 1) * n // (2 * k)] for i in range(k)]
 
 
+def storage_files(source: Any, video_id: str) -> list[Path]:
+    """The files that hold `video_id` in `source`'s storage: those it reads (`source.files`)."""
+    return list(source.files(video_id))
+
+
 def bytes_per_video(source: Any, video_ids: Sequence[str]) -> float:
-    """Mean bytes on disk of the files `source` reads for each video (`source.files`)."""
-    sizes = [sum(p.stat().st_size for p in source.files(v)) for v in video_ids]
+    """Mean bytes on disk of the files that hold each video (`storage_files`)."""
+    sizes = [sum(p.stat().st_size for p in storage_files(source, v)) for v in video_ids]
     return float(np.mean(sizes))
 
 
