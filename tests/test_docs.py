@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from media import make_video
+from servers import S3Bucket
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -119,12 +120,22 @@ def test_markers_sit_on_python_fences():
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=_id)
-def test_every_python_block_of_a_page_runs(page, snippet_data, tmp_path, monkeypatch):
-    """The page's blocks, in order, in one namespace, in a fresh copy of the snippet data."""
+def test_every_python_block_of_a_page_runs(page, snippet_data, tmp_path, monkeypatch, request):
+    """The page's blocks, in order, in one namespace, in a fresh copy of the snippet data.
+
+    A page whose blocks name an `s3://` URL runs against the tests' local S3 server (moto on
+    127.0.0.1, `tests/servers.py`): the standard AWS variables point at it (so code written for
+    a real bucket runs as it is) and an empty bucket `s3://bucket` exists for the page, deleted
+    after it. Without moto/s3fs installed such a page is skipped."""
     for item in ("videos", "train.txt"):
         src = snippet_data / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
     monkeypatch.chdir(tmp_path)
+    if any("s3://" in b.code for b in python_blocks(page) if not b.not_run):
+        server = request.getfixturevalue("s3_server")
+        for name, value in server.env().items():
+            monkeypatch.setenv(name, value)
+        request.addfinalizer(S3Bucket(server, "bucket").delete)
     namespace: dict = {"__name__": "__docs__"}
     for block in python_blocks(page):
         if block.not_run:
