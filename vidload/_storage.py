@@ -22,17 +22,21 @@ for a clip's frames); `read_many` fetches several whole objects concurrently (a 
 Faults (`_call`): a missing object is `VideoReadError(url, "not found ...")`, denied access
 says "access denied", and transient failures (HTTP 5xx/429/408, connection reset, timeouts)
 are retried `RETRIES` more times with backoff (`BACKOFF_S`), then a `VideoReadError` saying
-how many attempts failed. (s3fs/botocore also retry 503s and connection errors themselves,
-within each of these attempts.) Errors and `str(location)` show the URL without user info or
-query string, and any storage option value longer than 5 characters is blanked from a
-message, so credentials never appear in an error or a log line.
+how many attempts failed. (For S3 these replace s3fs's own retry loop; botocore still
+retries within each attempt as the AWS configuration says: `AWS_MAX_ATTEMPTS`, `retry_mode`.)
+Errors and `str(location)` show the URL without user info or query string, and any storage
+option value longer than 5 characters (and the AWS_* secrets of the environment) is blanked
+from a message, so credentials never appear in an error or a log line.
 
 Nothing here imports fsspec until a URL is used: `import vidload` loads no fsspec backend.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import hashlib
+import io
 import json
 import os
 import re
@@ -143,9 +147,15 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     except ImportError as e:  # known, backend not installed
         raise MissingExtraError(f"{protocol}:// URLs need {e.name or 'a backend'}: {hint}") from e
     try:
-        return cls(**dict(options or {}))
+        # vidload keeps its own instance per process and options (`_filesystem`)
+        fs = cls(**{"skip_instance_cache": True, **dict(options or {})})
     except ImportError as e:
         raise MissingExtraError(f"{protocol}:// URLs need {e.name or 'a backend'}: {hint}") from e
+    if protocol in ("s3", "s3a") and isinstance(getattr(fs, "retries", None), int):
+        # vidload's bounded retries (`_call`) replace s3fs's own loop (a class attribute);
+        # botocore still retries as the AWS configuration says (AWS_MAX_ATTEMPTS, retry_mode)
+        fs.retries = 1
+    return fs
 
 
 # --- faults ---------------------------------------------------------------------------------
@@ -402,14 +412,26 @@ class Location:
                 raise VideoReadError(self, "not a regular file")
             return st.st_size
         fs, path = self._fs()
-        info = self._call("get the size", lambda: fs.info(path))
-        if info.get("type") == "directory":
+
+        def info() -> dict[str, Any]:
+            try:
+                return fs.info(path)
+            except FileNotFoundError:
+                # fsspec's HTTP info answers any failure (a 503 too) as "not found": a read of
+                # one byte tells a missing object (FileNotFoundError) from a failed request
+                fs.cat_file(path, start=0, end=1)
+                raise ConnectionError("the size request failed") from None
+
+        got = self._call("get the size", info)
+        if got.get("type") == "directory":
             raise VideoReadError(self, "a folder, not a file")
-        return int(info["size"])
+        if got.get("size") is None:
+            raise VideoReadError(self, "the server does not say the size")
+        return int(got["size"])
 
     def list_dir(self) -> dict[str, int | None]:
-        """{name: size in bytes, None for a folder} of the entries directly inside (one
-        listing request for a bucket prefix)."""
+        """{name: size in bytes (-1 where the listing does not say: HTTP), None for a
+        folder} of the entries directly inside (one listing request for a bucket prefix)."""
         if self._local is not None:
             out: dict[str, int | None] = {}
             try:
@@ -433,7 +455,8 @@ class Location:
             if entry.get("type") == "directory":
                 result[name] = None
             else:
-                result[name] = int(entry.get("size") or 0)
+                size = entry.get("size")
+                result[name] = -1 if size is None else int(size)
         if list(result) == [self.name] and entries[0].get("type") != "directory":
             raise VideoReadError(self, "not a folder")
         return result
@@ -521,6 +544,16 @@ class Location:
             "open",
             lambda: fs.open(path, "rb", block_size=block_size, cache_type="readahead"),
         )
+
+    def open_prefetched(self, *, head: int = 64 << 10, tail: int = 64 << 10) -> RangeFile:
+        """This object as a `RangeFile` holding its first `head` and last `tail` bytes: one
+        request for the size, then one round of concurrent requests for both ends."""
+        size = self.size()
+        if size <= head + tail + COALESCE_GAP:
+            return RangeFile(self, size, [(0, self.read_range(0, size))] if size else [])
+        ends = [(0, head), (size - tail, size)]
+        first, last = self.read_ranges(ends)
+        return RangeFile(self, size, [(0, first), (size - tail, last)])
 
     # -- writes (convert into a bucket)
 
@@ -624,3 +657,282 @@ def read_many(locations: Sequence[Location]) -> list[bytes]:
             else:
                 out[i] = item
     return [b if b is not None else b"" for b in out]
+
+
+# --- a remote object as a seekable file, its likely-read parts fetched up front ---------------
+
+#: The least a `RangeFile` fetches for a read outside what it holds.
+MIN_FETCH = 64 << 10
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file over a remote object of `size` bytes that serves reads from
+    the blocks it holds and fetches any other part (at least `MIN_FETCH` bytes) as one range.
+
+    For a reader that walks a file's metadata in many small reads (h5py opening an HDF5 file):
+    with the head and tail of the file fetched up front (`Location.open_prefetched`, one round
+    of concurrent requests) those reads cost no request at all.
+    """
+
+    def __init__(self, location: Location, size: int, blocks: Sequence[tuple[int, bytes]]):
+        super().__init__()
+        self.location = location
+        self.size = size
+        self._blocks = sorted(blocks)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        start, stop = self._pos, min(self._pos + len(view), self.size)
+        if start >= stop:
+            return 0
+        data = self._bytes(start, stop)
+        view[: len(data)] = data
+        self._pos = start + len(data)
+        return len(data)
+
+    def _bytes(self, start: int, stop: int) -> bytes:
+        for a, block in self._blocks:
+            if a <= start and stop <= a + len(block):
+                return block[start - a : stop - a]
+        fetch_stop = min(self.size, max(stop, start + MIN_FETCH))
+        block = self.location.read_range(start, fetch_stop)
+        self._blocks.append((start, block))
+        self._blocks.sort(key=lambda b: b[0])
+        return block[: stop - start]
+
+
+# --- the local cache of a bucket's objects ----------------------------------------------------
+
+#: `cache_max_bytes` when none is given.
+DEFAULT_CACHE_BYTES = 32 << 30
+#: A process rescans the cache's size after this many of its own additions (others add too).
+_RESCAN_EVERY = 32
+#: Partial downloads older than this are a crashed process's, and removed by eviction.
+_STALE_PART_S = 3600.0
+_PART = ".part"
+
+
+class LocalCache:
+    """Whole objects of a bucket, copied into a local folder on first use and read from there.
+
+    Layout: `folder/<endpoint hash>/<bucket>/<key>`, the hash telling apart servers that use
+    the same bucket names (the endpoint of the options or `AWS_ENDPOINT_URL`). Objects are
+    assumed not to change once written (as `vidload convert` writes them); after rewriting a
+    bucket, empty the cache folder.
+
+    Safe with several processes (DataLoader workers) filling it at once: an object is
+    downloaded under a name of its own (`.<name>.<pid>.<n>.part`) and renamed over the final
+    name when complete, so a reader sees a whole object or none; two processes fetching the
+    same object both succeed and the second rename wins, with the same bytes.
+
+    Bounded: when the files in the folder exceed `max_bytes`, the least recently used are
+    removed (by modification time: a hit touches its file) until they fill at most 90 % of it.
+    Each process knows the size it has added since it last listed the folder and lists it
+    again when that estimate passes the bound or after `_RESCAN_EVERY` additions; so the
+    folder can exceed the bound by what the other processes added since their last listing
+    (at most workers x `_RESCAN_EVERY` objects) until the next listing. A file removed while a
+    reader has it open stays readable to it (POSIX).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], max_bytes: int | None = None) -> None:
+        if is_url(os.fspath(folder)):
+            raise ValueError(f"cache_dir ({os.fspath(folder)!r}) must be a local folder")
+        self.folder = Path(folder)
+        self.max_bytes = DEFAULT_CACHE_BYTES if max_bytes is None else int(max_bytes)
+        if self.max_bytes <= 0:
+            raise ValueError(f"cache_max_bytes ({max_bytes}) must be > 0")
+        self._pid = -1
+        self._estimate = 0
+        self._added = 0
+        self._count = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"folder": self.folder, "max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["folder"], state["max_bytes"])  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"LocalCache({str(self.folder)!r}, max_bytes={self.max_bytes})"
+
+    def path_of(self, location: Location) -> Path:
+        """Where `location`'s copy lives in the cache (whether or not it is there)."""
+        endpoint = _endpoint(location.storage_options)
+        tag = hashlib.sha1(f"{location._protocol}|{endpoint}".encode()).hexdigest()[:12]
+        rest = redact_url(location.url).split("://", 1)[1].split("?", 1)[0]
+        parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
+        return self.folder.joinpath(tag, *parts)
+
+    def get(self, location: Location) -> Path:
+        """The local copy of `location`, fetched whole on a miss (VideoReadError as the
+        location's reads raise: "not found", ...)."""
+        path = self.path_of(location)
+        try:
+            os.utime(path)  # a hit: now the most recently used
+            return path
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._count += 1
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        try:
+            fs, remote = location._fs()
+            location._call("download", lambda: fs.get_file(remote, os.fspath(part)))
+            size = os.stat(part).st_size
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
+        self._note_added(size)
+        return path
+
+    def read_many(self, locations: Sequence[Location]) -> list[bytes]:
+        """The contents of each location: hits read from the cache, misses fetched
+        concurrently (`read_many`) and stored."""
+        out: list[bytes | None] = [None] * len(locations)
+        missing = []
+        for i, loc in enumerate(locations):
+            path = self.path_of(loc)
+            try:
+                os.utime(path)
+                out[i] = path.read_bytes()
+            except FileNotFoundError:
+                missing.append(i)
+        if missing:
+            got = read_many([locations[i] for i in missing])
+            for i, data in zip(missing, got, strict=True):
+                out[i] = data
+                self._store(self.path_of(locations[i]), data)
+        return [b if b is not None else b"" for b in out]
+
+    def _store(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._count += 1
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        try:
+            part.write_bytes(data)
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
+        self._note_added(len(data))
+
+    def _note_added(self, size: int) -> None:
+        if self._pid != os.getpid():
+            self._pid, self._estimate, self._added = os.getpid(), -1, 0
+        self._added += 1
+        if self._estimate >= 0:
+            self._estimate += size
+        if self._estimate < 0 or self._estimate > self.max_bytes or self._added >= _RESCAN_EVERY:
+            self._estimate = self.evict()
+            self._added = 0
+
+    def evict(self) -> int:
+        """List the folder, remove the least recently used files beyond the bound (and stale
+        partial downloads); return the bytes left."""
+        files: list[tuple[float, int, str]] = []
+        total = 0
+        now = time.time()
+        for dirpath, _dirs, names in os.walk(self.folder):
+            for name in names:
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue  # removed by another process meanwhile
+                if name.endswith(_PART):
+                    if now - st.st_mtime > _STALE_PART_S:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(full)
+                    continue
+                files.append((st.st_mtime, st.st_size, full))
+                total += st.st_size
+        if total <= self.max_bytes:
+            return total
+        target = int(self.max_bytes * 0.9)
+        for _mtime, size, full in sorted(files):
+            if total <= target:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
+            total -= size
+        return total
+
+
+def _endpoint(options: Mapping[str, Any] | None) -> str:
+    options = options or {}
+    client = options.get("client_kwargs") or {}
+    return str(
+        options.get("endpoint_url")
+        or (client.get("endpoint_url") if isinstance(client, Mapping) else None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or ""
+    )
+
+
+# --- a source's root --------------------------------------------------------------------------
+
+
+class SourceRoot:
+    """Where a source's files are: a local folder, or a bucket prefix read by ranges or
+    through a `LocalCache`. The one thing a source asks storage: `local(rel)` is a local file
+    to read by the fast path (under a local root, or the cached copy of a remote object), or
+    None, and then `remote(rel)` is the object to read by byte ranges. Picklable."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
+    ) -> None:
+        self.location = Location(root, storage_options)
+        if self.location.is_local and storage_options:
+            raise ValueError(f"storage_options are for URLs; {root!s} is a local path")
+        self.cache: LocalCache | None = None
+        if cache_dir is not None:
+            if self.location.is_local:
+                raise ValueError(f"cache_dir is for URL roots; {root!s} is a local path")
+            self.cache = LocalCache(cache_dir, cache_max_bytes)
+
+    @property
+    def is_local(self) -> bool:
+        return self.location.is_local
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    def remote(self, rel: str) -> Location:
+        return self.location / rel
+
+    def local(self, rel: str) -> Path | None:
+        """The local file to read for `rel` (see the class docstring)."""
+        if self.location.is_local:
+            return self.location.local_path / rel
+        if self.cache is not None:
+            return self.cache.get(self.location / rel)
+        return None
+
+    def read_remote_files(self, rels: Sequence[str]) -> list[bytes]:
+        """The whole objects `rels` of a URL root, fetched concurrently (through the cache
+        when there is one)."""
+        locations = [self.location / rel for rel in rels]
+        if self.cache is not None:
+            return self.cache.read_many(locations)
+        return read_many(locations)

@@ -23,6 +23,15 @@ decode_size: optional minimum (height, width) to decode to: JPEG DCT scaling by 
     "fps": """\
 fps: frame rate for `timestamps` when a container has no stored times
     (`<container>.timestamps`, written by `vidload convert`): frame i at i / fps.""",
+    "storage": """\
+storage_options: for a URL root, passed to its fsspec filesystem unchanged (s3fs:
+    `key`, `secret`, `endpoint_url`, `client_kwargs`, ...); None uses the standard
+    configuration (AWS: environment, `~/.aws`, `AWS_ENDPOINT_URL`, instance roles).
+cache_dir: for a URL root, a local folder that keeps a copy of each object read (whole, on
+    its first read), so that later epochs read locally (`vidload._storage.LocalCache`:
+    least recently used objects evicted beyond `cache_max_bytes`). None reads the bucket
+    every time, by byte ranges.
+cache_max_bytes: the bound of `cache_dir` (default 32 GiB).""",
     "read": """\
 Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB, in
 the order asked.""",

@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from vidload._atomic import write_bytes_atomic
-from vidload._layout import sidecar_path
+from vidload._layout import TIMESTAMPS_SUFFIX, sidecar_path
+from vidload._storage import Location
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
 
@@ -38,32 +39,48 @@ def write_timestamps(container: Path, timestamps: np.ndarray) -> Path:
 
 
 def container_timestamps(
-    container: Path, num_frames: int, fps: float | None, what: str
+    container: Path | Location, num_frames: int, fps: float | None, what: str
 ) -> np.ndarray:
-    """float64 (num_frames,) seconds of the frames of `container`: its sidecar when there is
-    one, else frame i at i / fps.
+    """float64 (num_frames,) seconds of the frames of `container` (a local path, or an object
+    in a bucket): its sidecar when there is one, else frame i at i / fps.
 
     Raises:
         VideoReadError: the sidecar is unreadable or its length is not `num_frames`, or there
             is neither a sidecar nor an `fps` (`what` says how to give one).
     """
-    path = sidecar_path(container)
-    if path.exists():
-        fd = open_regular_file(path)  # a FIFO would block np.load
+    if isinstance(container, Location):
+        sidecar = container.with_name(container.name + TIMESTAMPS_SUFFIX)
         try:
+            data = sidecar.read_bytes()
+        except VideoReadError as e:
+            if e.reason != "not found":
+                raise
+        else:
+            return _parse(sidecar, io.BytesIO(data), num_frames)
+        name = sidecar.name
+    else:
+        path = sidecar_path(container)
+        if path.exists():
+            fd = open_regular_file(path)  # a FIFO would block np.load
             with os.fdopen(fd, "rb") as f:
-                ts = np.load(f, allow_pickle=False)
-        except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError...
-            raise VideoReadError(path, f"unreadable timestamps: {type(e).__name__}: {e}") from e
-        if not isinstance(ts, np.ndarray):
-            raise VideoReadError(path, f"holds a {type(ts).__name__}, not one npy array")
-        if ts.ndim != 1 or ts.shape[0] != num_frames or not np.issubdtype(ts.dtype, np.floating):
-            raise VideoReadError(
-                path, f"holds {ts.dtype} {ts.shape} timestamps for {num_frames} frames"
-            )
-        return ts.astype(np.float64, copy=False)
+                return _parse(path, f, num_frames)
+        name = path.name
     if fps is None:
         raise VideoReadError(
-            container, f"no stored timestamps ({path.name} is missing) and no frame rate: {what}"
+            container, f"no stored timestamps ({name} is missing) and no frame rate: {what}"
         )
     return np.arange(num_frames, dtype=np.float64) / float(fps)
+
+
+def _parse(path: Path | Location, f, num_frames: int) -> np.ndarray:
+    try:
+        ts = np.load(f, allow_pickle=False)
+    except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError...
+        raise VideoReadError(path, f"unreadable timestamps: {type(e).__name__}: {e}") from e
+    if not isinstance(ts, np.ndarray):
+        raise VideoReadError(path, f"holds a {type(ts).__name__}, not one npy array")
+    if ts.ndim != 1 or ts.shape[0] != num_frames or not np.issubdtype(ts.dtype, np.floating):
+        raise VideoReadError(
+            path, f"holds {ts.dtype} {ts.shape} timestamps for {num_frames} frames"
+        )
+    return ts.astype(np.float64, copy=False)

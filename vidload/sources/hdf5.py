@@ -35,14 +35,16 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_int
-from vidload._layout import CONTAINER_SUFFIX, sidecar_path
+from vidload._layout import CONTAINER_SUFFIX
 from vidload._lru import ProcessLRU
+from vidload._storage import Location
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
@@ -63,7 +65,7 @@ LAYOUT = "jpeg-concat-offsets"
 
 @dataclass
 class _Handle:
-    file: h5py.File
+    file: h5py.File | None  # None: an object in a bucket, its frames read by ranges
     frames: h5py.Dataset
     offsets: np.ndarray  # int64 (n + 1,)
     reported: int | None
@@ -73,6 +75,9 @@ class _Handle:
     # unfiltered, allocated block and the default sec2 driver): then a frame is one os.pread
     # on HDF5's own file descriptor instead of an h5py slice (see `_direct_offset`).
     data_offset: int | None = None
+    # An object in a bucket: where it is; frames are byte ranges of it (`_frame_bytes`).
+    location: Location | None = None
+    fps: float | None = None  # the file's `fps` attribute (kept for a closed remote file)
 
 
 def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None:
@@ -84,7 +89,22 @@ def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None
     by other tools) are read through h5py.
     """
     try:
-        if f.driver != "sec2" or frames.chunks is not None or frames.compression is not None:
+        if f.driver != "sec2":
+            return None
+        offset = _block_offset(frames)
+        if offset is None:
+            return None
+        size = os.fstat(f.id.get_vfd_handle()).st_size
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    return _check_within(path, offset, frames, size)
+
+
+def _block_offset(frames: h5py.Dataset) -> int | None:
+    """Where `frames` starts in its file when it is one contiguous, unfiltered, allocated
+    block; None otherwise (chunked or filtered: read through h5py)."""
+    try:
+        if frames.chunks is not None or frames.compression is not None:
             return None
         plist = frames.id.get_create_plist()
         if plist.get_layout() != h5py.h5d.CONTIGUOUS or plist.get_nfilters() != 0:
@@ -92,9 +112,12 @@ def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None
         offset = frames.id.get_offset()
         if offset is None or frames.id.get_storage_size() != frames.shape[0]:
             return None
-        size = os.fstat(f.id.get_vfd_handle()).st_size
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+    return int(offset)
+
+
+def _check_within(path: Path | Location, offset: int, frames: h5py.Dataset, size: int) -> int:
     if offset + frames.shape[0] > size:
         raise VideoReadError(
             path,
@@ -102,6 +125,38 @@ def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None
             f"but the file has {size}",
         )
     return int(offset)
+
+
+def _open_remote(location: Location) -> _Handle:
+    """Open one video's HDF5 object in a bucket: its size, then its first and last 64 KiB
+    in one round of concurrent requests (superblock, object headers, attributes and the
+    `offsets` table of a file `write_hdf5` wrote lie there), h5py reading the structure from
+    those bytes (`vidload._storage.RangeFile`; any other part it needs costs one more range).
+    The frame table is kept and the file closed: the frames are read as byte ranges. A
+    chunked or filtered `frames` dataset (another writer) keeps the file open, read through
+    h5py."""
+    raw = location.open_prefetched()
+    if raw.size == 0:
+        raise VideoReadError(location, "empty file (0 bytes)")
+    try:
+        f = h5py.File(raw, "r")
+    except Exception as e:
+        raise VideoReadError(location, f"cannot open as HDF5: {_what(e)}") from e
+    try:
+        handle = _validate(location, f, direct=False)
+        offset = _block_offset(handle.frames)
+        handle.location = location
+        if offset is not None:
+            handle.data_offset = _check_within(location, offset, handle.frames, raw.size)
+            f.close()
+            handle.file = None
+        return handle
+    except VideoReadError:
+        f.close()
+        raise
+    except Exception as e:
+        f.close()
+        raise VideoReadError(location, f"cannot read the HDF5 structure: {_what(e)}") from e
 
 
 def _open(path: Path) -> _Handle:
@@ -138,7 +193,7 @@ def _what(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _int_attr(path: Path, f: h5py.File, name: str) -> int | None:
+def _int_attr(path: Path | Location, f: h5py.File, name: str) -> int | None:
     """Root attribute `name` as an int (None when absent); anything but one integer is a
     VideoReadError naming the attribute."""
     value = f.attrs.get(name)
@@ -152,14 +207,14 @@ def _int_attr(path: Path, f: h5py.File, name: str) -> int | None:
     return int(arr)
 
 
-def _dataset(path: Path, f: h5py.File, name: str) -> h5py.Dataset:
+def _dataset(path: Path | Location, f: h5py.File, name: str) -> h5py.Dataset:
     obj = f[name]
     if not isinstance(obj, h5py.Dataset):
         raise VideoReadError(path, f"{name!r} must be a dataset, is a {type(obj).__name__}")
     return obj
 
 
-def _validate(path: Path, f: h5py.File) -> _Handle:
+def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _Handle:
     version = _int_attr(path, f, "format_version")
     if version is not None and version > FORMAT_VERSION:
         raise VideoReadError(
@@ -192,11 +247,15 @@ def _validate(path: Path, f: h5py.File) -> _Handle:
         raise VideoReadError(
             path, f"num_frames attribute says {reported} frames but the data holds {actual}"
         )
-    return _Handle(f, frames, offsets, reported, width, height, _direct_offset(path, f, frames))
+    fps_attr = f.attrs.get("fps")
+    fps = None if fps_attr is None else float(fps_attr)
+    data_offset = _direct_offset(path, f, frames) if direct and isinstance(path, Path) else None
+    return _Handle(f, frames, offsets, reported, width, height, data_offset, fps=fps)
 
 
 def _close_handle(handle: _Handle) -> None:
-    handle.file.close()
+    if handle.file is not None:
+        handle.file.close()
 
 
 @shared_docs
@@ -204,11 +263,17 @@ class Hdf5Source(ContainerSource):
     """Frames stored as JPEG bytes in one HDF5 file per video (`root/<id>.h5`).
 
     Args:
-        root: folder of `.h5` files; a video id's extension is replaced by `.h5`.
+        root: folder of `.h5` files, or a URL (`s3://bucket/k400_h5`); a video id's
+            extension is replaced by `.h5`.
         cache_size: open files kept per process (LRU, >= 0; 0 opens and closes every call).
         <<decode_size>>
         <<fps>>
             None takes the file's `fps` attribute, else raises.
+        <<storage>>
+
+    In a bucket a video costs one size request and one round of two concurrent range
+    requests when a process first reads it (its frame table, kept per process like an open
+    file), then one round of concurrent range requests per clip (nearby frames coalesced).
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process
     (`vidload._lru.ProcessLRU`).
@@ -223,8 +288,18 @@ class Hdf5Source(ContainerSource):
         cache_size: int = 32,
         decode_size: tuple[int, int] | None = None,
         fps: float | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(root, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
         self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 
@@ -234,14 +309,11 @@ class Hdf5Source(ContainerSource):
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
         (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
-        path = self.path(video_id)
-        fps = self.fps
-        if fps is None and not sidecar_path(path).exists():
-            with self._handle(video_id) as (handle, _):
-                value = handle.file.attrs.get("fps")
-            fps = None if value is None else float(value)
+        with self._handle(video_id) as (handle, _):
+            fps = self.fps if self.fps is not None else handle.fps
+            actual = handle.offsets.shape[0] - 1
         return container_timestamps(
-            path, self.actual_frames(video_id), fps, "pass fps= (the file has no fps attribute)"
+            self._container(video_id), actual, fps, "pass fps= (the file has no fps attribute)"
         )
 
     def byte_ranges(
@@ -252,8 +324,11 @@ class Hdf5Source(ContainerSource):
         object headers, `offsets`: a few KiB) and each wanted frame's bytes, merged where they
         touch. Indices out of range are left out (the read reports them). A file whose frames
         are not one plain block (chunked or filtered, read through h5py) gives the whole file
-        (length 0: to its end)."""
+        (length 0: to its end). None for a URL root (nothing local to hint)."""
+        if not self.store.is_local:
+            return []
         with self._handle(video_id) as (handle, path):
+            assert isinstance(path, Path) and handle.file is not None
             base = handle.data_offset
             if base is None:
                 return [(path, 0, 0)]
@@ -272,21 +347,34 @@ class Hdf5Source(ContainerSource):
         self._handles.clear()
 
     @contextmanager
-    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, Path]]:
-        """(handle, path): an open, validated file, from this process's cache, closed on exit
-        when the cache keeps none (`cache_size=0`)."""
-        path = self.path(video_id)
-        key = str(path)
+    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, Path | Location]]:
+        """(handle, where): an open, validated file (or a remote object's frame table), from
+        this process's cache, closed on exit when the cache keeps none (`cache_size=0`)."""
+        if self.store.is_local:
+            path = self.path(video_id)
+            key = str(path)
+            handle = self._handles.get(key)
+            if handle is None:
+                handle = _open(path)
+                if not self._handles.put(key, handle):
+                    try:
+                        yield handle, path
+                    finally:
+                        _close_handle(handle)
+                    return
+            yield handle, path
+            return
+        key = video_id
         handle = self._handles.get(key)
         if handle is None:
-            handle = _open(path)
+            handle = self._open_container(video_id, _open, _open_remote)
             if not self._handles.put(key, handle):
                 try:
-                    yield handle, path
+                    yield handle, _where(handle)
                 finally:
-                    handle.file.close()
+                    _close_handle(handle)
                 return
-        yield handle, path
+        yield handle, _where(handle)
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""
@@ -315,13 +403,30 @@ class Hdf5Source(ContainerSource):
         return EncodedFrames(buffers, frames, order, str(path), nbytes)
 
 
-def _frame_bytes(handle: _Handle, path: Path, frames: list[int]) -> list:
-    """The stored bytes of `frames` (one buffer each), read directly where the layout allows."""
+def _where(handle: _Handle) -> Path | Location:
+    """The file (or object) a handle reads, for errors."""
+    if handle.location is not None:
+        return handle.location
+    return Path(handle.file.filename) if handle.file is not None else Path("?")
+
+
+def _frame_bytes(handle: _Handle, path: Path | Location, frames: list[int]) -> list:
+    """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
+    `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     starts = handle.offsets[frames].tolist()
     ends = handle.offsets[[i + 1 for i in frames]].tolist()
     buffers: list = []
     base = handle.data_offset
-    if base is not None:
+    if base is not None and handle.location is not None:
+        ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
+        got = handle.location.read_ranges(ranges)
+        for i, data, (a, b) in zip(frames, got, ranges, strict=True):
+            if len(data) != b - a:
+                raise VideoReadError(
+                    path, f"object ended after {len(data)} of the frame's {b - a} bytes", i
+                )
+        return got
+    if base is not None and handle.file is not None:
         fd = handle.file.id.get_vfd_handle()
         for i, a, b in zip(frames, starts, ends, strict=True):
             try:
@@ -336,7 +441,7 @@ def _frame_bytes(handle: _Handle, path: Path, frames: list[int]) -> list:
         return buffers
     for i, a, b in zip(frames, starts, ends, strict=True):
         try:
-            buffers.append(handle.frames[a:b])
+            buffers.append(handle.frames[a:b])  # chunked or filtered: through h5py
         except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
             raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
     return buffers

@@ -26,14 +26,16 @@ import os
 import re
 import shutil
 import string
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
+from vidload._layout import container_name
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._timestamps import container_timestamps
@@ -94,6 +96,11 @@ class JpegSource(ContainerSource):
         <<decode_size>>
         <<fps>>
             Default 30 (`DEFAULT_FPS`): rawframes folders do not say their rate.
+        <<storage>>
+
+    In a bucket a video costs one listing request when a process first reads it (the counts
+    come from the listing's names and sizes), then one GET per distinct frame of a clip, all
+    of a clip's fetched concurrently. With `cache_dir` each frame file is cached.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable; holds only paths and cached counts.
     """
@@ -107,9 +114,19 @@ class JpegSource(ContainerSource):
         frame_counts: Mapping[str, int] | None = None,
         decode_size: tuple[int, int] | None = None,
         fps: float = DEFAULT_FPS,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         fps = check_positive_number("fps", fps)  # not None: folders do not say their rate
-        super().__init__(root, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self._name_re = _template_regex(template)
         self.template = template
         self.start_index = _checked_start_index(start_index)
@@ -130,30 +147,77 @@ class JpegSource(ContainerSource):
         return f"JpegSource({str(self.root)!r}, template={self.template!r})"
 
     def _key(self, video_id: str) -> str:
-        """The frame folder of `video_id`, relative to the root (see `container_path`)."""
-        return self.path(video_id).relative_to(self.root).as_posix()
+        """The frame folder of `video_id`, relative to the root (see `container_path`; in a
+        bucket the name found by its listing, `_remote_key`)."""
+        if not self.store.is_local:
+            return self._remote_key(video_id)
+        return self.path(video_id).relative_to(self._local_root()).as_posix()
+
+    def _remote_key(self, video_id: str) -> str:
+        """In a bucket: the folder without the video extension, else (no such folder) the
+        full id's, found by listing it (`_scan`), once per video and process."""
+        full = container_name(video_id, "", keep_extension=True)
+        known = self._container_names.get(full)
+        if known is not None:
+            return known
+        short = container_name(video_id, "")
+        try:
+            self._scan(short)
+            key = short
+        except VideoReadError as e:
+            if full == short or e.reason != "not found":
+                raise
+            try:
+                self._scan(full)
+            except VideoReadError as e2:
+                if e2.reason != "not found":
+                    raise
+                raise e from None
+            key = full
+        self._container_names[full] = key
+        return key
+
+    def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
+        """(file names in the folder `key`, a test for an empty file among them)."""
+        if not self.store.is_local:
+            entries = self.store.remote(key).list_dir()
+            return {n for n, size in entries.items() if size is not None}, (
+                lambda name: entries.get(name) == 0
+            )
+        folder = self._local_root() / key
+        try:
+            names = set(os.listdir(folder))
+        except FileNotFoundError as e:
+            raise VideoReadError(folder, "frame folder not found") from e
+        except NotADirectoryError as e:
+            raise VideoReadError(folder, "not a folder of frames") from e
+        except OSError as e:
+            raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
+        return names, lambda name: _is_empty(folder / name)
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
         folder (`<folder>.timestamps`), else frame i at i / fps."""
-        return container_timestamps(
-            self.folder(video_id), self.actual_frames(video_id), self.fps, "pass fps="
-        )
+        actual = self.actual_frames(video_id)
+        where = self.folder(video_id) if self.store.is_local else self._container(video_id)
+        return container_timestamps(where, actual, self.fps, "pass fps=")
 
     def folder(self, video_id: str) -> Path:
-        """The folder holding `video_id`'s frames (`path`)."""
+        """The folder holding `video_id`'s frames (`path`); a local root only."""
         return self.path(video_id)
 
     def frame_path(self, video_id: str, index: int) -> Path:
-        """The file of frame `index` (0-based)."""
+        """The file of frame `index` (0-based); a local root only."""
         return self.folder(video_id) / self.template.format(self.start_index + index)
 
     def files(self, video_id: str) -> list[Path]:
         """The frame files of `video_id` that `read` can open (the `actual_frames` run), from
-        the cached directory listing (for read-ahead hints). Raises VideoReadError like `read`
-        for a missing folder."""
+        the cached directory listing (for read-ahead hints; none for a URL root). Raises
+        VideoReadError like `read` for a missing folder."""
+        if not self.store.is_local:
+            return []
         key = self._key(video_id)
-        folder = self.root / key
+        folder = self._local_root() / key
         return [folder / self._name(i) for i in range(self._scan(key)[1])]
 
     def byte_ranges(
@@ -162,9 +226,11 @@ class JpegSource(ContainerSource):
         """`(path, 0, 0)` (a whole file) for each distinct frame file `read(video_id, indices)`
         opens, in frame order, for read-ahead hints; indices past the frames that exist are
         left out (the read reports them). Raises VideoReadError like `read` for a missing
-        folder."""
+        folder. None for a URL root."""
+        if not self.store.is_local:
+            return []
         key = self._key(video_id)
-        folder = self.root / key
+        folder = self._local_root() / key
         idx = np.unique(as_index_array(indices))
         idx = idx[idx < self._scan(key)[1]]
         return [(folder / self._name(i), 0, 0) for i in idx.tolist()]
@@ -181,21 +247,13 @@ class JpegSource(ContainerSource):
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        folder = self.root / key
-        try:
-            names = set(os.listdir(folder))
-        except FileNotFoundError as e:
-            raise VideoReadError(folder, "frame folder not found") from e
-        except NotADirectoryError as e:
-            raise VideoReadError(folder, "not a folder of frames") from e
-        except OSError as e:
-            raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
+        names, is_empty = self._listing(key)
         run = 0
         while self._name(run) in names:
             run += 1
         # empty files at the end of the run (an extraction cut short) do not count
         actual = run
-        while actual > 0 and _is_empty(folder / self._name(actual - 1)):
+        while actual > 0 and is_empty(self._name(actual - 1)):
             actual -= 1
         matching = run  # plus any numbered files outside the run (after a hole, say)
         for name in names.difference(self._names[:run]) if len(names) > run else ():
@@ -229,12 +287,16 @@ class JpegSource(ContainerSource):
         actual = self._scan(key)[1]
         check_in_range(video_id, idx, actual, lambda: self.reported_frames(video_id))
         frames, order = distinct_frames(idx, actual)
-        folder = self.root / key
         rows = frames.tolist()
+        buffers: list[bytes | np.ndarray]
+        if not self.store.is_local:
+            rels = [f"{key}/{self._name(i)}" for i in rows]
+            buffers = list(self.store.read_remote_files(rels))
+            paths = [str(self.store.remote(r)) for r in rels]
+            return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+        folder = self._local_root() / key
         paths = [os.path.join(folder, self._name(i)) for i in rows]
-        buffers: list[bytes | np.ndarray] = [
-            read_frame_file(p, i) for p, i in zip(paths, rows, strict=True)
-        ]
+        buffers = [read_frame_file(p, i) for p, i in zip(paths, rows, strict=True)]
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
 
 

@@ -31,14 +31,15 @@ raises `VideoReadError`.
 
 from __future__ import annotations
 
+import io
 import mmap
 import os
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -46,6 +47,7 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._layout import CONTAINER_SUFFIX
 from vidload._lru import ProcessLRU
+from vidload._storage import Location
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
@@ -62,6 +64,17 @@ __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
 LENGTH_BYTES = 4
 _HEADER_CACHE_SIZE = 4096
+#: First request for an object's header: numpy's headers are 128 bytes (64-byte aligned).
+_HEAD_BYTES = 4096
+
+
+def _header_bytes(head: bytes) -> int:
+    """The length of the npy magic + header that `head` starts (0 when it is not npy)."""
+    if len(head) < 12 or head[:6] != b"\x93NUMPY":
+        return 0
+    if head[6] == 1:
+        return 10 + int.from_bytes(head[8:10], "little")
+    return 12 + int.from_bytes(head[8:12], "little")
 
 
 @dataclass(frozen=True)
@@ -80,7 +93,7 @@ _HEADER_RE = re.compile(
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
-def _parse_header(path: Path, f) -> tuple[int, int, int]:
+def _parse_header(path: Path | Location, f) -> tuple[int, int, int]:
     """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
@@ -128,12 +141,19 @@ class NpySource(ContainerSource):
     """Frames stored as length-prefixed JPEG rows in one npy file per video (`root/<id>.npy`).
 
     Args:
-        root: folder of `.npy` files; a video id's extension is replaced by `.npy`.
+        root: folder of `.npy` files, or a URL (`s3://bucket/k400_npy`); a video id's
+            extension is replaced by `.npy`.
         mode: "mmap" maps the file and decodes the needed rows where they are mapped (default,
-            fastest measured); "read" reads the whole file sequentially on every call.
+            fastest measured); "read" reads the whole file sequentially on every call. In a
+            bucket "mmap" reads the needed rows as byte ranges, "read" the whole object.
         <<decode_size>>
         <<fps>>
             None raises instead.
+        <<storage>>
+
+    In a bucket a video costs a size request and one for its header when a process first
+    reads it (kept per process), then one round of concurrent range requests per clip, one
+    per row (adjacent rows coalesced).
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
@@ -147,8 +167,18 @@ class NpySource(ContainerSource):
         mode: Literal["mmap", "read"] = "mmap",
         decode_size: tuple[int, int] | None = None,
         fps: float | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(root, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
         self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
@@ -159,7 +189,7 @@ class NpySource(ContainerSource):
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
         (`<id>.npy.timestamps`; an npy holds one array), else frame i at i / fps."""
         return container_timestamps(
-            self.path(video_id), self.actual_frames(video_id), self.fps, "pass fps="
+            self._container(video_id), self.actual_frames(video_id), self.fps, "pass fps="
         )
 
     def byte_ranges(
@@ -168,7 +198,10 @@ class NpySource(ContainerSource):
         """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
         for read-ahead hints: in "mmap" mode the header and each wanted row, merged where they
         touch (indices out of range are left out: the read reports them); in "read" mode the
-        whole file (length 0: to its end), which that mode reads per clip."""
+        whole file (length 0: to its end), which that mode reads per clip. None for a URL
+        root (nothing local to hint)."""
+        if not self.store.is_local:
+            return []
         path = self.path(video_id)
         if self.mode == "read":
             return [(path, 0, 0)]
@@ -207,8 +240,39 @@ class NpySource(ContainerSource):
             raise
 
     def _header(self, video_id: str) -> _Header:
-        fd, header = self._open(self.path(video_id))
+        if self.store.is_local:
+            return self._local_header(self.path(video_id))
+        return self._open_container(video_id, self._local_header, self._remote_header)
+
+    def _local_header(self, path: Path) -> _Header:
+        fd, header = self._open(path)
         os.close(fd)
+        return header
+
+    def _remote_header(self, location: Location) -> _Header:
+        """The validated header of an object in a bucket: its size and its first bytes (two
+        requests, once per object and process)."""
+        key = location.url
+        header = self._headers.get(key)
+        if header is not None:
+            return header
+        size = location.size()
+        if size == 0:
+            raise VideoReadError(location, "empty file (0 bytes)")
+        head = location.read_range(0, min(size, _HEAD_BYTES))
+        need = _header_bytes(head)
+        if need > len(head) and need <= size:
+            head = location.read_range(0, need)
+        offset, rows, cols = _parse_header(location, io.BytesIO(head))
+        expected = offset + rows * cols
+        if size != expected:
+            raise VideoReadError(
+                location,
+                f"object has {size} bytes but its header ({rows} x {cols}) "
+                f"needs {expected}: truncated or corrupt",
+            )
+        header = _Header((0, size, 0), offset, rows, cols)
+        self._headers.put(key, header)
         return header
 
     def reported_frames(self, video_id: str) -> int | None:
@@ -228,7 +292,41 @@ class NpySource(ContainerSource):
         pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
-        path = self.path(video_id)
+        if self.store.is_local:
+            return self._read_local(self.path(video_id), video_id, idx)
+        return self._open_container(
+            video_id,
+            lambda path: self._read_local(path, video_id, idx),
+            lambda location: self._read_remote(location, video_id, idx),
+        )
+
+    def _read_remote(self, location: Location, video_id: str, idx: np.ndarray) -> EncodedFrames:
+        """The rows of `idx` from an object in a bucket: concurrent ranges ("mmap"), or the
+        whole object ("read")."""
+        header = self._remote_header(location)
+        check_in_range(video_id, idx, header.rows, header.rows)
+        frames, order = distinct_frames(idx, header.rows)
+        if frames.size == 0:
+            return EncodedFrames([], frames, order, str(location), 0)
+        base, cols = header.data_offset, header.cols
+        rows = frames.tolist()
+        if self.mode == "read":
+            size = base + header.rows * cols
+            whole = np.frombuffer(location.read_range(0, size), np.uint8)
+            if whole.shape[0] != size:
+                raise VideoReadError(location, "object changed size while being read")
+            matrix = whole[base:].reshape(header.rows, cols)
+            buffers = [_frame_bytes(location, matrix[i], i) for i in rows]
+            return EncodedFrames(buffers, frames, order, str(location), whole.shape[0])
+        got = location.read_ranges([(base + i * cols, base + (i + 1) * cols) for i in rows])
+        buffers = []
+        for i, data in zip(rows, got, strict=True):
+            if len(data) != cols:
+                raise VideoReadError(location, f"object ended inside row {i}", i)
+            buffers.append(_frame_bytes(location, np.frombuffer(data, np.uint8), i))
+        return EncodedFrames(buffers, frames, order, str(location), len(rows) * cols)
+
+    def _read_local(self, path: Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
         fd, header = self._open(path)
         try:
             check_in_range(video_id, idx, header.rows, header.rows)
@@ -281,7 +379,7 @@ def _read_exact(fd: int, buf: np.ndarray, path: Path) -> None:
         done += got
 
 
-def _frame_bytes(path: Path, row: np.ndarray, index: int) -> np.ndarray:
+def _frame_bytes(path: Path | Location, row: np.ndarray, index: int) -> np.ndarray:
     """The JPEG stored in one row (a view), checked against the row's length prefix."""
     length = int(row[:LENGTH_BYTES].view("<u4")[0])
     room = row.shape[0] - LENGTH_BYTES

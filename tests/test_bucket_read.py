@@ -1,0 +1,254 @@
+"""Sources reading from a bucket (issue 17): the same pixels over S3 and HTTP as from local
+disk, few concurrent requests per clip, faults with clear messages, the local cache.
+
+The servers are the shared ones of `tests/servers.py` (moto on 127.0.0.1, a Range-capable HTTP
+server), with per-request delay, injected faults and a request log.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from media import frame_number, paint
+
+from vidload.errors import VideoReadError
+from vidload.sources._timestamps import write_timestamps
+from vidload.sources.hdf5 import Hdf5Source, write_hdf5
+from vidload.sources.jpeg import JpegSource, write_jpeg_folder
+from vidload.sources.jpeg_decode import encode_jpeg
+from vidload.sources.npy import NpySource, write_npy
+
+N = 24
+W, H = 96, 72
+KINDS = ["jpeg", "hdf5", "npy-mmap", "npy-read"]
+CLIP = [3, 0, 7, 7, 20]
+
+
+@pytest.fixture(scope="module")
+def local_tree(tmp_path_factory):
+    """One folder per storage, each holding videos `a/x1` (N frames) and `b/y2.mp4.*` (the
+    full-id name convert uses for colliding ids), with stored timestamps for `a/x1`."""
+    jpegs = [encode_jpeg(paint(i, W, H), quality=90) for i in range(N)]
+    roots = {}
+    for kind, write, suffix in (
+        ("jpeg", write_jpeg_folder, ""),
+        ("hdf5", lambda p, f: write_hdf5(p, f, attrs={"fps": 25.0}), ".h5"),
+        ("npy", write_npy, ".npy"),
+    ):
+        root = tmp_path_factory.mktemp(kind)
+        write(root / f"a/x1{suffix}", jpegs)
+        write(root / f"b/y2.mp4{suffix}", jpegs[:6])
+        write_timestamps(root / f"a/x1{suffix}", np.arange(N) / 10.0)
+        write_timestamps(root / f"b/y2.mp4{suffix}", np.arange(6) / 5.0)
+        roots[kind] = root
+    return roots
+
+
+def source(kind: str, root, **kw):
+    if kind == "jpeg":
+        return JpegSource(root, **kw)
+    if kind == "hdf5":
+        return Hdf5Source(root, **kw)
+    return NpySource(root, mode=kind.split("-")[1], **kw)
+
+
+def storage(kind: str) -> str:
+    return kind.split("-")[0]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_s3_reads_the_pixels_local_disk_reads(kind, local_tree, s3_bucket):
+    local = source(kind, local_tree[storage(kind)])
+    url = s3_bucket.upload(local_tree[storage(kind)], "data")
+    remote = source(kind, url, storage_options=s3_bucket.storage_options)
+    for vid, clip in (("a/x1.mp4", CLIP), ("b/y2.mp4", [5, 1])):
+        want = local.read(vid, clip)
+        got = remote.read(vid, clip)
+        assert np.array_equal(got, want)
+        assert remote.actual_frames(vid) == local.actual_frames(vid)
+        assert remote.reported_frames(vid) == local.reported_frames(vid)
+    assert [frame_number(f) for f in remote.read("a/x1", CLIP)] == CLIP
+    assert np.array_equal(remote.timestamps("a/x1"), local.timestamps("a/x1"))
+    assert np.array_equal(remote.timestamps("b/y2.mp4"), local.timestamps("b/y2.mp4"))
+    assert remote.files("a/x1") == [] and remote.byte_ranges("a/x1", CLIP) == []
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_http_reads_the_pixels_local_disk_reads(kind, local_tree, http_dir):
+    pytest.importorskip("aiohttp")
+    import shutil
+
+    shutil.copytree(local_tree[storage(kind)], http_dir.path, dirs_exist_ok=True)
+    local = source(kind, local_tree[storage(kind)])
+    remote = source(kind, http_dir.url)
+    assert np.array_equal(remote.read("a/x1", CLIP), local.read("a/x1", CLIP))
+    assert np.array_equal(remote.read("b/y2.mp4", [2]), local.read("b/y2.mp4", [2]))
+    assert remote.actual_frames("a/x1") == N
+
+
+#: Requests a process makes the first time it reads a video (HDF5: size, then its head and
+#: tail, one range for a file this small), and per clip after that.
+FIRST = {"hdf5": 2, "npy-mmap": 2, "npy-read": 2, "jpeg": 1}
+PER_CLIP = {"hdf5": 1, "npy-mmap": 1, "npy-read": 1, "jpeg": len(set(CLIP))}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_requests_per_clip(kind, local_tree, s3_bucket):
+    url = s3_bucket.upload(local_tree[storage(kind)], "data")
+    remote = source(kind, url, storage_options=s3_bucket.storage_options)
+    faults = s3_bucket.faults
+    faults.clear_log()
+    remote.actual_frames("a/x1")
+    opening = faults.requests()
+    assert len(opening) == FIRST[kind], opening
+    faults.clear_log()
+    clip = [0, 1, 2, 3, 20] if kind != "jpeg" else CLIP  # adjacent rows/frames: coalesced
+    remote.read("a/x1", clip)
+    reads = faults.requests()
+    assert len(reads) == PER_CLIP[kind], reads
+    assert all(r.method == "GET" for r in reads)
+    faults.clear_log()
+    remote.read("a/x1", clip)  # the frame table / header / listing is kept
+    assert len(faults.requests()) == PER_CLIP[kind]
+
+
+def test_a_clip_s_ranges_are_fetched_concurrently(local_tree, s3_bucket):
+    """Far-apart frames are separate ranges, fetched together: a clip at 0.2 s per request
+    takes about one request's time, not one per range (a bound loose enough for any load)."""
+    import time
+
+    url = s3_bucket.upload(local_tree["hdf5"], "data")
+    remote = Hdf5Source(url, storage_options=s3_bucket.storage_options)
+    remote.actual_frames("a/x1")
+    s3_bucket.faults.clear_log()
+    s3_bucket.faults.delay_s = 0.2
+    start = time.perf_counter()
+    remote.read_encoded("a/x1", [0, 23])
+    elapsed = time.perf_counter() - start
+    s3_bucket.faults.delay_s = 0.0
+    ranges = [r.range for r in s3_bucket.faults.requests()]
+    assert len(ranges) == 1  # 2 frames of ~3 KB lie within COALESCE_GAP: one request
+    from vidload import _storage
+
+    old = _storage.COALESCE_GAP
+    _storage.COALESCE_GAP = 0
+    try:
+        s3_bucket.faults.clear_log()
+        s3_bucket.faults.delay_s = 0.2
+        start = time.perf_counter()
+        remote.read_encoded("a/x1", [0, 5, 10, 23])
+        elapsed = time.perf_counter() - start
+    finally:
+        _storage.COALESCE_GAP = old
+        s3_bucket.faults.delay_s = 0.0
+    assert len(s3_bucket.faults.requests()) == 4
+    assert elapsed < 0.2 * 3, elapsed  # four sequential requests would take >= 0.8 s
+
+
+# --- faults -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_missing_object_names_the_url(kind, local_tree, s3_bucket):
+    url = s3_bucket.upload(local_tree[storage(kind)], "data")
+    remote = source(kind, url, storage_options=s3_bucket.storage_options)
+    name = {"jpeg": "", "hdf5": ".h5"}.get(storage(kind), ".npy")
+    with pytest.raises(VideoReadError, match=rf"^{url}/a/nope{name}: not found$"):
+        remote.read("a/nope.mp4", [0])
+
+
+def test_denied_access_says_so_without_the_credentials():
+    """moto does not check signatures, so the refusal comes from a filesystem that answers
+    as s3fs does to a 403 (PermissionError), holding the credentials it was given."""
+    fsspec = pytest.importorskip("fsspec")
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    from vidload._storage import Location
+
+    class Refusing(MemoryFileSystem):
+        protocol = "vidloadrefusing"
+
+        def __init__(self, key=None, secret=None, **kw):
+            super().__init__(**kw)
+            self.secret = secret
+
+        def cat_file(self, path, start=None, end=None, **kw):
+            raise PermissionError(f"Access Denied for {path} signed with {self.secret}")
+
+        info = cat_file
+
+    fsspec.register_implementation("vidloadrefusing", Refusing, clobber=True)
+    loc = Location(
+        "vidloadrefusing://bucket/x.h5", {"key": "AKIAEXAMPLEKEY", "secret": "s3cr3t-v4lue"}
+    )
+    with pytest.raises(VideoReadError, match=r"^vidloadrefusing://bucket/x.h5: access denied") as e:
+        Hdf5Source("vidloadrefusing://bucket", storage_options=loc.storage_options).read("x", [0])
+    assert "s3cr3t-v4lue" not in str(e.value) and "***" in str(e.value)
+    with pytest.raises(VideoReadError, match="access denied"):
+        loc.read_range(0, 10)
+
+
+@pytest.mark.parametrize("kind", ["503", "reset"])
+def test_transient_errors_are_retried(kind, local_tree, s3_bucket):
+    url = s3_bucket.upload(local_tree["npy"], "data")
+    remote = NpySource(url, storage_options=s3_bucket.storage_options)
+    want = NpySource(local_tree["npy"]).read("a/x1", CLIP)
+    s3_bucket.faults.fail_next(2, kind)
+    assert np.array_equal(remote.read("a/x1", CLIP), want)
+    assert s3_bucket.faults.pending() == 0
+
+
+def test_transient_errors_that_persist_end_in_a_read_error(local_tree, s3_bucket, monkeypatch):
+    from vidload import _storage
+
+    monkeypatch.setattr(_storage, "BACKOFF_S", (0.0,))
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's own retries: the AWS config
+    _storage._FS.clear()
+    url = s3_bucket.upload(local_tree["npy"], "data")
+    remote = NpySource(url, storage_options=s3_bucket.storage_options)
+    remote.actual_frames("a/x1")
+    s3_bucket.faults.clear_log()
+    s3_bucket.faults.fail_next(1000, "503")
+    with pytest.raises(VideoReadError, match=rf"^{url}/a/x1.npy: read byte ranges failed 4 times"):
+        remote.read("a/x1", [0])
+    tried = len(s3_bucket.faults.requests())
+    assert tried == 4
+    _storage._FS.clear()
+
+
+def test_http_503_then_success_and_missing(local_tree, http_dir, monkeypatch):
+    pytest.importorskip("aiohttp")
+    import shutil
+
+    from vidload import _storage
+
+    monkeypatch.setattr(_storage, "BACKOFF_S", (0.0,))
+    shutil.copytree(local_tree["hdf5"], http_dir.path, dirs_exist_ok=True)
+    remote = Hdf5Source(http_dir.url)
+    http_dir.faults.fail_next(2, "503")
+    assert remote.actual_frames("a/x1") == N
+    with pytest.raises(VideoReadError, match=rf"^{http_dir.url}/a/nope.h5: not found$"):
+        remote.read("a/nope", [0])
+    http_dir.faults.fail_next(100, "503")
+    with pytest.raises(VideoReadError, match="failed 4 times"):
+        Hdf5Source(http_dir.url).read("a/x1", [0])
+
+
+# --- the cache --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cache_dir_fills_once_then_reads_locally(kind, local_tree, s3_bucket, tmp_path):
+    url = s3_bucket.upload(local_tree[storage(kind)], "data")
+    opts = s3_bucket.storage_options
+    want = source(kind, local_tree[storage(kind)]).read("a/x1", CLIP)
+    first = source(kind, url, storage_options=opts, cache_dir=tmp_path / "cache")
+    assert np.array_equal(first.read("a/x1", CLIP), want)
+    assert s3_bucket.faults.requests()
+    s3_bucket.faults.clear_log()
+    again = source(kind, url, storage_options=opts, cache_dir=tmp_path / "cache")
+    if kind == "jpeg":
+        again.read("a/x1", [])  # the listing is per process
+        s3_bucket.faults.clear_log()
+    assert np.array_equal(again.read("a/x1", CLIP), want)
+    assert s3_bucket.faults.requests() == []
