@@ -418,3 +418,30 @@ def _supported(storages):
     from vidload.convert import CONVERT_FORMATS
 
     return [s for s in storages if s.to == "original" or s.to in CONVERT_FORMATS]
+
+
+def test_render_says_when_no_storage_meets_the_need():
+    from vidload._choose.report import render
+
+    row = {
+        "storage": "original", "frontier": True, "bytes_per_video": 2**20, "size_ratio": 1.0,
+        "data_bytes": 2**30, "clips_per_s_per_core": 10.0, "cold_clips_per_s": None,
+        "psnr_db": None, "psnr_min_db": None, "convert_cpu_s_per_video": None,
+        "data_convert_core_h": None,
+    }  # fmt: skip
+    pick = pick_storage([Row("original", 2**20, 10.0, None)], need=100, cores=2)
+    text = render(
+        {
+            "rows": [row],
+            "recommendation": {"need": 100.0, "cores": 2, "storage": None, "reason": pick.reason},
+            "data": {"path": "d", "videos": 10, "bytes": 2**30},
+            "sample": ["a.mp4"],
+            "left_out": {"b.mp4": "cannot be decoded: VideoReadError: x"},
+            "config": {"short_side": None},
+            "notes": ["n"],
+        }
+    )
+    assert "choice for 100 clips/s per GPU, 2 cores per GPU: none" in text
+    assert "it would need 10 cores per GPU" in text
+    assert "left out b.mp4: cannot be decoded" in text
+    assert re.search(r"^\* original\s+1\.000\s+1\.00\s+1\.000\s+10\.0\s+-\s+exact", text, re.M)
