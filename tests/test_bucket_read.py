@@ -252,3 +252,115 @@ def test_cache_dir_fills_once_then_reads_locally(kind, local_tree, s3_bucket, tm
         s3_bucket.faults.clear_log()
     assert np.array_equal(again.read("a/x1", CLIP), want)
     assert s3_bucket.faults.requests() == []
+
+
+# --- video files, lists and manifests, DataLoader workers -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def video_tree(tmp_path_factory):
+    from media import make_video
+
+    root = tmp_path_factory.mktemp("videos")
+    make_video(root / "a" / "v1.mp4", 12)
+    make_video(root / "b" / "v2.mp4", 9)
+    (root / "train.txt").write_text("a/v1.mp4 0\nb/v2.mp4 1\n")
+    return root
+
+
+def test_video_source_reads_a_bucket_like_local_disk(video_tree, s3_bucket, tmp_path):
+    from vidload.sources.video import VideoSource
+
+    url = s3_bucket.upload(video_tree, "vids")
+    local = VideoSource(video_tree)
+    remote = VideoSource(url, storage_options=s3_bucket.storage_options, cache_dir=tmp_path)
+    for vid, clip in (("a/v1.mp4", [0, 5, 11, 3]), ("b/v2.mp4", [8, 0])):
+        assert np.array_equal(remote.read(vid, clip), local.read(vid, clip))
+        assert remote.actual_frames(vid) == local.actual_frames(vid)
+    s3_bucket.faults.clear_log()
+    remote.read("a/v1.mp4", [1, 2])  # copied whole once: no request now
+    assert s3_bucket.faults.requests() == []
+    with pytest.raises(VideoReadError, match=rf"^{url}/a/nope.mp4: not found$"):
+        remote.read("a/nope.mp4", [0])
+    assert remote.files("a/v1.mp4") == []
+
+
+def _loader_clips(ds, workers):
+    import torch
+    from torch.utils.data import DataLoader
+
+    out = []
+    for batch in DataLoader(ds, batch_size=2, num_workers=workers, shuffle=False):
+        out.append(batch[0])
+    return torch.cat(out)
+
+
+@pytest.mark.parametrize("kind", ["hdf5", "npy-mmap", "jpeg"])
+def test_clip_dataset_from_a_manifest_url_with_two_workers(kind, video_tree, s3_bucket, tmp_path):
+    pytest.importorskip("torch")
+    from vidload.convert import convert
+    from vidload.dataset import ClipDataset
+
+    to = storage(kind)
+    out = tmp_path / to
+    convert(video_tree, out, to=to, progress=False)
+    url = s3_bucket.upload(out, "k400")
+    opts = s3_bucket.storage_options
+    local = ClipDataset(out / "manifest.csv", source(kind, out), num_frames=4, train=False)
+    remote = ClipDataset(
+        f"{url}/manifest.csv", source(kind, url, storage_options=opts), num_frames=4, train=False
+    )
+    assert [v.video_id for v in remote.videos] == [v.video_id for v in local.videos]
+    want = _loader_clips(local, 0)
+    assert want.shape[0] == 2
+    assert (_loader_clips(remote, 2) == want).all()
+
+
+def test_annotation_list_url_and_a_missing_one(video_tree, s3_bucket):
+    from vidload.manifest import load_videos
+
+    url = s3_bucket.upload(video_tree / "train.txt", "lists")
+    opts = s3_bucket.storage_options
+    entries = load_videos(f"{url}/train.txt", storage_options=opts)
+    assert [(e.video_id, e.label) for e in entries] == [("a/v1.mp4", 0), ("b/v2.mp4", 1)]
+    with pytest.raises(VideoReadError, match=rf"^{url}/nope.txt: not found$"):
+        load_videos(f"{url}/nope.txt", storage_options=opts)
+
+
+def test_on_error_skip_through_workers(local_tree, s3_bucket):
+    pytest.importorskip("torch")
+    from vidload.dataset import ClipDataset
+
+    url = s3_bucket.upload(local_tree["npy"], "data")
+    src = NpySource(url, storage_options=s3_bucket.storage_options)
+    videos = [("a/x1", 0, N), ("a/gone", 1, N), ("a/x1", 2, N), ("a/gone2", 3, N)]
+    ds = ClipDataset(videos, src, num_frames=4, train=False, on_error="skip")
+    clips = _loader_clips(ds, 2)  # the workers warn in their own processes
+    assert clips.shape[0] == 4  # the broken ones replaced by readable videos
+    raising = ClipDataset(videos, src, num_frames=4, train=False)
+    with pytest.raises(VideoReadError, match="a/gone.npy: not found"):
+        _loader_clips(raising, 2)
+
+
+def test_credentials_never_in_errors_logs_or_manifests(local_tree, s3_bucket, caplog, tmp_path):
+    import logging
+
+    caplog.set_level(logging.DEBUG)
+    url = s3_bucket.upload(local_tree["hdf5"], "data")
+    opts = s3_bucket.storage_options
+    src = Hdf5Source(url, storage_options=opts)
+    messages = []
+    s3_bucket.faults.fail_next(2, "503")
+    src.read("a/x1", [0])
+    for bad in ("a/nope", "b/nope.mp4"):
+        with pytest.raises(VideoReadError) as e:
+            src.read(bad, [0])
+        messages.append(str(e.value))
+    messages.append(repr(src))
+    import pickle
+
+    blob = pickle.dumps(src)
+    secret = opts["secret"]
+    assert all(secret not in m and opts["key"] not in m for m in messages)
+    assert secret not in caplog.text
+    assert secret.encode() in blob  # the options travel to workers, as they must

@@ -23,8 +23,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from vidload._checks import check_int
+from vidload._storage import Location, is_url
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 #: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
@@ -66,22 +68,27 @@ class VideoEntry:
 
 
 def read_annotation_list(
-    path: str | os.PathLike[str], *, multi_label: bool = False, with_offset: bool | None = None
+    path: str | os.PathLike[str] | Location,
+    *,
+    multi_label: bool = False,
+    with_offset: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[VideoEntry]:
     """Entries of an mmaction2 annotation list (text, or JSON when the file is `.json` or
     starts with `[`); see the module docstring for the shapes.
 
     Args:
-        path: the list.
+        path: the list: a local path or a URL (`s3://bucket/train.txt`, see `vidload._storage`).
         multi_label: lines carry one or more labels after the path (or counts).
         with_offset: rawframes lines carry an offset before total_frames. None: a single-label
             rawframes line with 4 fields has one (unambiguous); a multi-label list needs True.
+        storage_options: for a URL, passed to its filesystem (see `vidload._storage`).
 
     Errors name the file and line number.
     """
-    path = Path(path)
+    path = text_location(path, storage_options)
     text = read_text(path)
-    if path.suffix.lower() == ".json" or text.lstrip().startswith("["):
+    if path.name.lower().endswith(".json") or text.lstrip().startswith("["):
         return _read_json_list(path, text, multi_label)
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
@@ -153,7 +160,7 @@ def _list_id(path: str) -> tuple[str, bool]:
     return normalize_video_id(path.lstrip("/") if absolute else path), absolute
 
 
-def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry]:
+def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list[VideoEntry]:
     """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
     "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
     import json
@@ -207,10 +214,23 @@ def _read_json_list(path: Path, text: str, multi_label: bool) -> list[VideoEntry
     return entries
 
 
-def read_text(path: Path) -> str:
+def text_location(
+    path: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None
+) -> Path | Location:
+    """A list's or manifest's path: a `Path`, or a `Location` for a URL (never a local path)."""
+    if isinstance(path, Location):
+        return path if not path.is_local else path.local_path
+    if is_url(path):
+        return Location(path, storage_options)
+    return Path(path)
+
+
+def read_text(path: Path | Location) -> str:
     """The text of a list or manifest (UTF-8, a byte-order mark dropped); ValueError naming the
-    file when it is not UTF-8."""
+    file when it is not UTF-8 (a missing object in a bucket: VideoReadError naming its URL)."""
     try:
+        if isinstance(path, Location):
+            return path.read_bytes().decode("utf-8").lstrip("\ufeff")
         return path.read_text(encoding="utf-8").lstrip("\ufeff")
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e

@@ -929,6 +929,15 @@ class SourceRoot:
             return self.cache.get(self.location / rel)
         return None
 
+    def local_copy(self, rel: str) -> Path:
+        """A local file for `rel` in any case: under a local root, else the object's copy in
+        the cache, or (no `cache_dir`) in this user's shared temporary cache
+        (`temporary_cache`), for readers that need a local file (FFmpeg's seeks)."""
+        local = self.local(rel)
+        if local is not None:
+            return local
+        return temporary_cache().get(self.location / rel)
+
     def read_remote_files(self, rels: Sequence[str]) -> list[bytes]:
         """The whole objects `rels` of a URL root, fetched concurrently (through the cache
         when there is one)."""
@@ -936,3 +945,21 @@ class SourceRoot:
         if self.cache is not None:
             return self.cache.read_many(locations)
         return read_many(locations)
+
+
+#: The bound of `temporary_cache`.
+TEMPORARY_CACHE_BYTES = 4 << 30
+_TEMPORARY: list[LocalCache] = []
+
+
+def temporary_cache() -> LocalCache:
+    """The cache of whole objects that readers needing a local file use when no `cache_dir`
+    is given: `<tempdir>/vidload-cache-<uid>`, bounded by `TEMPORARY_CACHE_BYTES`, shared by
+    this user's processes (and kept between runs, like any cache)."""
+    if not _TEMPORARY:
+        import tempfile
+
+        uid = os.getuid() if hasattr(os, "getuid") else 0
+        folder = Path(tempfile.gettempdir()) / f"vidload-cache-{uid}"
+        _TEMPORARY.append(LocalCache(folder, TEMPORARY_CACHE_BYTES))
+    return _TEMPORARY[0]

@@ -68,7 +68,9 @@ class ClipDataset(Dataset):
             frame i of the entry is frame offset + i of the source), a manifest CSV from
             `vidload convert`/`vidload probe`, or a sequence of `(video_id, label)` /
             `(video_id, label, num_frames)` (see `load_videos`). A video listed twice is two
-            items.
+            items. A list or manifest may be a URL (`s3://bucket/k400_h5/manifest.csv`), read
+            with the source's `storage_options` (for other options, pass
+            `load_videos(url, storage_options=...)`).
         source: where frames come from (`VideoSource`, `JpegSource`, ...); must be picklable.
         num_frames: frames per clip (T).
         sampling: "segment" (TSN: one frame per equal segment), "consecutive" (frames `stride`
@@ -227,7 +229,11 @@ class ClipDataset(Dataset):
                 return_info=return_info,
             )
         )
-        self.videos: list[VideoEntry] = load_videos(videos, multi_label=multi_label)
+        store = getattr(source, "store", None)
+        options = getattr(getattr(store, "location", None), "storage_options", None)
+        self.videos: list[VideoEntry] = load_videos(
+            videos, multi_label=multi_label, storage_options=options
+        )
         check_video_list(self.videos, videos, train=train, num_classes=self.num_classes)
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0

@@ -48,7 +48,9 @@ from vidload._lists import (
     parse_int,
     read_annotation_list,
     read_text,
+    text_location,
 )
+from vidload._storage import Location
 from vidload.sources.base import normalize_video_id
 
 __all__ = [
@@ -163,11 +165,18 @@ def keep_extra(row: ManifestRow, old: ManifestRow | None) -> ManifestRow:
     return replace(row, extra={**old.extra, **row.extra})
 
 
-def is_manifest(path: str | os.PathLike[str]) -> bool:
+def is_manifest(
+    path: str | os.PathLike[str] | Location, *, storage_options: Mapping[str, Any] | None = None
+) -> bool:
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
-    with open(path, encoding="utf-8", errors="replace", newline="") as f:
-        first = f.readline(65536).lstrip("\ufeff")
+    where = text_location(path, storage_options)
+    if isinstance(where, Location):
+        head = where.read_range(0, 65536).decode("utf-8", errors="replace")
+        first = head.split("\n", 1)[0].lstrip("\ufeff")
+    else:
+        with open(where, encoding="utf-8", errors="replace", newline="") as f:
+            first = f.readline(65536).lstrip("\ufeff")
     try:
         header = next(csv.reader([first]), [])
     except csv.Error:
@@ -175,14 +184,17 @@ def is_manifest(path: str | os.PathLike[str]) -> bool:
     return MANIFEST_FIELDS[0] in (cell.strip() for cell in header)
 
 
-def read_manifest(path: str | os.PathLike[str]) -> list[ManifestRow]:
-    """Rows of the manifest CSV at `path`; errors name the file and line.
+def read_manifest(
+    path: str | os.PathLike[str] | Location, *, storage_options: Mapping[str, Any] | None = None
+) -> list[ManifestRow]:
+    """Rows of the manifest CSV at `path` (a local path or a URL, `storage_options` for its
+    filesystem); errors name the file and line.
 
     Columns are found by name: known ones that are missing (a manifest from an older version
     has no `rotation`) are None; the others are kept in each row's `extra`, so an extra column
     never breaks a reader and survives a rewrite. `video_id` is required.
     """
-    path = Path(path)
+    path = text_location(path, storage_options)
     text = read_text(path)
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
@@ -250,26 +262,32 @@ def load_videos(
     *,
     multi_label: bool = False,
     with_offset: bool | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[VideoEntry]:
     """The videos of a dataset from an annotation list, a manifest, or a sequence.
 
     Args:
-        videos: a path to an mmaction2 annotation list or to a manifest CSV (told apart by the
-            manifest header), or a sequence of `(video_id, label)`, `(video_id, label,
-            num_frames)` or `VideoEntry`.
+        videos: a path or URL (`s3://bucket/k400_h5/manifest.csv`) of an mmaction2 annotation
+            list or of a manifest CSV (told apart by the manifest header), or a sequence of
+            `(video_id, label)`, `(video_id, label, num_frames)` or `VideoEntry`.
         multi_label: how to read an annotation list (`read_annotation_list`).
         with_offset: how to read an annotation list (`read_annotation_list`).
+        storage_options: for a URL, passed to its filesystem (see `vidload._storage`).
 
     Manifest rows give `known_frames=actual_frames`; rows with status "failed" are left out,
     with one warning that counts them. Unlabelled rows get label -1.
     """
-    if isinstance(videos, (str, os.PathLike)):
-        path = Path(videos)
-        if not path.is_file():
+    if isinstance(videos, (str, os.PathLike, Location)):
+        path = text_location(videos, storage_options)
+        if isinstance(path, Path) and not path.is_file():
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
             return entries_from_manifest(read_manifest(path), source=str(path))
-        return read_annotation_list(path, multi_label=multi_label, with_offset=with_offset)
+        return read_annotation_list(
+            path,
+            multi_label=multi_label,
+            with_offset=with_offset,
+        )
     if isinstance(videos, (bytes, dict)) or not isinstance(videos, Sequence):
         raise TypeError(
             f"videos must be a path or a sequence of (video_id, label[, num_frames]), "

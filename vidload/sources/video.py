@@ -37,9 +37,9 @@ The pieces: `_video_file` (an open file, and why a decoder is never freed in a f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
 import av
 import av.error
@@ -47,6 +47,7 @@ import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
 from vidload._lru import ProcessLRU
+from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._orientation import Orientation
@@ -84,7 +85,11 @@ class VideoSource:
     """Frames of the video files under `root`, read by seek-and-decode, frame-exact.
 
     Args:
-        root: folder of video files; a video id is a path relative to it, extension included.
+        root: folder of video files, or a URL (`s3://bucket/videos`); a video id is a path
+            relative to it, extension included. In a bucket each video is copied whole into
+            a local cache when a process first opens it (one GET: a clip's frames need
+            packets from across the file, and FFmpeg's seeks want a file): `cache_dir`, else
+            a bounded temporary cache (`vidload._storage.temporary_cache`).
         threads: decoder threads per open file; 1 (default) suits DataLoader workers, 0 lets
             FFmpeg choose.
         stream: which video stream to use, as an index among the file's video streams; None
@@ -104,6 +109,7 @@ class VideoSource:
             gives the same result in any call order; costs one full decode per file and
             process (mma_test.mp4, 300 frames: 142 ms of CPU, against 71 ms for one 8-frame
             seek-and-decode read; `python tools/read_paths.py --only video`).
+        <<storage>>
 
     Picklable: it holds only paths and settings. Open files and indexes live per process and
     are dropped when the process id changes (a fork) and left out of pickles. Safe to use
@@ -120,6 +126,9 @@ class VideoSource:
         cache_size: int = 8,
         rotation: Rotation = "auto",
         frame_index: Literal["packets", "decode"] = "packets",
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         self.threads = check_int("threads", threads, minimum=0)
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
@@ -128,7 +137,11 @@ class VideoSource:
         self.frame_index: Literal["packets", "decode"] = check_choice(
             "frame_index", frame_index, ("packets", "decode")
         )
-        self.root = Path(root)
+        self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
+        self.root: Path | Location = (
+            self.store.location.local_path if self.store.is_local else self.store.location
+        )
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._reset_caches()
 
@@ -148,6 +161,7 @@ class VideoSource:
     def __getstate__(self) -> dict:
         return {
             "root": self.root,
+            "store": self.store,
             "threads": self.threads,
             "stream": self.stream,
             "cache_size": self.cache_size,
@@ -174,11 +188,18 @@ class VideoSource:
     # ------------------------------------------------------------------ opening files
 
     def path(self, video_id: str) -> Path:
-        """The file of `video_id`: root / video_id (the id keeps its extension)."""
-        return self.root / normalize_video_id(video_id)
+        """The file of `video_id`: root / video_id (the id keeps its extension); for a URL
+        root, its local copy (fetched on first use, see `root`)."""
+        root = self.root
+        if isinstance(root, Path):
+            return root / normalize_video_id(video_id)
+        return self.store.local_copy(normalize_video_id(video_id))
 
     def files(self, video_id: str) -> list[Path]:
-        """The files a read of `video_id` opens: its video file (for read-ahead hints)."""
+        """The files a read of `video_id` opens: its video file (for read-ahead hints); none
+        for a URL root."""
+        if not self.store.is_local:
+            return []
         return [self.path(video_id)]
 
     def _stat(self, path: Path) -> tuple[int, int]:
