@@ -128,7 +128,9 @@ class ClipDataset(Dataset):
         clip_seconds: `num_frames` frames evenly spaced in time in a window of this many
             seconds, at a random start when training, spread over the clips at test time
             (`vidload.sampling.window_indices`); replaces `sampling`, not with `fps`.
-        return_info: items are `(clip, label, info)`, info a dict: `video_id` (str),
+        return_info: items are `(clip, label, info)`, info a dict: `index` (int, the item's
+            index: with the dataset's seed and epoch it seeds anything drawn per item later,
+            e.g. `vidload.augment.ClipAugment` on the device), `video_id` (str),
             `indices` int64 (T,) source frame indices, `timestamps` float64 (T,) seconds,
             `clip` and `view` (int); with stack_views (K * V, T) tensors and (K * V,) clip /
             view tensors. The default collate batches them.
@@ -302,6 +304,31 @@ class ClipDataset(Dataset):
         """Videos found broken and skipped so far (on_error="skip"), in any process."""
         return self._counts.broken_videos()
 
+    def learned_state(self) -> dict[str, list]:
+        """What this dataset learned by reading, in every process: the frame counts learned
+        from short reads and the videos found broken (on_error="skip"), as plain lists
+        (`{"learned": [[video_id, offset, frames], ...], "broken": [[video_id, offset],
+        ...]}`) to save with a checkpoint, so a resumed run does not decode them again.
+
+        A `make_loader(..., stateful=True)` loader keeps it in its `state_dict()`. It is not
+        a `state_dict` method of the dataset on purpose: torchdata would then ask each worker
+        for it after every batch and store one copy per worker, while the counts live in
+        shared memory and the main process sees all of them at once.
+        """
+        return self._counts.state()
+
+    def load_learned_state(self, state: dict[str, list]) -> None:
+        """Take what `learned_state()` saved (shared with every worker, also ones running).
+
+        What a state holds is true of the videos whatever the epoch, and changes no clip:
+        a clip resampled after a short read is the one sampled from the real count, and a
+        skipped video's item is the next video's either way; it only saves the decoding.
+
+        Raises:
+            ValueError: the state names a video this dataset's list does not hold.
+        """
+        self._counts.load_state(state)
+
     # ---------------------------------------------------------------- items
 
     def __getitem__(self, index: int) -> Item:
@@ -434,7 +461,8 @@ class ClipDataset(Dataset):
         vid = entry.video_id
         out = clips[0] if not self.stack_views else _items.stack(clips, vid)
         if self.return_info:
-            return out, label, _items.info(self.source, vid, read, stacked=self.stack_views)
+            info = _items.info(self.source, vid, read, stacked=self.stack_views)
+            return out, label, {"index": i, **info}
         return out, label
 
     # ---------------------------------------------------------------- one clip
