@@ -56,7 +56,7 @@ def test_two_ranks_share_a_seed_and_split_the_items(root, tmp_path):
     assert ranks[0]["seed"] == ranks[1]["seed"] and ranks[0]["test_seed"] == ranks[1]["test_seed"]
     assert ranks[0]["seed"] != ranks[0]["test_seed"]
     # training: DistributedSampler, same length on every rank, every item, order per epoch
-    assert [r["sampler"] for r in ranks] == ["DistributedSampler"] * 2
+    assert [r["sampler"] for r in ranks] == ["ResumableDistributedSampler"] * 2
     reference = ClipDataset(
         [(f"v{k}.mp4", k) for k in range(NUM_VIDEOS)],
         NpySource(root),

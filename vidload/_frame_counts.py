@@ -47,6 +47,7 @@ class SharedCounts:
     def __init__(self, entries: Sequence[VideoEntry]) -> None:
         keys = sorted({(e.video_id, e.offset) for e in entries})
         slot_of = {key: k for k, key in enumerate(keys)}
+        self._keys = keys  # (video_id, offset) of each slot
         self._ids = [vid for vid, _ in keys]
         self._slot = [slot_of[(e.video_id, e.offset)] for e in entries]
         self._learned = torch.full((len(keys),), _UNKNOWN, dtype=torch.int64).share_memory_()
@@ -60,6 +61,41 @@ class SharedCounts:
     def broken_videos(self) -> list[str]:
         """Videos found broken so far, in any process."""
         return [vid for vid, bad in zip(self._ids, self._broken.tolist(), strict=True) if bad]
+
+    def state(self) -> dict[str, list]:
+        """What was learned, as plain lists (for torch.save): `learned` `[video_id, offset,
+        frames]` and `broken` `[video_id, offset]`, each slot once."""
+        learned, broken = self._learned.tolist(), self._broken.tolist()
+        pairs = list(zip(self._keys, learned, broken, strict=True))
+        return {
+            "learned": [[vid, off, n] for (vid, off), n, _ in pairs if n >= 0],
+            "broken": [[vid, off] for (vid, off), _, bad in pairs if bad],
+        }
+
+    def load_state(self, state: dict[str, list]) -> None:
+        """Publish what `state()` saved (to every worker: the arrays are shared).
+
+        Raises:
+            ValueError: the state names a video (and offset) this list does not hold, or a
+                count below 1.
+        """
+        slot_of = {key: k for k, key in enumerate(self._keys)}
+
+        def slot(vid: object, offset: object) -> int:
+            key = (vid, offset)
+            if key not in slot_of:
+                raise ValueError(
+                    f"ClipDataset state names video {vid!r} (offset {offset}), which is not in "
+                    f"this dataset's video list: a state from another list?"
+                )
+            return slot_of[key]
+
+        for vid, offset, frames in state.get("learned", []):
+            if not isinstance(frames, int) or frames < 1:
+                raise ValueError(f"ClipDataset state: {vid!r} has {frames!r} frames (must be >= 1)")
+            self._learned[slot(vid, offset)] = frames
+        for vid, offset in state.get("broken", []):
+            self._broken[slot(vid, offset)] = True
 
     def is_broken(self, v: int) -> bool:
         return bool(self._broken[self._slot[v]])

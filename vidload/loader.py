@@ -26,16 +26,24 @@ from torch.utils.data import (
     DistributedSampler,
     Sampler,
     SequentialSampler,
-    Subset,
 )
 
 from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
+from vidload._epochs import set_epoch, unwrap
+from vidload._position import Position, check_start, check_state
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
-__all__ = ["EpochShuffleSampler", "ShardSampler", "epochs", "make_loader", "set_epoch"]
+__all__ = [
+    "EpochShuffleSampler",
+    "ResumableDistributedSampler",
+    "ShardSampler",
+    "epochs",
+    "make_loader",
+    "set_epoch",
+]
 
 _log = logging.getLogger(__name__)
 _said_distributed = False
@@ -50,15 +58,27 @@ class EpochShuffleSampler(Sampler[int]):
 
     `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
     `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
+    `state_dict()` -> `{"epoch", "yielded"}` and `load_state_dict` save and restore the
+    position in the epoch (`vidload._position`); `set_epoch(epoch, start=k)` starts the next
+    pass at its k-th index.
     """
 
     def __init__(self, n: int, *, seed: int) -> None:
         self.n = check_int("n", n, minimum=0)
         self.seed = check_int("seed", seed, minimum=0)
         self.epoch = 0
+        self._position = Position()
 
-    def set_epoch(self, epoch: int) -> None:
+    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
         self.epoch = check_int("epoch", epoch, minimum=0)
+        self._position.reset(check_start("start", start, len(self)))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "yielded": self._position.yielded}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
+        self._position.reset(yielded)
 
     def __len__(self) -> int:
         return self.n
@@ -66,7 +86,7 @@ class EpochShuffleSampler(Sampler[int]):
     def __iter__(self) -> Iterator[int]:
         # spawn_key keeps this stream apart from the items' np.random.default_rng([seed, e, i])
         seq = np.random.SeedSequence([self.seed, self.epoch], spawn_key=(1,))
-        yield from np.random.default_rng(seq).permutation(self.n).tolist()
+        yield from self._position.run(np.random.default_rng(seq).permutation(self.n).tolist())
 
     def __repr__(self) -> str:
         return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
@@ -80,8 +100,10 @@ class ShardSampler(Sampler[int]):
     rank gets the same count, which counts those videos twice in an accuracy. Here the ranks'
     lengths differ by at most one, so an evaluation loop must not run a collective per batch
     (sum correct and total on each rank, then one `all_reduce` at the end), and a DDP-wrapped
-    model should be evaluated through `model.module`. `set_epoch` is accepted and changes
-    nothing (the order is fixed).
+    model should be evaluated through `model.module`. `set_epoch` changes no order (it is
+    fixed) but is kept, with the position, in `state_dict()` (as `EpochShuffleSampler`'s).
+    With `num_replicas=1` it is a sequential sampler that can resume (`make_loader(...,
+    stateful=True)` uses it so).
     """
 
     def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
@@ -91,18 +113,53 @@ class ShardSampler(Sampler[int]):
         if rank >= num_replicas:
             raise ValueError(f"rank ({rank}) must be < num_replicas ({num_replicas})")
         self.epoch = 0
+        self._position = Position()
 
-    def set_epoch(self, epoch: int) -> None:
+    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
         self.epoch = check_int("epoch", epoch, minimum=0)
+        self._position.reset(check_start("start", start, len(self)))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "yielded": self._position.yielded}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
+        self._position.reset(yielded)
 
     def __len__(self) -> int:
         return len(range(self.rank, self.n, self.num_replicas))
 
     def __iter__(self) -> Iterator[int]:
-        yield from range(self.rank, self.n, self.num_replicas)
+        yield from self._position.run(range(self.rank, self.n, self.num_replicas))
 
     def __repr__(self) -> str:
         return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
+
+
+class ResumableDistributedSampler(DistributedSampler):
+    """torch's `DistributedSampler` (the same indices, in the same order, for every epoch)
+    that also saves and restores its position: `state_dict()` -> `{"epoch", "yielded"}`,
+    `load_state_dict`, `set_epoch(epoch, start=k)` (see `EpochShuffleSampler`).
+    `make_loader` picks it under torch.distributed when training.
+    """
+
+    def __init__(self, dataset: Sized, **kwargs: Any) -> None:
+        super().__init__(dataset, **kwargs)  # type: ignore[arg-type]
+        self._position = Position()
+
+    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
+        super().set_epoch(check_int("epoch", epoch, minimum=0))
+        self._position.reset(check_start("start", start, len(self)))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "yielded": self._position.yielded}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
+        self._position.reset(yielded)
+
+    def __iter__(self) -> Iterator[int]:
+        yield from self._position.run(super().__iter__())
 
 
 def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
@@ -136,6 +193,7 @@ def make_loader(
     worker_init_fn: Callable[[int], None] | None = None,
     read_ahead: bool | None = None,
     lookahead: int | None = None,
+    stateful: bool = False,
     **loader_kwargs: Any,
 ) -> DataLoader:
     """A DataLoader over `dataset` (a ClipDataset, or a Subset of one) with measured defaults.
@@ -176,11 +234,21 @@ def make_loader(
             hints that cost more than the cold reads it saved (see `vidload.prefetch`;
             `python tools/readahead_cold.py DIR --formats jpeg` measures it).
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
+        stateful: return a torchdata `StatefulDataLoader` (`vidload._stateful.StatefulLoader`,
+            the optional extra `vidload[stateful]`) whose `state_dict()` holds the epoch, the
+            position in it and what the dataset learned (frame counts, broken videos), so that
+            `load_state_dict` in a new process continues with exactly the batches the
+            uninterrupted run would have yielded next (docs/guides/resuming.md). Without a
+            sampler and without shuffling it loads in order through a `ShardSampler` (one
+            that can resume) instead of torch's `SequentialSampler`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
-            multiprocessing_context, ...).
+            multiprocessing_context, ...; `snapshot_every_n_steps` with stateful=True: keep
+            its default 1, or a state taken between snapshots replays batches to catch up).
 
     Raises:
         ValueError / TypeError: a bad argument (the value and the rule are in the message).
+        ModuleNotFoundError: stateful=True without torchdata installed (the message names the
+            extra).
     """
     batch_size = check_int("batch_size", batch_size, minimum=1)
     if num_workers is None:
@@ -193,6 +261,8 @@ def make_loader(
     shuffle = check_optional_bool("shuffle", shuffle)
     pin_memory = check_optional_bool("pin_memory", pin_memory)
     read_ahead = check_optional_bool("read_ahead", read_ahead)
+    check_bool("stateful", stateful)
+    loader_class = _stateful_class() if stateful else DataLoader
     if worker_init_fn is not None and not callable(worker_init_fn):
         raise TypeError(f"worker_init_fn must be callable or None, got {worker_init_fn!r}")
     for name in ("batch_sampler", "sampler", "shuffle", "batch_size", "worker_init_fn"):
@@ -202,7 +272,7 @@ def make_loader(
         lookahead = DEFAULT_LOOKAHEAD_BATCHES * batch_size
     lookahead = check_int("lookahead", lookahead, minimum=0)
 
-    clips = _unwrap(dataset)
+    clips = unwrap(dataset)
     if sampler is not None:
         if shuffle:
             raise ValueError(
@@ -224,6 +294,8 @@ def make_loader(
             item_sampler = _distributed_sampler(dataset, shuffle, shuffle_seed, *group)
         elif shuffle:
             item_sampler = EpochShuffleSampler(_length(dataset), seed=shuffle_seed)
+        elif stateful:
+            item_sampler = ShardSampler(_length(dataset), num_replicas=1, rank=0)
         else:
             item_sampler = SequentialSampler(range(_length(dataset)))
     if read_ahead is None:
@@ -242,7 +314,7 @@ def make_loader(
         }
     elif worker_init_fn is not None:
         raise ValueError("worker_init_fn is never called with num_workers (0)")
-    return DataLoader(
+    return loader_class(
         dataset,
         batch_size=batch_size,
         sampler=item_sampler,
@@ -272,8 +344,8 @@ def _distributed_sampler(
         torch_seed = int(
             np.random.SeedSequence([seed], spawn_key=(3,)).generate_state(1, np.uint64)[0]
         )
-        sampler: Sampler[int] = DistributedSampler(
-            dataset,
+        sampler: Sampler[int] = ResumableDistributedSampler(
+            dataset,  # type: ignore[arg-type]
             num_replicas=world_size,
             rank=rank,
             shuffle=True,
@@ -295,39 +367,40 @@ def _distributed_sampler(
     return sampler
 
 
-def set_epoch(loader: DataLoader, epoch: int) -> None:
-    """Tell the loader's dataset and sampler that `epoch` begins; call before iterating it.
-
-    Sets the dataset's epoch (new clips; shared with persistent workers) when it has
-    `set_epoch` (a ClipDataset, also inside a Subset), and the sampler's (new order) when it
-    has one (EpochShuffleSampler, DistributedSampler, through a ReadAheadSampler too).
-    """
-    check_int("epoch", epoch, minimum=0)
-    clips = _unwrap(loader.dataset)
-    if hasattr(clips, "set_epoch"):
-        clips.set_epoch(epoch)
-    batch_sampler = loader.batch_sampler
-    samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
-    done: set[int] = set()
-    for sampler in samplers:
-        set_sampler_epoch = getattr(sampler, "set_epoch", None)
-        if set_sampler_epoch is not None and id(sampler) not in done:
-            done.add(id(sampler))
-            set_sampler_epoch(epoch)
-
-
-def epochs(loader: DataLoader, stop: int, *, start: int = 0) -> Iterator[int]:
+def epochs(loader: DataLoader, stop: int, *, start: int | None = None) -> Iterator[int]:
     """Epochs start, ..., stop - 1, calling `set_epoch(loader, epoch)` before yielding each.
 
     for epoch in epochs(loader, 10):
         for clips, labels in loader:
             ...
+
+    `start` None: 0, or for a `make_loader(..., stateful=True)` loader given a state by
+    `load_state_dict`, the epoch that state resumes (the next one when it was saved after
+    an epoch's last batch).
     """
     stop = check_int("stop", stop, minimum=0)
+    if start is None:
+        start = getattr(loader, "resume_epoch", 0)
     start = check_int("start", start, minimum=0)
     for epoch in range(start, stop):
         set_epoch(loader, epoch)
         yield epoch
+
+
+def _stateful_class() -> type[DataLoader]:
+    """vidload's StatefulDataLoader subclass; ModuleNotFoundError naming the extra without
+    torchdata."""
+    try:
+        from vidload._stateful import StatefulLoader
+    except ModuleNotFoundError as e:
+        if e.name is None or not e.name.startswith("torchdata"):
+            raise
+        raise ModuleNotFoundError(
+            "make_loader(stateful=True) needs torchdata's StatefulDataLoader: "
+            "pip install 'vidload[stateful]' (or torchdata>=0.8)",
+            name=e.name,
+        ) from e
+    return StatefulLoader
 
 
 def _can_read_ahead(dataset: Dataset) -> bool:
@@ -336,10 +409,4 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    return not isinstance(getattr(_unwrap(dataset), "source", None), JpegSource)
-
-
-def _unwrap(dataset: Dataset) -> Dataset:
-    while isinstance(dataset, Subset):
-        dataset = dataset.dataset
-    return dataset
+    return not isinstance(getattr(unwrap(dataset), "source", None), JpegSource)

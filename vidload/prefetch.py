@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import operator
 import os
 import pickle
@@ -50,6 +51,7 @@ import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
+from vidload._position import Position, check_start, check_state
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
 
@@ -312,6 +314,13 @@ class ReadAheadSampler(Sampler[T]):
     that item raises the proper error.
     `set_epoch(epoch)` is passed on to `sampler` (e.g. a DistributedSampler).
 
+    Position: `state_dict()` -> `{"epoch", "yielded"}` counts the elements this sampler has
+    yielded (not the ones it read ahead of them), with `sampler`'s epoch (None if it has
+    none); `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass
+    skip the first k elements of `sampler`'s pass for that epoch (`vidload._position`), so
+    a resumed loader gets the elements the uninterrupted pass yielded next, provided
+    `sampler`'s order is a function of its epoch (every sampler vidload builds).
+
     Raises:
         TypeError: `dataset` is not a ClipDataset, or its source cannot name its files.
     """
@@ -324,6 +333,7 @@ class ReadAheadSampler(Sampler[T]):
         self._lookup = item_ranges(dataset)
         self.num_hinted = 0
         self.num_failed = 0
+        self._position = Position()
         self._warned = False
         self._lock = threading.Lock()  # counters are updated by the hint thread too
         if not read_ahead_supported():
@@ -341,24 +351,44 @@ class ReadAheadSampler(Sampler[T]):
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
 
-    def set_epoch(self, epoch: int) -> None:
-        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`)."""
+    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
+        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`); the next
+        pass starts at element `start` of its order."""
         set_epoch = getattr(self.sampler, "set_epoch", None)
         if set_epoch is not None:
             set_epoch(epoch)
+        self._position.reset(check_start("start", start, len(self)))
+
+    def state_dict(self) -> dict[str, int | None]:
+        epoch = getattr(self.sampler, "epoch", None)
+        return {"epoch": epoch, "yielded": self._position.yielded}
+
+    def load_state_dict(self, state: dict[str, int | None]) -> None:
+        if isinstance(state, dict) and state.get("epoch", 0) is None:
+            state = {**state, "epoch": 0}  # a sampler without epochs
+        epoch, yielded = check_state(state, len(self), type(self).__name__)
+        set_epoch = getattr(self.sampler, "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)
+        self._position.reset(yielded)
 
     def __repr__(self) -> str:
         return f"ReadAheadSampler({self.sampler!r}, lookahead={self.lookahead})"
 
     def __iter__(self) -> Iterator[T]:
         if not read_ahead_supported():
-            yield from self.sampler
+            yield from self._position.run(self.sampler)
             return
+        start = self._position.start
+        yield from self._position.run(self._hinted(start), skipped=True)
+
+    def _hinted(self, start: int) -> Iterator[T]:
+        """The sampler's elements from `start` on, hinting each `lookahead` elements ahead."""
         hinter = _Hinter(self)
         finished = False
         try:
             upcoming: deque[T] = deque()
-            for element in self.sampler:
+            for element in itertools.islice(self.sampler, start, None):
                 upcoming.append(element)
                 self._queue(hinter, element)
                 if len(upcoming) > self.lookahead:

@@ -1,0 +1,85 @@
+"""The epoch of a loader: setting it on the dataset and the samplers, and reading it back.
+
+Apart from `vidload.loader` so that `vidload._stateful` (imported by `make_loader` only when
+asked for) can use it without importing the loader module back.
+"""
+
+from __future__ import annotations
+
+from torch.utils.data import DataLoader, Dataset, Subset
+
+from vidload._checks import check_int
+from vidload._position import is_positioned
+
+__all__ = ["loader_epoch", "set_epoch", "unwrap"]
+
+
+def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
+    """Tell the loader's dataset and sampler that `epoch` begins; call before iterating it.
+
+    Sets the dataset's epoch (new clips; shared with persistent workers) when it has
+    `set_epoch` (a ClipDataset, also inside a Subset), and the sampler's (new order) when it
+    has one (EpochShuffleSampler, DistributedSampler, through a ReadAheadSampler too).
+
+    `start_batch=k` makes the next pass begin with the epoch's batch k (a plain DataLoader's
+    resume: the same batches the uninterrupted pass yielded from its k-th on, as long as the
+    batch size and drop_last are the same). It needs a vidload sampler (any `make_loader`
+    builds); a `make_loader(..., stateful=True)` loader resumes by `load_state_dict` instead.
+
+    Raises:
+        ValueError: `start_batch` beyond the epoch; or a state given to the loader by
+            `load_state_dict` is waiting for its epoch, and `epoch` is another one.
+        TypeError: `start_batch` with a sampler that cannot start mid-epoch.
+    """
+    epoch = check_int("epoch", epoch, minimum=0)
+    start_batch = check_int("start_batch", start_batch, minimum=0)
+    pending = getattr(loader, "pending_epoch", None)
+    if pending is not None and (epoch != pending or start_batch):
+        raise ValueError(
+            f"set_epoch(loader, {epoch}, start_batch={start_batch}): the loader was given a "
+            f"state of epoch {pending} by load_state_dict, which it resumes when iterated; "
+            f"set epoch {pending} (epochs(loader, stop) does), or drop the state with "
+            f"loader.load_state_dict({{}})"
+        )
+    start = 0
+    if start_batch:
+        if loader.batch_size is None or start_batch > len(loader):
+            raise ValueError(
+                f"start_batch ({start_batch}) must be <= the loader's batches per epoch "
+                f"({len(loader) if loader.batch_size is not None else 'none: no batch_size'})"
+            )
+        if not is_positioned(loader.sampler):
+            raise TypeError(
+                f"start_batch needs one of vidload's samplers (make_loader builds them), got "
+                f"{type(loader.sampler).__name__}"
+            )
+        start = min(start_batch * loader.batch_size, len(loader.sampler))  # type: ignore[arg-type]
+    clips = unwrap(loader.dataset)
+    if hasattr(clips, "set_epoch"):
+        clips.set_epoch(epoch)
+    batch_sampler = loader.batch_sampler
+    samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
+    done: set[int] = set()
+    for sampler in samplers:
+        set_sampler_epoch = getattr(sampler, "set_epoch", None)
+        if set_sampler_epoch is not None and id(sampler) not in done:
+            done.add(id(sampler))
+            if is_positioned(sampler):
+                set_sampler_epoch(epoch, start=start)
+            else:
+                set_sampler_epoch(epoch)
+
+
+def loader_epoch(loader: DataLoader) -> int:
+    """The epoch the loader's dataset is at (its `epoch`), else its sampler's, else 0."""
+    for owner in (unwrap(loader.dataset), loader.sampler):
+        epoch = getattr(owner, "epoch", None)
+        if isinstance(epoch, int):
+            return epoch
+    return 0
+
+
+def unwrap(dataset: Dataset) -> Dataset:
+    while isinstance(dataset, Subset):
+        dataset = dataset.dataset
+    return dataset
