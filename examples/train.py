@@ -14,7 +14,12 @@ The whole training job on built-in data, end to end:
 
 It prints loss, accuracy and clips/s per epoch; chance is 25%.
 
+`--augment device` adds colour jitter, grayscale and blur on the device to each normalised
+training batch (`vidload.augment.ClipAugment`, in float16 on a GPU): one draw per clip from
+(seed, epoch, item index), the items' indices coming from `return_info=True`.
+
     python examples/train.py [--data DIR] [--epochs 6] [--workers N] [--device cuda] [--quick]
+                             [--augment {none,device}]
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import torch
 from torch import nn
 
 from vidload import ClipDataset, VideoSource, epochs, make_loader, normalize
+from vidload.augment import ClipAugment
 from vidload.normalization import KINETICS_MEAN, KINETICS_STD
 from vidload.synth import ACTIONS, SynthSpec, make_sample_videos
 
@@ -84,12 +90,22 @@ def build_model(num_classes: int) -> nn.Module:
     )
 
 
-def train_epoch(model, loader, optimizer, schedule, device) -> tuple[float, float, int]:
-    """One pass over `loader`; (mean loss, accuracy, clips)."""
+def train_epoch(
+    model, loader, optimizer, schedule, device, augment=None, epoch=0
+) -> tuple[float, float, int]:
+    """One pass over `loader`; (mean loss, accuracy, clips). With `augment` (a ClipAugment)
+    the loader's items are (clip, label, info) and each batch is augmented on the device."""
     model.train()
     total_loss, correct, seen = 0.0, 0, 0
-    for clips, labels in loader:  # uint8 (B, 3, T, H, W), int64 (B,)
-        x = normalize(clips, KINETICS_MEAN, KINETICS_STD, device=device, layout="CTHW")
+    for clips, labels, *info in loader:  # uint8 (B, 3, T, H, W), int64 (B,)[, info]
+        if augment is None:
+            x = normalize(clips, KINETICS_MEAN, KINETICS_STD, device=device, layout="CTHW")
+        else:  # float16 where the device has it; the model takes float32
+            half = torch.float16 if device.type == "cuda" else torch.float32
+            x = normalize(
+                clips, KINETICS_MEAN, KINETICS_STD, device=device, dtype=half, layout="CTHW"
+            )
+            x = augment(x, info[0]["index"], epoch=epoch).float()
         labels = labels.to(device)
         logits = model(x)
         loss = nn.functional.cross_entropy(logits, labels)
@@ -130,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 epoch on tiny data")
+    parser.add_argument(
+        "--augment",
+        choices=("none", "device"),
+        default="none",
+        help="device: colour jitter / grayscale / blur per clip on the device (ClipAugment)",
+    )
     args = parser.parse_args(argv)
 
     # --quick: the smallest run that still has every shape, class and test view (a smoke test)
@@ -152,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
         clips_per_video=train_clips,
         short_side=SHORT_SIDE,
         flip=True,
+        return_info=args.augment == "device",  # info["index"] seeds the augmentation
         **common,
     )
     test_ds = ClipDataset(
@@ -175,9 +198,15 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=1e-4)
     steps = epochs_total * len(train_loader)
     schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=3e-3, total_steps=steps)
+    augment = None
+    if args.augment == "device":
+        augment = ClipAugment(KINETICS_MEAN, KINETICS_STD, seed=train_ds.seed, layout="CTHW")
+        print(f"augmenting on {device}: {augment}")
     for epoch in epochs(train_loader, epochs_total):
         tick = time.perf_counter()
-        loss, acc, clips = train_epoch(model, train_loader, optimizer, schedule, device)
+        loss, acc, clips = train_epoch(
+            model, train_loader, optimizer, schedule, device, augment, epoch
+        )
         rate = clips / (time.perf_counter() - tick)
         tick = time.perf_counter()
         test_acc, view_acc, views = evaluate(model, test_loader, device)

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -103,3 +107,14 @@ def test_bad_input():
         _aug(hue=0.7)
     with pytest.raises(ValueError, match="blur_sigma"):
         _aug(blur_sigma=(2.0, 1.0))
+
+
+def test_augment_bench_quick_run(monkeypatch, tmp_path, capsys):
+    """tools/augment_bench.py (the guide's figures) runs end to end and prints every row."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "tools"))
+    tool = importlib.import_module("augment_bench")
+    assert tool.main(["--quick", "--work", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    for row in ("none", "batch, main process", "per clip, workers"):
+        assert re.search(rf"^{row} +[\d.]+ +[\d.]+ +[\d.]+$", out, flags=re.M), row
+    assert "ClipAugment alone" in out

@@ -169,6 +169,26 @@ def test_a_loaded_state_waits_for_its_epoch(root):
     set_epoch(resumed, 0)
 
 
+def test_a_state_resumes_with_another_worker_count(root):
+    def labels_after(state, workers):
+        loader = make_loader(_dataset(root), batch_size=2, num_workers=workers, stateful=True)
+        loader.load_state_dict(state)
+        return [_labels(loader) for _ in epochs(loader, 2)]
+
+    loader = make_loader(_dataset(root), batch_size=2, num_workers=2, stateful=True)
+    set_epoch(loader, 0)
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    del iterator, loader
+    assert state["num_workers"] == 2 and state["batches"] == 1
+    same = labels_after(state, 2)  # torchdata's own restore
+    assert labels_after(state, 0) == same  # restarted at batch 1 through the sampler
+    whole = make_loader(_dataset(root), batch_size=2, num_workers=0)
+    expected = [_labels(whole) for _ in epochs(whole, 2)]
+    assert same == [expected[0][1:], expected[1]]
+
+
 def test_learned_state_round_trip_and_errors(root):
     ds = _dataset(root)
     assert ds.learned_state() == {"learned": [], "broken": []}
@@ -235,3 +255,17 @@ def test_stateful_without_torchdata_names_the_extra(root, monkeypatch):
     monkeypatch.delitem(sys.modules, "vidload._stateful", raising=False)
     with pytest.raises(ModuleNotFoundError, match=r"vidload\[stateful\]"):
         make_loader(_dataset(root), batch_size=2, num_workers=0, stateful=True)
+
+
+def test_stateful_in_order_loader_resumes_too(root):
+    def build():
+        ds = _dataset(root, train=False)
+        return make_loader(ds, batch_size=2, num_workers=0, stateful=True, read_ahead=False)
+
+    loader = build()
+    assert isinstance(loader.sampler, ShardSampler)  # not torch's SequentialSampler
+    iterator = iter(loader)
+    next(iterator)
+    resumed = build()
+    resumed.load_state_dict(loader.state_dict())
+    assert _labels(resumed) == [[2, 3], [4]]

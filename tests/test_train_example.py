@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -65,11 +66,17 @@ def test_plain_sample_videos_keep_their_spec_file(tmp_path):
     assert "actions" not in json.loads((tmp_path / SPEC_FILE).read_text())
 
 
-def test_train_example_quick_run(tmp_path):
+@pytest.mark.parametrize("augment", ["none", "device"])
+def test_train_example_quick_run(tmp_path, augment):
     """Run as a user runs it, in its own process (training's torch threads stay out of the
-    test process, which later tests fork DataLoader workers from)."""
+    test process, which later tests fork DataLoader workers from), with this checkout's
+    vidload first on the path."""
     cmd = [sys.executable, str(TRAIN_PY), "--quick", "--data", str(tmp_path), "--workers", "0"]
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    cmd += ["--augment", augment]
+    repo = str(TRAIN_PY.parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([repo, os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
     assert out.returncode == 0, out.stderr
     assert "epoch 1/1: loss" in out.stdout and "test accuracy" in out.stdout
     assert "x 6 views" in out.stdout  # clips_per_video=2 x spatial_views=3, stacked
+    assert ("augmenting on cpu: ClipAugment(" in out.stdout) == (augment == "device")

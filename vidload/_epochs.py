@@ -26,6 +26,9 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
     batch size and drop_last are the same). It needs a vidload sampler (any `make_loader`
     builds); a `make_loader(..., stateful=True)` loader resumes by `load_state_dict` instead.
 
+    For a loader given a state by `load_state_dict` and not iterated since, setting the
+    state's epoch changes nothing (the state already set it, and the position in it).
+
     Raises:
         ValueError: `start_batch` beyond the epoch; or a state given to the loader by
             `load_state_dict` is waiting for its epoch, and `epoch` is another one.
@@ -34,13 +37,15 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
     epoch = check_int("epoch", epoch, minimum=0)
     start_batch = check_int("start_batch", start_batch, minimum=0)
     pending = getattr(loader, "pending_epoch", None)
-    if pending is not None and (epoch != pending or start_batch):
-        raise ValueError(
-            f"set_epoch(loader, {epoch}, start_batch={start_batch}): the loader was given a "
-            f"state of epoch {pending} by load_state_dict, which it resumes when iterated; "
-            f"set epoch {pending} (epochs(loader, stop) does), or drop the state with "
-            f"loader.load_state_dict({{}})"
-        )
+    if pending is not None:
+        if epoch != pending or start_batch:
+            raise ValueError(
+                f"set_epoch(loader, {epoch}, start_batch={start_batch}): the loader was given "
+                f"a state of epoch {pending} by load_state_dict, which it resumes when "
+                f"iterated; set epoch {pending} (epochs(loader, stop) does), or drop the state "
+                f"with loader.load_state_dict({{}})"
+            )
+        return  # load_state_dict set the epoch and the position already
     start = 0
     if start_batch:
         if loader.batch_size is None or start_batch > len(loader):

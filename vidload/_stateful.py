@@ -19,12 +19,15 @@ for batch k, not for the batches prefetched after it. Three things it cannot kno
   It may hold a little more than the batches up to k needed (prefetched items): that changes
   no clip (see `ClipDataset.load_learned_state`).
 
-The torchdata part needs the same `num_workers` on resume (torchdata checks it); the clips and
-the order do not depend on it.
+torchdata's part of the state is laid out per worker and holds only for the same `num_workers`;
+vidload's clips and order do not depend on it, so a state loaded into a loader with another
+worker count restarts the pass at the saved batch through the samplers (`set_epoch(loader,
+epoch, start_batch=k)`) instead.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from torchdata.stateful_dataloader import StatefulDataLoader
@@ -35,16 +38,18 @@ __all__ = ["StatefulLoader"]
 
 #: The state's format tag; a state without it is refused by name.
 FORMAT = "vidload.StatefulLoader/1"
+#: The keys describing the pass (handed on unchanged by a loaded loader not iterated yet).
+_PASS_KEYS = ("epoch", "batches", "finished", "num_workers", "loader")
 
 
 class StatefulLoader(StatefulDataLoader):
     """A `torchdata.stateful_dataloader.StatefulDataLoader` that also keeps vidload's epoch and
     the dataset's learned state in `state_dict()` (see the module's docstring).
 
-    `state_dict()` -> `{"format", "epoch", "batches", "finished", "dataset", "loader"}`: the
-    epoch of the latest pass, the batches it yielded, whether it reached its end, the
-    dataset's `learned_state()` (None for other datasets), torchdata's own state (`{}` when
-    the pass ended: nothing is left to restore in it).
+    `state_dict()` -> `{"format", "epoch", "batches", "finished", "num_workers", "dataset",
+    "loader"}`: the epoch of the latest pass, the batches it yielded, whether it reached its
+    end, the loader's worker count, the dataset's `learned_state()` (None for other
+    datasets), torchdata's own state (`{}` when the pass ended: nothing is left in it).
 
     After `load_state_dict(state)`, `resume_epoch` is the epoch the next pass belongs to
     (`epochs(loader, n)` starts there) and `pending_epoch` is that epoch until the pass
@@ -52,7 +57,11 @@ class StatefulLoader(StatefulDataLoader):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        with warnings.catch_warnings():
+            # torchdata 0.11 calls torch.set_vital, deprecated in torch 2.x: its warning says
+            # nothing to a vidload user (every construction gave it)
+            warnings.filterwarnings("ignore", "'set_vital' is deprecated", UserWarning)
+            super().__init__(*args, **kwargs)
         self.resume_epoch = 0
         self.pending_epoch: int | None = None
         self._pass_epoch: int | None = None
@@ -67,6 +76,7 @@ class StatefulLoader(StatefulDataLoader):
         learned = getattr(clips, "learned_state", None)
         state: dict[str, Any] = {
             "format": FORMAT,
+            "num_workers": self.num_workers,
             "dataset": learned() if learned is not None else None,
         }
         if self.pending_epoch is not None:  # loaded, not iterated yet: hand it on unchanged
@@ -87,8 +97,8 @@ class StatefulLoader(StatefulDataLoader):
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Resume from `state_dict()` of a loader over the same dataset (same video list,
-        seed, batch size, sampler and num_workers); `{}` drops a loaded state. Call before
-        iterating; then iterate with `epochs(loader, n)` (or `set_epoch(loader,
+        seed, batch size and sampler options; any num_workers); `{}` drops a loaded state.
+        Call before iterating; then iterate with `epochs(loader, n)` (or `set_epoch(loader,
         loader.resume_epoch)`)."""
         if state_dict == {}:
             super().load_state_dict({})
@@ -100,16 +110,22 @@ class StatefulLoader(StatefulDataLoader):
                 f"loader (format {FORMAT!r}), got "
                 f"{state_dict.get('format') if isinstance(state_dict, dict) else state_dict!r}"
             )
-        epoch = int(state_dict["epoch"])
+        epoch, start_batch = int(state_dict["epoch"]), 0
         if state_dict["finished"]:
             epoch += 1
+            super().load_state_dict({})
+        elif state_dict["num_workers"] != self.num_workers:
+            # torchdata's state is per worker layout; vidload's order is not: restart the
+            # pass at the saved batch through the samplers instead
+            start_batch = int(state_dict["batches"])
             super().load_state_dict({})
         else:
             super().load_state_dict(state_dict["loader"])
         learned = state_dict["dataset"]
         if learned is not None:
             unwrap(self.dataset).load_learned_state(learned)  # type: ignore[attr-defined]
-        self._loaded = {k: state_dict[k] for k in ("epoch", "batches", "finished", "loader")}
+        self._loaded = {k: state_dict[k] for k in _PASS_KEYS}
         self.pending_epoch = None
-        set_epoch(self, epoch)  # the dataset's (shared with the workers to come) and samplers'
+        # the dataset's epoch (shared with the workers to come) and the samplers'
+        set_epoch(self, epoch, start_batch=start_batch)
         self.resume_epoch = self.pending_epoch = epoch
