@@ -10,7 +10,9 @@ its submodule:
 - `vidload.transforms`: clip geometry (`plan_geometry`, `apply_geometry`);
 - `vidload.normalization`: `normalize` and the mean/std constants (`KINETICS_MEAN`, ...);
 - `vidload.loader` / `vidload.prefetch`: the samplers `make_loader` builds
-  (`EpochShuffleSampler`, `ShardSampler`, `ReadAheadSampler`);
+  (`EpochShuffleSampler`, `ShardSampler`, `ResumableDistributedSampler`, `ReadAheadSampler`),
+  each of which saves and restores its position (`make_loader(..., stateful=True)`);
+- `vidload.augment`: `ClipAugment`, colour augmentation of a normalised batch on its device;
 - `vidload.manifest`: annotation lists and manifests (`load_videos`, `read_manifest`, ...);
 - `vidload.convert.convert` / `vidload.probe.probe`: the library behind `vidload convert` /
   `vidload probe` (not re-exported here, where they would shadow their modules);
