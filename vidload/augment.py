@@ -82,11 +82,14 @@ class ClipAugment:
     """Colour jitter, grayscale and blur, one parameter draw per clip (see the module).
 
     Args:
-        mean, std: the per-channel mean and std (in [0, 1] units) the batch was normalised
-            with (`vidload.normalize`'s).
+        mean: the per-channel mean (in [0, 1] units) the batch was normalised with
+            (`vidload.normalize`'s).
+        std: the per-channel std the batch was normalised with.
         seed: the draws' base seed: the dataset's `seed`, so every rank and a resumed run
             draw the same parameters for the same item.
-        brightness, contrast, saturation: factors drawn from [1 - a, 1 + a] (a >= 0; 0 off).
+        brightness: factor drawn from [1 - a, 1 + a] (a >= 0; 0 off).
+        contrast: factor drawn from [1 - a, 1 + a] (a >= 0; 0 off).
+        saturation: factor drawn from [1 - a, 1 + a] (a >= 0; 0 off).
         hue: shift drawn from [-a, a] turns (0 <= a <= 0.5; 0 off).
         grayscale: probability of turning a clip grey.
         blur: probability of blurring a clip; sigma drawn from `blur_sigma` (pixels).
