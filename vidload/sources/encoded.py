@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from vidload._checks import check_positive_number
-from vidload._layout import container_name, container_path
+from vidload._layout import container_name, found_container_name, join_root
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
@@ -113,8 +113,21 @@ def distinct_frames(indices: np.ndarray, available: int) -> tuple[np.ndarray, np
     video has any (`available` > 0; see `EncodedFrames.order`), and an empty order."""
     if indices.size == 0:
         return np.arange(min(available, 1), dtype=np.int64), np.empty(0, np.int64)
-    frames, order = np.unique(indices, return_inverse=True)
-    return frames, order
+    if indices.size > _SMALL_CLIP:
+        frames, order = np.unique(indices, return_inverse=True)
+        return frames, order.reshape(-1)
+    # a clip's few indices: sorted(set()) and a dict, ~3 us against ~9 us for np.unique
+    wanted = indices.tolist()
+    distinct = sorted(set(wanted))
+    position = {f: k for k, f in enumerate(distinct)}
+    return (
+        np.array(distinct, dtype=np.int64),
+        np.array([position[f] for f in wanted], dtype=np.int64),
+    )
+
+
+#: Clips up to this many frames take the pure-Python path of `distinct_frames`.
+_SMALL_CLIP = 64
 
 
 @shared_docs
@@ -157,7 +170,12 @@ class ContainerSource(ABC):
     def path(self, video_id: str) -> Path:
         """The container of `video_id`: `root/<id without video extension><suffix>` (see
         `vidload._layout.container_path`); a local root only (a URL root: `_open_container`)."""
-        return container_path(self._local_root(), video_id, self.suffix)
+        return Path(self._local_name(video_id))
+
+    def _local_name(self, video_id: str) -> str:
+        """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
+        root = str(self._local_root())
+        return join_root(root, found_container_name(root, video_id, self.suffix))
 
     def _local_root(self) -> Path:
         root = self.root

@@ -351,8 +351,8 @@ class Hdf5Source(ContainerSource):
         """(handle, where): an open, validated file (or a remote object's frame table), from
         this process's cache, closed on exit when the cache keeps none (`cache_size=0`)."""
         if self.store.is_local:
-            path = self.path(video_id)
-            key = str(path)
+            key = self._local_name(video_id)  # the key read_encoded's fast path uses
+            path = Path(key)
             handle = self._handles.get(key)
             if handle is None:
                 handle = _open(path)
@@ -394,13 +394,22 @@ class Hdf5Source(ContainerSource):
         for a chunked or filtered `frames` dataset, see `_direct_offset`).
         """
         idx = as_index_array(indices)
+        if self.store.is_local:  # the per-clip path: a cached handle, no pathlib
+            key = self._local_name(video_id)
+            cached = self._handles.get(key)
+            if cached is not None:
+                return _read_frames(cached, key, video_id, idx)
         with self._handle(video_id) as (handle, path):
-            actual = handle.offsets.shape[0] - 1
-            check_in_range(video_id, idx, actual, handle.reported)
-            frames, order = distinct_frames(idx, actual)
-            buffers = _frame_bytes(handle, path, frames.tolist())
-        nbytes = int(handle.offsets[frames + 1].sum() - handle.offsets[frames].sum())
-        return EncodedFrames(buffers, frames, order, str(path), nbytes)
+            return _read_frames(handle, str(path), video_id, idx)
+
+
+def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) -> EncodedFrames:
+    """`read_encoded` on an open handle; `where` names the file or object in errors."""
+    actual = handle.offsets.shape[0] - 1
+    check_in_range(video_id, idx, actual, handle.reported)
+    frames, order = distinct_frames(idx, actual)
+    buffers = _frame_bytes(handle, where, frames.tolist())
+    return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
 
 
 def _where(handle: _Handle) -> Path | Location:
@@ -410,7 +419,7 @@ def _where(handle: _Handle) -> Path | Location:
     return Path(handle.file.filename) if handle.file is not None else Path("?")
 
 
-def _frame_bytes(handle: _Handle, path: Path | Location, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, path: str | Path | Location, frames: list[int]) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     starts = handle.offsets[frames].tolist()

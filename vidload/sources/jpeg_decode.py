@@ -77,6 +77,16 @@ def _as_buffer(data: _Data) -> np.ndarray:
     )
 
 
+def _markers_ok(data: bytes | np.ndarray) -> bool:
+    """True when `data` (bytes or a 1-D uint8 array, as `_checked_data` gives) starts with SOI
+    (FF D8) and ends with EOI (FF D9). False sends the caller to `_marker_problem`, which also
+    allows trailing zero bytes and says what is wrong. Byte tests on `bytes` or a memoryview:
+    ~0.3 us a frame, against ~1.5 us through numpy scalars (a clip checks every frame)."""
+    m = data if isinstance(data, bytes) else data.data  # an ndarray's memoryview
+    n = len(m)
+    return n >= 4 and m[0] == 0xFF and m[1] == 0xD8 and m[n - 2] == 0xFF and m[n - 1] == 0xD9
+
+
 def _marker_problem(buf: np.ndarray) -> str | None:
     """Why `buf` is not a complete JPEG (None when SOI and EOI are in place)."""
     n = buf.shape[0]
@@ -97,6 +107,20 @@ def _marker_problem(buf: np.ndarray) -> str | None:
     return None
 
 
+def _check_markers(data: bytes | np.ndarray, path: str | None, index) -> None:
+    """VideoReadError naming `path` and `index` unless `data` has its SOI and EOI markers."""
+    if not _markers_ok(data):
+        problem = _marker_problem(_as_buffer(data))
+        if problem is not None:
+            raise VideoReadError(_where(path), problem, index)
+
+
+def _checked_data(data: _Data) -> bytes | np.ndarray:
+    """`data` as the decoder takes it: `bytes` as they are, anything else as a 1-D uint8 view
+    (`_as_buffer`, which rejects other types)."""
+    return data if isinstance(data, bytes) else _as_buffer(data)
+
+
 def _where(path: str | None) -> str:
     return path if path is not None else "<jpeg bytes>"
 
@@ -114,7 +138,7 @@ def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None)
     return _stored_size(_as_buffer(data), path, index, "cannot read the JPEG header")
 
 
-def _stored_size(buf: np.ndarray, path: str | None, index, what: str) -> tuple[int, int]:
+def _stored_size(buf: bytes | np.ndarray, path: str | None, index, what: str) -> tuple[int, int]:
     try:
         height, width, _, _ = simplejpeg.decode_jpeg_header(buf)
     except ValueError as e:
@@ -171,11 +195,14 @@ class _Plan:
         self.height = math.ceil(stored[0] / self.scale)
         self.width = math.ceil(stored[1] / self.scale)
 
-    def decode_into(self, buf: np.ndarray, dst: np.ndarray, path: str | None, index) -> None:
-        """Decode `buf` into `dst` (a C-contiguous uint8 (h, w, 3) view), strictly."""
-        problem = _marker_problem(buf)
-        if problem is not None:
-            raise VideoReadError(_where(path), problem, index)
+    def decode_into(
+        self, buf: bytes | np.ndarray, dst: np.ndarray, path: str | None, index, *, checked=False
+    ) -> None:
+        """Decode `buf` (bytes or a 1-D uint8 array) into `dst` (a C-contiguous uint8
+        (h, w, 3) view), strictly, after checking its markers (unless `checked`: the caller
+        just did)."""
+        if not checked:
+            _check_markers(buf, path, index)
         s = self.scale
         try:
             if s == 1:
@@ -201,7 +228,7 @@ class _Plan:
                 _where(path), f"decoded to shape {img.shape}, expected {dst.shape}", index
             )
 
-    def _check_size_of(self, buf: np.ndarray, path: str | None, index) -> None:
+    def _check_size_of(self, buf: bytes | np.ndarray, path: str | None, index) -> None:
         """VideoReadError if `buf`'s frame decodes to another size than the plan's."""
         try:
             stored = jpeg_size(buf, path=path, index=index)
@@ -241,13 +268,11 @@ def decode_jpeg(
             libjpeg warning, e.g. bad entropy-coded data in the middle of the frame).
     """
     check_size("size", size)
-    buf = _as_buffer(data)
-    problem = _marker_problem(buf)
-    if problem is not None:
-        raise VideoReadError(_where(path), problem, index)
+    buf = _checked_data(data)
+    _check_markers(buf, path, index)
     plan = _Plan(_stored_size(buf, path, index, _DECODE_HEADER), size)
     out = np.empty((plan.height, plan.width, 3), np.uint8)
-    plan.decode_into(buf, out, path, index)
+    plan.decode_into(buf, out, path, index, checked=True)
     return out
 
 
@@ -287,10 +312,12 @@ def decode_many(
     if order is None:
         order_list = list(range(n))
     else:
-        order_arr = np.asarray(order, dtype=np.int64).reshape(-1)
-        if order_arr.size and (order_arr.min() < 0 or order_arr.max() >= n):
+        if isinstance(order, np.ndarray) and order.ndim == 1 and order.dtype.kind in "iu":
+            order_list = order.tolist()  # a source's int64 order: no conversion to make
+        else:
+            order_list = np.asarray(order, dtype=np.int64).reshape(-1).tolist()
+        if order_list and (min(order_list) < 0 or max(order_list) >= n):
             raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
-        order_list = order_arr.tolist()
     k = len(order_list)
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
@@ -303,7 +330,12 @@ def decode_many(
         one_path, path_of = None, paths
     if indices is not None and len(indices) != n:
         raise ValueError(f"indices has {len(indices)} entries for {n} buffers")
-    index_of = None if indices is None else [int(i) for i in indices]
+    if indices is None:
+        index_of = None
+    elif isinstance(indices, np.ndarray):
+        index_of = indices.tolist()
+    else:
+        index_of = [int(i) for i in indices]
 
     def where(b: int) -> tuple[str | None, int | None]:
         return (one_path if path_of is None else path_of[b]), (
@@ -311,12 +343,9 @@ def decode_many(
         )
 
     b0 = order_list[0]
-    first = _as_buffer(buffers[b0])
-    problem = _marker_problem(first)
-    if problem is not None:
-        p, i = where(b0)
-        raise VideoReadError(_where(p), problem, i)
+    first = _checked_data(buffers[b0])
     p, i = where(b0)
+    _check_markers(first, p, i)
     plan = _Plan(_stored_size(first, p, i, _DECODE_HEADER), size)
     shape = (k, plan.height, plan.width, 3)
     if out is not None and scratch is not None:
@@ -346,7 +375,10 @@ def decode_many(
             continue
         first_at[b] = j
         p, i = where(b)
-        plan.decode_into(first if j == 0 else _as_buffer(buffers[b]), out[j], p, i)
+        if j == 0:
+            plan.decode_into(first, out[j], p, i, checked=True)
+        else:
+            plan.decode_into(_checked_data(buffers[b]), out[j], p, i)
     return out
 
 

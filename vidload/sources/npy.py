@@ -56,7 +56,7 @@ from vidload.sources.base import (
     as_index_array,
     check_in_range,
     frame_ranges,
-    open_regular_file,
+    open_regular,
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
@@ -93,7 +93,7 @@ _HEADER_RE = re.compile(
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
-def _parse_header(path: Path | Location, f) -> tuple[int, int, int]:
+def _parse_header(path: str | Path | Location, f) -> tuple[int, int, int]:
     """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
@@ -212,11 +212,10 @@ class NpySource(ContainerSource):
         lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
         return frame_ranges(path, 0, starts, lengths)
 
-    def _open(self, path: Path) -> tuple[int, _Header]:
+    def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
-        fd = open_regular_file(path)
+        fd, st = open_regular(path)
         try:
-            st = os.fstat(fd)
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
             key = str(path)
             header = self._headers.get(key)
@@ -241,10 +240,10 @@ class NpySource(ContainerSource):
 
     def _header(self, video_id: str) -> _Header:
         if self.store.is_local:
-            return self._local_header(self.path(video_id))
+            return self._local_header(self._local_name(video_id))
         return self._open_container(video_id, self._local_header, self._remote_header)
 
-    def _local_header(self, path: Path) -> _Header:
+    def _local_header(self, path: str | Path) -> _Header:
         fd, header = self._open(path)
         os.close(fd)
         return header
@@ -293,7 +292,7 @@ class NpySource(ContainerSource):
         """
         idx = as_index_array(indices)
         if self.store.is_local:
-            return self._read_local(self.path(video_id), video_id, idx)
+            return self._read_local(self._local_name(video_id), video_id, idx)
         return self._open_container(
             video_id,
             lambda path: self._read_local(path, video_id, idx),
@@ -326,7 +325,7 @@ class NpySource(ContainerSource):
             buffers.append(_frame_bytes(location, np.frombuffer(data, np.uint8), i))
         return EncodedFrames(buffers, frames, order, str(location), len(rows) * cols)
 
-    def _read_local(self, path: Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
+    def _read_local(self, path: str | Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
         fd, header = self._open(path)
         try:
             check_in_range(video_id, idx, header.rows, header.rows)
@@ -336,15 +335,14 @@ class NpySource(ContainerSource):
             data = self._matrix(fd, path, header)
         finally:
             os.close(fd)
-        rows = frames.tolist()
-        buffers = [_frame_bytes(path, data[i], i) for i in rows]
+        buffers = _rows_bytes(path, data, frames)
         if self.mode == "read":
             nbytes = header.data_offset + data.nbytes
         else:
             nbytes = sum(LENGTH_BYTES + b.shape[0] for b in buffers)
         return EncodedFrames(buffers, frames, order, str(path), nbytes)
 
-    def _matrix(self, fd: int, path: Path, header: _Header) -> np.ndarray:
+    def _matrix(self, fd: int, path: str | Path, header: _Header) -> np.ndarray:
         """The file's uint8 (rows, cols) matrix: a read-only view of a private mapping ("mmap"),
         or of one sequential read of the whole file ("read").
 
@@ -367,7 +365,7 @@ class NpySource(ContainerSource):
             raise VideoReadError(path, f"cannot read the frames: {e}") from e
 
 
-def _read_exact(fd: int, buf: np.ndarray, path: Path) -> None:
+def _read_exact(fd: int, buf: np.ndarray, path: str | Path) -> None:
     """Fill `buf` from the start of file `fd` with sequential reads."""
     view = buf.data.cast("B")
     done = 0
@@ -377,6 +375,19 @@ def _read_exact(fd: int, buf: np.ndarray, path: Path) -> None:
         if got == 0:
             raise VideoReadError(path, f"file ended after {done} of {len(view)} bytes")
         done += got
+
+
+def _rows_bytes(path: str | Path, data: np.ndarray, frames: np.ndarray) -> list[np.ndarray]:
+    """The JPEGs stored in rows `frames` of `data` (views), each checked against its row's
+    length prefix (`_frame_bytes`'s rule, the prefixes read in one step: ~1 us a frame less)."""
+    lengths = np.ascontiguousarray(data[frames, :LENGTH_BYTES]).view("<u4").reshape(-1)
+    room = data.shape[1] - LENGTH_BYTES
+    buffers = []
+    for i, length in zip(frames.tolist(), lengths.tolist(), strict=True):
+        if length == 0 or length > room:
+            raise VideoReadError(path, f"corrupt row: length prefix {length} not in [1, {room}]", i)
+        buffers.append(data[i, LENGTH_BYTES : LENGTH_BYTES + length])
+    return buffers
 
 
 def _frame_bytes(path: Path | Location, row: np.ndarray, index: int) -> np.ndarray:
