@@ -364,3 +364,66 @@ def test_credentials_never_in_errors_logs_or_manifests(local_tree, s3_bucket, ca
     assert all(secret not in m and opts["key"] not in m for m in messages)
     assert secret not in caplog.text
     assert secret.encode() in blob  # the options travel to workers, as they must
+
+
+def test_cache_evicts_least_recently_used_beyond_its_bound(s3_bucket, tmp_path):
+    import os
+    import time
+
+    from vidload._storage import LocalCache, Location
+
+    for name in "abcd":
+        s3_bucket.put(f"c/{name}", name.encode() * 1000)
+    opts = s3_bucket.storage_options
+    cache = LocalCache(tmp_path / "cache", max_bytes=3500)
+    locs = {n: Location(f"{s3_bucket.url}/c/{n}", opts) for n in "abcd"}
+    paths = {n: cache.get(locs[n]) for n in "abc"}
+    for k, n in enumerate("bac"):  # recency: b oldest, then a, then c
+        os.utime(paths[n], (time.time() - 100 + k, time.time() - 100 + k))
+    cache.get(locs["d"])  # 4000 bytes > 3500: evict down to 90 % (3150): b goes
+    left = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert left == ["a", "c", "d"]
+    assert cache.get(locs["b"]).read_bytes() == b"b" * 1000  # fetched again
+
+
+def _fill(args):
+    from vidload._storage import LocalCache, Location
+
+    folder, url, opts, names = args
+    cache = LocalCache(folder, max_bytes=10**9)
+    return [cache.get(Location(f"{url}/{n}", opts)).read_bytes() for n in names]
+
+
+def test_cache_is_safe_with_several_processes_filling_it(s3_bucket, tmp_path):
+    import multiprocessing
+
+    for k in range(6):
+        s3_bucket.put(f"p/o{k}", bytes([k]) * 50_000)
+    url, opts = f"{s3_bucket.url}/p", s3_bucket.storage_options
+    jobs = [(tmp_path / "c", url, opts, [f"o{(j + k) % 6}" for k in range(6)]) for j in range(4)]
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        results = pool.map(_fill, jobs)
+    for (_, _, _, names), got in zip(jobs, results, strict=True):
+        assert got == [bytes([int(n[1:])]) * 50_000 for n in names]
+    files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
+    assert sorted(p.name for p in files) == [f"o{k}" for k in range(6)]  # no partial left
+
+
+def test_bench_bucket_rows(s3_bucket, tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    import json
+
+    from vidload import bench
+
+    for name, value in s3_bucket.env().items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "b.json"
+    argv = ["--quick", "--no-progress", "--work", str(tmp_path / "w"), "--clips", "4"]
+    argv += ["--workers", "0", "--json", str(out), "--bucket", f"{s3_bucket.url}/bench"]
+    assert bench.main(argv) == 0
+    rows = json.loads(out.read_text())["bucket"]
+    assert set(rows) == {"hdf5", "npy", "jpeg"}
+    assert rows["hdf5"]["requests_per_clip"] == 1  # tiny videos: a clip's frames coalesce
+    assert rows["npy"]["requests_per_clip"] == 1
+    assert rows["jpeg"]["requests_per_clip"] == 8  # one GET per frame
+    assert all(r["bytes_per_clip"] > 0 and r["bucket"]["clips_per_s"] > 0 for r in rows.values())

@@ -80,6 +80,16 @@ RETRIES = 3
 BACKOFF_S = (0.1, 0.3, 1.0)
 
 
+#: Requests this process sent for remote reads and the bytes they returned (for `vidload
+#: bench --bucket`; a request retried counts once per attempt). Not thread-safe: a count.
+STATS = {"requests": 0, "bytes": 0}
+
+
+def _count(requests: int, data: int = 0) -> None:
+    STATS["requests"] += requests
+    STATS["bytes"] += data
+
+
 class MissingExtraError(ImportError):
     """A URL whose scheme needs a filesystem that is not installed (the message names the
     extra to install)."""
@@ -414,6 +424,7 @@ class Location:
         fs, path = self._fs()
 
         def info() -> dict[str, Any]:
+            _count(1)
             try:
                 return fs.info(path)
             except FileNotFoundError:
@@ -446,16 +457,21 @@ class Location:
                 raise VideoReadError(self, f"cannot list the folder: {e}") from e
             return out
         fs, path = self._fs()
-        entries = self._call("list the folder", lambda: fs.ls(path, detail=True))
+
+        def ls() -> list[dict[str, Any]]:
+            _count(1)
+            return fs.ls(path, detail=True)
+
+        entries = self._call("list the folder", ls)
         if not entries:
-            raise VideoReadError(self, "folder not found")
+            raise VideoReadError(self, "not found")
         result: dict[str, int | None] = {}
-        for entry in entries:
-            name = str(entry["name"]).rstrip("/").rsplit("/", 1)[-1]
-            if entry.get("type") == "directory":
+        for item in entries:
+            name = str(item["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if item.get("type") == "directory":
                 result[name] = None
             else:
-                size = entry.get("size")
+                size = item.get("size")
                 result[name] = -1 if size is None else int(size)
         if list(result) == [self.name] and entries[0].get("type") != "directory":
             raise VideoReadError(self, "not a folder")
@@ -488,7 +504,13 @@ class Location:
             except OSError as e:
                 raise VideoReadError(self, f"cannot read: {e}") from e
         fs, path = self._fs()
-        return self._call("read", lambda: fs.cat_file(path))
+
+        def cat() -> bytes:
+            data = fs.cat_file(path)
+            _count(1, len(data))
+            return data
+
+        return self._call("read", cat)
 
     def read_text(self) -> str:
         """The file as UTF-8 text, without a byte order mark."""
@@ -514,8 +536,11 @@ class Location:
 
         def fetch() -> list[bytes]:
             if len(merged) == 1:
-                return [fs.cat_file(path, start=starts[0], end=stops[0])]
+                data = fs.cat_file(path, start=starts[0], end=stops[0])
+                _count(1, len(data))
+                return [data]
             out = fs.cat_ranges([path] * len(merged), starts, stops, on_error="return")
+            _count(len(out), sum(len(b) for b in out if isinstance(b, bytes)))
             for item in out:
                 if isinstance(item, BaseException):
                     raise item
@@ -629,7 +654,12 @@ def _local_ranges(loc: Location, ranges: Sequence[tuple[int, int]]) -> list[byte
 
 
 def _cat_many(fs: Any, paths: list[str]) -> Callable[[], Any]:
-    return lambda: fs.cat(paths, on_error="return")
+    def cat() -> Any:
+        got = fs.cat(paths, on_error="return")
+        _count(len(paths), sum(len(b) for b in got.values() if isinstance(b, bytes)))
+        return got
+
+    return cat
 
 
 def read_many(locations: Sequence[Location]) -> list[bytes]:
@@ -794,6 +824,7 @@ class LocalCache:
             fs, remote = location._fs()
             location._call("download", lambda: fs.get_file(remote, os.fspath(part)))
             size = os.stat(part).st_size
+            _count(1, size)
             os.replace(part, path)
         finally:
             with contextlib.suppress(FileNotFoundError):

@@ -89,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="a timed unit repeats its pass until it lasts this long; 0.3 (quick: 0)",
     )
     add("--cold", action="store_true", help="also time a cold-cache first epoch vs a warm one")
+    add(
+        "--bucket",
+        metavar="URL",
+        help="only the bucket rows: upload the conversions under URL (once) and time the "
+        "container sources reading from there against the local work folder, with requests "
+        "and bytes per clip (reached as the AWS configuration says: AWS_ENDPOINT_URL, ...; "
+        "tools/bucket_latency.py runs it against a local S3 server with injected latency)",
+    )
     add("--no-dataloader", action="store_true", help="skip the DataLoader timing")
     add(
         "--only",
@@ -146,6 +154,7 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
         short_side=args.short_side,
         min_time=pick(args.min_time, 0.3, 0.0),
         cold=args.cold,
+        bucket=args.bucket,
         dataloader=not args.no_dataloader,
         only=only,
         synth_seconds=2.0 if quick else 7.0,
@@ -176,7 +185,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         result = run_benchmark(cfg)
     except Exception as e:
         return report_error(parser, "bench", e, verbose=args.verbose)
-    print(report.render(result, markdown=args.markdown))
+    if "bucket" in result:
+        from vidload._bench import bucket
+
+        print(bucket.render(result["bucket"], workers=cfg.workers, markdown=args.markdown))
+        print("\n".join(f"- {n}" for n in result["notes"]))
+    else:
+        print(report.render(result, markdown=args.markdown))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
         log(f"wrote {args.json}")

@@ -58,6 +58,7 @@ class BenchConfig:
     short_side: int | None = None
     min_time: float = 0.3
     cold: bool = False
+    bucket: str | None = None  # --bucket URL: only the bucket-against-local-disk rows
     dataloader: bool = True
     only: tuple[str, ...] | None = None
     synth_seconds: float = 7.0
@@ -190,8 +191,51 @@ def _run(cfg: BenchConfig) -> dict[str, Any]:
     )
     for vid, why in sorted(work.failed.items()):
         notes.append(f"left out {vid}: {why}")
+    if cfg.bucket is not None:
+        return _measure_bucket(cfg, work, spec, notes, cfg.bucket)
     with ram_copy(work.videos, work.video_ids, notes) as ram_videos:
         return _measure(cfg, work, spec, notes, ram_videos)
+
+
+def _measure_bucket(
+    cfg: BenchConfig, work: WorkDir, spec: SynthSpec, notes: list[str], url: str
+) -> dict[str, Any]:
+    """`--bucket URL`: the container sources from URL against the local work folder."""
+    from vidload._bench import bucket
+
+    bucket.upload_work(work, url)
+    sources: dict[str, Any] = {
+        "jpeg": JpegSource(work.converted["jpeg"]),
+        "hdf5": Hdf5Source(work.converted["hdf5"]),
+        "npy": NpySource(work.converted["npy"]),
+    }
+    counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
+    clips, _labels = sample_clips(work, counts, cfg)
+    notes.append(bucket.bucket_path_note(url))
+    notes.append("clips/s by wall clock (a bucket read waits for the network)")
+    rows = bucket.measure_bucket(
+        work,
+        url,
+        clips,
+        repeats=cfg.repeats,
+        workers=cfg.workers,
+        batch_size=cfg.batch_size,
+    )
+    return {
+        "config": {
+            **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
+            "statistic": f"best of {cfg.repeats} interleaved repeats",
+        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "data": {
+            "work": str(work.root),
+            "origin": work.origin,
+            "description": _describe(work, spec, counts),
+            "num_videos": len(work.video_ids),
+        },
+        "bucket": rows,
+        "notes": notes,
+    }
 
 
 def _measure(
