@@ -32,7 +32,7 @@ def inputs(tmp_path_factory) -> Path:
     return make_inputs(tmp_path_factory.mktemp("dask") / "in")
 
 
-@pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy"])
+@pytest.mark.parametrize("to", ["jpeg", "hdf5", "npy", "video"])
 def test_a_dask_cluster_gives_the_local_output(client, inputs, tmp_path, to):
     local = convert(inputs, tmp_path / "local", to=to, workers=1, progress=False)
     report = convert(

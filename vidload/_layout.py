@@ -3,12 +3,23 @@
 A video id (`a/x1.mp4`, relative to the input root) names its container in an output folder:
 
     jpeg: `a/x1/img_00001.jpg, img_00002.jpg, ...`    hdf5: `a/x1.h5`    npy: `a/x1.npy`
+    video: `a/x1.mp4` (`--to video`: H.264 in MP4, whatever the input's container)
 
 with the frames' timestamps beside it in `<container>.timestamps` (`a/x1.h5.timestamps`,
-`a/x1.timestamps` for the folder `a/x1/`). The video extension is dropped, except for ids that
-differ from another input's only in the extension (`x.mp4`, `x.avi`): `convert` keeps it in
-their names (`x.mp4.h5`, `x.avi.h5`) so each gets its own, and a reader takes a container named
-with the full id first (`container_path`).
+`a/x1.timestamps` for the folder `a/x1/`); a converted video keeps its timestamps in the MP4
+itself, and its frame index beside it in `<file>.vidload-index` (`a/x1.mp4.vidload-index`,
+`INDEX_SUFFIX`; `vidload.sources._video_persist`), which `vidload probe --write-index` also writes
+beside original videos.
+
+A converted video is found by the original's id: `VideoSource(OUT).read("a/x1.avi", ...)` reads
+`OUT/a/x1.mp4` (`VideoSource.path`: the id's own file when it exists, else its `video` container
+by `container_path`), so one annotation list serves the originals and every storage.
+
+The video extension is dropped, except for ids that differ from another input's only in the
+extension (`x.mp4`, `x.avi`): `convert` keeps it in their names (`x.mp4.h5`, `x.avi.mp4`) so
+each gets its own, and a reader takes a container named with the full id first
+(`container_path`). A converted video of an MP4 id is named as the id (`a/x1.mp4` ->
+`OUT/a/x1.mp4`).
 
 An output folder also holds `manifest.csv` (`MANIFEST_NAME`), the options it was converted with
 (`OPTIONS_NAME`) and, while a run goes on, its lock (`LOCK_NAME`) and the shards' part manifests
@@ -28,6 +39,7 @@ __all__ = [
     "CONTAINER_SUFFIX",
     "FIRST_FRAME_NAME",
     "FRAME_TEMPLATE",
+    "INDEX_SUFFIX",
     "LOCK_NAME",
     "MANIFEST_NAME",
     "OPTIONS_NAME",
@@ -38,16 +50,20 @@ __all__ = [
     "container_name",
     "container_path",
     "found_container_name",
+    "index_path",
     "join_root",
     "output_container_path",
     "sidecar_path",
 ]
 
 #: The container formats `convert` writes and the container sources read.
-Storage = Literal["jpeg", "hdf5", "npy"]
+Storage = Literal["jpeg", "hdf5", "npy", "video"]
 STORAGES: tuple[str, ...] = get_args(Storage)
-#: What a container's name adds to its id's stem: a JPEG container is a folder.
-CONTAINER_SUFFIX: dict[str, str] = {"jpeg": "", "hdf5": ".h5", "npy": ".npy"}
+#: What a container's name adds to its id's stem: a JPEG container is a folder; a converted
+#: video is an MP4 (its pts exact in the stream's own time base, read by a packet scan).
+CONTAINER_SUFFIX: dict[str, str] = {"jpeg": "", "hdf5": ".h5", "npy": ".npy", "video": ".mp4"}
+#: What a video file's persisted frame index adds to the file's name.
+INDEX_SUFFIX = ".vidload-index"
 #: Frame i (1-based) of a JPEG frame folder, as `convert` writes it and mmaction2 reads it.
 FRAME_TEMPLATE = "img_{:05d}.jpg"
 #: First frame file: it marks a folder as a JPEG frame folder.
@@ -113,3 +129,8 @@ def output_container_path(
 def sidecar_path(container: Path) -> Path:
     """Where the timestamps of `container` (a file or a JPEG folder) live."""
     return container.with_name(container.name + TIMESTAMPS_SUFFIX)
+
+
+def index_path(video_file: Path) -> Path:
+    """Where the persisted frame index of `video_file` lives (`INDEX_SUFFIX`)."""
+    return video_file.with_name(video_file.name + INDEX_SUFFIX)

@@ -1,10 +1,12 @@
 """The `vidload` command line: argument parsing and printing only; the work is in the library.
 
-    vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy} [--workers N] [--short-side S]
-                    [--quality Q] [--subsampling {420,422,444}] [--overwrite] [--root DIR]
+    vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy,video} [--workers N] [--short-side S]
+                    [--quality Q] [--subsampling {420,422,444}]
+                    [--gop N] [--crf Q] [--preset P] [--tune T] [--overwrite] [--root DIR]
                     [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
-    vidload probe   INPUT [--write MANIFEST] [--workers N] [--root DIR] [--labels FILE] [--quiet]
+    vidload probe   INPUT [--write MANIFEST] [--write-index] [--workers N] [--root DIR]
+                    [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
     vidload choose  DATA [--sample K] [--short-side S] [--num-frames T] [--sampling MODE]
                     [--need R --cores C [--min-psnr DB]] [--storages LIST] [--json FILE]
@@ -30,9 +32,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
-from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
+from vidload._convert.options import (
+    DEFAULT_CRF,
+    DEFAULT_GOP,
+    DEFAULT_PRESET,
+    DEFAULT_QUALITY,
+    DEFAULT_SUBSAMPLING,
+    DEFAULT_TUNE,
+    PRESETS,
+    TUNES,
+)
 from vidload._cpus import default_workers
 from vidload._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE, report_error
+from vidload._layout import STORAGES
 from vidload.errors import UsageError
 from vidload.manifest import ManifestRow
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
@@ -92,7 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
     conv.add_argument("output", metavar="OUTPUT", help="folder to write the containers into")
-    conv.add_argument("--to", required=True, choices=("jpeg", "hdf5", "npy"), help="format")
+    conv.add_argument(
+        "--to",
+        required=True,
+        choices=STORAGES,
+        help="format (video: H.264 re-encoded for random access, read by VideoSource(OUTPUT))",
+    )
     _add_common(conv)
     conv.add_argument(
         "--short-side",
@@ -115,6 +132,22 @@ def build_parser() -> argparse.ArgumentParser:
         "see the docs' Benchmarks page)",
     )
     conv.add_argument(
+        "--gop",
+        type=_positive_int,
+        metavar="N",
+        help=f"--to video: a keyframe every N frames ({DEFAULT_GOP})",
+    )
+    conv.add_argument(
+        "--crf",
+        type=float,
+        metavar="Q",
+        help=f"--to video: libx264 constant rate factor 0-51, lower is better ({DEFAULT_CRF:g})",
+    )
+    conv.add_argument(
+        "--preset", choices=PRESETS, help=f"--to video: libx264 preset ({DEFAULT_PRESET})"
+    )
+    conv.add_argument("--tune", choices=TUNES, help=f"--to video: libx264 tuning ({DEFAULT_TUNE})")
+    conv.add_argument(
         "--overwrite", action="store_true", help="convert everything again, even videos done"
     )
     conv.set_defaults(command_parser=conv)  # its usage line goes with its errors
@@ -129,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
+    prb.add_argument(
+        "--write-index",
+        action="store_true",
+        help="also write each video's frame index beside it (FILE.vidload-index), so that "
+        "every fresh VideoSource/worker reads it without a scan or decode",
+    )
     _add_common(prb)
     prb.set_defaults(command_parser=prb)
 
@@ -397,6 +436,10 @@ def _convert(args: argparse.Namespace) -> int:
             short_side=args.short_side,
             quality=args.quality,
             subsampling=args.subsampling,
+            gop=args.gop,
+            crf=args.crf,
+            preset=args.preset,
+            tune=args.tune,
             overwrite=args.overwrite,
             root=args.root,
             labels=args.labels,
@@ -480,6 +523,7 @@ def _probe(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             executor=executor,
             shard_size=args.shard_size,
+            write_index=args.write_index,
         )
     class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     print_probe_table(rows, sys.stdout)

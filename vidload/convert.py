@@ -58,13 +58,24 @@ from concurrent.futures import Executor
 from vidload._checks import check_bool
 from vidload._convert.frames import resize_short_side
 from vidload._convert.inputs import InputItem, find_inputs, label_inputs
-from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
+from vidload._convert.options import (
+    DEFAULT_CRF,
+    DEFAULT_GOP,
+    DEFAULT_PRESET,
+    DEFAULT_QUALITY,
+    DEFAULT_SUBSAMPLING,
+    DEFAULT_TUNE,
+)
 from vidload._convert.report import CONVERT_FORMATS, ConvertFormat, ConvertReport
 from vidload._parallel import resolve_workers
 from vidload.sources.jpeg_decode import Subsampling
 
 __all__ = [
     "CONVERT_FORMATS",
+    "DEFAULT_CRF",
+    "DEFAULT_GOP",
+    "DEFAULT_PRESET",
+    "DEFAULT_TUNE",
     "ConvertFormat",
     "ConvertReport",
     "InputItem",
@@ -84,6 +95,10 @@ def convert(
     short_side: int | None = None,
     quality: int = DEFAULT_QUALITY,
     subsampling: Subsampling = DEFAULT_SUBSAMPLING,
+    gop: int | None = None,
+    crf: float | None = None,
+    preset: str | None = None,
+    tune: str | None = None,
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -96,8 +111,10 @@ def convert(
     Args:
         input_path: a folder of videos and/or JPEG frame folders, or an annotation list / manifest.
         output: the folder to fill (made if missing); must not overlap a folder `input_path`.
-        to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`) or "npy"
-            (`output/<id>.npy`), ids without their video extension.
+        to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`), "npy"
+            (`output/<id>.npy`), or "video" (`output/<id>.mp4`: H.264 re-encoded for random
+            access, read by `VideoSource(output)` with the same ids; `vidload._convert.video`),
+            ids without their video extension.
         workers: local processes (spawned, they die with this process; default: the CPUs this
             process may use, `vidload._cpus.default_workers`; 1 converts in this process). Not
             with `executor`.
@@ -107,6 +124,14 @@ def convert(
         subsampling: chroma subsampling of encoded frames, "420", "422" or "444" (what each
             costs in bytes, decode time and PSNR: the docs' "JPEG quality and
             subsampling" table, `python tools/jpeg_quality.py`).
+        gop: `to="video"` only: a keyframe every `gop` frames (None: `DEFAULT_GOP`); a read
+            decodes at most this many frames per wanted frame.
+        crf: `to="video"` only: libx264's constant rate factor in [0, 51], lower is larger and
+            closer to the source (None: `DEFAULT_CRF`).
+        preset: `to="video"` only: libx264's preset, "ultrafast" ... "veryslow" (None:
+            `DEFAULT_PRESET`): slower presets encode smaller files, slowly.
+        tune: `to="video"` only: libx264's tuning, e.g. "fastdecode", or "none" (None:
+            `DEFAULT_TUNE`). What each costs: docs/benchmarks.md (`tools/video_sweep.py`).
         overwrite: convert every video again, even those already done.
         root: folder the entries of an annotation list are relative to (default: its folder).
         labels: for a folder `input_path`, the class map (a class-name-per-line file or an
@@ -142,6 +167,10 @@ def convert(
         short_side=short_side,
         quality=quality,
         subsampling=subsampling,
+        gop=gop,
+        crf=crf,
+        preset=preset,
+        tune=tune,
         overwrite=overwrite,
         root=root,
         labels=labels,

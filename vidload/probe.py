@@ -49,6 +49,7 @@ class _ProbeJob:
     item: InputItem
     root: Path
     threads: int
+    write_index: bool = False
 
 
 def probe(
@@ -60,6 +61,7 @@ def probe(
     progress: bool = True,
     executor: Executor | None = None,
     shard_size: int | None = None,
+    write_index: bool = False,
 ) -> list[ManifestRow]:
     """One ManifestRow per video of `input_path`, in input order (sorted ids for a folder).
 
@@ -77,6 +79,10 @@ def probe(
             cluster's `client.get_executor()`); it must reach the input files.
         shard_size: videos per task; default 16, fewer for small runs so every worker gets
             some (as `vidload.shards.plan_convert`).
+        write_index: also write each video file's frame index beside it
+            (`<file>.vidload-index`, `VideoSource.write_index`, from the decode that counts
+            it), so that a fresh `VideoSource` (every DataLoader worker) reads it without a
+            packet scan or, for AVI, a full decode. Writes into the input folder.
 
     Failures are rows with status "failed", never raised.
 
@@ -89,9 +95,10 @@ def probe(
     workers, threads = resolve_workers(workers, executor)
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)  # before any work
     progress = check_bool("progress", progress)
+    write_index = check_bool("write_index", write_index)
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
     items, _ = label_inputs(input_path, items, labels)
-    jobs = [_ProbeJob(item, base, threads) for item in items]
+    jobs = [_ProbeJob(item, base, threads, write_index) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
@@ -133,6 +140,8 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         orientation = video.orientation(vid)  # frames come back upright: report that size
         height, width = orientation.displayed_size(info.height, info.width)
         known.update(width=width, height=height, rotation=str(orientation))
+        if job.write_index:
+            video.write_index(vid)  # the index and orientation just found: no decode more
     else:
         if item.kind == "jpeg":
             counts = {vid: item.listed_frames} if item.listed_frames is not None else None

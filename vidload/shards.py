@@ -147,6 +147,10 @@ def plan_convert(
     short_side: int | None = None,
     quality: int = DEFAULT_QUALITY,
     subsampling: Subsampling = DEFAULT_SUBSAMPLING,
+    gop: int | None = None,
+    crf: float | None = None,
+    preset: str | None = None,
+    tune: str | None = None,
     overwrite: bool = False,
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
@@ -166,6 +170,10 @@ def plan_convert(
         overwrite: as for `convert`.
         root: as for `convert`.
         labels: as for `convert`.
+        gop: as for `convert` (`to="video"` only).
+        crf: as for `convert` (`to="video"` only).
+        preset: as for `convert` (`to="video"` only).
+        tune: as for `convert` (`to="video"` only).
         shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
             are not 4 shards per CPU of this machine, so that a small run still spreads.
         threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).
@@ -176,7 +184,14 @@ def plan_convert(
         DiskFullError: no room for the lock or the options file.
     """
     options = ConvertOptions.checked(
-        to=to, short_side=short_side, quality=quality, subsampling=subsampling
+        to=to,
+        short_side=short_side,
+        quality=quality,
+        subsampling=subsampling,
+        gop=gop,
+        crf=crf,
+        preset=preset,
+        tune=tune,
     )
     overwrite = check_bool("overwrite", overwrite)
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)

@@ -24,7 +24,8 @@ from vidload._convert.frames import (
 )
 from vidload._convert.inputs import InputItem
 from vidload._convert.options import ConvertOptions
-from vidload._layout import CONTAINER_SUFFIX, FIRST_FRAME_NAME, sidecar_path
+from vidload._convert.video import write_video
+from vidload._layout import CONTAINER_SUFFIX, FIRST_FRAME_NAME, index_path, sidecar_path
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.sources._timestamps import write_timestamps
@@ -149,6 +150,8 @@ def convert_job(job: Job) -> Outcome:
 def _convert_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
     """Decode (or read), encode and write one video's container."""
     item, options = job.item, job.options
+    if options.to == "video":
+        return _convert_to_video(job, reported, fps)
     if item.kind == "video":
         src = VideoSource(job.root, threads=job.threads, cache_size=0)
         frames = src.iter_frames(item.video_id)
@@ -195,6 +198,36 @@ def _convert_video(job: Job, reported: int | None, fps: float | None) -> Outcome
     return Outcome(row, "converted", bytes_in, count)
 
 
+def _convert_to_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
+    """Re-encode one video for random access (`vidload._convert.video`), at the source's
+    timestamps; the converted file must decode exactly the source's actual frames."""
+    item = job.item
+    if item.kind != "video":
+        raise VideoReadError(
+            item.path, "a JPEG frame folder has no timestamps to keep: --to video takes videos"
+        )
+    src = VideoSource(job.root, threads=job.threads, cache_size=0)
+    try:
+        guessed = src.timestamps(item.video_id)  # a packet scan where the container stores pts
+        count, size, _ = write_video(
+            job.container,
+            src.iter_frames(item.video_id),
+            guessed,
+            src.info(item.video_id).time_base,
+            fps,
+            job.options,
+            job.threads,
+            source=item.path,
+            exact_timestamps=lambda: src.timestamps(item.video_id),  # after the full decode
+        )
+    except VideoReadError as e:
+        if "no frame" in (e.reason or "") and "decodes" in (e.reason or ""):
+            raise NoFrames(item.path, "no frame decodes") from e
+        raise
+    row = _stored_row(job, reported, count, size, fps)
+    return Outcome(row, "converted", path_bytes(item.path), count)
+
+
 def _store_timestamps(job: Job, src: VideoSource | None, count: int) -> None:
     """Write the stored frames' timestamps beside the container (`sources._timestamps`): a
     video's presentation times (`VideoSource.timestamps`); a JPEG folder input has none, and
@@ -215,6 +248,8 @@ def _verified(job: Job, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
     out_root, to = job.container.parent, job.options.to
     name = job.container.name[: len(job.container.name) - len(CONTAINER_SUFFIX[to])]  # the id
+    if to == "video":
+        return _verified_video(job, reported, fps)
     src: FrameSource
     if to == "jpeg":
         src = JpegSource(out_root)
@@ -228,6 +263,17 @@ def _verified(job: Job, reported: int | None, fps: float | None) -> Outcome:
     _, height, width, _ = src.read(name, [0, actual - 1]).shape
     if job.item.kind == "video" and not sidecar_path(job.container).exists():
         _store_timestamps(job, VideoSource(job.root, cache_size=0), actual)
+    return Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
+
+
+def _verified_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
+    """The row of an existing converted video: decoded in full, its index written if missing."""
+    src = VideoSource(job.container.parent, cache_size=0, rotation="ignore")
+    name = job.container.name
+    actual = src.actual_frames(name)
+    _, height, width, _ = src.read(name, [0, actual - 1]).shape
+    if not index_path(job.container).exists():
+        src.write_index(name)
     return Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
 
 

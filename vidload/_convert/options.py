@@ -11,17 +11,53 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vidload._atomic import write_bytes_atomic
-from vidload._checks import check_choice, check_int, check_optional_int
+from vidload._checks import check_choice, check_int, check_optional_int, check_real
 from vidload._layout import OPTIONS_NAME, STORAGES, Storage
 from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
 
-__all__ = ["DEFAULT_QUALITY", "DEFAULT_SUBSAMPLING", "ConvertOptions"]
+__all__ = [
+    "DEFAULT_CRF",
+    "DEFAULT_GOP",
+    "DEFAULT_PRESET",
+    "DEFAULT_QUALITY",
+    "DEFAULT_SUBSAMPLING",
+    "DEFAULT_TUNE",
+    "PRESETS",
+    "TUNES",
+    "VIDEO_OPTIONS",
+    "ConvertOptions",
+]
 
 #: The defaults of `convert`, `plan_convert` and `vidload convert` (the docs'
 #: "JPEG quality and subsampling" benchmark says why).
 DEFAULT_QUALITY = 95
 DEFAULT_SUBSAMPLING: Subsampling = "420"
+
+#: The defaults of `--to video` (libx264): a keyframe every `DEFAULT_GOP` frames, CRF
+#: `DEFAULT_CRF`, `DEFAULT_PRESET`, tuned `DEFAULT_TUNE` ("none": no tuning). Chosen by the sweep
+#: in docs/benchmarks.md (`python tools/video_sweep.py`).
+DEFAULT_GOP = 8
+DEFAULT_CRF = 20.0
+DEFAULT_PRESET = "fast"
+DEFAULT_TUNE = "none"
+#: libx264's presets, fastest first, and the tunings `--tune` accepts ("none": no tuning).
+PRESETS: tuple[str, ...] = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+)
+TUNES: tuple[str, ...] = ("none", "fastdecode", "film", "animation", "grain", "psnr", "ssim")
+#: The options that apply to `to="video"` only (and JPEG's, `quality` and `subsampling`, to
+#: the JPEG formats only): each format records and checks only its own.
+VIDEO_OPTIONS: tuple[str, ...] = ("gop", "crf", "preset", "tune")
+_JPEG_OPTIONS: tuple[str, ...] = ("quality", "subsampling")
 
 
 @dataclass(frozen=True)
@@ -34,23 +70,42 @@ class ConvertOptions:
         short_side: the frames' shorter side after resizing; None keeps the size.
         quality: JPEG quality in [1, 100] of the frames encoded.
         subsampling: chroma subsampling of the frames encoded.
+        gop: `to="video"` only: the keyframe interval in frames.
+        crf: `to="video"` only: libx264's constant rate factor.
+        preset: `to="video"` only: libx264's preset.
+        tune: `to="video"` only: libx264's tuning ("none" for none).
     """
 
     to: Storage
     short_side: int | None = None
     quality: int = DEFAULT_QUALITY
     subsampling: Subsampling = DEFAULT_SUBSAMPLING
+    gop: int = DEFAULT_GOP
+    crf: float = DEFAULT_CRF
+    preset: str = DEFAULT_PRESET
+    tune: str = DEFAULT_TUNE
 
     @classmethod
     def checked(
-        cls, *, to: object, short_side: object, quality: object, subsampling: object
+        cls,
+        *,
+        to: object,
+        short_side: object,
+        quality: object,
+        subsampling: object,
+        gop: object = None,
+        crf: object = None,
+        preset: object = None,
+        tune: object = None,
     ) -> ConvertOptions:
         """The options, checked (`vidload._checks`: NumPy integers are ints, bools are not;
-        stored as plain Python values, which go into the JSON options file).
+        stored as plain Python values, which go into the JSON options file). `gop`, `crf`,
+        `preset` and `tune` are for `to="video"` only (None: the defaults).
 
         Raises:
-            TypeError: short_side or quality is not an int.
-            ValueError: a value out of its range or not one of its choices.
+            TypeError: short_side, quality or gop is not an int, crf not a number.
+            ValueError: a value out of its range or not one of its choices, or a video option
+                given for another format.
         """
         check_choice("to", to, STORAGES)
         side = check_optional_int("short_side", short_side, minimum=1)
@@ -58,20 +113,40 @@ class ConvertOptions:
         if not 1 <= q <= 100:
             raise ValueError(f"quality ({q}) must be in [1, 100]")
         check_choice("subsampling", subsampling, SUBSAMPLINGS)
-        return cls(to, side, q, subsampling)  # type: ignore[arg-type]  # checked above
+        given = {"gop": gop, "crf": crf, "preset": preset, "tune": tune}
+        if to != "video":
+            named = [k for k, v in given.items() if v is not None]
+            if named:
+                raise UsageError(
+                    f"{', '.join(named)} apply to to='video' only (--to video), not to={to!r}"
+                )
+            return cls(to, side, q, subsampling)  # type: ignore[arg-type]  # checked above
+        g = DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1)
+        c = DEFAULT_CRF if crf is None else check_real("crf", crf)
+        if not 0 <= c <= 51:
+            raise ValueError(f"crf ({c}) must be in [0, 51]")
+        p = DEFAULT_PRESET if preset is None else check_choice("preset", preset, PRESETS)
+        t = DEFAULT_TUNE if tune is None else check_choice("tune", tune, TUNES)
+        return cls(to, side, q, subsampling, g, float(c), p, t)  # type: ignore[arg-type]
+
+    def recorded(self) -> dict[str, object]:
+        """What the options file holds: `to`, `short_side` and the format's own options."""
+        options = dataclasses.asdict(self)
+        other = _JPEG_OPTIONS if self.to == "video" else VIDEO_OPTIONS
+        return {k: v for k, v in options.items() if k not in other}
 
     def record(self, out: Path, *, overwrite: bool) -> None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
         `overwrite`); else record these ones in `out/OPTIONS_NAME`. An options file without
         `subsampling` (written before it existed) means "420"."""
         path = out / OPTIONS_NAME
-        options = dataclasses.asdict(self)
+        options = self.recorded()
         if path.exists() and not overwrite:
             try:
                 old = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError) as e:
                 raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
-            if isinstance(old, dict):
+            if isinstance(old, dict) and self.to != "video":
                 old = {"subsampling": "420", **old}
             if old != options:
                 changed = (

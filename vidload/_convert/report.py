@@ -15,7 +15,8 @@ from vidload.manifest import ManifestRow
 
 __all__ = ["CONVERT_FORMATS", "ConvertFormat", "ConvertReport"]
 
-#: The container formats: "jpeg" (a folder of frame files), "hdf5" (`.h5`), "npy" (`.npy`).
+#: The container formats: "jpeg" (a folder of frame files), "hdf5" (`.h5`), "npy" (`.npy`),
+#: "video" (`.mp4`, re-encoded for random access).
 ConvertFormat = Storage
 CONVERT_FORMATS: tuple[str, ...] = STORAGES
 

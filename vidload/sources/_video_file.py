@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from fractions import Fraction
 from pathlib import Path
 from typing import ClassVar
 
@@ -53,6 +54,7 @@ class VideoInfo:
         codec: decoder name, e.g. "h264".
         stream_index: index of the chosen stream among the file's video streams.
         duration_s: stream (else container) duration in seconds, None when unknown.
+        time_base: the stream's time base (seconds per pts tick), None when it has none.
     """
 
     reported_frames: int | None
@@ -62,6 +64,7 @@ class VideoInfo:
     codec: str
     stream_index: int
     duration_s: float | None
+    time_base: Fraction | None = None
 
 
 @dataclass(eq=False)
@@ -183,4 +186,5 @@ def video_info(handle: VideoHandle) -> VideoInfo:
         codec=ctx.name,
         stream_index=videos.index(stream),
         duration_s=duration_s,
+        time_base=Fraction(stream.time_base) if stream.time_base is not None else None,
     )

@@ -46,6 +46,7 @@ import av.error
 import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
+from vidload._layout import CONTAINER_SUFFIX, container_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
@@ -59,6 +60,7 @@ from vidload.sources._video_index import (
     decode_packets,
     index_from_packets,
 )
+from vidload.sources._video_persist import PersistedIndex, load_index, write_index
 from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
@@ -157,6 +159,8 @@ class VideoSource:
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
+        # whether each file version's persisted index was looked for (and used)
+        self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
 
     def __getstate__(self) -> dict:
         return {
@@ -188,12 +192,20 @@ class VideoSource:
     # ------------------------------------------------------------------ opening files
 
     def path(self, video_id: str) -> Path:
-        """The file of `video_id`: root / video_id (the id keeps its extension); for a URL
-        root, its local copy (fetched on first use, see `root`)."""
+        """The file of `video_id`: root / video_id (the id keeps its extension) when it exists,
+        else the file `vidload convert --to video` made of it (`a/x1.avi` -> `a/x1.mp4`, or
+        `a/x1.avi.mp4` where two ids shared a stem: `vidload._layout`), so a converted folder
+        is read with the originals' ids; else root / video_id (reading it then fails). For a
+        URL root, the local copy of root / video_id (fetched on first use, see `root`)."""
         root = self.root
-        if isinstance(root, Path):
-            return root / normalize_video_id(video_id)
-        return self.store.local_copy(normalize_video_id(video_id))
+        vid = normalize_video_id(video_id)
+        if not isinstance(root, Path):
+            return self.store.local_copy(vid)
+        direct = root / vid
+        if direct.exists():
+            return direct
+        converted = container_path(root, vid, CONTAINER_SUFFIX["video"])
+        return converted if converted.exists() else direct
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its video file (for read-ahead hints); none
@@ -263,6 +275,8 @@ class VideoSource:
         path = self.path(video_id)
         key = (str(path), self._stat(path))
         found = self._orientations.get(key)
+        if found is None and self._use_persisted(path):
+            found = self._orientations.get(key)
         if found is None:
             for frame in self._decode_all(path):
                 found = orientation_of(path, frame)
@@ -316,14 +330,57 @@ class VideoSource:
         path = self.path(video_id)
         stat = self._stat(path)
         count = self._actual.get((str(path), stat))
+        if count is None and self._use_persisted(path):
+            count = self._actual.get((str(path), stat))
         if count is None:
             count = self._exact_index(path).num_frames
         return count
+
+    # ------------------------------------------------------------------ persisted index
+
+    def _use_persisted(self, path: Path, handle: VideoHandle | None = None) -> bool:
+        """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
+        once per file version; whether one was found and matches the file."""
+        stat = self._stat(path)
+        key = (str(path), stat)
+        done = self._persisted.get(key)
+        if done is not None:
+            return done
+        own = handle is None
+        if handle is None:
+            handle = self._handle(path)
+        try:
+            stream_index = video_info(handle).stream_index
+        finally:
+            if own:
+                self._release(handle)
+        found = load_index(path, stream_index)
+        if found is not None:
+            self._store_exact(key, found.index)
+            self._orientations.put(key, found.orientation)
+        self._persisted.put(key, found is not None)
+        return found is not None
+
+    def exact_frame_index(self, video_id: str) -> PersistedIndex:
+        """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
+        `actual_frames`), with its display orientation: what `write_index` persists."""
+        path = self.path(video_id)
+        index = self._exact_index(path)
+        orientation = self.orientation(video_id)
+        return PersistedIndex(index, orientation, self.info(video_id).stream_index)
+
+    def write_index(self, video_id: str) -> Path:
+        """Persist `video_id`'s frame index beside its file (`<file>.vidload-index`,
+        `vidload.sources._video_persist`), so that a fresh process reads it without a scan or
+        a decode; costs one full decode now. Returns the index file's path."""
+        return write_index(self.path(video_id), self.exact_frame_index(video_id))
 
     def _exact_index(self, path: Path) -> FrameIndex:
         """Index built from a full sequential decode (cached)."""
         key = (str(path), self._stat(path))
         index = self._indexes.get(key)
+        if (index is None or not index.exact) and self._use_persisted(path):
+            index = self._indexes.get(key)
         if index is None or not index.exact:
             recorder = IndexRecorder()
             for _ in self._decode_all(path, recorder):
@@ -346,6 +403,10 @@ class VideoSource:
         index = self._indexes.get(key)
         if index is not None:
             return index
+        if self._use_persisted(path, handle):
+            index = self._indexes.get(key)
+            if index is not None:
+                return index
         if not handle.stores_pts or self.frame_index == "decode":
             return self._exact_index(path)
         scan = handle if handle.at_start else self._fresh(path, explode=True)

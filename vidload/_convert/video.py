@@ -1,0 +1,210 @@
+"""`--to video`: one video re-encoded for random access, verified, with its frame index beside it.
+
+What the file is (each choice measured in docs/benchmarks.md, `python tools/video_sweep.py`):
+
+* H.264 (libx264, in PyAV's wheel) in MP4, yuv420p, no audio. A keyframe every `gop` frames
+  exactly (keyint = min-keyint = gop, scene-cut keyframes off), closed GOPs and no B-frames, so
+  a read decodes at most `gop` frames from the keyframe before the frame it wants and never
+  looks past it; `crf`, `preset` and `tune` are libx264's.
+* The frames are `VideoSource.iter_frames`': the frames that really decode, upright (the
+  display rotation applied, none left in the file), resized like the other formats when a
+  `short_side` is asked for (`resize_short_side`). H.264 in 4:2:0 needs even sides: an odd
+  height or width loses its last row or column (never resampled).
+* Each frame keeps the source's presentation time exactly: the MP4's track time base is the
+  source stream's denominator (`video_track_timescale`), the movie's too (`movie_timescale`, so
+  the edit list that keeps a non-zero start time is exact), and pts = the source's time in it.
+  Variable frame rate stays variable; a video that starts at 1.4 s still starts at 1.4 s.
+* After encoding, the file is decoded in full (`VideoSource.exact_frame_index`): it must give
+  exactly the frames written, at the source's timestamps, or the video fails and nothing is
+  left at its name. That decode's index is written beside the file
+  (`vidload.sources._video_persist`) before the file is renamed into place (durably,
+  `vidload._atomic`), so a converted file at its final name always has its index.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from fractions import Fraction
+from pathlib import Path
+
+import av
+import av.error
+import numpy as np
+
+from vidload._atomic import replace_durably, temp_path
+from vidload._convert.frames import resize_short_side
+from vidload._convert.options import ConvertOptions
+from vidload.errors import VideoReadError
+from vidload.sources._video_persist import PersistedIndex, write_index
+from vidload.sources.video import VideoSource
+
+__all__ = ["even_crop", "output_pts", "write_video"]
+
+
+def even_crop(rgb: np.ndarray) -> np.ndarray:
+    """uint8 (H, W, 3) with an odd H or W cut to the even size below (its last row/column)."""
+    h, w = rgb.shape[:2]
+    return rgb[: h - h % 2, : w - w % 2]
+
+
+def output_pts(timestamps: np.ndarray, time_base: Fraction | None) -> tuple[np.ndarray, int]:
+    """(int64 pts, ticks per second) of float64 `timestamps` (seconds) in a time base of
+    1 / the source's denominator: exact for pts the source stored (time = pts x num / den)."""
+    den = time_base.denominator if time_base is not None and time_base > 0 else 90000
+    pts = np.rint(np.asarray(timestamps, np.float64) * den).astype(np.int64)
+    return pts, den
+
+
+def write_video(
+    final: Path,
+    frames: Iterable[np.ndarray],
+    timestamps: np.ndarray,
+    time_base: Fraction | None,
+    fps: float | None,
+    options: ConvertOptions,
+    threads: int,
+    *,
+    source: Path,
+    exact_timestamps: Callable[[], np.ndarray],
+) -> tuple[int, tuple[int, int], np.ndarray]:
+    """Encode `frames` (uint8 (H, W, 3) RGB, one size) into `final` at `timestamps` (seconds,
+    at least one per frame), verify it and put it in place with its frame index (module doc).
+
+    `timestamps` may be a guess made before decoding (a packet scan, which may promise more
+    frames than decode); `exact_timestamps()`, called once the frames are consumed, gives the
+    source's true ones, which must be the first `timestamps` of the frames written.
+
+    Returns:
+        (frames written, (height, width) stored, the converted file's timestamps in seconds).
+
+    Raises:
+        VideoReadError: a frame changes size, there are more frames than timestamps, the
+            timestamps do not increase, or the written file does not decode to exactly what
+            was written (naming `source` and the reason). `final` is then left untouched.
+    """
+    pts, den = output_pts(timestamps, time_base)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(final)
+    try:
+        count, size = _encode(tmp, frames, pts, den, fps, options, threads, source)
+        exact = exact_timestamps()
+        if exact.shape[0] != count or not np.array_equal(exact, timestamps[:count]):
+            raise VideoReadError(
+                source,
+                f"{count} frames decoded, but the decode's {exact.shape[0]} timestamps are not "
+                f"the first of the {len(timestamps)} the packets promised",
+            )
+        persisted, times = _verify(tmp, count, pts[:count], den, source)
+        write_index(final, persisted, digest_of=tmp)
+        replace_durably(tmp, final)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return count, size, times
+
+
+def _encoder_options(options: ConvertOptions) -> dict[str, str]:
+    gop = options.gop
+    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
+    out = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
+    if options.tune != "none":
+        out["tune"] = options.tune
+    return out
+
+
+def _encode(
+    tmp: Path,
+    frames: Iterable[np.ndarray],
+    pts: np.ndarray,
+    den: int,
+    fps: float | None,
+    options: ConvertOptions,
+    threads: int,
+    source: Path,
+) -> tuple[int, tuple[int, int]]:
+    """Encode into `tmp`; returns (frames, (height, width))."""
+    timescale = str(den)
+    mux_options = {"movie_timescale": timescale, "video_track_timescale": timescale}
+    size: tuple[int, int] | None = None
+    count = 0
+    with av.open(str(tmp), "w", format="mp4", options=mux_options) as out:
+        stream = None
+        for rgb in frames:
+            shape = (int(rgb.shape[0]), int(rgb.shape[1]))
+            if size is None:
+                first = shape
+            elif shape != first:
+                raise VideoReadError(
+                    source,
+                    f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}",
+                    count,
+                )
+            if options.short_side is not None:
+                rgb = resize_short_side(rgb, options.short_side)
+            rgb = even_crop(rgb)
+            if stream is None:
+                size = (int(rgb.shape[0]), int(rgb.shape[1]))
+                if min(size) < 2:
+                    raise VideoReadError(source, f"frames of {shape[1]}x{shape[0]} are too small")
+                stream = _add_stream(out, size, den, fps, options, threads)
+            if count >= len(pts):
+                raise VideoReadError(source, f"more frames decode than the {len(pts)} timestamps")
+            if count and pts[count] <= pts[count - 1]:
+                raise VideoReadError(
+                    source, "timestamps do not increase (in the time base kept)", count
+                )
+            frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+            frame.pts = int(pts[count])
+            frame.time_base = Fraction(1, den)
+            for packet in stream.encode(frame):
+                out.mux(packet)
+            count += 1
+        if stream is not None:
+            for packet in stream.encode(None):
+                out.mux(packet)
+    if size is None:
+        raise VideoReadError(source, "no frame decodes")
+    return count, size
+
+
+def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options, threads: int):
+    stream = out.add_stream("libx264")
+    stream.height, stream.width = size
+    stream.pix_fmt = "yuv420p"
+    stream.time_base = Fraction(1, den)
+    ctx = stream.codec_context
+    ctx.time_base = Fraction(1, den)
+    if fps:
+        ctx.framerate = Fraction(fps).limit_denominator(1001000)
+    ctx.gop_size = options.gop
+    ctx.max_b_frames = 0
+    ctx.thread_count = threads
+    stream.options = _encoder_options(options)
+    return stream
+
+
+def _verify(
+    tmp: Path, count: int, pts: np.ndarray, den: int, source: Path
+) -> tuple[PersistedIndex, np.ndarray]:
+    """Decode `tmp` in full: (its exact persisted index, its timestamps in seconds), checked to be
+    `count` frames at `pts` / `den`."""
+    src = VideoSource(tmp.parent, cache_size=0, rotation="ignore")
+    try:
+        persisted = src.exact_frame_index(tmp.name)
+        times = src.timestamps(tmp.name)
+    except (VideoReadError, av.error.FFmpegError) as e:
+        raise VideoReadError(source, f"the converted file does not decode: {e}") from e
+    got = persisted.index.num_frames
+    if got != count:
+        raise VideoReadError(
+            source, f"the converted file decodes {got} frames, not the {count} written"
+        )
+    want = pts.astype(np.float64) / den
+    if times.shape != want.shape or not np.allclose(times, want, rtol=0, atol=0.5 / den):
+        bad = int(np.argmax(np.abs(times - want) > 0.5 / den)) if times.shape == want.shape else 0
+        raise VideoReadError(
+            source,
+            f"the converted file's timestamps differ from the source's (frame {bad}: "
+            f"{times[bad] if times.size > bad else None} s, not {want[bad]} s)",
+        )
+    return persisted, times
