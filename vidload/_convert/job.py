@@ -216,7 +216,6 @@ def _convert_to_video(job: Job, reported: int | None, fps: float | None) -> Outc
             src.info(item.video_id).time_base,
             fps,
             job.options,
-            job.threads,
             source=item.path,
             exact_timestamps=lambda: src.timestamps(item.video_id),  # after the full decode
         )

@@ -62,7 +62,6 @@ def write_video(
     time_base: Fraction | None,
     fps: float | None,
     options: ConvertOptions,
-    threads: int,
     *,
     source: Path,
     exact_timestamps: Callable[[], np.ndarray],
@@ -86,7 +85,7 @@ def write_video(
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(final)
     try:
-        count, size = _encode(tmp, frames, pts, den, fps, options, threads, source)
+        count, size = _encode(tmp, frames, pts, den, fps, options, source)
         exact = exact_timestamps()
         if exact.shape[0] != count or not np.array_equal(exact, timestamps[:count]):
             raise VideoReadError(
@@ -119,7 +118,6 @@ def _encode(
     den: int,
     fps: float | None,
     options: ConvertOptions,
-    threads: int,
     source: Path,
 ) -> tuple[int, tuple[int, int]]:
     """Encode into `tmp`; returns (frames, (height, width))."""
@@ -146,7 +144,7 @@ def _encode(
                 size = (int(rgb.shape[0]), int(rgb.shape[1]))
                 if min(size) < 2:
                     raise VideoReadError(source, f"frames of {shape[1]}x{shape[0]} are too small")
-                stream = _add_stream(out, size, den, fps, options, threads)
+                stream = _add_stream(out, size, den, fps, options)
             if count >= len(pts):
                 raise VideoReadError(source, f"more frames decode than the {len(pts)} timestamps")
             if count and pts[count] <= pts[count - 1]:
@@ -154,6 +152,7 @@ def _encode(
                     source, "timestamps do not increase (in the time base kept)", count
                 )
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
+            frame = frame.reformat(format="yuv420p", threads=1)  # on this thread (_video_rgb)
             frame.pts = int(pts[count])
             frame.time_base = Fraction(1, den)
             for packet in stream.encode(frame):
@@ -167,7 +166,7 @@ def _encode(
     return count, size
 
 
-def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options, threads: int):
+def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options):
     stream = out.add_stream("libx264")
     stream.height, stream.width = size
     stream.pix_fmt = "yuv420p"
@@ -178,7 +177,7 @@ def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options
         ctx.framerate = Fraction(fps).limit_denominator(1001000)
     ctx.gop_size = options.gop
     ctx.max_b_frames = 0
-    ctx.thread_count = threads
+    ctx.thread_count = 1  # see the module doc: the same bytes on any machine or engine
     stream.options = _encoder_options(options)
     return stream
 
