@@ -96,7 +96,7 @@ def test_every_good_video_converts_and_the_damaged_one_fails(converted):
     assert all(index_path(out / n).is_file() for n in names)
     assert json.loads((out / "vidload-convert.json").read_text()) == {
         "to": "video", "short_side": None, "gop": GOP, "crf": 18.0, "preset": "ultrafast",
-        "tune": "none",
+        "tune": "fastdecode",
     }  # fmt: skip
 
 

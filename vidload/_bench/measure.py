@@ -25,7 +25,7 @@ from vidload._bench.timing import (
     make_loader,
     row_pass,
 )
-from vidload._bench.workdir import WorkDir, log
+from vidload._bench.workdir import REENCODED, WorkDir, log
 from vidload._cv2 import cv2
 from vidload.sources.jpeg_decode import decode_jpeg
 
@@ -227,7 +227,7 @@ def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: Wo
     video_disk = disk("video")
     for ld in loaders:
         row = results[ld.name]
-        if ld.storage in ("video", "jpeg", "hdf5", "npy"):
+        if ld.storage in ("video", REENCODED, "jpeg", "hdf5", "npy"):
             row["disk_bytes_per_video"] = disk(ld.storage)
             row["disk_vs_video"] = row["disk_bytes_per_video"] / video_disk
         for ref, key in (("memory", "vs_memory"), ("pil", "vs_pil")):

@@ -24,7 +24,8 @@ from vidload._bench.loaders import (
     fastest_decode,
     optional_import,
 )
-from vidload._bench.workdir import WorkDir
+from vidload._bench.workdir import REENCODED, WorkDir
+from vidload._convert.options import DEFAULT_CRF, DEFAULT_GOP, DEFAULT_PRESET, DEFAULT_TUNE
 from vidload.sources.hdf5 import Hdf5Source
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.npy import NpySource
@@ -32,15 +33,16 @@ from vidload.sources.video import VideoSource
 
 __all__ = ["REFERENCE_NAMES", "SOURCE_NAMES", "build_loaders"]
 
-SOURCE_NAMES = ("video", "jpeg", "hdf5", "npy-mmap", "npy-read")
+SOURCE_NAMES = ("video", REENCODED, "jpeg", "hdf5", "npy-mmap", "npy-read")
 REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
 
 
 def build_loaders(
     work: WorkDir, only: tuple[str, ...] | None, notes: list[str], ram_videos: Path | None
 ) -> list[Loader]:
-    """The rows: the five sources, then the references that can run here. `ram_videos` is a
-    RAM-backed copy of the videos (for the video row's decode time), or None."""
+    """The rows: the sources (the original videos, their `--to video` copy, the containers),
+    then the references that can run here. `ram_videos` is a RAM-backed copy of the videos
+    (for the video row's decode time), or None."""
     vids, conv = work.videos, work.converted
     loaders = [
         Loader(
@@ -51,6 +53,15 @@ def build_loaders(
             lambda: VideoSource(vids, threads=1),
             VideoFileRaw(vids),
             VideoInMemory(ram_videos) if ram_videos is not None else None,
+        ),
+        Loader(
+            REENCODED,
+            "source",
+            REENCODED,
+            "VideoSource(threads=1) on `convert --to video` (H.264, a keyframe every "
+            f"{DEFAULT_GOP} frames, no B-frames, CRF {DEFAULT_CRF:g}, preset {DEFAULT_PRESET}, "
+            f"tune {DEFAULT_TUNE})",
+            lambda: VideoSource(conv["video"], threads=1),
         ),
         _container_row("jpeg", "jpeg", "JpegSource: one file per frame", JpegSource, conv),
         _container_row(

@@ -4,7 +4,8 @@ Layout of a work folder:
 
     WORK/vidload-bench.json   what was built, from what (used to reuse it on the next run)
     WORK/videos/              generated sample videos, or links to the user's chosen videos
-    WORK/jpeg/ WORK/hdf5/ WORK/npy/   the output of `vidload.convert.convert` for each format
+    WORK/jpeg/ WORK/hdf5/ WORK/npy/ WORK/video/   the output of `vidload.convert.convert` for
+                              each format (`video`: `--to video`, its defaults)
 
 A folder is reused when it was built from the same videos (same paths, sizes and modification
 times) with the same conversion settings; whatever changed is rebuilt. A folder that is not
@@ -36,7 +37,9 @@ if TYPE_CHECKING:
     from vidload.convert import ConvertFormat
 
 STATE_FILE = "vidload-bench.json"
-FORMATS: tuple[ConvertFormat, ...] = ("jpeg", "hdf5", "npy")
+FORMATS: tuple[ConvertFormat, ...] = ("jpeg", "hdf5", "npy", "video")
+#: The storage name of the `--to video` copy (`files`); "video" is the original files.
+REENCODED = "video-reencoded"
 
 
 @dataclass
@@ -52,16 +55,23 @@ class WorkDir:
     failed: dict[str, str] = field(default_factory=dict)  # video id -> why it is left out
 
     def files(self, storage: str, video_id: str) -> list[Path]:
-        """The files that hold `video_id` in `storage` ("video", "jpeg", "hdf5" or "npy")."""
+        """The files that hold `video_id` in `storage` ("video": the original file,
+        `REENCODED`: its `--to video` copy, "jpeg", "hdf5" or "npy")."""
         if storage == "video":
             return [self.videos / video_id]
+        if storage == REENCODED:
+            from vidload.sources.video import VideoSource
+
+            return [VideoSource(self.converted["video"]).path(video_id)]
         if storage == "jpeg":
             folder = container_path(self.converted["jpeg"], video_id, "")
             return sorted(p for p in folder.iterdir() if p.is_file())
         if storage in ("hdf5", "npy"):
             suffix = CONTAINER_SUFFIX[storage]
             return [container_path(self.converted[storage], video_id, suffix)]
-        raise ValueError(f"storage ({storage!r}) must be one of 'video', {FORMATS}")
+        raise ValueError(
+            f"storage ({storage!r}) must be one of 'video', {REENCODED!r}, 'jpeg', 'hdf5', 'npy'"
+        )
 
 
 def default_work_dir(data: Path | None) -> Path:
