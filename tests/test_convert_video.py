@@ -178,6 +178,14 @@ def test_a_fresh_source_reads_without_scanning_or_decoding(converted, monkeypatc
     assert calls == {"scan": 0, "decode": 0}
 
 
+def test_files_name_the_video_and_its_index(hard, converted):
+    """The bytes a storage takes (`vidload choose`, `vidload bench`) count the index sidecar;
+    an original without one is its file alone."""
+    out, _ = converted
+    assert VideoSource(out).files("c/x.avi") == [out / "c/x.mp4", index_path(out / "c/x.mp4")]
+    assert VideoSource(hard).files("c/x.avi") == [hard / "c/x.avi"]
+
+
 def test_a_stale_index_is_not_used_and_says_why(hard, converted, tmp_path, monkeypatch):
     out, _ = converted
     folder = tmp_path / "copy"

@@ -13,14 +13,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from vidload._checks import check_choice, check_int, check_optional_int
+from vidload._convert.options import PRESETS
 
 __all__ = ["DEFAULT_STORAGES", "StorageSpec", "build_storage", "open_storage"]
 
-#: libx264's presets, fastest first.
-X264_PRESETS = (
-    "ultrafast", "superfast", "veryfast", "faster", "fast",
-    "medium", "slow", "slower", "veryslow", "placebo",
-)  # fmt: skip
 StorageKind = Literal["original", "video", "jpeg", "hdf5", "npy"]
 KINDS: tuple[str, ...] = ("original", "video", "jpeg", "hdf5", "npy")
 
@@ -60,7 +56,7 @@ class StorageSpec:
         check_optional_int("gop", self.gop, minimum=1)
         check_optional_int("crf", self.crf, minimum=0)
         if self.preset is not None:
-            check_choice("preset", self.preset, X264_PRESETS)
+            check_choice("preset", self.preset, PRESETS)
 
     @property
     def name(self) -> str:
@@ -98,11 +94,11 @@ class StorageSpec:
                         opts["gop"] = int(part[3:])
                     elif part.startswith("crf") and part[3:].isdigit():
                         opts["crf"] = int(part[3:])
-                    elif part in X264_PRESETS and "preset" not in opts:
+                    elif part in PRESETS and "preset" not in opts:
                         opts["preset"] = part
                     else:
                         raise ValueError(
-                            f"{part!r} is not gopN, crfQ or a preset ({', '.join(X264_PRESETS)})"
+                            f"{part!r} is not gopN, crfQ or a preset ({', '.join(PRESETS)})"
                         )
                 return cls("video", **opts)
             if kind in ("jpeg", "hdf5", "npy") and len(rest) == 1 and rest[0][:1] == "q":

@@ -46,7 +46,7 @@ import av.error
 import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
-from vidload._layout import CONTAINER_SUFFIX, container_path
+from vidload._layout import CONTAINER_SUFFIX, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
@@ -208,11 +208,14 @@ class VideoSource:
         return converted if converted.exists() else direct
 
     def files(self, video_id: str) -> list[Path]:
-        """The files a read of `video_id` opens: its video file (for read-ahead hints); none
-        for a URL root."""
+        """The files a read of `video_id` opens: its video file and, where one was written,
+        its persisted frame index (`vidload._layout.index_path`), for read-ahead hints and the
+        bytes a storage takes; none for a URL root."""
         if not self.store.is_local:
             return []
-        return [self.path(video_id)]
+        path = self.path(video_id)
+        index = index_path(path)
+        return [path, index] if index.is_file() else [path]
 
     def _stat(self, path: Path) -> tuple[int, int]:
         st = check_regular_file(path)  # a FIFO would block av.open forever
