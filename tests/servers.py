@@ -8,6 +8,7 @@ Usage (the fixtures are registered in tests/conftest.py, so any test module can 
         s3_bucket.faults.delay_s = 0.02                   # 20 ms per request from now on
         s3_bucket.faults.fail_next(2, "503")              # the next 2 requests answer 503 SlowDown
         s3_bucket.faults.fail_next(1, "reset")            # ... or a TCP reset (RST) instead
+        s3_bucket.faults.fail_next(1, "403", match="/out/")  # AccessDenied, for paths with /out/
         s3_bucket.faults.clear_log(); ...; s3_bucket.faults.requests(method="GET")  # [Request(...)]
         s3_bucket.keys()                                  # every key in the bucket, sorted
         s3_bucket.env()                                   # AWS_* variables for a subprocess
@@ -60,7 +61,7 @@ ADMIN_AGENT = "vidload-tests-admin"
 KEY, SECRET, REGION = "vidload-test-key", "vidload-test-secret", "us-east-1"
 LOG_LIMIT = 100_000  # requests kept in a log; older ones drop off
 
-FaultKind = Literal["503", "reset"]
+FaultKind = Literal["503", "403", "reset"]
 
 
 @dataclass(frozen=True)
@@ -82,8 +83,9 @@ class Faults:
     `delay_s` is slept before each request is handled (in that request's own thread, so
     concurrent requests overlap their latency as they would against a real store).
     `fail_next(n, kind, match=...)` makes the next `n` requests whose path contains `match`
-    fail: "503" answers 503 (an S3 `SlowDown` error body on the S3 server), "reset" closes the
-    connection with a TCP RST before any byte of a response.
+    fail: "503" answers 503 (an S3 `SlowDown` error body on the S3 server), "403" answers 403
+    (`AccessDenied`: moto accepts any credentials, so this is how a test is refused), "reset"
+    closes the connection with a TCP RST before any byte of a response.
     """
 
     def __init__(self) -> None:
@@ -93,8 +95,8 @@ class Faults:
         self._log: collections.deque[Request] = collections.deque(maxlen=LOG_LIMIT)
 
     def fail_next(self, n: int, kind: FaultKind = "503", *, match: str = "") -> None:
-        if kind not in ("503", "reset"):
-            raise ValueError(f"kind ({kind!r}) must be '503' or 'reset'")
+        if kind not in ("503", "403", "reset"):
+            raise ValueError(f"kind ({kind!r}) must be '503', '403' or 'reset'")
         with self._lock:
             self._pending.extend([(kind, match)] * n)
 
@@ -173,6 +175,12 @@ _SLOW_DOWN = (
 )
 
 
+_DENIED = (
+    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code>'
+    b"<Message>Access Denied (injected by tests/servers.py).</Message></Error>"
+)
+
+
 class _FaultMiddleware:
     """WSGI middleware: delay, fail and log each request before moto's app sees it."""
 
@@ -189,13 +197,14 @@ class _FaultMiddleware:
             self.faults._record(Request(method, path, query, rng, 0, 0))
             _reset_socket(environ["werkzeug.socket"])
             raise ConnectionResetError("injected by tests/servers.py")  # werkzeug: dropped
-        if kind == "503":
-            body = b"" if method == "HEAD" else _SLOW_DOWN
+        if kind in ("503", "403"):
+            code, text = (503, _SLOW_DOWN) if kind == "503" else (403, _DENIED)
+            body = b"" if method == "HEAD" else text
             start_response(
-                "503 Slow Down",
-                [("Content-Type", "application/xml"), ("Content-Length", str(len(_SLOW_DOWN)))],
+                "503 Slow Down" if code == 503 else "403 Forbidden",
+                [("Content-Type", "application/xml"), ("Content-Length", str(len(text)))],
             )
-            self.faults._record(Request(method, path, query, rng, 503, len(body)))
+            self.faults._record(Request(method, path, query, rng, code, len(body)))
             return [body]
         status: list[int] = []
 
@@ -377,8 +386,8 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
             _reset_socket(self.connection)
             self.close_connection = True
             return
-        if kind == "503":
-            self._reply(503, b"injected by tests/servers.py\n", body, rng, "text/plain")
+        if kind in ("503", "403"):
+            self._reply(int(kind), b"injected by tests/servers.py\n", body, rng, "text/plain")
             return
         local = Path(self.translate_path(self.path))
         if local.is_dir():

@@ -115,6 +115,10 @@ def test_s3_range_faults_and_log(s3_bucket, tmp_path):
     assert fs.cat_file(key, start=0, end=10) == DATA[:10]
     assert [r.status for r in s3_bucket.faults.requests("GET", "a.bin")] == [0, 206]
 
+    s3_bucket.faults.fail_next(1, "403", match="a.bin")
+    with pytest.raises(PermissionError):
+        fs.cat_file(key, start=0, end=10)
+
     s3_bucket.faults.delay_s = 0.2
     t0 = time.monotonic()
     assert fs.cat_file(key, start=10, end=20) == DATA[10:20]
