@@ -165,3 +165,24 @@ def test_cli_dask_address(client, inputs, tmp_path, capsys):
     assert main([*args, "--dask", address, "--workers", "2"]) == 2
     assert "--workers applies to the local pool" in capsys.readouterr().err
     assert main(["probe", str(inputs), "-q", "--dask", address]) == 1
+
+
+def test_a_dask_cluster_converts_into_a_bucket(client, inputs, tmp_path, s3_bucket):
+    """The workers write in their own staging folders and upload; the bucket holds what a
+    local run writes, and nothing else."""
+    local = convert(inputs, tmp_path / "local", to="hdf5", workers=1, progress=False)
+    out = f"{s3_bucket.url}/dask"
+    report = convert(
+        inputs, out, to="hdf5", executor=client.get_executor(), shard_size=2, progress=False,
+        storage_options=s3_bucket.storage_options,
+    )  # fmt: skip
+    assert report.rows == local.rows
+    objects = {
+        k[len("dask/") :]: s3_bucket.get(k)
+        for k in s3_bucket.keys("dask/")
+        if not k.endswith("manifest.csv")
+    }
+    assert objects == output_files(tmp_path / "local")  # no lock, no parts, no temporaries
+    path = tmp_path / "m.csv"
+    path.write_bytes(s3_bucket.get("dask/manifest.csv"))
+    assert read_manifest(path) == read_manifest(tmp_path / "local/manifest.csv")

@@ -19,12 +19,13 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import fsync_dir, is_disk_full, temp_path
 from vidload._layout import LOCK_NAME
 from vidload.errors import DiskFullError, OutputLockedError
 
-__all__ = ["LOCK_NAME", "OutputLock"]
+__all__ = ["LOCK_NAME", "OutputLock", "RemoteOutputLock"]
 
 #: An empty or unreadable lock file younger than this may be a run still writing it.
 _UNREADABLE_GRACE_S = 10.0
@@ -51,6 +52,28 @@ def _alive(pid: int, start: str | None) -> bool:
         pass  # exists, owned by someone else
     now = _process_start(pid)
     return start is None or now is None or now == start
+
+
+def _holder_dead(holder: dict) -> bool:
+    """Whether the run a readable lock names is known to be gone: on this host, its pid is no
+    longer the process that wrote it. A holder on another host cannot be checked: False."""
+    if holder.get("host") != socket.gethostname():
+        return False
+    pid = holder.get("pid")
+    if isinstance(pid, bool) or not isinstance(pid, int) or pid < 1:
+        return True
+    return not _alive(pid, holder.get("process_start"))
+
+
+def _holder(token: str) -> dict:
+    """What a lock says about the run that holds it."""
+    return {
+        "pid": os.getpid(),
+        "host": socket.gethostname(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "process_start": _process_start(os.getpid()),
+        "token": token,
+    }
 
 
 class OutputLock:
@@ -85,14 +108,7 @@ class OutputLock:
         if self._token is not None:
             return
         token = os.urandom(8).hex()
-        holder = {
-            "pid": os.getpid(),
-            "host": socket.gethostname(),
-            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-            "process_start": _process_start(os.getpid()),
-            "token": token,
-        }
-        data = (json.dumps(holder) + "\n").encode()
+        data = (json.dumps(_holder(token)) + "\n").encode()
         for _ in range(5):
             try:
                 fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
@@ -146,12 +162,7 @@ class OutputLock:
             except FileNotFoundError:
                 return True
             return age > _UNREADABLE_GRACE_S
-        if holder.get("host") != socket.gethostname():
-            return False
-        pid = holder.get("pid")
-        if isinstance(pid, bool) or not isinstance(pid, int) or pid < 1:
-            return True
-        return not _alive(pid, holder.get("process_start"))
+        return _holder_dead(holder)
 
     def _remove_stale(self) -> None:
         """Move the stale lock aside (one racing run wins the rename) and delete it. If what
@@ -171,3 +182,113 @@ class OutputLock:
             aside.unlink(missing_ok=True)
             raise OutputLockedError(self.path, moved or {})
         aside.unlink(missing_ok=True)
+
+
+class RemoteOutputLock:
+    """The lock of an output in a bucket: the object `OUTPUT/.vidload-convert.lock`.
+
+    Created with a conditional put (`Location.create_bytes`: S3 `If-None-Match: *`, GCS
+    `ifGenerationMatch=0`), holding the same pid, host, start time and random token as the
+    local lock. Guarantees and limits:
+
+    * Two runs that start at once: exactly one creation succeeds, where the server honours the
+      condition (AWS S3, MinIO, GCS, moto do; a server that ignores `If-None-Match` gives no
+      mutual exclusion, and nothing here can detect that).
+    * A lock whose holder is dead on this host (kill -9, OOM) is taken over. Each stale lock
+      is taken over by one run only: the taker first creates the marker object
+      `<lock>.takeover-<its token>` exclusively, reads the lock again, and deletes it only if it
+      still holds that token; the marker goes when the taker releases. The one window left is
+      between that read and the delete (one request; another run would have had to take over,
+      finish and release in it).
+    * A holder on another host cannot be checked from here: the error names the lock's URL to
+      delete once that run is known to be dead. There is no lease or heartbeat: a lock is never
+      taken over because it is old.
+    * `release` deletes the lock only if it still holds this run's token.
+
+    Args:
+        folder: the output prefix (a `vidload._storage.Location` for a URL).
+    """
+
+    def __init__(self, folder: Any) -> None:
+        self.location = folder / LOCK_NAME
+        self._token: str | None = None
+        self._marker: Any = None
+
+    def __enter__(self) -> RemoteOutputLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    @property
+    def held(self) -> bool:
+        return self._token is not None
+
+    def acquire(self) -> None:
+        """Take the lock, taking over a stale one (class doc).
+
+        Raises:
+            OutputLockedError: a live run holds it (or one on another host, unverifiable).
+            VideoReadError: the bucket cannot be reached or written (the reason says why).
+        """
+        if self._token is not None:
+            return
+        token = os.urandom(8).hex()
+        data = (json.dumps(_holder(token)) + "\n").encode()
+        for _ in range(5):
+            if self.location.create_bytes(data) or self._read_token() == token:
+                self._token = token  # (or a retried creation found its own first attempt)
+                return
+            other = self._read()
+            if other is None:  # released in between: try again
+                continue
+            if not _holder_dead(other):
+                raise OutputLockedError(self.location, other)
+            self._take_over(other)
+        raise OutputLockedError(self.location, self._read() or {})
+
+    def _take_over(self, stale: dict) -> None:
+        stale_token = str(stale.get("token"))
+        marker = self.location.with_name(f"{LOCK_NAME}.takeover-{stale_token}")
+        if not marker.create_bytes(b""):
+            return  # another run takes this one over; the next attempt sees its lock
+        if self._read_token() == stale_token:
+            self.location.delete()
+        self._marker = marker
+
+    def _read(self) -> dict | None:
+        from vidload.errors import VideoReadError
+
+        try:
+            value = json.loads(self.location.read_bytes())
+        except VideoReadError as e:
+            if e.reason == "not found":
+                return None
+            raise
+        except ValueError:
+            # one PUT writes the whole object: an unreadable lock is someone else's
+            raise OutputLockedError(
+                self.location,
+                {},
+                f"{self.location}: an unreadable lock object; remove it if no run is writing "
+                "into this OUTPUT",
+            ) from None
+        return value if isinstance(value, dict) else {}
+
+    def _read_token(self) -> str | None:
+        holder = self._read()
+        return None if holder is None else holder.get("token")
+
+    def release(self) -> None:
+        """Delete the lock if it is still ours, and a takeover marker (idempotent)."""
+        if self._token is None:
+            return
+        try:
+            if self._read_token() == self._token:
+                self.location.delete()
+            if self._marker is not None:
+                self._marker.delete()
+        finally:
+            self._token = None
+            self._marker = None

@@ -601,6 +601,44 @@ class Location:
         fs, path = self._fs()
         self._call("write", lambda: fs.pipe_file(path, data))
 
+    def create_bytes(self, data: bytes) -> bool:
+        """Write `data` as this object only if nothing is there yet: True when written, False
+        when something already was (the write side's lock, `vidload._lock`).
+
+        A local file is created with `O_CREAT | O_EXCL`; an object with fsspec's
+        `mode="create"`, which s3fs sends as `If-None-Match: *` (honoured by AWS S3 since
+        2024-08, MinIO, moto; a server that ignores the header overwrites, and no lock holds
+        there) and gcsfs as `ifGenerationMatch=0`. A filesystem without exclusive creation
+        raises VideoReadError saying so, never a plain overwrite. After a transient failure the
+        retry may find the object the failed attempt wrote: the caller tells its own content
+        from another writer's (the lock compares its token).
+        """
+        if self._local is not None:
+            try:
+                fd = os.open(self._local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            try:
+                os.write(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            return True
+        fs, path = self._fs()
+
+        def create() -> bool:
+            try:
+                fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return False
+            except TypeError as e:  # an fsspec filesystem without the mode argument
+                raise ValueError(
+                    f"{type(fs).__name__} cannot create an object exclusively ({e})"
+                ) from None
+            return True
+
+        return self._call("create exclusively", create)
+
     def delete(self, *, recursive: bool = False) -> None:
         """Remove this file (or folder with `recursive`); nothing to remove is not an error."""
         if self._local is not None:

@@ -53,7 +53,9 @@ stored. The input is only ever read.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from concurrent.futures import Executor
+from typing import Any
 
 from vidload._checks import check_bool
 from vidload._convert.frames import resize_short_side
@@ -105,6 +107,7 @@ def convert(
     progress: bool = True,
     executor: Executor | None = None,
     shard_size: int | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertReport:
     """Convert every video of `input_path` into a `to` container under `output` (module doc).
 
@@ -144,6 +147,11 @@ def convert(
             `output` on a shared file system. Default: the local pool of `workers`.
         shard_size: videos per task (`vidload.shards`); default 16, fewer for small runs so
             that every worker gets some.
+        storage_options: for an `output` URL (`s3://bucket/prefix`, any fsspec URL), what its
+            filesystem takes (credentials, `client_kwargs={"endpoint_url": ...}`); None uses
+            the standard configuration (for S3: the AWS environment variables, including
+            `AWS_ENDPOINT_URL`, and `~/.aws`). Each container is written locally and uploaded
+            once complete (`vidload._convert.remote`).
 
     Returns:
         a ConvertReport; failed videos are in it (and in the manifest), never raised. A full
@@ -176,5 +184,6 @@ def convert(
         labels=labels,
         shard_size=shard_size,
         threads=threads,
+        storage_options=storage_options,
     ) as plan:
         return run_plan(plan, executor=executor, workers=workers, progress=progress)

@@ -40,14 +40,17 @@ the driver cancels the rest and `finish` writes the manifest of what finished.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
+import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import is_disk_full
 from vidload._checks import check_bool, check_int, check_optional_int
@@ -60,8 +63,21 @@ from vidload._convert.inputs import (
 )
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
+from vidload._convert.remote import (
+    download_manifest,
+    fetch,
+    is_folder_format,
+    publish,
+    publish_sidecar,
+    read_remote_parts,
+    remote_container_exists,
+    staging,
+    write_remote_manifest,
+)
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.resume import (
+    parse_part,
+    part_bytes,
     previous_rows,
     read_part,
     read_parts,
@@ -69,11 +85,19 @@ from vidload._convert.resume import (
     write_manifest_rows,
     write_part,
 )
-from vidload._layout import MANIFEST_NAME, PARTS_DIR, output_container_path
-from vidload._lock import OutputLock
+from vidload._layout import (
+    CLASSES_NAME,
+    FIRST_FRAME_NAME,
+    MANIFEST_NAME,
+    PARTS_DIR,
+    output_container_path,
+    sidecar_path,
+)
+from vidload._lock import OutputLock, RemoteOutputLock
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
-from vidload.errors import DiskFullError, UsageError
-from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
+from vidload._storage import Location
+from vidload.errors import DiskFullError, UsageError, VideoReadError
+from vidload.labels import is_contiguous, write_classes
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -111,12 +135,16 @@ class ConvertShard:
         part: the shard's part manifest (deterministic: a retry finds its predecessor's).
         overwrite: convert even when a container exists (the part still prevents doing a video
             twice within one run).
+        output: an OUTPUT URL (`vidload._convert.remote`): then `part` and the jobs' containers
+            are relative to it, the containers are written in a local staging folder and
+            uploaded once complete. None for a local OUTPUT.
     """
 
     index: int
     jobs: tuple[Job, ...]
     part: Path
     overwrite: bool
+    output: Location | None = None
 
     @property
     def video_ids(self) -> tuple[str, ...]:
@@ -156,6 +184,7 @@ def plan_convert(
     labels: str | os.PathLike[str] | None = None,
     shard_size: int | None = None,
     threads: int = 1,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> ConvertPlan:
     """Plan converting `input_path` into `output` (module doc); holds OUTPUT's lock until
     `finish` or `close` (use it as a context manager).
@@ -177,6 +206,8 @@ def plan_convert(
         shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
             are not 4 shards per CPU of this machine, so that a small run still spreads.
         threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).
+        storage_options: for an OUTPUT URL, what its fsspec filesystem takes (credentials,
+            `client_kwargs={"endpoint_url": ...}`); None uses the standard configuration.
 
     Raises:
         FileNotFoundError, ValueError, TypeError: as `convert` (bad arguments, overlap, options).
@@ -196,7 +227,15 @@ def plan_convert(
     overwrite = check_bool("overwrite", overwrite)
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)
     threads = check_int("threads", threads, minimum=1)
-    out = Path(output)
+    target = Location(os.fspath(output), storage_options)
+    if not target.is_local:
+        base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
+        items, class_map = label_inputs(input_path, items, labels)
+        return _plan_remote(
+            base, target, items, sharing_a_name(items), class_map, options, overwrite,
+            shard_size, threads,
+        )  # fmt: skip
+    out = target.local_path
     if out.exists() and not out.is_dir():
         raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
     base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
@@ -261,20 +300,92 @@ def _plan_locked(
             continue
         verify = exists and not overwrite and prev is None
         jobs.append(Job(item, base, container, options, threads, verify))
+    plan.shards = _shards(jobs, shard_size, parts, overwrite)
+    if plan.shards:
+        parts.mkdir()
+        size = len(items) * _RESERVE_PER_VIDEO
+        _reserve(parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
+    return plan
+
+
+def _plan_remote(
+    base: Path,
+    out: Location,
+    items: list[InputItem],
+    full_names: frozenset[str],
+    class_map: dict[str, int] | None,
+    options: ConvertOptions,
+    overwrite: bool,
+    shard_size: int | None,
+    threads: int,
+) -> ConvertPlan:
+    """`plan_convert` for an OUTPUT URL (`vidload._convert.remote`): the same plan, with the
+    bucket's lock object, manifest, options and parts, and one listing of what is there."""
+    lock = RemoteOutputLock(out)
+    lock.acquire()
+    scratch = Path(tempfile.mkdtemp(prefix="vidload-convert-"))
+    try:
+        options.record(out, overwrite=overwrite)
+        local_manifest = download_manifest(out, scratch) or scratch / MANIFEST_NAME
+        previous = previous_rows(local_manifest, overwrite=overwrite)
+        leftover_parts = read_remote_parts(out)
+        if leftover_parts:
+            if not overwrite:  # a killed run's finished videos: keep them in the manifest
+                leftover = {
+                    vid: o.row
+                    for entries in leftover_parts.values()
+                    for vid, o in parse_part(entries).items()
+                }
+                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
+                write_remote_manifest(out, previous, scratch)
+            (out / PARTS_DIR).delete(recursive=True)
+        present = set(out.walk_files())
+        plan = ConvertPlan(base, Path(str(out)), options.to, items, previous, overwrite)
+        plan.remote, plan._scratch = out, scratch
+        folders = is_folder_format(options.to)
+        jobs: list[Job] = []
+        for item in items:
+            rel = output_container_path(
+                Path(), item.video_id, options.to, keep_extension=item.video_id in full_names
+            )
+            key = (rel / FIRST_FRAME_NAME if folders else rel).as_posix()
+            exists, prev = key in present, previous.get(item.video_id)
+            if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
+                plan.done[item.video_id] = replace(
+                    prev, label=item.label, extra={**prev.extra, **item.extra}
+                )
+                continue
+            verify = exists and not overwrite and prev is None and not folders
+            jobs.append(Job(item, base, rel, options, threads, verify))
+        plan.shards = _shards(jobs, shard_size, Path(PARTS_DIR), overwrite, out)
+        if class_map is not None and is_contiguous(class_map):
+            write_classes(scratch / CLASSES_NAME, class_map)
+            (out / CLASSES_NAME).put_file(scratch / CLASSES_NAME)
+    except BaseException:
+        lock.release()
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+    plan._lock = lock
+    return plan
+
+
+def _shards(
+    jobs: list[Job],
+    shard_size: int | None,
+    parts: Path,
+    overwrite: bool,
+    output: Location | None = None,
+) -> tuple[ConvertShard, ...]:
+    """`jobs` in shards of `shard_size` (`shard_size_for`), each with its part manifest's name
+    (deterministic: a retried shard finds its predecessor's)."""
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = []
     for index, start in enumerate(range(0, len(jobs), shard_size)):
         chunk = tuple(jobs[start : start + shard_size])
         digest = hashlib.sha1("\n".join(j.item.video_id for j in chunk).encode()).hexdigest()
-        shards.append(
-            ConvertShard(index, chunk, parts / f"part-{index:06d}-{digest[:8]}.json", overwrite)
-        )
-    plan.shards = tuple(shards)
-    if shards:
-        parts.mkdir()
-        size = len(items) * _RESERVE_PER_VIDEO
-        _reserve(parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
-    return plan
+        part = parts / f"part-{index:06d}-{digest[:8]}.json"
+        shards.append(ConvertShard(index, chunk, part, overwrite, output))
+    return tuple(shards)
 
 
 def _reserve(path: Path, size: int) -> None:
@@ -329,8 +440,12 @@ class ConvertPlan:
         self.done: dict[str, ManifestRow] = {}
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
-        self._lock: OutputLock | None = None
+        self._lock: OutputLock | RemoteOutputLock | None = None
         self._finished = False
+        #: an OUTPUT URL (`_plan_remote`); then `_scratch` is the driver's local folder for
+        #: the manifest it uploads, and `output`/`manifest_path` name the URLs (no credentials)
+        self.remote: Location | None = None
+        self._scratch: Path | None = None
 
     def __enter__(self) -> ConvertPlan:
         return self
@@ -341,14 +456,24 @@ class ConvertPlan:
     def close(self) -> None:
         """Release OUTPUT's lock without finishing (a later run resumes). Idempotent."""
         if self._lock is not None:
-            self._lock.release()
-            self._lock = None
+            try:
+                self._lock.release()
+            finally:
+                self._lock = None
+                if self._scratch is not None:
+                    shutil.rmtree(self._scratch, ignore_errors=True)
 
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
         outcomes = self._outcomes(results) if parts else _by_id(results)
-        write_manifest_rows(self.manifest_path, self._merged(outcomes))
+        self._write_manifest(self._merged(outcomes))
+
+    def _write_manifest(self, rows: dict[str, ManifestRow]) -> None:
+        if self.remote is not None and self._scratch is not None:
+            write_remote_manifest(self.remote, rows, self._scratch)
+        else:
+            write_manifest_rows(self.manifest_path, rows)
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
         """Merge the parts (and `results`) into manifest.csv, remove the temporaries of killed
@@ -361,16 +486,21 @@ class ConvertPlan:
             raise RuntimeError("this ConvertPlan has already been finished")
         try:
             outcomes = self._outcomes(results)
-            (self.output / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
-            try:
-                write_manifest_rows(self.manifest_path, self._merged(outcomes))
+            if self.remote is not None:  # an upload that fails raises: the parts stay
+                self._write_manifest(self._merged(outcomes))
+                (self.remote / PARTS_DIR).delete(recursive=True)
                 manifest_written = True
-            except DiskFullError as e:
-                stopped = stopped or str(e)
-                manifest_written = False
-            remove_stale_temporaries(self.output)
-            if manifest_written:
-                shutil.rmtree(self.output / PARTS_DIR, ignore_errors=True)
+            else:
+                (self.output / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
+                try:
+                    write_manifest_rows(self.manifest_path, self._merged(outcomes))
+                    manifest_written = True
+                except DiskFullError as e:
+                    stopped = stopped or str(e)
+                    manifest_written = False
+                remove_stale_temporaries(self.output)
+                if manifest_written:
+                    shutil.rmtree(self.output / PARTS_DIR, ignore_errors=True)
         finally:
             self._finished = True
             self.close()
@@ -378,7 +508,12 @@ class ConvertPlan:
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
-        outcomes = read_parts(self.output / PARTS_DIR)
+        if self.remote is not None:
+            outcomes = {}
+            for entries in read_remote_parts(self.remote).values():
+                outcomes.update(parse_part(entries))
+        else:
+            outcomes = read_parts(self.output / PARTS_DIR)
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {vid: o for vid, o in outcomes.items() if vid in wanted}
@@ -415,8 +550,10 @@ class ConvertPlan:
                 bytes_out += outcome.row.bytes or 0
                 frames += outcome.frames
         return ConvertReport(
-            output=self.output,
-            manifest_path=self.manifest_path,
+            output=self.output if self.remote is None else str(self.remote),  # type: ignore[arg-type]
+            manifest_path=(
+                self.manifest_path if self.remote is None else str(self.remote / MANIFEST_NAME)  # type: ignore[arg-type]
+            ),
             rows=tuple(rows),
             converted=tuple(converted),
             skipped=tuple(skipped),
@@ -446,6 +583,8 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     disk is full; raises RuntimeError when run by a local pool whose driver has died.
     """
     prepare_task_process()
+    if shard.output is not None:
+        return _convert_shard_remote(shard, shard.output)
     prior = read_part(shard.part)
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
@@ -463,6 +602,64 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
         except DiskFullError as e:
             done.pop(vid, None)  # its container may be in place, but no part row says so
             return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
+    return ShardResult(shard.index, tuple(done.values()))
+
+
+def _convert_shard_remote(shard: ConvertShard, out: Location) -> ShardResult:
+    """`convert_shard` into a bucket (`vidload._convert.remote`): each container is written
+    in this shard's staging folder, uploaded once complete, then deleted here; the part
+    manifest is one object, rewritten after each video. A failed upload stops the shard
+    (`stopped`): it is the bucket's fault, not the video's."""
+    part = out / shard.part.as_posix()
+    try:
+        prior = parse_part(json.loads(part.read_bytes()))
+    except (VideoReadError, ValueError):
+        prior = {}
+    done: dict[str, Outcome] = {}
+    with staging() as stage:
+        for job in shard.jobs:
+            if parent_gone():
+                raise RuntimeError(
+                    "the driver of this conversion is gone; no new container started"
+                )
+            vid, to = job.item.video_id, job.options.to
+            remote = out / job.container.as_posix()
+            old = prior.get(vid)
+            if old is not None and (old.action == "failed" or remote_container_exists(remote, to)):
+                done[vid] = old
+                continue
+            local = stage / job.container
+            local.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                verify = not shard.overwrite and not is_folder_format(to) and remote.exists()
+                if verify:
+                    fetch(remote, local)
+                outcome = convert_job(replace(job, container=local, verify=verify))
+                if outcome.action == "converted":
+                    publish(local, remote, to)
+                elif outcome.action == "skipped" and sidecar_path(local).exists():
+                    publish_sidecar(local, remote)  # the verified container had none
+                if outcome.row.error:
+                    row = replace(
+                        outcome.row, error=outcome.row.error.replace(str(local), str(remote))
+                    )
+                    outcome = replace(outcome, row=row)
+                done[vid] = outcome
+                part.write_bytes(part_bytes(done.values()))
+            except DiskFullError as e:  # the staging disk
+                done.pop(vid, None)
+                return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
+            except VideoReadError as e:  # the bucket: an upload, a part, a check
+                done.pop(vid, None)
+                return ShardResult(
+                    shard.index, tuple(done.values()), stopped=f"writing into {out}: {e}"
+                )
+            finally:
+                for p in (local, sidecar_path(local)):
+                    if p.is_dir():
+                        shutil.rmtree(p, ignore_errors=True)
+                    else:
+                        p.unlink(missing_ok=True)
     return ShardResult(shard.index, tuple(done.values()))
 
 

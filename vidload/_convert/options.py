@@ -13,7 +13,8 @@ from pathlib import Path
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice, check_int, check_optional_int, check_real
 from vidload._layout import OPTIONS_NAME, STORAGES, Storage
-from vidload.errors import UsageError
+from vidload._storage import Location
+from vidload.errors import UsageError, VideoReadError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
 
 __all__ = [
@@ -139,16 +140,17 @@ class ConvertOptions:
         other = _JPEG_OPTIONS if self.to == "video" else VIDEO_OPTIONS
         return {k: v for k, v in options.items() if k not in other}
 
-    def record(self, out: Path, *, overwrite: bool) -> None:
+    def record(self, out: Path | Location, *, overwrite: bool) -> None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
         `overwrite`); else record these ones in `out/OPTIONS_NAME`. An options file without
-        `subsampling` (written before it existed) means "420"."""
+        `subsampling` (written before it existed) means "420". `out` may be an OUTPUT URL's
+        `Location` (the file is then one object, written whole)."""
         path = out / OPTIONS_NAME
         options = self.recorded()
         if path.exists() and not overwrite:
             try:
-                old = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as e:
+                old = json.loads(path.read_bytes())
+            except (OSError, ValueError, VideoReadError) as e:
                 raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
             if isinstance(old, dict) and self.to != "video":
                 old = {"subsampling": "420", **old}
@@ -171,4 +173,8 @@ class ConvertOptions:
                     f"(overwrite=True) to convert everything again"
                 )
             return
-        write_bytes_atomic(path, (json.dumps(options) + "\n").encode())
+        data = (json.dumps(options) + "\n").encode()
+        if isinstance(path, Location):
+            path.write_bytes(data)
+        else:
+            write_bytes_atomic(path, data)

@@ -22,6 +22,8 @@ from vidload.errors import DiskFullError
 from vidload.manifest import ManifestRow, read_manifest, write_manifest
 
 __all__ = [
+    "parse_part",
+    "part_bytes",
     "previous_rows",
     "read_part",
     "read_parts",
@@ -82,9 +84,26 @@ def _outcome_json(outcome: Outcome) -> dict:
     }
 
 
+def part_bytes(outcomes: Iterable[Outcome]) -> bytes:
+    """A shard's part manifest (its outcomes so far) as the bytes of its file or object."""
+    return json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode()
+
+
 def write_part(path: Path, outcomes: Iterable[Outcome]) -> None:
     """Write a shard's part manifest (its outcomes so far), atomically and durably."""
-    write_bytes_atomic(path, json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode())
+    write_bytes_atomic(path, part_bytes(outcomes))
+
+
+def parse_part(entries: object) -> dict[str, Outcome]:
+    """{video id: outcome} of a part manifest's parsed JSON; {} when it is not one."""
+    try:
+        outcomes = [
+            Outcome(ManifestRow(**e["row"]), e["action"], e["bytes_in"], e["frames"])
+            for e in entries  # type: ignore[attr-defined]
+        ]
+    except (ValueError, TypeError, KeyError):
+        return {}
+    return {o.row.video_id: o for o in outcomes}
 
 
 def read_part(path: Path) -> dict[str, Outcome]:
@@ -92,13 +111,9 @@ def read_part(path: Path) -> dict[str, Outcome]:
     written atomically, a part is whole or absent, so that is another run's garbage)."""
     try:
         entries = json.loads(path.read_text(encoding="utf-8"))
-        outcomes = [
-            Outcome(ManifestRow(**e["row"]), e["action"], e["bytes_in"], e["frames"])
-            for e in entries
-        ]
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError):
         return {}
-    return {o.row.video_id: o for o in outcomes}
+    return parse_part(entries)
 
 
 def read_parts(folder: Path) -> dict[str, Outcome]:
