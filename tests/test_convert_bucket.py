@@ -250,3 +250,65 @@ def test_kill_9_of_a_conversion_into_a_bucket_and_resume(s3_bucket, tmp_path, mo
     assert sorted(k for k in keys if k.endswith(".h5")) == [f"out/v{i:02d}.h5" for i in range(12)]
     assert [k for k in keys if "/." in k] == []  # no lock, parts or temporaries
     assert s3_bucket.multipart_uploads() == []
+
+
+# --------------------------------------------------------------------------- INPUT URLs
+
+
+def test_convert_from_a_bucket_folder_to_local_and_to_a_bucket(
+    s3_bucket, inputs, local_outputs, tmp_path
+):
+    url = s3_bucket.upload(inputs, "videos")
+    opts = s3_bucket.storage_options
+    report = convert(url, tmp_path / "out", to="npy", workers=1, progress=False,
+                     storage_options=opts)  # fmt: skip
+    assert sorted(report.converted) == sorted(FRAMES)
+    failed = {r.video_id: r.error or "" for r in report.failed}
+    assert list(failed) == ["b/broken.mp4"] and f"{url}/b/broken.mp4" in failed["b/broken.mp4"]
+    assert output_files(tmp_path / "out") == output_files(local_outputs["npy"])  # + classes.txt
+    rows = read_manifest(tmp_path / "out/manifest.csv")
+    expected = read_manifest(local_outputs["npy"] / "manifest.csv")
+    assert [r for r in rows if r.status != "failed"] == [
+        r for r in expected if r.status != "failed"
+    ]
+    convert(
+        url, f"{s3_bucket.url}/jpeg", to="jpeg", workers=1, progress=False, storage_options=opts
+    )  # fmt: skip  (bucket to bucket)
+    assert bucket_files(s3_bucket, "jpeg") == output_files(local_outputs["jpeg"])
+    # and a JPEG folder INPUT in a bucket: repacked byte for byte
+    again = convert(f"{s3_bucket.url}/jpeg", tmp_path / "h5", to="hdf5", workers=1,
+                    progress=False, storage_options=opts)  # fmt: skip
+    assert sorted(again.converted) == sorted(v.rsplit(".", 1)[0] for v in FRAMES)
+
+
+def test_convert_and_probe_from_a_list_url(s3_bucket, inputs, tmp_path):
+    from vidload.probe import probe
+
+    s3_bucket.upload(inputs, "videos")
+    s3_bucket.put("videos/train.txt", b"a/v0.mp4 3\nb/v2.mkv 1\nmissing.mp4 0\n")
+    opts = s3_bucket.storage_options
+    rows = probe(f"{s3_bucket.url}/videos/train.txt", workers=1, progress=False,
+                 storage_options=opts)  # fmt: skip
+    assert [(r.video_id, r.label, r.actual_frames) for r in rows[:2]] == [
+        ("a/v0.mp4", 3, FRAMES["a/v0.mp4"]),
+        ("b/v2.mkv", 1, FRAMES["b/v2.mkv"]),
+    ]
+    assert rows[2].status == "failed" and "missing.mp4" in (rows[2].error or "")
+    assert "/tmp" not in (rows[2].error or "")
+    local = probe(inputs, workers=1, progress=False)
+    folder = probe(f"{s3_bucket.url}/videos", workers=1, progress=False, storage_options=opts)
+    assert [r for r in folder if r.status != "failed"] == [r for r in local if r.status != "failed"]
+    assert [r.video_id for r in folder if r.status == "failed"] == ["b/broken.mp4"]
+    report = convert(f"{s3_bucket.url}/videos/train.txt", tmp_path / "o", to="hdf5", workers=1,
+                     progress=False, storage_options=opts)  # fmt: skip
+    assert sorted(report.converted) == ["a/v0.mp4", "b/v2.mkv"]
+
+
+def test_a_missing_input_url_names_it(s3_bucket, tmp_path, capsys):
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in s3_bucket.env().items():
+            mp.setenv(k, v)
+        code = main(["convert", f"{s3_bucket.url}/nothing", str(tmp_path / "o"), "--to", "npy"])
+    assert code == 1
+    assert f"{s3_bucket.url}/nothing" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

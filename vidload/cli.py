@@ -103,7 +103,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
-    conv.add_argument("output", metavar="OUTPUT", help="folder to write the containers into")
+    conv.add_argument(
+        "output",
+        metavar="OUTPUT",
+        help="folder or URL (s3://bucket/prefix, gs://...) to write the containers into; "
+        "a URL takes the standard configuration (AWS_ENDPOINT_URL, ~/.aws, ...)",
+    )
     conv.add_argument(
         "--to",
         required=True,
@@ -299,7 +304,7 @@ def _add_input(p: argparse.ArgumentParser, kinds: str) -> None:
         "input",
         metavar="INPUT",
         help=f"{kinds}, or an annotation list (mmaction2 `path label` / `frame_dir total_frames "
-        "label`) or manifest",
+        "label`) or manifest; any of these may be a URL (s3://bucket/videos)",
     )
 
 
@@ -381,9 +386,13 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, work: Callab
 
 
 def _check_paths(args: argparse.Namespace) -> None:
-    """The paths given on the command line exist: a missing one is a usage error."""
+    """The paths given on the command line exist: a missing one is a usage error. An INPUT
+    URL of convert/probe is checked where it is read (a missing one names the URL)."""
+    from vidload._storage import is_url
+
     name = "DATA" if args.command == "choose" else "INPUT"
-    if not Path(args.input).exists():
+    remote = args.command in ("convert", "probe") and is_url(args.input)
+    if not remote and not Path(args.input).exists():
         raise UsageError(f"{name} ({args.input!r}) does not exist")
     if args.labels is not None and not Path(args.labels).is_file():
         raise UsageError(f"--labels ({args.labels!r}) is not a file")

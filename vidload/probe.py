@@ -20,19 +20,24 @@ be read or no frame decodes. The rows make a manifest `ClipDataset` accepts (`wr
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
+from collections.abc import Mapping
 from concurrent.futures import Executor
 from contextlib import closing
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import h5py
 
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import InputItem, find_inputs, label_inputs
+from vidload._convert.inputs import InputItem, InputKind, find_inputs, label_inputs
 from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
-from vidload.errors import VideoReadError, VidloadError
+from vidload._storage import Location
+from vidload.errors import UsageError, VideoReadError, VidloadError
+from vidload.labels import label_by_folder
 from vidload.manifest import ManifestRow
 from vidload.progress import Progress
 from vidload.sources.base import FrameSource
@@ -50,6 +55,7 @@ class _ProbeJob:
     root: Path
     threads: int
     write_index: bool = False
+    source: Location | None = None  # an INPUT URL: the item is downloaded and probed locally
 
 
 def probe(
@@ -62,6 +68,7 @@ def probe(
     executor: Executor | None = None,
     shard_size: int | None = None,
     write_index: bool = False,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[ManifestRow]:
     """One ManifestRow per video of `input_path`, in input order (sorted ids for a folder).
 
@@ -83,6 +90,9 @@ def probe(
             (`<file>.vidload-index`, `VideoSource.write_index`, from the decode that counts
             it), so that a fresh `VideoSource` (every DataLoader worker) reads it without a
             packet scan or, for AVI, a full decode. Writes into the input folder.
+        storage_options: for an INPUT URL (a bucket folder, one object, or a list), what its
+            fsspec filesystem takes; None uses the standard configuration. Each video is
+            downloaded into a local staging folder, probed there, and deleted.
 
     Failures are rows with status "failed", never raised.
 
@@ -96,9 +106,25 @@ def probe(
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)  # before any work
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
-    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg", "hdf5", "npy"))
-    items, _ = label_inputs(input_path, items, labels)
-    jobs = [_ProbeJob(item, base, threads, write_index) for item in items]
+    kinds: tuple[InputKind, ...] = ("video", "jpeg", "hdf5", "npy")
+    source = Location(os.fspath(input_path), storage_options)
+    url: Location | None = None
+    if source.is_local:
+        base, items = find_inputs(input_path, root=root, kinds=kinds)
+        items, _ = label_inputs(input_path, items, labels)
+    else:
+        from vidload._convert.remote import find_remote_inputs, folder_labels
+
+        if root is not None:
+            raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
+        with tempfile.TemporaryDirectory(prefix="vidload-probe-") as scratch:
+            url, items = find_remote_inputs(source, kinds, Path(scratch))
+        base = Path()
+        class_map = folder_labels(items, labels) if url == source else None
+        if class_map is not None:
+            found = label_by_folder([it.video_id for it in items], class_map, where="labels")
+            items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+    jobs = [_ProbeJob(item, base, threads, write_index, url) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
@@ -112,7 +138,21 @@ def probe(
 
 def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
     prepare_task_process()
-    return [_probe_job(job) for job in jobs]
+    if not any(job.source is not None for job in jobs):
+        return [_probe_job(job) for job in jobs]
+    from vidload._convert.remote import stage_input, staging, unstage
+
+    rows = []
+    with staging() as stage:
+        for job in jobs:
+            assert job.source is not None
+            root, item = stage_input(job.item, job.source, stage)
+            try:
+                row = _probe_job(replace(job, root=root, item=item))
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            rows.append(replace(row, error=unstage(row.error, stage, job.source)))
+    return rows
 
 
 def _probe_job(job: _ProbeJob) -> ManifestRow:

@@ -61,16 +61,19 @@ from vidload._convert.inputs import (
     label_inputs,
     sharing_a_name,
 )
-from vidload._convert.job import Job, Outcome, convert_job
+from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.remote import (
     download_manifest,
     fetch,
+    find_remote_inputs,
+    folder_labels,
     is_folder_format,
     publish,
     publish_sidecar,
     read_remote_parts,
     remote_container_exists,
+    run_job,
     staging,
     write_remote_manifest,
 )
@@ -97,7 +100,7 @@ from vidload._lock import OutputLock, RemoteOutputLock
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.errors import DiskFullError, UsageError, VideoReadError
-from vidload.labels import is_contiguous, write_classes
+from vidload.labels import is_contiguous, label_by_folder, write_classes
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -228,13 +231,9 @@ def plan_convert(
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)
     threads = check_int("threads", threads, minimum=1)
     target = Location(os.fspath(output), storage_options)
-    if not target.is_local:
-        base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
-        items, class_map = label_inputs(input_path, items, labels)
-        return _plan_remote(
-            base, target, items, sharing_a_name(items), class_map, options, overwrite,
-            shard_size, threads,
-        )  # fmt: skip
+    source = Location(os.fspath(input_path), storage_options)
+    if not target.is_local or not source.is_local:
+        return _plan_urls(source, target, options, overwrite, root, labels, shard_size, threads)
     out = target.local_path
     if out.exists() and not out.is_dir():
         raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
@@ -271,6 +270,7 @@ def _plan_locked(
     overwrite: bool,
     shard_size: int | None,
     threads: int,
+    source: Location | None = None,
 ) -> ConvertPlan:
     manifest_path = out / MANIFEST_NAME
     options.record(out, overwrite=overwrite)
@@ -299,12 +299,63 @@ def _plan_locked(
             )
             continue
         verify = exists and not overwrite and prev is None
-        jobs.append(Job(item, base, container, options, threads, verify))
+        jobs.append(Job(item, base, container, options, threads, verify, source))
     plan.shards = _shards(jobs, shard_size, parts, overwrite)
     if plan.shards:
         parts.mkdir()
         size = len(items) * _RESERVE_PER_VIDEO
         _reserve(parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
+    return plan
+
+
+def _plan_urls(
+    source: Location,
+    target: Location,
+    options: ConvertOptions,
+    overwrite: bool,
+    root: str | os.PathLike[str] | None,
+    labels: str | os.PathLike[str] | None,
+    shard_size: int | None,
+    threads: int,
+) -> ConvertPlan:
+    """`plan_convert` where INPUT or OUTPUT (or both) is a URL (`vidload._convert.remote`)."""
+    src: Location | None = None
+    if source.is_local:
+        base, items = find_inputs(source.local_path, root=root, kinds=("video", "jpeg"))
+        items, class_map = label_inputs(source.local_path, items, labels)
+    else:
+        if root is not None:
+            raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
+        with tempfile.TemporaryDirectory(prefix="vidload-convert-") as scratch:
+            src, items = find_remote_inputs(source, ("video", "jpeg"), Path(scratch))
+        base = Path()
+        class_map = folder_labels(items, labels) if src == source else None
+        if labels is not None and class_map is None:
+            raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
+        if class_map is not None:
+            found = label_by_folder([it.video_id for it in items], class_map, where="labels")
+            items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+    if not target.is_local:
+        return _plan_remote(
+            base, target, items, sharing_a_name(items), class_map, options, overwrite,
+            shard_size, threads, src,
+        )  # fmt: skip
+    out = target.local_path
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    lock = OutputLock(out)
+    lock.acquire()
+    try:
+        plan = _plan_locked(
+            base, out, items, sharing_a_name(items), options, overwrite, shard_size, threads, src
+        )
+        if class_map is not None and is_contiguous(class_map):
+            write_classes(out / CLASSES_NAME, class_map)
+    except BaseException:
+        lock.release()
+        raise
+    plan._lock = lock
     return plan
 
 
@@ -318,6 +369,7 @@ def _plan_remote(
     overwrite: bool,
     shard_size: int | None,
     threads: int,
+    source: Location | None = None,
 ) -> ConvertPlan:
     """`plan_convert` for an OUTPUT URL (`vidload._convert.remote`): the same plan, with the
     bucket's lock object, manifest, options and parts, and one listing of what is there."""
@@ -356,7 +408,7 @@ def _plan_remote(
                 )
                 continue
             verify = exists and not overwrite and prev is None and not folders
-            jobs.append(Job(item, base, rel, options, threads, verify))
+            jobs.append(Job(item, base, rel, options, threads, verify, source))
         plan.shards = _shards(jobs, shard_size, Path(PARTS_DIR), overwrite, out)
         if class_map is not None and is_contiguous(class_map):
             write_classes(scratch / CLASSES_NAME, class_map)
@@ -585,6 +637,13 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     prepare_task_process()
     if shard.output is not None:
         return _convert_shard_remote(shard, shard.output)
+    if any(job.source is not None for job in shard.jobs):  # an INPUT URL
+        with staging() as stage:
+            return _convert_shard_local(shard, stage)
+    return _convert_shard_local(shard, None)
+
+
+def _convert_shard_local(shard: ConvertShard, stage: Path | None) -> ShardResult:
     prior = read_part(shard.part)
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
@@ -597,7 +656,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
             continue
         live = replace(job, verify=not shard.overwrite and job.container.exists())
         try:
-            done[vid] = convert_job(live)
+            done[vid] = run_job(live, stage)
             write_part(shard.part, done.values())
         except DiskFullError as e:
             done.pop(vid, None)  # its container may be in place, but no part row says so
@@ -634,7 +693,7 @@ def _convert_shard_remote(shard: ConvertShard, out: Location) -> ShardResult:
                 verify = not shard.overwrite and not is_folder_format(to) and remote.exists()
                 if verify:
                     fetch(remote, local)
-                outcome = convert_job(replace(job, container=local, verify=verify))
+                outcome = run_job(replace(job, container=local, verify=verify), stage)
                 if outcome.action == "converted":
                     publish(local, remote, to)
                 elif outcome.action == "skipped" and sidecar_path(local).exists():

@@ -261,7 +261,7 @@ def _list_item(
     return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
 
 
-def _unique(items: Sequence[InputItem], where: Path) -> list[InputItem]:
+def _unique(items: Sequence[InputItem], where: Path | str) -> list[InputItem]:
     """Each video once (its first entry): a video listed twice is read and converted once,
     and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
     seen: dict[str, InputItem] = {}

@@ -26,6 +26,7 @@ from vidload._convert.inputs import InputItem
 from vidload._convert.options import ConvertOptions
 from vidload._convert.video import write_video
 from vidload._layout import CONTAINER_SUFFIX, FIRST_FRAME_NAME, index_path, sidecar_path
+from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.sources._timestamps import write_timestamps
@@ -49,6 +50,8 @@ class Job:
         options: what to store.
         threads: decoding threads.
         verify: the container exists without a manifest row: validate it, else convert.
+        source: an INPUT URL the item's path is relative to (`vidload._convert.remote`): the
+            shard downloads the item into its staging folder first. None for a local INPUT.
     """
 
     item: InputItem
@@ -57,6 +60,7 @@ class Job:
     options: ConvertOptions
     threads: int
     verify: bool
+    source: Location | None = None
 
 
 @dataclass(frozen=True)

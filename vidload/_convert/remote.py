@@ -33,9 +33,12 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from vidload._convert.inputs import InputItem
+from vidload._convert.job import Job, Outcome, convert_job
 from vidload._layout import (
     CONTAINER_SUFFIX,
     FIRST_FRAME_NAME,
@@ -45,6 +48,7 @@ from vidload._layout import (
 )
 from vidload._storage import Location
 from vidload.errors import VideoReadError
+from vidload.labels import folder_class_map, read_class_map
 from vidload.manifest import ManifestRow, write_manifest
 
 __all__ = [
@@ -53,6 +57,7 @@ __all__ = [
     "fetch",
     "publish",
     "publish_sidecar",
+    "run_job",
     "read_remote_parts",
     "remote_container_exists",
     "staging",
@@ -171,3 +176,132 @@ def read_remote_parts(out: Location) -> dict[str, object]:
         except (VideoReadError, ValueError):
             continue  # written whole or not at all: another run's garbage
     return found
+
+
+# --------------------------------------------------------------------------- INPUT URLs
+
+
+def find_remote_inputs(
+    src: Location, kinds: tuple[str, ...], scratch: Path
+) -> tuple[Location, list[InputItem]]:
+    """(root, items) of an INPUT URL: a folder (one listing: video files, JPEG frame folders,
+    and `.h5`/`.npy` containers when `kinds` has them; names starting with "." skipped), one
+    file, or an annotation list / manifest (downloaded into `scratch`, its entries relative
+    to its folder). Each item's `path` is relative to the root: a job downloads its input
+    into its staging folder (`stage_input`) and converts or probes that copy.
+
+    Raises:
+        FileNotFoundError: nothing at `src`.
+        ValueError: nothing to read there.
+    """
+    from vidload._convert.inputs import _file_kind, _list_entries, _listed, _unique
+
+    kind = _file_kind(src.name)
+    if kind is not None:
+        if kind not in kinds or not src.is_file():
+            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
+        suffix = "" if kind == "video" else CONTAINER_SUFFIX[kind]
+        vid = src.name[: len(src.name) - len(suffix)]
+        return src.parent, [InputItem(vid, kind, Path(src.name))]
+    if src.is_file():  # an annotation list or manifest
+        local = scratch / src.name
+        local.write_bytes(src.read_bytes())
+        entries = _list_entries(local)
+        items = []
+        for e in entries:
+            if e.absolute:
+                raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
+            vid = e.video_id
+            k = _file_kind(vid) or "jpeg"
+            if k not in kinds:
+                raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
+            if k not in ("video", "jpeg"):
+                vid = vid[: len(vid) - len(CONTAINER_SUFFIX[k])]
+                path = Path(e.video_id)
+            else:
+                path = Path(vid)
+            label = None if e.label < 0 else e.label
+            items.append(InputItem(vid, k, path, label, _listed(e), e.extra))
+        if not items:
+            raise ValueError(f"annotation list {str(src)!r} names no videos")
+        return src.parent, _unique(items, str(src))
+    files = src.walk_files()
+    if not files:
+        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
+    frame_dirs = {f.rsplit("/", 1)[0] for f in files if f.endswith("/" + FIRST_FRAME_NAME)}
+    items = []
+    for rel in sorted(frame_dirs):
+        if "jpeg" in kinds and not any(p.startswith(".") for p in rel.split("/")):
+            items.append(InputItem(rel, "jpeg", Path(rel)))
+    for rel in files:
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
+            continue
+        found = _file_kind(parts[-1])
+        if found is not None and found in kinds:
+            vid = rel if found == "video" else rel[: len(rel) - len(CONTAINER_SUFFIX[found])]
+            items.append(InputItem(vid, found, Path(rel)))
+    if not items:
+        raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
+    items.sort(key=lambda it: it.video_id)
+    return src, _unique(items, str(src))
+
+
+def folder_labels(
+    items: Sequence[InputItem], labels: str | os.PathLike[str] | None
+) -> dict[str, int] | None:
+    """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
+    if labels is not None:
+        return read_class_map(labels)
+    return folder_class_map([it.video_id for it in items]) or None
+
+
+def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, InputItem]:
+    """Download `item` (relative to the INPUT URL `source`) into `stage/in`: (local root, the
+    item with its local path). A JPEG folder's frames come in one concurrent batch. A missing
+    object is left missing: reading it then fails with the item's own error (named by URL in
+    the manifest, `remote_error`)."""
+    from vidload._storage import read_many
+
+    root = stage / "in"
+    local = root / item.path
+    remote = source / item.path.as_posix()
+    if item.kind == "jpeg":
+        local.mkdir(parents=True, exist_ok=True)
+        try:
+            names = sorted(n for n, size in remote.list_dir().items() if size is not None)
+        except VideoReadError as e:
+            if "not found" not in str(e.reason):
+                raise
+            names = []
+        for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
+            (local / name).write_bytes(data)
+    else:
+        local.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            local.write_bytes(remote.read_bytes())
+        except VideoReadError as e:
+            if e.reason != "not found":
+                raise
+    return root, replace(item, path=local)
+
+
+def unstage(text: str | None, stage: Path, source: Location | None) -> str | None:
+    """`text` (an error for the manifest) naming the URL instead of the staged copy."""
+    if text is None or source is None:
+        return text
+    return text.replace(str(stage / "in"), str(source))
+
+
+def run_job(job: Job, stage: Path | None) -> Outcome:
+    """`convert_job(job)`, for an INPUT URL on a copy of the input staged in `stage` (removed
+    after), the manifest row naming the URL."""
+    if job.source is None or stage is None:
+        return convert_job(job)
+    root, item = stage_input(job.item, job.source, stage)
+    try:
+        outcome = convert_job(replace(job, root=root, item=item))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    row = replace(outcome.row, error=unstage(outcome.row.error, stage, job.source))
+    return replace(outcome, row=row)
