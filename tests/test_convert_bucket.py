@@ -312,3 +312,13 @@ def test_a_missing_input_url_names_it(s3_bucket, tmp_path, capsys):
     assert code == 1
     assert f"{s3_bucket.url}/nothing" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_overlapping_input_and_output_urls_are_refused(s3_bucket, inputs):
+    url = s3_bucket.upload(inputs, "videos")
+    before = s3_bucket.keys()
+    for out in (f"{url}/h5", url, s3_bucket.url):
+        with pytest.raises(ValueError, match="overlap"):
+            convert(url, out, to="hdf5", workers=1, progress=False,
+                    storage_options=s3_bucket.storage_options)  # fmt: skip
+    assert s3_bucket.keys() == before

@@ -328,6 +328,13 @@ def _plan_urls(
             raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
         with tempfile.TemporaryDirectory(prefix="vidload-convert-") as scratch:
             src, items = find_remote_inputs(source, ("video", "jpeg"), Path(scratch))
+        if not target.is_local:
+            a, b = src.url.rstrip("/") + "/", target.url.rstrip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                raise UsageError(
+                    f"OUTPUT ({target}) and the INPUT folder ({src}) overlap: the containers "
+                    "would be written among the inputs; choose an OUTPUT outside it"
+                )
         base = Path()
         class_map = folder_labels(items, labels) if src == source else None
         if labels is not None and class_map is None:
@@ -690,7 +697,9 @@ def _convert_shard_remote(shard: ConvertShard, out: Location) -> ShardResult:
             local = stage / job.container
             local.parent.mkdir(parents=True, exist_ok=True)
             try:
-                verify = not shard.overwrite and not is_folder_format(to) and remote.exists()
+                # the plan listed the bucket: a container that appeared since (a duplicate of
+                # this task) is converted again and replaced whole, which costs no reader
+                verify = job.verify and not shard.overwrite and not is_folder_format(to)
                 if verify:
                     fetch(remote, local)
                 outcome = run_job(replace(job, container=local, verify=verify), stage)
