@@ -46,7 +46,7 @@ from vidload._layout import (
     PARTS_DIR,
     sidecar_path,
 )
-from vidload._storage import Location
+from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map
 from vidload.manifest import ManifestRow, write_manifest
@@ -109,8 +109,7 @@ def publish(local: Path, remote: Location, to: str) -> None:
     side_local, side_remote = sidecar_path(local), remote.with_name(remote.name + ".timestamps")
     if is_folder_format(to):
         remote.delete(recursive=True)  # frames of an earlier, unrecorded attempt
-        for name in sorted(os.listdir(local)):
-            (remote / name).put_file(local / name)
+        put_many([(local / name, remote / name) for name in sorted(os.listdir(local))])
         if side_local.exists():
             side_remote.put_file(side_local)
         else:
