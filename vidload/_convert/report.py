@@ -26,8 +26,8 @@ class ConvertReport:
     """What one `convert` run did.
 
     Attributes:
-        output: the output folder.
-        manifest_path: `output/manifest.csv`.
+        output: the output folder (for an OUTPUT URL: the URL, a str without credentials).
+        manifest_path: `output/manifest.csv` (a str URL likewise).
         rows: one manifest row per input video handled, in input order (all of them unless
             the run stopped early).
         converted, skipped: ids converted in this run, and ids whose container was already done.
