@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sized
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -53,7 +53,31 @@ DEFAULT_PREFETCH_FACTOR = 2
 DEFAULT_LOOKAHEAD_BATCHES = 1
 
 
-class EpochShuffleSampler(Sampler[int]):
+class _Resumable:
+    """`set_epoch(epoch, start=k)`, `state_dict()` -> `{"epoch", "yielded"}` and
+    `load_state_dict` for a sampler that keeps its `epoch` and a `Position` in `_position`
+    (`vidload._position`): the one copy the samplers below share."""
+
+    epoch: int
+    _position: Position
+
+    if TYPE_CHECKING:  # each sampler's own (a real one here would shadow DistributedSampler's)
+
+        def __len__(self) -> int: ...
+
+    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
+        self.epoch = check_int("epoch", epoch, minimum=0)
+        self._position.reset(check_start("start", start, len(self)))
+
+    def state_dict(self) -> dict[str, int]:
+        return {"epoch": self.epoch, "yielded": self._position.yielded}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
+        self._position.reset(yielded)
+
+
+class EpochShuffleSampler(_Resumable, Sampler[int]):
     """A permutation of range(n) drawn from (seed, epoch): the same epoch gives the same order.
 
     `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
@@ -69,17 +93,6 @@ class EpochShuffleSampler(Sampler[int]):
         self.epoch = 0
         self._position = Position()
 
-    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
-        self.epoch = check_int("epoch", epoch, minimum=0)
-        self._position.reset(check_start("start", start, len(self)))
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "yielded": self._position.yielded}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
-        self._position.reset(yielded)
-
     def __len__(self) -> int:
         return self.n
 
@@ -92,7 +105,7 @@ class EpochShuffleSampler(Sampler[int]):
         return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
 
 
-class ShardSampler(Sampler[int]):
+class ShardSampler(_Resumable, Sampler[int]):
     """Items `rank, rank + num_replicas, ...` of range(n), in order: every item exactly once
     over all ranks, nothing padded or dropped (for evaluation).
 
@@ -115,17 +128,6 @@ class ShardSampler(Sampler[int]):
         self.epoch = 0
         self._position = Position()
 
-    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
-        self.epoch = check_int("epoch", epoch, minimum=0)
-        self._position.reset(check_start("start", start, len(self)))
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "yielded": self._position.yielded}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
-        self._position.reset(yielded)
-
     def __len__(self) -> int:
         return len(range(self.rank, self.n, self.num_replicas))
 
@@ -136,7 +138,7 @@ class ShardSampler(Sampler[int]):
         return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
 
 
-class ResumableDistributedSampler(DistributedSampler):
+class ResumableDistributedSampler(_Resumable, DistributedSampler):
     """torch's `DistributedSampler` (the same indices, in the same order, for every epoch)
     that also saves and restores its position: `state_dict()` -> `{"epoch", "yielded"}`,
     `load_state_dict`, `set_epoch(epoch, start=k)` (see `EpochShuffleSampler`).
@@ -146,17 +148,6 @@ class ResumableDistributedSampler(DistributedSampler):
     def __init__(self, dataset: Sized, **kwargs: Any) -> None:
         super().__init__(dataset, **kwargs)  # type: ignore[arg-type]
         self._position = Position()
-
-    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
-        super().set_epoch(check_int("epoch", epoch, minimum=0))
-        self._position.reset(check_start("start", start, len(self)))
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "yielded": self._position.yielded}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
-        self._position.reset(yielded)
 
     def __iter__(self) -> Iterator[int]:
         yield from self._position.run(super().__iter__())
