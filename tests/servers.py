@@ -85,12 +85,16 @@ class Faults:
     `fail_next(n, kind, match=...)` makes the next `n` requests whose path contains `match`
     fail: "503" answers 503 (an S3 `SlowDown` error body on the S3 server), "403" answers 403
     (`AccessDenied`: moto accepts any credentials, so this is how a test is refused), "reset"
-    closes the connection with a TCP RST before any byte of a response.
+    closes the connection with a TCP RST before any byte of a response. `peak_in_flight` is
+    the most requests that were inside that delay at once since the log was last cleared:
+    above 1, the client sent them concurrently (a check by count, not by a clock).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.delay_s = 0.0
+        self._in_flight = 0
+        self.peak_in_flight = 0
         self._pending: list[tuple[FaultKind, str]] = []
         self._log: collections.deque[Request] = collections.deque(maxlen=LOG_LIMIT)
 
@@ -111,10 +115,12 @@ class Faults:
             self.delay_s = 0.0
             self._pending.clear()
             self._log.clear()
+            self.peak_in_flight = 0
 
     def clear_log(self) -> None:
         with self._lock:
             self._log.clear()
+            self.peak_in_flight = 0
 
     def requests(self, method: str | None = None, path_contains: str = "") -> list[Request]:
         """The logged requests, oldest first, optionally of one method / path substring."""
@@ -126,9 +132,17 @@ class Faults:
 
     # -- used by the servers --
     def _before(self, path: str) -> FaultKind | None:
-        """Sleep the delay, then take the first pending failure that matches `path`."""
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        """Sleep the delay (counted in `peak_in_flight`), then take the first pending failure
+        that matches `path`."""
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+        try:
+            if self.delay_s:
+                time.sleep(self.delay_s)
+        finally:
+            with self._lock:
+                self._in_flight -= 1
         with self._lock:
             for i, (kind, match) in enumerate(self._pending):
                 if match in path:
