@@ -19,7 +19,7 @@ import os
 import socket
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from vidload._atomic import fsync_dir, is_disk_full, temp_path
 from vidload._layout import LOCK_NAME
@@ -76,18 +76,22 @@ def _holder(token: str) -> dict:
     }
 
 
-class OutputLock:
-    """The lock of one output folder (module doc). `acquire` then `release`; a context manager.
+_L = TypeVar("_L", bound="_HeldLock")
 
-    Args:
-        folder: the output folder (must exist).
-    """
 
-    def __init__(self, folder: str | os.PathLike[str]) -> None:
-        self.path = Path(folder) / LOCK_NAME
-        self._token: str | None = None
+class _HeldLock:
+    """What the local and the bucket lock share: held while `_token` is set (by `acquire`,
+    cleared by `release`, each lock's own), and a context manager around the two."""
 
-    def __enter__(self) -> OutputLock:
+    _token: str | None
+
+    def acquire(self) -> None:
+        raise NotImplementedError
+
+    def release(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _L) -> _L:
         self.acquire()
         return self
 
@@ -97,6 +101,18 @@ class OutputLock:
     @property
     def held(self) -> bool:
         return self._token is not None
+
+
+class OutputLock(_HeldLock):
+    """The lock of one output folder (module doc). `acquire` then `release`; a context manager.
+
+    Args:
+        folder: the output folder (must exist).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str]) -> None:
+        self.path = Path(folder) / LOCK_NAME
+        self._token: str | None = None
 
     def acquire(self) -> None:
         """Take the lock, replacing a stale one.
@@ -184,7 +200,7 @@ class OutputLock:
         aside.unlink(missing_ok=True)
 
 
-class RemoteOutputLock:
+class RemoteOutputLock(_HeldLock):
     """The lock of an output in a bucket: the object `OUTPUT/.vidload-convert.lock`.
 
     Created with a conditional put (`Location.create_bytes`: S3 `If-None-Match: *`, GCS
@@ -213,17 +229,6 @@ class RemoteOutputLock:
         self.location = folder / LOCK_NAME
         self._token: str | None = None
         self._marker: Any = None
-
-    def __enter__(self) -> RemoteOutputLock:
-        self.acquire()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.release()
-
-    @property
-    def held(self) -> bool:
-        return self._token is not None
 
     def acquire(self) -> None:
         """Take the lock, taking over a stale one (class doc).
