@@ -1,10 +1,10 @@
 """ClipDataset's frame counts: which count to sample from, and what a short read teaches.
 
-Containers lie about their frame counts (DESIGN.md, "Frame counts"). A clip is sampled from the
-best count known: one learned from an earlier read, else the video list's, else the source's
-`reported_frames` (cheap, may be wrong), else `actual_frames` (decodes). When a read shows fewer
-frames, the real count is learned, the clip resampled inside it, and a `FrameCountWarning`
-given once per video.
+Containers lie about their frame counts (the "Broken videos and frame counts" guide,
+docs/guides/broken-videos.md). A clip is sampled from the best count known: one learned from an
+earlier read, else the video list's, else the source's `reported_frames` (cheap, may be wrong),
+else `actual_frames` (decodes). When a read shows fewer frames, the real count is learned, the clip
+resampled inside it, and a `FrameCountWarning` given once per video.
 
 What is learned (the counts, the videos found broken) lives in shared-memory tensors created in
 the main process, so a count learned by one DataLoader worker is used by every worker, in this
