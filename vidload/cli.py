@@ -197,7 +197,7 @@ def _positive_number(text: str) -> float:
 
 
 def _storages(text: str) -> tuple[Any, ...]:
-    from vidload.choose import StorageSpec
+    from vidload._choose.storages import StorageSpec
 
     try:
         return tuple(StorageSpec.parse(t) for t in text.split(",") if t.strip())
@@ -206,7 +206,8 @@ def _storages(text: str) -> tuple[Any, ...]:
 
 
 def _add_choose(sub: Any) -> None:
-    from vidload.choose import DEFAULT_STORAGES
+    # the light modules only: `vidload.choose` imports the timing code, and torch with it
+    from vidload._choose.storages import DEFAULT_STORAGES
     from vidload.sampling import SAMPLING_MODES
 
     ch = sub.add_parser(
