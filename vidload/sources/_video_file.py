@@ -22,6 +22,7 @@ outlive a conversion either.
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -115,17 +116,24 @@ class VideoHandle:
 
 
 def open_video(
-    path: Path, stat: tuple[int, int], *, stream: int | None, threads: int, explode: bool
+    path: Path | object,
+    stat: tuple[int, int],
+    *,
+    stream: int | None,
+    threads: int,
+    explode: bool,
+    file: io.RawIOBase | None = None,
 ) -> VideoHandle:
     """Open `path` and pick its video stream (`stream`: an index among the file's video
     streams, None for FFmpeg's best); errors become VideoReadError naming the file.
 
     `stat` is the file's (st_mtime_ns, st_size), kept to notice a changed file; `threads` are
     the decoder's (0: FFmpeg chooses); `explode` makes every decode error stop decoding
-    (FFmpeg's err_detect=explode) instead of being concealed.
+    (FFmpeg's err_detect=explode) instead of being concealed. With `file` (a video at a URL:
+    `_video_remote.RangeReader`), FFmpeg reads that file object, and `path` names it in errors.
     """
     try:
-        container = av.open(str(path), "r")
+        container = av.open(str(path) if file is None else file, "r")
     except av.error.FFmpegError as e:
         reason = "empty file (0 bytes)" if stat[1] == 0 else f"not a readable video: {e}"
         raise VideoReadError(path, reason) from e
@@ -147,7 +155,7 @@ def open_video(
     return VideoHandle(container, chosen, stat)
 
 
-def _choose_stream(path: Path, container, stream: int | None) -> av.VideoStream:
+def _choose_stream(path: Path | object, container, stream: int | None) -> av.VideoStream:
     videos = list(container.streams.video)
     if not videos:
         raise VideoReadError(path, "no video stream")

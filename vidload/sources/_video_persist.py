@@ -17,7 +17,12 @@ used: the reader warns with the reason, once per file version, and builds the in
 without one. Reads stay checked against the decoder either way (`_video_seek`): a frame that does
 not carry the index's timestamp makes the reader fall back to sequential decoding.
 
-Format: one JSON object (`"format": 1`), ~25 bytes a frame.
+Format: one JSON object (`"format": 2`), ~25 bytes a frame, plus where the file's bytes lie
+(`"bytes"`, ~20 bytes a frame: `_video_ranges.ByteLayout`, what FFmpeg reads to open the file and
+each packet's offset and size) for a reader over a URL (`_video_remote`), which then fetches a
+clip's packets instead of the whole object. Format 1 (no `"bytes"`) is still read: its index
+serves local reads as before, and a reader over a URL, which needs the byte positions, says so
+and downloads the object whole.
 """
 
 from __future__ import annotations
@@ -33,22 +38,63 @@ from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_index import FrameIndex, SeekPoint
+from vidload.sources._video_ranges import ByteLayout, record_layout
 from vidload.sources.base import open_regular_file
 
-__all__ = ["PersistedIndex", "file_digest", "load_index", "write_index"]
+__all__ = [
+    "PersistedIndex",
+    "UnusableIndex",
+    "digest_spans",
+    "ends_digest",
+    "file_digest",
+    "load_index",
+    "parse_index",
+    "write_index",
+]
 
-FORMAT = 1
+FORMAT = 2
+#: Formats a reader takes (1: without byte positions).
+READ_FORMATS = (1, 2)
 #: Bytes hashed at each end of the file.
 _SPAN = 64 << 10
 
 
 class PersistedIndex:
-    """What the sidecar holds: the exact index and the display orientation of one stream."""
+    """What the sidecar holds: the exact index and the display orientation of one stream, and
+    (format 2) where the file's bytes lie, None where they could not be recorded."""
 
-    def __init__(self, index: FrameIndex, orientation: Orientation, stream_index: int) -> None:
+    def __init__(
+        self,
+        index: FrameIndex,
+        orientation: Orientation,
+        stream_index: int,
+        layout: ByteLayout | None = None,
+    ) -> None:
         self.index = index
         self.orientation = orientation
         self.stream_index = stream_index
+        self.layout = layout
+
+
+class UnusableIndex(Exception):
+    """A sidecar that cannot be used (internal); the message is the reason."""
+
+
+def digest_spans(size: int) -> list[tuple[int, int]]:
+    """The [start, stop) byte ranges of a file of `size` bytes that its digest hashes."""
+    spans = [(0, min(_SPAN, size))]
+    if size > _SPAN:
+        start = max(_SPAN, size - _SPAN)
+        spans.append((start, min(start + _SPAN, size)))
+    return spans
+
+
+def ends_digest(size: int, spans: list[bytes]) -> str:
+    """SHA-1 hex of `size` and the bytes of `digest_spans(size)`."""
+    h = hashlib.sha1(size.to_bytes(8, "little"))
+    for data in spans:
+        h.update(data)
+    return h.hexdigest()
 
 
 def file_digest(path: Path) -> tuple[int, str]:
@@ -56,13 +102,10 @@ def file_digest(path: Path) -> tuple[int, str]:
     fd = open_regular_file(path)
     try:
         size = os.fstat(fd).st_size
-        h = hashlib.sha1(size.to_bytes(8, "little"))
-        h.update(os.pread(fd, _SPAN, 0))
-        if size > _SPAN:
-            h.update(os.pread(fd, _SPAN, max(_SPAN, size - _SPAN)))
+        spans = [os.pread(fd, b - a, a) for a, b in digest_spans(size)]
     finally:
         os.close(fd)
-    return size, h.hexdigest()
+    return size, ends_digest(size, spans)
 
 
 def write_index(
@@ -78,6 +121,7 @@ def write_index(
     if not index.exact:
         raise ValueError("only an exact index (from a full decode) is persisted")
     size, digest = file_digest(digest_of or video_file)
+    layout = persisted.layout or record_layout(digest_of or video_file, persisted.stream_index)
     o = persisted.orientation
     doc = {
         "format": FORMAT,
@@ -88,6 +132,7 @@ def write_index(
         "keys": None if index.keys is None else list(index.keys),
         "seek_points": [[sp.pos, sp.pts, sp.dts] for sp in index.seek_points],
         "orientation": [o.transpose, o.flip_rows, o.flip_cols],
+        "bytes": None if layout is None else layout.to_json(),
     }
     path = index_path(video_file)
     write_bytes_atomic(path, json.dumps(doc, separators=(",", ":")).encode())
@@ -107,30 +152,60 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
         return _unused(path, f"cannot be opened ({e.reason})")
     try:
         with os.fdopen(fd, "rb") as f:
-            doc = json.loads(f.read())
-        if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-            return _unused(path, f"format {doc.get('format') if isinstance(doc, dict) else doc!r}")
-        size, digest = file_digest(video_file)
-        if doc["size"] != size or doc["sha1_ends"] != digest:
-            return _unused(
-                path,
-                f"it describes another file (size {doc['size']}, digest {doc['sha1_ends'][:12]}; "
-                f"{video_file.name} now has {size}, {digest[:12]}): rewritten since",
-            )
-        if doc["stream_index"] != stream_index:
-            return _unused(
-                path, f"it is for video stream {doc['stream_index']}, not {stream_index}"
-            )
+            persisted, size, digest = parse_index(f.read())
+        now = file_digest(video_file)
+        check_index(persisted, (size, digest), now, video_file.name, stream_index)
+        return persisted
+    except UnusableIndex as e:
+        return _unused(path, str(e))
+    except (OSError, VideoReadError) as e:
+        return _unused(path, f"unreadable ({type(e).__name__}: {e})")
+
+
+def check_index(
+    persisted: PersistedIndex,
+    described: tuple[int, str],
+    now: tuple[int, str],
+    name: str,
+    stream_index: int,
+) -> None:
+    """Raise UnusableIndex unless the sidecar's (size, digest) `described` is the file's `now`
+    and it is for video stream `stream_index`."""
+    if described != now:
+        raise UnusableIndex(
+            f"it describes another file (size {described[0]}, digest {described[1][:12]}; "
+            f"{name} now has {now[0]}, {now[1][:12]}): rewritten since"
+        )
+    if persisted.stream_index != stream_index:
+        raise UnusableIndex(f"it is for video stream {persisted.stream_index}, not {stream_index}")
+
+
+def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
+    """(the index, the size and digest of the file it describes) from a sidecar's bytes;
+    UnusableIndex with the reason when they are not a sidecar vidload reads."""
+    try:
+        doc = json.loads(raw)
+        if not isinstance(doc, dict) or doc.get("format") not in READ_FORMATS:
+            raise UnusableIndex(f"format {doc.get('format') if isinstance(doc, dict) else doc!r}")
         keys = doc["keys"]
         points = [SeekPoint(int(p), _opt_int(t), _opt_int(d)) for p, t, d in doc["seek_points"]]
         num = int(doc["num_frames"])
         if keys is not None and len(keys) != num:
-            return _unused(path, f"{len(keys)} keys for {num} frames")
+            raise UnusableIndex(f"{len(keys)} keys for {num} frames")
         index = FrameIndex(num, [int(k) for k in keys] if keys is not None else None, True, points)
         transpose, flip_rows, flip_cols = (bool(b) for b in doc["orientation"])
-        return PersistedIndex(index, Orientation(transpose, flip_rows, flip_cols), stream_index)
-    except (OSError, ValueError, TypeError, KeyError, VideoReadError) as e:
-        return _unused(path, f"unreadable ({type(e).__name__}: {e})")
+        layout = doc.get("bytes")
+        persisted = PersistedIndex(
+            index,
+            Orientation(transpose, flip_rows, flip_cols),
+            int(doc["stream_index"]),
+            None if layout is None else ByteLayout.from_json(layout),
+        )
+        return persisted, int(doc["size"]), str(doc["sha1_ends"])
+    except UnusableIndex:
+        raise
+    except (ValueError, TypeError, KeyError) as e:
+        raise UnusableIndex(f"unreadable ({type(e).__name__}: {e})") from None
 
 
 def _opt_int(value: object) -> int | None:

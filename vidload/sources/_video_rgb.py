@@ -5,7 +5,6 @@ to a clip's geometry in the one swscale pass from YUV, always converted on the c
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import av
 import numpy as np
@@ -18,7 +17,7 @@ __all__ = ["converter", "orientation_of", "rgb", "scaled_rgb"]
 
 
 def converter(
-    path: Path, *, displayed: bool, geometry: ClipGeometry | None = None
+    path: object, *, displayed: bool, geometry: ClipGeometry | None = None
 ) -> Callable[[av.VideoFrame], np.ndarray]:
     """frame -> uint8 RGB: as displayed (`displayed`: the frame's own display matrix,
     `orientation_of`) or as stored, at full size or with `geometry` (`scaled_rgb`)."""
@@ -79,7 +78,7 @@ def scaled_rgb(
     return np.ascontiguousarray(region[:, ::-1] if resolved.flip else region)
 
 
-def orientation_of(path: Path, frame: av.VideoFrame) -> Orientation:
+def orientation_of(path: object, frame: av.VideoFrame) -> Orientation:
     found = frame_orientation(frame)
     if found is None:
         raise VideoReadError(

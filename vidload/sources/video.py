@@ -31,12 +31,15 @@ whatever `threads`:
   so the frames and the count are those of the single-threaded decode.
 
 The pieces: `_video_file` (an open file, and why a decoder is never freed in a forked child),
-`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_rgb` (pixels).
+`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_rgb` (pixels),
+`_video_persist` (the index persisted beside a file), `_video_ranges` and `_video_remote` (a
+video at a URL read by byte ranges: the header once per process, then each clip's packets).
 """
 
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -46,7 +49,7 @@ import av.error
 import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
-from vidload._layout import CONTAINER_SUFFIX, container_path, index_path
+from vidload._layout import CONTAINER_SUFFIX, INDEX_SUFFIX, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
@@ -60,7 +63,8 @@ from vidload.sources._video_index import (
     decode_packets,
     index_from_packets,
 )
-from vidload.sources._video_persist import PersistedIndex, load_index, write_index
+from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index, write_index
+from vidload.sources._video_remote import RemoteVideo, load_remote, warn_whole
 from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
@@ -78,8 +82,13 @@ __all__ = ["VideoInfo", "VideoSource"]
 
 #: Frame indexes kept per process (int64 arrays, ~24 bytes a frame: ~7 KB for 300 frames).
 _INDEX_CACHE_SIZE = 4096
+#: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: the MP4's
+#: `moov`, ~8 bytes a frame, and the first and last 64 KiB that the index's digest hashes).
+_REMOTE_CACHE_SIZE = 256
 #: A file version in the per-process caches: (path, (st_mtime_ns, st_size)).
 FileKey = tuple[str, tuple[int, int]]
+#: A video file: a local path, or an object at a URL read by byte ranges.
+VideoFile = Path | RemoteVideo
 
 
 @shared_docs
@@ -88,10 +97,14 @@ class VideoSource:
 
     Args:
         root: folder of video files, or a URL (`s3://bucket/videos`); a video id is a path
-            relative to it, extension included. In a bucket each video is copied whole into
-            a local cache when a process first opens it (one GET: a clip's frames need
-            packets from across the file, and FFmpeg's seeks want a file): `cache_dir`, else
-            a bounded temporary cache (`vidload._storage.temporary_cache`).
+            relative to it, extension included. Over a URL, a video with a persisted frame
+            index (`vidload convert --to video` writes one beside each file, `vidload probe
+            --write-index` beside originals) is read by byte ranges: its index and header once
+            per process, then only the packets of each clip's frames
+            (`vidload.sources._video_remote`). Other videos, and every video when `cache_dir`
+            is given, are copied whole into a local cache when a process first opens them (one
+            GET; said in a warning where an index is missing or stale): `cache_dir`, else a
+            bounded temporary cache (`vidload._storage.temporary_cache`).
         threads: decoder threads per open file; 1 (default) suits DataLoader workers, 0 lets
             FFmpeg choose.
         stream: which video stream to use, as an index among the file's video streams; None
@@ -161,6 +174,9 @@ class VideoSource:
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
         # whether each file version's persisted index was looked for (and used)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
+        # URL root: each video read by ranges, or why it is downloaded whole
+        self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
+        self._said_whole = False
 
     def __getstate__(self) -> dict:
         return {
@@ -207,6 +223,30 @@ class VideoSource:
         converted = container_path(root, vid, CONTAINER_SUFFIX["video"])
         return converted if converted.exists() else direct
 
+    def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
+        """The file a read of `video_id` opens: `path(video_id)` for a local root (or with
+        `cache_dir`); for a URL root, the object read by byte ranges, with the bytes a read of
+        `wanted` needs fetched (the first time, its header too: `_video_remote`), or where it
+        cannot be read so (no usable index), its local copy, downloaded whole and said so."""
+        if self.store.is_local or self.store.cache is not None:
+            return self.path(video_id)
+        vid = normalize_video_id(video_id)
+        found = self._remote.get(vid)
+        if found is None:
+            found = load_remote(self.store.remote(vid))
+            self._remote.put(vid, found)
+            if isinstance(found, str) and not self._said_whole:
+                self._said_whole = True  # once per source and process: all may lack one
+                warn_whole(self.store.remote(vid), f"{found} (nor may other videos here)")
+        if isinstance(found, RemoteVideo):
+            try:
+                found.fetch(wanted)
+                return found
+            except UnusableIndex as e:
+                self._remote.put(vid, str(e))
+                warn_whole(found, f"its frame index is not used: {e}")
+        return self.store.local_copy(vid)
+
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its video file and, where one was written,
         its persisted frame index (`vidload._layout.index_path`), for read-ahead hints and the
@@ -217,18 +257,23 @@ class VideoSource:
         index = index_path(path)
         return [path, index] if index.is_file() else [path]
 
-    def _stat(self, path: Path) -> tuple[int, int]:
+    def _stat(self, path: VideoFile) -> tuple[int, int]:
+        if isinstance(path, RemoteVideo):
+            return path.stat
         st = check_regular_file(path)  # a FIFO would block av.open forever
         return (st.st_mtime_ns, st.st_size)
 
     def _open(
-        self, path: Path, stat: tuple[int, int], *, threads: int | None = None, explode: bool
+        self, path: VideoFile, stat: tuple[int, int], *, threads: int | None = None, explode: bool
     ) -> VideoHandle:
         """`open_video` with this source's stream and (by default) threads."""
         threads = self.threads if threads is None else threads
-        return open_video(path, stat, stream=self.stream, threads=threads, explode=explode)
+        file = path.reader() if isinstance(path, RemoteVideo) else None
+        return open_video(
+            path, stat, stream=self.stream, threads=threads, explode=explode, file=file
+        )
 
-    def _handle(self, path: Path) -> VideoHandle:
+    def _handle(self, path: VideoFile) -> VideoHandle:
         """An open handle on `path` from this process's cache (reopened if the file changed)."""
         key = str(path)
         stat = self._stat(path)
@@ -245,7 +290,7 @@ class VideoSource:
         if self.cache_size == 0:
             handle.close()
 
-    def _fresh(self, path: Path, *, threads: int | None = None, explode: bool) -> VideoHandle:
+    def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file."""
         return self._open(path, self._stat(path), threads=threads, explode=explode)
 
@@ -253,7 +298,7 @@ class VideoSource:
 
     def info(self, video_id: str) -> VideoInfo:
         """What the header says about the chosen stream; nothing is decoded."""
-        path = self.path(video_id)
+        path = self._file(video_id)
         handle = self._handle(path)
         try:
             return video_info(handle)
@@ -275,7 +320,7 @@ class VideoSource:
             VideoReadError: no frame decodes, or the matrix is not a right-angle rotation or
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
-        path = self.path(video_id)
+        path = self._file(video_id)
         key = (str(path), self._stat(path))
         found = self._orientations.get(key)
         if found is None and self._use_persisted(path):
@@ -304,7 +349,7 @@ class VideoSource:
         (`ClipDataset` then learns the count and keeps the first n times). Frames without any
         timestamp (never seen in MP4/MKV/TS) get i / fps.
         """
-        path = self.path(video_id)
+        path = self._file(video_id)
         handle = self._handle(path)
         try:
             index = self._guess_index(path, handle)
@@ -330,7 +375,7 @@ class VideoSource:
         and file version; equals the number of frames `iter_frames` yields. A file whose data
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
-        path = self.path(video_id)
+        path = self._file(video_id)
         stat = self._stat(path)
         count = self._actual.get((str(path), stat))
         if count is None and self._use_persisted(path):
@@ -341,7 +386,7 @@ class VideoSource:
 
     # ------------------------------------------------------------------ persisted index
 
-    def _use_persisted(self, path: Path, handle: VideoHandle | None = None) -> bool:
+    def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
         """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
         once per file version; whether one was found and matches the file."""
         stat = self._stat(path)
@@ -357,17 +402,32 @@ class VideoSource:
         finally:
             if own:
                 self._release(handle)
-        found = load_index(path, stream_index)
+        found = self._load_index(path, stream_index)
         if found is not None:
             self._store_exact(key, found.index)
             self._orientations.put(key, found.orientation)
         self._persisted.put(key, found is not None)
         return found is not None
 
+    @staticmethod
+    def _load_index(path: VideoFile, stream_index: int) -> PersistedIndex | None:
+        if not isinstance(path, RemoteVideo):
+            return load_index(path, stream_index)
+        # the sidecar's digest was checked when the header was fetched (`_video_remote`)
+        if path.persisted.stream_index != stream_index:
+            warnings.warn(
+                f"{path}{INDEX_SUFFIX}: frame index not used: it is for video stream "
+                f"{path.persisted.stream_index}, not {stream_index}; building it from the video "
+                f"instead (its bytes fetched as FFmpeg reads them)",
+                stacklevel=4,
+            )
+            return None
+        return path.persisted
+
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
         `actual_frames`), with its display orientation: what `write_index` persists."""
-        path = self.path(video_id)
+        path = self._file(video_id)
         index = self._exact_index(path)
         orientation = self.orientation(video_id)
         return PersistedIndex(index, orientation, self.info(video_id).stream_index)
@@ -378,7 +438,7 @@ class VideoSource:
         a decode; costs one full decode now. Returns the index file's path."""
         return write_index(self.path(video_id), self.exact_frame_index(video_id))
 
-    def _exact_index(self, path: Path) -> FrameIndex:
+    def _exact_index(self, path: VideoFile) -> FrameIndex:
         """Index built from a full sequential decode (cached)."""
         key = (str(path), self._stat(path))
         index = self._indexes.get(key)
@@ -399,7 +459,7 @@ class VideoSource:
         self._indexes.put(key, index)
         return index
 
-    def _guess_index(self, path: Path, handle: VideoHandle) -> FrameIndex:
+    def _guess_index(self, path: VideoFile, handle: VideoHandle) -> FrameIndex:
         """The cached index of `path`, else one from a packet scan where the container
         stores pts, else one from a full decode."""
         key = (str(path), handle.stat)
@@ -426,7 +486,7 @@ class VideoSource:
 
     # ------------------------------------------------------------------ decoding
 
-    def _decode_all(self, path: Path, recorder: IndexRecorder | None = None):
+    def _decode_all(self, path: VideoFile, recorder: IndexRecorder | None = None):
         """Every frame of the chosen stream that a single-threaded sequential decode gives,
         from freshly opened files, in output order (see "Damaged files" in the module
         docstring); `recorder` sees every packet decoded and every frame."""
@@ -463,7 +523,7 @@ class VideoSource:
                 f"a single-threaded one only {len(recorder.keys)}",
             )
 
-    def _decode_file(self, path: Path, threads: int, recorder: IndexRecorder | None, on_error):
+    def _decode_file(self, path: VideoFile, threads: int, recorder: IndexRecorder | None, on_error):
         """decode_packets on a fresh handle with `threads` (explode unless single-threaded);
         returns whether the data went bad."""
         handle = self._fresh(path, threads=threads, explode=threads != 1)
@@ -494,7 +554,7 @@ class VideoSource:
         Stops where the data goes bad (truncated or corrupt file); yields exactly
         `actual_frames(video_id)` frames.
         """
-        path = self.path(video_id)
+        path = self._file(video_id)
         key = (str(path), self._stat(path))
         recorder = IndexRecorder()
         convert = converter(path, displayed=self.rotation == "auto")
@@ -524,7 +584,7 @@ class VideoSource:
             VideoReadError: the file is missing or cannot be decoded.
         """
         idx = as_index_array(indices)
-        path = self.path(video_id)
+        path = self._file(video_id, idx)
         handle = self._handle(path)
         convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
         try:
@@ -548,7 +608,7 @@ class VideoSource:
     def _read_frames(
         self,
         video_id: str,
-        path: Path,
+        path: VideoFile,
         handle: VideoHandle,
         idx: np.ndarray,
         convert: Callable[[av.VideoFrame], np.ndarray],

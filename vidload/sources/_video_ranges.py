@@ -1,0 +1,188 @@
+"""Where a video file's bytes lie: what FFmpeg reads to open it, and each packet of one stream,
+so that a reader over a URL fetches only the byte ranges a clip needs.
+
+A `ByteLayout` is recorded from the finished file when its frame index is persisted
+(`_video_persist.write_index`: `vidload convert --to video`, `vidload probe --write-index`):
+
+* `opened`: the byte ranges `av.open` reads from a Python file object (the MP4's `ftyp`, the
+  `moov` wherever it lies, the first packets `avformat_find_stream_info` probes), recorded by
+  opening the file through a file object that notes every read. FFmpeg reads through a 32 KiB
+  buffer, so these are its reads as they happen, not the boxes' exact extents.
+* `packets`: the chosen stream's packets in decode order, each `(key, pos, size)`: the packet's
+  key (`_video_index.packet_key`, what the frame index names frames and seek points by), its
+  byte offset in the file and its size, from a demux-only scan (no decoding).
+
+`clip_ranges` turns wanted frames into byte ranges with the same plan `_video_seek.read_seeking`
+follows: for each wanted frame, from the packet of the seek point before it (where decoding
+resumes) to the wanted frame's own packet, plus `reorder + 1` packets for a decoder that holds
+frames back (B-frames; 1 packet with none). Ranges closer than `SHORT_GAP` are joined: FFmpeg
+reads across a short gap instead of seeking (`avio_seek` reads forward up to its buffer plus
+its short-seek threshold, 32 + 32 KiB), so the gap bytes must be there too.
+
+A converted file (closed GOPs of `gop` frames, no B-frames, no audio) needs, for a clip of k
+frames in k different GOPs, at most k GOPs of bytes, and nothing else once it is open.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import av
+import av.error
+import numpy as np
+
+from vidload.sources._video_index import FrameIndex, packet_key, usable_packet
+
+__all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "join_ranges", "record_layout"]
+
+#: Byte ranges closer than this are fetched as one (see the module docstring).
+SHORT_GAP = 128 << 10
+
+
+def join_ranges(ranges: Iterable[tuple[int, int]], gap: int = SHORT_GAP) -> list[tuple[int, int]]:
+    """`ranges` ([start, stop) byte ranges) sorted and joined where they overlap or lie at most
+    `gap` bytes apart."""
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if out and a <= out[-1][1] + gap:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+class ByteLayout:
+    """What FFmpeg reads to open a file (`opened`) and where each packet of its chosen stream
+    lies (`keys`, `pos`, `size`: int64 arrays in decode order). See the module docstring."""
+
+    def __init__(
+        self,
+        opened: Sequence[tuple[int, int]],
+        keys: Sequence[int],
+        pos: Sequence[int],
+        size: Sequence[int],
+    ) -> None:
+        self.opened = [(int(a), int(b)) for a, b in opened]
+        self.keys = np.asarray(keys, dtype=np.int64)
+        self.pos = np.asarray(pos, dtype=np.int64)
+        self.end = self.pos + np.asarray(size, dtype=np.int64)
+        if not (len(self.keys) == len(self.pos) == len(self.end)):
+            raise ValueError(f"{len(keys)} keys, {len(pos)} positions, {len(size)} sizes")
+        self._number = {int(k): i for i, k in enumerate(self.keys.tolist())}
+        # frames a decoder may hold back: how far a packet's output rank runs ahead of its
+        # decode number (0 without B-frames)
+        rank = np.empty(len(self.keys), dtype=np.int64)
+        rank[np.argsort(self.keys, kind="stable")] = np.arange(len(self.keys))
+        ahead = rank - np.arange(len(self.keys))
+        self.reorder = int(ahead.max()) if len(ahead) else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "opened": [list(r) for r in self.opened],
+            "keys": self.keys.tolist(),
+            "pos": self.pos.tolist(),
+            "size": (self.end - self.pos).tolist(),
+        }
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> ByteLayout:
+        opened = [(int(a), int(b)) for a, b in doc["opened"]]
+        return cls(opened, doc["keys"], doc["pos"], doc["size"])
+
+    def packet_number(self, key: int | None) -> int | None:
+        """Decode-order number of the packet with this key; None if none has it."""
+        return None if key is None else self._number.get(int(key))
+
+    def bytes_of(self, first: int, last: int) -> tuple[int, int]:
+        """[start, stop) spanning packets first..last (decode-order numbers, inclusive)."""
+        return int(self.pos[first : last + 1].min()), int(self.end[first : last + 1].max())
+
+
+def clip_ranges(
+    layout: ByteLayout, index: FrameIndex, wanted: Iterable[int]
+) -> list[tuple[int, int]] | None:
+    """The byte ranges a seek-and-decode read of the `wanted` frames reads (module docstring),
+    joined; None when the layout cannot place a frame (its key is in no packet: an index from
+    elsewhere, guessed pts), and the reader then fetches what FFmpeg asks for as it asks."""
+    n = len(layout.keys)
+    if index.keys is None or not index.seekable or n == 0:
+        return None
+    spans: list[tuple[int, int]] = []
+    for target in sorted(set(wanted)):
+        if target < 0 or target >= index.num_frames:
+            continue  # the read raises for it before decoding
+        sp = index.seek_point(index.seek_point_before(target))
+        first = layout.packet_number(packet_key(sp.pts, sp.dts))
+        last = layout.packet_number(index.keys[target])
+        if first is None or last is None or last < first:
+            return None
+        spans.append(layout.bytes_of(first, min(last + layout.reorder + 1, n - 1)))
+    return join_ranges(spans)
+
+
+class _Recording(io.RawIOBase):
+    """A local file read through Python, noting each [start, stop) range read."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        self.reads: list[tuple[int, int]] = []
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        return self._f.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._f.tell()
+
+    def read(self, n: int = -1) -> bytes:
+        start = self._f.tell()
+        data = self._f.read(n)
+        if data:
+            self.reads.append((start, start + len(data)))
+        return data
+
+    def close(self) -> None:
+        self._f.close()
+        super().close()
+
+
+def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
+    """The `ByteLayout` of `path`'s video stream `stream_index` (an index among its video
+    streams); None where the demuxer does not say where packets lie (no byte positions)."""
+    rec = _Recording(path)
+    try:
+        container = av.open(rec, "r")
+        try:
+            opened = join_ranges(rec.reads, 0)
+            stream = list(container.streams.video)[stream_index]
+            keys: list[int] = []
+            pos: list[int] = []
+            size: list[int] = []
+            try:
+                for packet in container.demux(stream):
+                    if packet.is_corrupt:
+                        break
+                    if not usable_packet(packet):
+                        continue
+                    key = packet_key(packet.pts, packet.dts)
+                    if key is None or packet.pos is None or packet.pos < 0:
+                        return None
+                    keys.append(key)
+                    pos.append(packet.pos)
+                    size.append(packet.size)
+            except av.error.FFmpegError:
+                pass  # the data goes bad here; decoding stops at the same place
+        finally:
+            container.close()
+    finally:
+        rec.close()
+    return ByteLayout(opened, keys, pos, size)

@@ -1,0 +1,246 @@
+"""A video object at a URL read by byte ranges: its header once per process, then only the
+packets a clip needs, through a file object FFmpeg reads from.
+
+A video with a persisted frame index of format 2 (`_video_persist`: what `vidload convert --to
+video` writes beside each file, and `vidload probe --write-index` beside originals) says where
+its bytes lie (`_video_ranges.ByteLayout`). Read over a URL, a clip of a video never opened in
+this process costs two rounds of requests:
+
+1. the sidecar (`<url>.vidload-index`, one GET);
+2. in one round of concurrent range requests (`Location.read_ranges`): the bytes the sidecar's
+   digest hashes (the first and last 64 KiB: whether the sidecar still describes the object),
+   the bytes FFmpeg reads to open the file (an MP4's `moov`), and the packets the clip's frames
+   need (`_video_ranges.clip_ranges`: from the keyframe before each frame to the frame).
+
+The header's bytes are kept for the process (`RemoteVideo`, in the source's per-process cache),
+so a later clip of the same video is one round: its packets. FFmpeg reads the object through a
+`RangeReader`, a read-only file object that serves reads from the bytes held; a read of bytes
+not held (a file whose demuxer reads more than was recorded, a sequential decode of the whole
+video: `iter_frames`) is fetched there and then as one range request of at least `MISS_FETCH`
+bytes, counted (`RemoteVideo.misses`, and `vidload._storage.STATS` as every request), never a
+silent download of the whole object.
+
+Where this cannot be used (no sidecar, a format 1 sidecar without byte positions, one that does
+not describe the object: rewritten since), `VideoSource` downloads the object whole, as before,
+and says so in a warning (`warn_whole`).
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import warnings
+from typing import Any
+
+from vidload._layout import INDEX_SUFFIX
+from vidload._storage import Location
+from vidload.errors import VideoReadError
+from vidload.sources._video_persist import (
+    PersistedIndex,
+    UnusableIndex,
+    digest_spans,
+    ends_digest,
+    parse_index,
+)
+from vidload.sources._video_ranges import ByteLayout, clip_ranges, join_ranges
+
+__all__ = ["MISS_FETCH", "RangeReader", "RemoteVideo", "load_remote", "warn_whole"]
+
+#: The least a reader fetches for a read of bytes it does not hold.
+MISS_FETCH = 256 << 10
+#: A range past the end of any sidecar: the whole object in one GET.
+_WHOLE = 1 << 40
+#: Blocks fetched on a miss that a video keeps (older ones are dropped: a sequential decode
+#: of a long video must not keep it all in memory).
+_MISS_BLOCKS = 8
+
+
+class RemoteVideo:
+    """A video object at `location` with its persisted index (format 2), read by byte ranges.
+
+    Holds the bytes fetched so far: the header (what opening the file reads, and the digest's
+    spans; kept), the last clip's packets (replaced by the next clip's) and the last few
+    blocks fetched on a miss. `str()` is the URL (without credentials), for error messages.
+    Per process: never pickled, dropped after a fork with the source's caches.
+    """
+
+    def __init__(
+        self, location: Location, persisted: PersistedIndex, size: int, digest: str
+    ) -> None:
+        assert persisted.layout is not None
+        self.location = location
+        self.persisted = persisted
+        self.layout: ByteLayout = persisted.layout
+        self.size = size
+        self._digest = digest
+        self.verified = False
+        self._header: list[tuple[int, bytes]] = []
+        self._clip: list[tuple[int, bytes]] = []
+        self._missed: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=_MISS_BLOCKS)
+        #: Requests sent for reads of bytes not held (see the module docstring).
+        self.misses = 0
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    @property
+    def name(self) -> str:
+        return self.location.name
+
+    @property
+    def stat(self) -> tuple[int, int]:
+        """What stands for (st_mtime_ns, st_size) in the source's caches."""
+        return (0, self.size)
+
+    # -- fetching
+
+    def fetch(self, wanted: Any = ()) -> None:
+        """Hold the bytes a read of the `wanted` frames needs (and, the first time, the header),
+        fetching what is not held in one round of concurrent range requests.
+
+        Raises:
+            UnusableIndex: the first time, when the digest of the object's ends is not the one
+                the sidecar describes (the object was rewritten since).
+            VideoReadError: a request failed (naming the URL).
+        """
+        clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
+        header = [] if self.verified else join_ranges(digest_spans(self.size) + self.layout.opened)
+        kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
+        missing = [r for r in clip if not self._holds(*r, self._header + kept)]
+        needed = join_ranges(missing + header)
+        if not needed:
+            self._clip = kept
+            return
+        got = self.location.read_ranges(needed)
+        blocks = list(zip((a for a, _ in needed), got, strict=True))
+        if not self.verified:
+            self._verify(blocks)
+            self._header = sorted(b for b in blocks if any(_overlaps(b, r) for r in header))
+        self._clip = sorted(kept + [b for b in blocks if any(_overlaps(b, r) for r in missing)])
+
+    def _verify(self, blocks: list[tuple[int, bytes]]) -> None:
+        spans = [self._slice(blocks, a, b) for a, b in digest_spans(self.size)]
+        if any(s is None for s in spans):
+            raise UnusableIndex(
+                f"it describes another file (size {self.size}; {self.name} is shorter now): "
+                f"rewritten since"
+            )
+        digest = ends_digest(self.size, [s for s in spans if s is not None])
+        if digest != self._digest:
+            raise UnusableIndex(
+                f"it describes another file (size {self.size}, digest {self._digest[:12]}; "
+                f"{self.name} now has digest {digest[:12]} at that size): rewritten since"
+            )
+        self.verified = True
+
+    @staticmethod
+    def _slice(blocks: list[tuple[int, bytes]], a: int, b: int) -> bytes | None:
+        for start, data in blocks:
+            if start <= a and b <= start + len(data):
+                return data[a - start : b - start]
+        return None
+
+    @staticmethod
+    def _holds(a: int, b: int, blocks: list[tuple[int, bytes]]) -> bool:
+        return RemoteVideo._slice(blocks, a, b) is not None
+
+    # -- reading
+
+    def reader(self) -> RangeReader:
+        """A new file object over this video (the header fetched first if it is not held)."""
+        if not self.verified:
+            self.fetch()
+        return RangeReader(self)
+
+    def bytes_at(self, pos: int, n: int) -> bytes:
+        """Up to `n` bytes from `pos`: those of the held block that contains `pos` (short at
+        its end), else a range of at least `MISS_FETCH` bytes fetched now."""
+        for blocks in (self._clip, self._header, self._missed):
+            for start, data in blocks:
+                if start <= pos < start + len(data):
+                    return data[pos - start : pos - start + n]
+        stop = min(self.size, pos + max(n, MISS_FETCH))
+        self.misses += 1
+        data = self.location.read_range(pos, stop)
+        if data:
+            self._missed.append((pos, data))
+        return data[:n]
+
+
+def _overlaps(block: tuple[int, bytes], r: tuple[int, int]) -> bool:
+    start, data = block
+    return start < r[1] and r[0] < start + len(data)
+
+
+class RangeReader(io.RawIOBase):
+    """A read-only, seekable file object over a `RemoteVideo`, for `av.open`: each read is
+    served from the bytes the video holds (possibly short: up to the end of a held block;
+    FFmpeg asks again), and bytes not held are fetched then (`RemoteVideo.bytes_at`)."""
+
+    def __init__(self, video: RemoteVideo) -> None:
+        super().__init__()
+        self.video = video
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.video.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, n: int = -1) -> bytes:
+        size = self.video.size
+        if self._pos >= size:
+            return b""
+        if n is None or n < 0:
+            n = size - self._pos
+        data = self.video.bytes_at(self._pos, min(n, size - self._pos))
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(memoryview(buffer)))
+        memoryview(buffer).cast("B")[: len(data)] = data
+        return len(data)
+
+
+def load_remote(location: Location) -> RemoteVideo | str:
+    """The `RemoteVideo` of the object at `location`, from its sidecar (one GET), or the
+    reason it cannot be read by byte ranges (no sidecar, format 1, unreadable).
+
+    Raises:
+        VideoReadError: the sidecar could not be read for another reason than its absence.
+    """
+    sidecar = location.with_name(location.name + INDEX_SUFFIX)
+    try:
+        # as a range: s3fs sends a HEAD (the size) before a whole-object GET, a second round
+        raw = sidecar.read_range(0, _WHOLE)
+    except VideoReadError as e:
+        if e.reason == "not found":
+            return "it has no persisted frame index"
+        raise
+    try:
+        persisted, size, digest = parse_index(raw)
+    except UnusableIndex as e:
+        return f"its frame index is not used: {e}"
+    if persisted.layout is None:
+        return "its frame index (format 1) does not say where the packets lie"
+    return RemoteVideo(location, persisted, size, digest)
+
+
+def warn_whole(location: object, reason: str) -> None:
+    """Say that a video object is downloaded whole, and why."""
+    warnings.warn(
+        f"{location}: {reason}; the whole object is downloaded before its first frame "
+        f"(write the index with `vidload probe --write-index`, or convert with --to video, "
+        f"so that a clip fetches only its byte ranges)",
+        stacklevel=4,
+    )
