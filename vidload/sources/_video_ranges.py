@@ -15,9 +15,10 @@ A `ByteLayout` is recorded from the finished file when its frame index is persis
 `clip_ranges` turns wanted frames into byte ranges with the same plan `_video_seek.read_seeking`
 follows: for each wanted frame, from the packet of the seek point before it (where decoding
 resumes) to the wanted frame's own packet, plus `reorder + 1` packets for a decoder that holds
-frames back (B-frames; 1 packet with none). Ranges closer than `SHORT_GAP` are joined: FFmpeg
-reads across a short gap instead of seeking (`avio_seek` reads forward up to its buffer plus
-its short-seek threshold, 32 + 32 KiB), so the gap bytes must be there too.
+frames back (B-frames; 1 packet with none). Ranges closer than `SHORT_GAP` are joined
+(`vidload._storage.coalesce`): FFmpeg reads across a short gap instead of seeking (`avio_seek`
+reads forward up to its buffer plus its short-seek threshold, 32 + 32 KiB), so the gap bytes
+must be there too.
 
 A converted file (closed GOPs of `gop` frames, no B-frames, no audio) needs, for a clip of k
 frames in k different GOPs, at most k GOPs of bytes, and nothing else once it is open.
@@ -34,24 +35,13 @@ import av
 import av.error
 import numpy as np
 
+from vidload._storage import coalesce
 from vidload.sources._video_index import FrameIndex, packet_key, usable_packet
 
-__all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "join_ranges", "record_layout"]
+__all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout"]
 
 #: Byte ranges closer than this are fetched as one (see the module docstring).
 SHORT_GAP = 128 << 10
-
-
-def join_ranges(ranges: Iterable[tuple[int, int]], gap: int = SHORT_GAP) -> list[tuple[int, int]]:
-    """`ranges` ([start, stop) byte ranges) sorted and joined where they overlap or lie at most
-    `gap` bytes apart."""
-    out: list[list[int]] = []
-    for a, b in sorted(ranges):
-        if out and a <= out[-1][1] + gap:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return [(a, b) for a, b in out]
 
 
 class ByteLayout:
@@ -120,7 +110,7 @@ def clip_ranges(
         if first is None or last is None or last < first:
             return None
         spans.append(layout.bytes_of(first, min(last + layout.reorder + 1, n - 1)))
-    return join_ranges(spans)
+    return coalesce(spans, SHORT_GAP)
 
 
 class _Recording(io.RawIOBase):
@@ -162,7 +152,7 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
     try:
         container = av.open(rec, "r")
         try:
-            opened = join_ranges(rec.reads, 0)
+            opened = coalesce(rec.reads, 0)
             stream = list(container.streams.video)[stream_index]
             keys: list[int] = []
             pos: list[int] = []

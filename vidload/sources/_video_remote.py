@@ -33,7 +33,7 @@ import warnings
 from typing import Any
 
 from vidload._layout import INDEX_SUFFIX
-from vidload._storage import Location
+from vidload._storage import Location, coalesce
 from vidload.errors import VideoReadError
 from vidload.sources._video_persist import (
     PersistedIndex,
@@ -42,7 +42,7 @@ from vidload.sources._video_persist import (
     ends_digest,
     parse_index,
 )
-from vidload.sources._video_ranges import ByteLayout, clip_ranges, join_ranges
+from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges
 
 __all__ = ["MISS_FETCH", "RangeReader", "RemoteVideo", "load_remote", "warn_whole"]
 
@@ -104,10 +104,10 @@ class RemoteVideo:
             VideoReadError: a request failed (naming the URL).
         """
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
-        header = [] if self.verified else join_ranges(digest_spans(self.size) + self.layout.opened)
+        header = [] if self.verified else coalesce(digest_spans(self.size) + self.layout.opened, 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
         missing = [r for r in clip if not self._holds(*r, self._header + kept)]
-        needed = join_ranges(missing + header)
+        needed = coalesce(missing + header, SHORT_GAP)
         if not needed:
             self._clip = kept
             return
