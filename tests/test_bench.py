@@ -21,7 +21,7 @@ from media import make_video
 
 from vidload import bench
 from vidload._bench import report
-from vidload._bench.geometry import GEOMETRY_SOURCES
+from vidload._bench.geometry import geometry_sources
 from vidload._bench.timing import RoundRobin, row_pass
 from vidload._bench.workdir import find_videos
 from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
@@ -163,7 +163,7 @@ def test_quick_run_measures_every_source_on_the_same_clips(quick_run):
     # geometry rows: fused resize vs full-size read + cv2.resize, on the videos and a larger
     # sample (640x360 in --quick), the same output within resampling differences
     geometry = result["geometry"]
-    assert [sorted(g["rows"]) for g in geometry] == [sorted(GEOMETRY_SOURCES)] * 2
+    assert [sorted(g["rows"]) for g in geometry] == [sorted(geometry_sources())] * 2
     assert geometry[0]["input"] == [160, 120] and geometry[0]["output"] == [171, 128]
     assert geometry[1]["input"] == [640, 360] and geometry[1]["output"] == [228, 128]
     for g in geometry:

@@ -42,7 +42,8 @@ import numpy as np
 from vidload._choose.measure import psnr, psnr_indices, sample_clips, warm_rates
 from vidload._convert.inputs import find_inputs, sharing_a_name
 from vidload._convert.video import even_crop, output_pts
-from vidload._layout import CONTAINER_SUFFIX, container_name
+from vidload._kinds import get_kind
+from vidload._layout import container_name
 from vidload.convert import convert
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec, make_sample_videos
@@ -134,7 +135,7 @@ def build(
     else:
         frames = 0
         for vid in ids:
-            name = container_name(vid, CONTAINER_SUFFIX["video"], keep_extension=vid in shared)
+            name = container_name(vid, get_kind("video").suffix, keep_extension=vid in shared)
             frames += encode_other(orig, vid, out / name, codec, gop, crf, preset)
     return time.process_time() - start, frames
 

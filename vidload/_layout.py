@@ -30,13 +30,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal, get_args
 
+from vidload._kinds import get_kind
 from vidload.sources.base import normalize_video_id, strip_video_ext
 
 __all__ = [
     "CLASSES_NAME",
-    "CONTAINER_SUFFIX",
     "FIRST_FRAME_NAME",
     "FRAME_TEMPLATE",
     "INDEX_SUFFIX",
@@ -44,9 +43,7 @@ __all__ = [
     "MANIFEST_NAME",
     "OPTIONS_NAME",
     "PARTS_DIR",
-    "STORAGES",
     "TIMESTAMPS_SUFFIX",
-    "Storage",
     "container_name",
     "container_path",
     "found_container_name",
@@ -56,12 +53,7 @@ __all__ = [
     "sidecar_path",
 ]
 
-#: The container formats `convert` writes and the container sources read.
-Storage = Literal["jpeg", "hdf5", "npy", "video"]
-STORAGES: tuple[str, ...] = get_args(Storage)
-#: What a container's name adds to its id's stem: a JPEG container is a folder; a converted
-#: video is an MP4 (its pts exact in the stream's own time base, read by a packet scan).
-CONTAINER_SUFFIX: dict[str, str] = {"jpeg": "", "hdf5": ".h5", "npy": ".npy", "video": ".mp4"}
+# What a container's name adds to its id's stem: each storage kind's `suffix` (vidload._kinds).
 #: What a video file's persisted frame index adds to the file's name.
 INDEX_SUFFIX = ".vidload-index"
 #: Frame i (1-based) of a JPEG frame folder, as `convert` writes it and mmaction2 reads it.
@@ -85,7 +77,7 @@ CLASSES_NAME = "classes.txt"
 
 def container_name(video_id: str, suffix: str, *, keep_extension: bool = False) -> str:
     """`video_id`'s container name relative to the output folder: `a/x1.mp4` -> `a/x1<suffix>`,
-    or `a/x1.mp4<suffix>` with `keep_extension`. `suffix` is a `CONTAINER_SUFFIX` value."""
+    or `a/x1.mp4<suffix>` with `keep_extension`. `suffix` is a storage kind's (`vidload._kinds`)."""
     vid = normalize_video_id(video_id)
     return (vid if keep_extension else strip_video_ext(vid)) + suffix
 
@@ -119,11 +111,12 @@ def join_root(root: str, name: str) -> str:
 
 
 def output_container_path(
-    output: Path, video_id: str, to: Storage, *, keep_extension: bool = False
+    output: Path, video_id: str, to: str, *, keep_extension: bool = False
 ) -> Path:
     """Where `convert` writes `video_id`'s `to` container under `output`; `keep_extension` for
     ids that differ from another input's only in the extension (module doc)."""
-    return output / container_name(video_id, CONTAINER_SUFFIX[to], keep_extension=keep_extension)
+    suffix = get_kind(to).suffix
+    return output / container_name(video_id, suffix, keep_extension=keep_extension)
 
 
 def sidecar_path(container: Path) -> Path:

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from vidload._bench import report
-from vidload._bench.run import REFERENCE_NAMES, SOURCE_NAMES, BenchConfig, run_benchmark
+from vidload._bench.run import REFERENCE_NAMES, BenchConfig, run_benchmark, source_names
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
 from vidload._exit import report_error
@@ -101,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--only",
         metavar="ROWS",
-        help=f"comma-separated rows to run, from: {', '.join(SOURCE_NAMES + REFERENCE_NAMES)}",
+        help=f"comma-separated rows to run, from: {', '.join(source_names() + REFERENCE_NAMES)}",
     )
     add("--json", type=Path, metavar="PATH", help="write the results as JSON")
     add("--plot", type=Path, metavar="PATH", help="draw a PNG bar chart (needs matplotlib)")

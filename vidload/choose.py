@@ -338,9 +338,9 @@ def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
 
 def _unsupported(specs: list[StorageSpec]) -> list[StorageSpec]:
     """The storages this vidload's `convert` cannot build (`--to video` before it existed)."""
-    from vidload.convert import CONVERT_FORMATS
+    from vidload._kinds import kind_names
 
-    return [s for s in specs if s.to != "original" and s.to not in CONVERT_FORMATS]
+    return [s for s in specs if s.to != "original" and s.to not in kind_names()]
 
 
 def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:

@@ -44,7 +44,7 @@ from vidload._convert.options import (
 )
 from vidload._cpus import default_workers
 from vidload._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE, report_error
-from vidload._layout import STORAGES
+from vidload._kinds import kind_names
 from vidload.errors import UsageError
 from vidload.manifest import ManifestRow
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
     conv.add_argument(
         "--to",
         required=True,
-        choices=STORAGES,
+        choices=kind_names(),
         help="format (video: H.264 re-encoded for random access, read by VideoSource(OUTPUT))",
     )
     _add_common(conv)
@@ -207,7 +207,8 @@ def _storages(text: str) -> tuple[Any, ...]:
 
 def _add_choose(sub: Any) -> None:
     # the light modules only: `vidload.choose` imports the timing code, and torch with it
-    from vidload._choose.storages import DEFAULT_STORAGES
+    from vidload._choose.storages import default_storages
+    from vidload._kinds import container_kinds
     from vidload.sampling import SAMPLING_MODES
 
     ch = sub.add_parser(
@@ -260,8 +261,9 @@ def _add_choose(sub: Any) -> None:
         type=_storages,
         metavar="LIST",
         help="comma-separated candidates (default: "
-        + ",".join(s.name for s in DEFAULT_STORAGES)
-        + "); forms: original, video[:gopN][:crfQ][:PRESET], jpeg:qQ, hdf5:qQ, npy:qQ",
+        + ",".join(s.name for s in default_storages())
+        + "); forms: original, video[:gopN][:crfQ][:PRESET], "
+        + ", ".join(f"{k.name}:qQ" for k in container_kinds()),
     )
     ch.add_argument("--clips", type=_positive_int, metavar="N", help="clips per timed pass (64)")
     ch.add_argument("--rounds", type=_positive_int, metavar="R", help="interleaved rounds (3)")
@@ -593,7 +595,8 @@ def _choose(args: argparse.Namespace) -> int:
     import json
 
     from vidload._choose import report
-    from vidload.choose import DEFAULT_STORAGES, choose
+    from vidload._choose.storages import default_storages
+    from vidload.choose import choose
 
     if (args.need is None) != (args.cores is None):
         raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
@@ -614,7 +617,7 @@ def _choose(args: argparse.Namespace) -> int:
     result = choose(
         args.input,
         sample=pick(args.sample, 8, 2),
-        storages=args.storages if args.storages is not None else DEFAULT_STORAGES,
+        storages=args.storages if args.storages is not None else default_storages(),
         short_side=args.short_side,
         num_frames=args.num_frames,
         sampling=args.sampling,

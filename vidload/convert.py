@@ -68,7 +68,8 @@ from vidload._convert.options import (
     DEFAULT_SUBSAMPLING,
     DEFAULT_TUNE,
 )
-from vidload._convert.report import CONVERT_FORMATS, ConvertFormat, ConvertReport
+from vidload._convert.report import ConvertFormat, ConvertReport
+from vidload._kinds import kind_names
 from vidload._parallel import resolve_workers
 from vidload.sources.jpeg_decode import Subsampling
 
@@ -86,6 +87,10 @@ __all__ = [
     "label_inputs",
     "resize_short_side",
 ]
+
+#: The storage kinds `convert` writes (`to`), as the table (`vidload._kinds`) had them when this
+#: module was imported.
+CONVERT_FORMATS: tuple[str, ...] = kind_names()
 
 
 def convert(

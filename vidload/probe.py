@@ -29,11 +29,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import h5py
-
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import InputItem, InputKind, find_inputs, label_inputs
+from vidload._convert.inputs import InputItem, find_inputs, label_inputs
 from vidload._convert.job import count_status, failure_reason, path_bytes
+from vidload._kinds import container_kinds, get_kind
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.errors import UsageError, VideoReadError, VidloadError
@@ -41,9 +40,6 @@ from vidload.labels import label_by_folder
 from vidload.manifest import ManifestRow
 from vidload.progress import Progress
 from vidload.sources.base import FrameSource
-from vidload.sources.hdf5 import Hdf5Source
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.npy import NpySource
 from vidload.sources.video import VideoSource
 
 __all__ = ["probe"]
@@ -106,7 +102,7 @@ def probe(
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)  # before any work
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
-    kinds: tuple[InputKind, ...] = ("video", "jpeg", "hdf5", "npy")
+    kinds = ("video", *(k.name for k in container_kinds()))  # originals and every container
     source = Location(os.fspath(input_path), storage_options)
     url: Location | None = None
     if source.is_local:
@@ -183,14 +179,14 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         if job.write_index:
             video.write_index(vid)  # the index and orientation just found: no decode more
     else:
-        if item.kind == "jpeg":
-            counts = {vid: item.listed_frames} if item.listed_frames is not None else None
-            src = JpegSource(job.root, frame_counts=counts)
-        elif item.kind == "hdf5":
-            src = Hdf5Source(job.root, cache_size=0)
-            known["fps"] = _hdf5_fps(item.path)
-        else:
-            src = NpySource(job.root)
+        kind = get_kind(item.kind)
+        options = dict(kind.open_options)
+        if kind.folder and item.listed_frames is not None:  # the list's count, not the files'
+            options["frame_counts"] = {vid: item.listed_frames}
+        src = kind.open(job.root, **options)
+        fps = kind.fps(item.path)
+        if fps is not None:
+            known["fps"] = fps
         known["reported_frames"] = src.reported_frames(vid)
         actual = src.actual_frames(vid)
         if actual == 0:
@@ -207,13 +203,3 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         status=count_status(reported, actual),
         **known,
     )
-
-
-def _hdf5_fps(path: Path) -> float | None:
-    """The `fps` attribute `vidload convert` stores, None when absent or unreadable."""
-    try:
-        with h5py.File(path, "r") as f:
-            value = f.attrs.get("fps")
-        return None if value is None else float(value)
-    except Exception:  # h5py raises OSError, RuntimeError, ... on damaged files
-        return None  # Hdf5Source reports why the file cannot be read

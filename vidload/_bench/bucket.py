@@ -20,26 +20,21 @@ a per-request delay.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from vidload._bench.workdir import WorkDir, log
+from vidload._kinds import container_kinds
 from vidload._storage import STATS, Location
-from vidload.sources.hdf5 import Hdf5Source
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.npy import NpySource
 
 __all__ = ["measure_bucket", "upload_work"]
-
-STORAGES = ("hdf5", "npy", "jpeg")
 
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
     the same size are kept)."""
-    for storage in STORAGES:
+    for storage in (k.name for k in container_kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
         present: dict[str, int] = {}
@@ -58,12 +53,10 @@ def upload_work(work: WorkDir, url: str) -> None:
 
 
 def _sources(work: WorkDir, url: str) -> dict[str, tuple[Any, Any]]:
-    make: dict[str, Callable[[Any], Any]] = {
-        "hdf5": Hdf5Source,
-        "npy": NpySource,
-        "jpeg": JpegSource,
+    return {
+        k.name: (k.open(work.converted[k.name]), k.open(f"{url.rstrip('/')}/{k.name}"))
+        for k in container_kinds()
     }
-    return {s: (make[s](work.converted[s]), make[s](f"{url.rstrip('/')}/{s}")) for s in STORAGES}
 
 
 def _one_process(source: Any, clips: list[tuple[str, np.ndarray]]) -> float:

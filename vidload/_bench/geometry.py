@@ -25,27 +25,30 @@ import numpy as np
 from vidload._bench.timing import OtherLoad, OwnClock, RoundRobin
 from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
+from vidload._kinds import container_kinds
 from vidload.sampling import segment_indices
-from vidload.sources.hdf5 import Hdf5Source
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.npy import NpySource
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
 
-__all__ = ["GEOMETRY_SOURCES", "measure_geometry"]
+__all__ = ["geometry_sources", "measure_geometry"]
 
-#: The rows, by the names `--only` uses.
-GEOMETRY_SOURCES = ("video", "jpeg", "hdf5", "npy-mmap")
+
+def geometry_sources() -> tuple[str, ...]:
+    """The rows, by the names `--only` uses: the videos, and each container kind's first
+    bench row (`vidload._kinds`)."""
+    return ("video", *(k.bench[0].name for k in container_kinds() if k.bench))
 
 
 def _sources(work: WorkDir) -> dict[str, Any]:
     conv = work.converted
     return {
         "video": VideoSource(work.videos, threads=1),
-        "jpeg": JpegSource(conv["jpeg"]),
-        "hdf5": Hdf5Source(conv["hdf5"]),
-        "npy-mmap": NpySource(conv["npy"], mode="mmap"),
+        **{
+            k.bench[0].name: k.open(conv[k.name], **k.bench[0].options)
+            for k in container_kinds()
+            if k.bench
+        },
     }
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from vidload._bench.loaders import Loader, MemoryJpeg
-from vidload._bench.rows import SOURCE_NAMES
+from vidload._bench.rows import container_rows, source_names
 from vidload._bench.timing import (
     OtherLoad,
     OwnClock,
@@ -38,7 +38,6 @@ __all__ = [
     "note_other_load",
 ]
 
-_JPEG_ROWS = ("jpeg", "hdf5", "npy-mmap", "npy-read", "pil")
 _VIDEO_ROWS = ("video", "torchcodec", "decord")
 
 
@@ -62,7 +61,7 @@ def check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str,
                 raise RuntimeError(
                     f"{name} returned {out.dtype} {out.shape} for {vid}, not uint8 (k, H, W, 3)"
                 )
-            ref = "memory" if name in _JPEG_ROWS else None
+            ref = "memory" if name in (*container_rows(), "pil") else None  # JPEG rows
             if name in _VIDEO_ROWS:
                 ref = "pyav-from-start"
             if ref is None or ref not in outs or verdict.get(name, "identical") != "identical":
@@ -74,7 +73,7 @@ def check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str,
                 diff = int(np.abs(out.astype(np.int16) - other.astype(np.int16)).max())
                 verdict[name] = "identical" if diff == 0 else f"{vid}: max |diff| {diff} vs {ref}"
     for name, v in verdict.items():
-        if name in SOURCE_NAMES and v != "identical":
+        if name in source_names() and v != "identical":
             notes.append(f"{name}: pixels differ from its reference ({v})")
     return verdict
 
@@ -227,7 +226,7 @@ def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: Wo
     video_disk = disk("video")
     for ld in loaders:
         row = results[ld.name]
-        if ld.storage in ("video", REENCODED, "jpeg", "hdf5", "npy"):
+        if ld.storage in ("video", REENCODED, *work.converted):
             row["disk_bytes_per_video"] = disk(ld.storage)
             row["disk_vs_video"] = row["disk_bytes_per_video"] / video_disk
         for ref, key in (("memory", "vs_memory"), ("pil", "vs_pil")):

@@ -26,15 +26,24 @@ from vidload._bench.loaders import (
 )
 from vidload._bench.workdir import REENCODED, WorkDir
 from vidload._convert.options import DEFAULT_CRF, DEFAULT_GOP, DEFAULT_PRESET, DEFAULT_TUNE
-from vidload.sources.hdf5 import Hdf5Source
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.npy import NpySource
+from vidload._kinds import container_kinds
 from vidload.sources.video import VideoSource
 
-__all__ = ["REFERENCE_NAMES", "SOURCE_NAMES", "build_loaders"]
+__all__ = ["REFERENCE_NAMES", "build_loaders", "container_rows", "source_names"]
 
-SOURCE_NAMES = ("video", REENCODED, "jpeg", "hdf5", "npy-mmap", "npy-read")
 REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
+
+
+def container_rows() -> tuple[str, ...]:
+    """The rows of the containers of JPEG frames: each storage kind's bench rows
+    (`vidload._kinds.StorageKind.bench`), in table order."""
+    return tuple(row.name for kind in container_kinds() for row in kind.bench)
+
+
+def source_names() -> tuple[str, ...]:
+    """The rows that read through a vidload source: the videos, their `--to video` copy,
+    then the containers' rows."""
+    return ("video", REENCODED, *container_rows())
 
 
 def build_loaders(
@@ -63,28 +72,16 @@ def build_loaders(
             f"tune {DEFAULT_TUNE})",
             lambda: VideoSource(conv["video"], threads=1),
         ),
-        _container_row("jpeg", "jpeg", "JpegSource: one file per frame", JpegSource, conv),
-        _container_row(
-            "hdf5",
-            "hdf5",
-            "Hdf5Source: one HDF5 file of JPEG bytes per video",
-            Hdf5Source,
-            conv,
-        ),
-        _container_row(
-            "npy-mmap",
-            "npy",
-            'NpySource(mode="mmap"): decode the clip\'s rows of a padded npy where they are '
-            "mapped (read = mapping the file; the pages come in during the decode)",
-            functools.partial(NpySource, mode="mmap"),
-            conv,
-        ),
-        _container_row(
-            "npy-read",
-            "npy",
-            'NpySource(mode="read"): read the whole npy per clip',
-            functools.partial(NpySource, mode="read"),
-            conv,
+        *(
+            _container_row(
+                row.name,
+                kind.name,
+                row.description,
+                functools.partial(kind.source_class(), **row.options),
+                conv,
+            )
+            for kind in container_kinds()
+            for row in kind.bench
         ),
     ]
     memory = MemoryJpeg(conv["jpeg"])

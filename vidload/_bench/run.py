@@ -26,19 +26,17 @@ from vidload._bench.measure import (
     measure_one_process,
     note_other_load,
 )
-from vidload._bench.rows import REFERENCE_NAMES, SOURCE_NAMES, build_loaders
+from vidload._bench.rows import REFERENCE_NAMES, build_loaders, source_names
 from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
 from vidload._checks import check_int, check_positive_int, check_real
 from vidload._cpus import default_workers
 from vidload._cv2 import cv2
+from vidload._kinds import container_kinds
 from vidload.sampling import segment_indices
-from vidload.sources.hdf5 import Hdf5Source
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.npy import NpySource
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 
-__all__ = ["BenchConfig", "REFERENCE_NAMES", "SOURCE_NAMES", "run_benchmark"]
+__all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
 
 
 @dataclass
@@ -77,11 +75,11 @@ class BenchConfig:
         if not self.min_time >= 0:  # NaN too
             raise ValueError(f"min_time ({self.min_time}) must be >= 0")
         if self.only is not None:
-            unknown = sorted(set(self.only) - set(SOURCE_NAMES) - set(REFERENCE_NAMES))
+            unknown = sorted(set(self.only) - set(source_names()) - set(REFERENCE_NAMES))
             if unknown:
                 raise ValueError(
                     f"--only names unknown loaders {unknown}; choose from "
-                    f"{', '.join(SOURCE_NAMES + REFERENCE_NAMES)}"
+                    f"{', '.join(source_names() + REFERENCE_NAMES)}"
                 )
 
 
@@ -204,11 +202,7 @@ def _measure_bucket(
     from vidload._bench import bucket
 
     bucket.upload_work(work, url)
-    sources: dict[str, Any] = {
-        "jpeg": JpegSource(work.converted["jpeg"]),
-        "hdf5": Hdf5Source(work.converted["hdf5"]),
-        "npy": NpySource(work.converted["npy"]),
-    }
+    sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in container_kinds()}
     counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
     clips, _labels = sample_clips(work, counts, cfg)
     notes.append(bucket.bucket_path_note(url))
@@ -252,9 +246,7 @@ def _measure(
     readers = {ld.name: ld.make() for ld in loaders}
     all_sources = {
         "video": VideoSource(work.videos),
-        "jpeg": JpegSource(work.converted["jpeg"]),
-        "hdf5": Hdf5Source(work.converted["hdf5"]),
-        "npy": NpySource(work.converted["npy"]),
+        **{k.name: k.open(work.converted[k.name]) for k in container_kinds()},
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
     work, clips, labels, counts, dropped = usable_clips(work, all_sources, readers, cfg)

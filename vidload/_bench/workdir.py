@@ -25,19 +25,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from vidload._atomic import write_bytes_atomic
-from vidload._layout import CONTAINER_SUFFIX, MANIFEST_NAME, container_path
+from vidload._kinds import get_kind, kind_names
+from vidload._layout import MANIFEST_NAME, container_path
 from vidload.errors import UsageError
 from vidload.sources.base import VIDEO_EXTENSIONS
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
-if TYPE_CHECKING:
-    from vidload.convert import ConvertFormat
-
 STATE_FILE = "vidload-bench.json"
-FORMATS: tuple[ConvertFormat, ...] = ("jpeg", "hdf5", "npy", "video")
 #: The storage name of the `--to video` copy (`files`); "video" is the original files.
 REENCODED = "video-reencoded"
 
@@ -56,22 +52,23 @@ class WorkDir:
 
     def files(self, storage: str, video_id: str) -> list[Path]:
         """The files that hold `video_id` in `storage` ("video": the original file,
-        `REENCODED`: its `--to video` copy, "jpeg", "hdf5" or "npy")."""
+        `REENCODED`: its `--to video` copy, or a container kind of `vidload._kinds`)."""
         if storage == "video":
             return [self.videos / video_id]
         if storage == REENCODED:
             from vidload.sources.video import VideoSource
 
             return [VideoSource(self.converted["video"]).path(video_id)]
-        if storage == "jpeg":
-            folder = container_path(self.converted["jpeg"], video_id, "")
-            return sorted(p for p in folder.iterdir() if p.is_file())
-        if storage in ("hdf5", "npy"):
-            suffix = CONTAINER_SUFFIX[storage]
-            return [container_path(self.converted[storage], video_id, suffix)]
-        raise ValueError(
-            f"storage ({storage!r}) must be one of 'video', {REENCODED!r}, 'jpeg', 'hdf5', 'npy'"
-        )
+        if storage not in self.converted or storage == "video":
+            known = ", ".join(
+                repr(k) for k in ("video", REENCODED, *self.converted) if k != "video"
+            )
+            raise ValueError(f"storage ({storage!r}) must be one of 'video', {known}")
+        suffix = get_kind(storage).suffix
+        path = container_path(self.converted[storage], video_id, suffix)
+        if get_kind(storage).folder:
+            return sorted(p for p in path.iterdir() if p.is_file())
+        return [path]
 
 
 def default_work_dir(data: Path | None) -> Path:
@@ -160,7 +157,7 @@ def prepare(
     workers: int | None,
     progress: bool = True,
 ) -> WorkDir:
-    """Build (or reuse) the work folder: the videos, then a copy in every format of FORMATS.
+    """Build (or reuse) the work folder: the videos, then a copy in every storage kind.
 
     With `data` None, `spec` sample videos are generated; otherwise the first `num_videos`
     videos under `data` (sorted by path) are used, linked into the work folder, not copied.
@@ -201,7 +198,7 @@ def prepare(
     state["spec"] = asdict(spec) if data is None else None
     _save_state(work, state)
     converted: dict[str, Path] = {}
-    for fmt in FORMATS:
+    for fmt in kind_names():
         out = work / fmt
         if state["formats"].get(fmt) == settings and out.is_dir():
             log(f"reusing {out}")

@@ -10,15 +10,18 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from vidload._checks import check_choice, check_int, check_optional_int
 from vidload._convert.options import PRESETS
+from vidload._kinds import container_kinds, get_kind, kind_names
 
 __all__ = ["DEFAULT_STORAGES", "StorageSpec", "build_storage", "open_storage"]
 
-StorageKind = Literal["original", "video", "jpeg", "hdf5", "npy"]
-KINDS: tuple[str, ...] = ("original", "video", "jpeg", "hdf5", "npy")
+
+def _jpeg_kinds() -> tuple[str, ...]:
+    """The storage kinds that hold JPEG frames (`vidload._kinds`): a quality applies."""
+    return tuple(k.name for k in container_kinds())
 
 
 @dataclass(frozen=True)
@@ -27,25 +30,25 @@ class StorageSpec:
 
     Attributes:
         to: "original" (the videos as they are, `VideoSource`), "video" (`convert --to video`,
-            `VideoSource`), or a JPEG container: "jpeg" (`JpegSource`), "hdf5" (`Hdf5Source`),
-            "npy" (`NpySource`, mmap).
+            `VideoSource`), or a JPEG container kind of `vidload._kinds`: "jpeg"
+            (`JpegSource`), "hdf5" (`Hdf5Source`), "npy" (`NpySource`, mmap), ...
         quality: JPEG quality in [1, 100] (JPEG containers only).
         gop, crf, preset: keyframe interval, libx264 CRF and preset (video only; None takes
             `convert`'s default).
     """
 
-    to: StorageKind
+    to: str
     quality: int | None = None
     gop: int | None = None
     crf: int | None = None
     preset: str | None = None
 
     def __post_init__(self) -> None:
-        check_choice("to", self.to, KINDS)
-        jpeg = self.to in ("jpeg", "hdf5", "npy")
+        check_choice("to", self.to, ("original", *kind_names()))
+        jpeg = self.to in _jpeg_kinds()
         if self.quality is not None:
             if not jpeg:
-                raise ValueError(f"quality applies to jpeg/hdf5/npy, not {self.to!r}")
+                raise ValueError(f"quality applies to {'/'.join(_jpeg_kinds())}, not {self.to!r}")
             q = check_int("quality", self.quality)
             if not 1 <= q <= 100:
                 raise ValueError(f"quality ({q}) must be in [1, 100]")
@@ -83,7 +86,8 @@ class StorageSpec:
             ValueError: anything else, naming the text and the form expected.
         """
         kind, *rest = text.strip().split(":")
-        form = "original, video[:gopN][:crfQ][:PRESET], jpeg:qQ, hdf5:qQ or npy:qQ"
+        *jpegs, last = (f"{k}:qQ" for k in _jpeg_kinds())
+        form = f"original, video[:gopN][:crfQ][:PRESET], {', '.join(jpegs)} or {last}"
         try:
             if kind == "original" and not rest:
                 return cls("original")
@@ -101,9 +105,9 @@ class StorageSpec:
                             f"{part!r} is not gopN, crfQ or a preset ({', '.join(PRESETS)})"
                         )
                 return cls("video", **opts)
-            if kind in ("jpeg", "hdf5", "npy") and len(rest) == 1 and rest[0][:1] == "q":
+            if kind in _jpeg_kinds() and len(rest) == 1 and rest[0][:1] == "q":
                 if rest[0][1:].isdigit():
-                    return cls(kind, quality=int(rest[0][1:]))  # type: ignore[arg-type]
+                    return cls(kind, quality=int(rest[0][1:]))
             raise ValueError("unknown form")
         except ValueError as e:
             raise ValueError(f"storage {text!r}: {e}; expected {form}") from e
@@ -116,21 +120,24 @@ class StorageSpec:
         return {"to": self.to, "quality": self.quality}
 
 
-#: The candidates `vidload choose` builds by default: the originals; re-encoded video for random
-#: access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames, at
-#: `convert`'s default preset (GOP 8 / CRF 20 is `convert --to video`'s default); HDF5 at three
-#: JPEG qualities and npy at one (its bytes are HDF5's plus padding).
-DEFAULT_STORAGES: tuple[StorageSpec, ...] = (
-    StorageSpec("original"),
-    StorageSpec("video", gop=1, crf=18),
-    StorageSpec("video", gop=8, crf=20),
-    StorageSpec("video", gop=8, crf=23),
-    StorageSpec("video", gop=16, crf=23),
-    StorageSpec("hdf5", quality=95),
-    StorageSpec("hdf5", quality=85),
-    StorageSpec("hdf5", quality=75),
-    StorageSpec("npy", quality=95),
-)
+def default_storages() -> tuple[StorageSpec, ...]:
+    """The candidates `vidload choose` builds by default: the originals; re-encoded video for
+    random access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames, at
+    `convert`'s default preset (GOP 8 / CRF 20 is `convert --to video`'s default); then each
+    JPEG container kind at its `choose_qualities` (`vidload._kinds`: HDF5 at three JPEG
+    qualities, npy at one, as its bytes are HDF5's plus padding)."""
+    return (
+        StorageSpec("original"),
+        StorageSpec("video", gop=1, crf=18),
+        StorageSpec("video", gop=8, crf=20),
+        StorageSpec("video", gop=8, crf=23),
+        StorageSpec("video", gop=16, crf=23),
+        *(StorageSpec(k.name, quality=q) for k in container_kinds() for q in k.choose_qualities),
+    )
+
+
+#: `default_storages()` as the table had them when this module was imported.
+DEFAULT_STORAGES: tuple[StorageSpec, ...] = default_storages()
 
 
 @dataclass(frozen=True)
@@ -182,15 +189,4 @@ def build_storage(job: BuildJob) -> Built:
 
 def open_storage(spec: StorageSpec, root: Path) -> Any:
     """The vidload source that reads `spec`'s files under `root`."""
-    from vidload.sources.hdf5 import Hdf5Source
-    from vidload.sources.jpeg import JpegSource
-    from vidload.sources.npy import NpySource
-    from vidload.sources.video import VideoSource
-
-    if spec.to in ("original", "video"):
-        return VideoSource(root)
-    if spec.to == "jpeg":
-        return JpegSource(root)
-    if spec.to == "hdf5":
-        return Hdf5Source(root)
-    return NpySource(root)
+    return get_kind("video" if spec.to == "original" else spec.to).open(root)

@@ -13,17 +13,10 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, get_args
 
 from vidload._checks import check_choice
-from vidload._layout import (
-    CONTAINER_SUFFIX,
-    FIRST_FRAME_NAME,
-    STORAGES,
-    Storage,
-    container_path,
-    output_container_path,
-)
+from vidload._kinds import container_kinds, file_kind, get_kind, kind_names
+from vidload._layout import FIRST_FRAME_NAME, container_path, output_container_path
 from vidload.errors import UsageError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import load_videos
@@ -38,7 +31,9 @@ __all__ = [
     "sharing_a_name",
 ]
 
-InputKind = Literal["video", "jpeg", "hdf5", "npy"]
+#: "video" (a video file, any of `VIDEO_EXTENSIONS`), or a storage kind's name (`vidload._kinds`):
+#: a container of JPEG frames ("jpeg", a frame folder; "hdf5", "npy", ...).
+InputKind = str
 
 
 @dataclass(frozen=True)
@@ -47,7 +42,8 @@ class InputItem:
 
     Attributes:
         video_id: path relative to the input root, `/`-separated (videos keep their extension).
-        kind: "video" (a video file), "jpeg" (a frame folder), "hdf5" or "npy" (a container).
+        kind: "video" (a video file), "jpeg" (a frame folder) or another container kind
+            (`vidload._kinds`: `.h5`, `.npy`, ...).
         path: the file or folder.
         label: class index from an annotation list, None when unlabelled.
         listed_frames: a frame count given by the list (rawframes `total_frames` or a manifest),
@@ -85,7 +81,7 @@ def find_inputs(
     """
     kinds = tuple(kinds)
     for kind in kinds:
-        check_choice("each of kinds", kind, get_args(InputKind))
+        check_choice("each of kinds", kind, ("video", *(k.name for k in container_kinds())))
     src = Path(input_path)
     if not src.exists():
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
@@ -100,13 +96,13 @@ def find_inputs(
     elif _file_kind(src.name) is not None:  # one video file or container
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
-        file_kind = _file_kind(src.name)
-        if file_kind is None or file_kind not in kinds:
+        found_kind = _file_kind(src.name)
+        if found_kind is None or found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        suffix = "" if file_kind == "video" else CONTAINER_SUFFIX[file_kind]
+        suffix = "" if found_kind == "video" else get_kind(found_kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
-        items = [InputItem(vid, file_kind, src)]
+        items = [InputItem(vid, found_kind, src)]
     else:
         entries = _list_entries(src)
         base = _list_root(src, root, entries)
@@ -175,13 +171,13 @@ def _listed(entry) -> int | None:
 
 
 def _describe_kinds(kinds: Sequence[str]) -> str:
-    names = {
-        "video": "video files (" + " ".join(sorted(VIDEO_EXTENSIONS)) + ")",
-        "jpeg": f"JPEG frame folders ({FIRST_FRAME_NAME}, ...)",
-        "hdf5": ".h5 files",
-        "npy": ".npy files",
-    }
-    return " or ".join(names[k] for k in kinds)
+    def described(name: str) -> str:
+        if name == "video":
+            return "video files (" + " ".join(sorted(VIDEO_EXTENSIONS)) + ")"
+        kind = get_kind(name)
+        return f"{kind.described} ({FIRST_FRAME_NAME}, ...)" if kind.folder else kind.described
+
+    return " or ".join(map(described, kinds))
 
 
 def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
@@ -207,21 +203,16 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
             if kind is not None and kind in kinds:
                 path = folder / name
                 rel = path.relative_to(base).as_posix()
-                vid = rel if kind == "video" else rel[: -len(CONTAINER_SUFFIX[kind])]
+                vid = rel if kind == "video" else rel[: -len(get_kind(kind).suffix)]
                 items.append(InputItem(vid, kind, path))
     items.sort(key=lambda it: it.video_id)
     return items
 
 
 def _file_kind(name: str) -> InputKind | None:
-    suffix = os.path.splitext(name)[1].lower()
-    if suffix in VIDEO_EXTENSIONS:
+    if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
         return "video"
-    if suffix == CONTAINER_SUFFIX["hdf5"]:
-        return "hdf5"
-    if suffix == CONTAINER_SUFFIX["npy"]:
-        return "npy"
-    return None
+    return file_kind(name)
 
 
 def _list_item(
@@ -243,11 +234,11 @@ def _list_item(
     else:
         # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
         # id shared its stem with another input's), as the sources find them
-        named = [(k, container_path(base, vid, CONTAINER_SUFFIX[k])) for k in STORAGES]
+        named = [(k, container_path(base, vid, get_kind(k).suffix)) for k in kind_names()]
         found = [
             (k, p)
             for k, p in named
-            if k in kinds and (p / FIRST_FRAME_NAME if k == "jpeg" else p).is_file()
+            if k in kinds and (p / FIRST_FRAME_NAME if get_kind(k).folder else p).is_file()
         ]
         if len(found) > 1:
             raise ValueError(
@@ -300,7 +291,7 @@ def check_no_overlap(
     base: Path,
     out: Path,
     items: Sequence[InputItem],
-    to: Storage,
+    to: str,
     full_names: frozenset[str],
 ) -> None:
     """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""

@@ -25,16 +25,14 @@ from vidload._convert.frames import (
 from vidload._convert.inputs import InputItem
 from vidload._convert.options import ConvertOptions
 from vidload._convert.video import write_video
-from vidload._layout import CONTAINER_SUFFIX, FIRST_FRAME_NAME, index_path, sidecar_path
+from vidload._kinds import get_kind
+from vidload._layout import FIRST_FRAME_NAME, index_path, sidecar_path
 from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.sources._timestamps import write_timestamps
-from vidload.sources.base import FrameSource
-from vidload.sources.hdf5 import Hdf5Source, write_hdf5
-from vidload.sources.jpeg import JpegSource, write_jpeg_folder
+from vidload.sources.jpeg import JpegSource
 from vidload.sources.jpeg_decode import jpeg_size
-from vidload.sources.npy import NpySource, write_npy
 from vidload.sources.video import VideoSource
 
 __all__ = ["Job", "Outcome", "convert_job", "count_status", "failure_reason", "path_bytes"]
@@ -179,22 +177,16 @@ def _convert_video(job: Job, reported: int | None, fps: float | None) -> Outcome
         )
         raise NoFrames(item.path, what)
     data = itertools.chain([first], encoded)  # streamed: the writers spill frames to disk
-    if options.to == "jpeg":
-        count = write_jpeg_folder(job.container, data)
-    else:
-        if options.to == "hdf5":
-            encoded_here = item.kind == "video" or options.short_side is not None
-            attrs = {
-                "fps": fps,
-                "reported_frames": reported,
-                "source": item.video_id,
-                "quality": options.quality if encoded_here else None,
-                "subsampling": options.subsampling if encoded_here else None,
-                "short_side": options.short_side,
-            }
-            count = write_hdf5(job.container, data, attrs=attrs)
-        else:
-            count = write_npy(job.container, data)
+    encoded_here = item.kind == "video" or options.short_side is not None
+    attrs = {  # kept by the formats that keep attributes (`StorageKind.keeps_attrs`)
+        "fps": fps,
+        "reported_frames": reported,
+        "source": item.video_id,
+        "quality": options.quality if encoded_here else None,
+        "subsampling": options.subsampling if encoded_here else None,
+        "short_side": options.short_side,
+    }
+    count = get_kind(options.to).write(job.container, data, attrs)
     _store_timestamps(job, src if item.kind == "video" else None, count)
     height, width = jpeg_size(first, path=str(job.container), index=0)
     bytes_in = path_bytes(item.path) if raw is None else raw.bytes
@@ -249,17 +241,11 @@ def _store_timestamps(job: Job, src: VideoSource | None, count: int) -> None:
 
 def _verified(job: Job, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
-    out_root, to = job.container.parent, job.options.to
-    name = job.container.name[: len(job.container.name) - len(CONTAINER_SUFFIX[to])]  # the id
-    if to == "video":
+    kind = get_kind(job.options.to)
+    if not kind.holds_jpeg:
         return _verified_video(job, reported, fps)
-    src: FrameSource
-    if to == "jpeg":
-        src = JpegSource(out_root)
-    elif to == "hdf5":
-        src = Hdf5Source(out_root, cache_size=0)
-    else:
-        src = NpySource(out_root)
+    name = job.container.name[: len(job.container.name) - len(kind.suffix)]  # the id
+    src = kind.open(job.container.parent, **kind.open_options)
     actual = src.actual_frames(name)
     if actual == 0:
         raise VideoReadError(job.container, "holds no frames")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice, check_int, check_optional_int, check_real
-from vidload._layout import OPTIONS_NAME, STORAGES, Storage
+from vidload._kinds import kind_names
+from vidload._layout import OPTIONS_NAME
 from vidload._storage import Location
 from vidload.errors import UsageError, VideoReadError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
@@ -81,7 +82,7 @@ class ConvertOptions:
         tune: `to="video"` only: libx264's tuning ("none" for none).
     """
 
-    to: Storage
+    to: str
     short_side: int | None = None
     quality: int = DEFAULT_QUALITY
     subsampling: Subsampling = DEFAULT_SUBSAMPLING
@@ -112,7 +113,7 @@ class ConvertOptions:
             ValueError: a value out of its range or not one of its choices, or a video option
                 given for another format.
         """
-        check_choice("to", to, STORAGES)
+        check_choice("to", to, kind_names())
         side = check_optional_int("short_side", short_side, minimum=1)
         q = check_int("quality", quality)
         if not 1 <= q <= 100:

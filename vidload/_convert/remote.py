@@ -39,13 +39,8 @@ from pathlib import Path
 
 from vidload._convert.inputs import InputItem
 from vidload._convert.job import Job, Outcome, convert_job
-from vidload._layout import (
-    CONTAINER_SUFFIX,
-    FIRST_FRAME_NAME,
-    MANIFEST_NAME,
-    PARTS_DIR,
-    sidecar_path,
-)
+from vidload._kinds import get_kind, kind_names
+from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
 from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map
@@ -69,7 +64,7 @@ _STAGING_PREFIX = "vidload-staging-"
 
 def is_folder_format(to: str) -> bool:
     """Whether a `to` container is a folder of files (JPEG frames) rather than one file."""
-    return CONTAINER_SUFFIX.get(to, ".") == ""
+    return to in kind_names() and get_kind(to).folder
 
 
 @contextlib.contextmanager
@@ -199,7 +194,7 @@ def find_remote_inputs(
     if kind is not None:
         if kind not in kinds or not src.is_file():
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        suffix = "" if kind == "video" else CONTAINER_SUFFIX[kind]
+        suffix = "" if kind == "video" else get_kind(kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
         return src.parent, [InputItem(vid, kind, Path(src.name))]
     if src.is_file():  # an annotation list or manifest
@@ -215,7 +210,7 @@ def find_remote_inputs(
             if k not in kinds:
                 raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
             if k not in ("video", "jpeg"):
-                vid = vid[: len(vid) - len(CONTAINER_SUFFIX[k])]
+                vid = vid[: len(vid) - len(get_kind(k).suffix)]
                 path = Path(e.video_id)
             else:
                 path = Path(vid)
@@ -238,7 +233,7 @@ def find_remote_inputs(
             continue
         found = _file_kind(parts[-1])
         if found is not None and found in kinds:
-            vid = rel if found == "video" else rel[: len(rel) - len(CONTAINER_SUFFIX[found])]
+            vid = rel if found == "video" else rel[: len(rel) - len(get_kind(found).suffix)]
             items.append(InputItem(vid, found, Path(rel)))
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")

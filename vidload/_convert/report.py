@@ -10,15 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from vidload._layout import STORAGES, Storage
 from vidload.manifest import ManifestRow
 
-__all__ = ["CONVERT_FORMATS", "ConvertFormat", "ConvertReport"]
+__all__ = ["ConvertFormat", "ConvertReport"]
 
-#: The container formats: "jpeg" (a folder of frame files), "hdf5" (`.h5`), "npy" (`.npy`),
-#: "video" (`.mp4`, re-encoded for random access).
-ConvertFormat = Storage
-CONVERT_FORMATS: tuple[str, ...] = STORAGES
+#: A storage kind's name (`vidload._kinds`): "jpeg" (a folder of frame files), "hdf5" (`.h5`),
+#: "npy" (`.npy`), "video" (`.mp4`, re-encoded for random access), or one registered since.
+#: `CONVERT_FORMATS` (`vidload.convert`) names them all.
+ConvertFormat = str
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_int
-from vidload._layout import CONTAINER_SUFFIX
+from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
 from vidload._storage import Location
 from vidload.errors import VideoReadError
@@ -57,7 +57,7 @@ from vidload.sources.base import (
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
-__all__ = ["FORMAT_VERSION", "Hdf5Source", "write_hdf5"]
+__all__ = ["FORMAT_VERSION", "Hdf5Source", "stored_fps", "write_hdf5"]
 
 FORMAT_VERSION = 1
 LAYOUT = "jpeg-concat-offsets"
@@ -279,7 +279,7 @@ class Hdf5Source(ContainerSource):
     (`vidload._lru.ProcessLRU`).
     """
 
-    suffix = CONTAINER_SUFFIX["hdf5"]
+    suffix = get_kind("hdf5").suffix
 
     def __init__(
         self,
@@ -591,3 +591,14 @@ def write_hdf5(
         tmp.unlink(missing_ok=True)
         raise
     return n
+
+
+def stored_fps(path: str | os.PathLike[str]) -> float | None:
+    """The `fps` attribute `vidload convert` stores (`vidload probe` reports it), None when
+    absent or unreadable (`Hdf5Source` then says why the file cannot be read)."""
+    try:
+        with h5py.File(path, "r") as f:
+            value = f.attrs.get("fps")
+        return None if value is None else float(value)
+    except Exception:  # h5py raises OSError, RuntimeError, ... on damaged files
+        return None

@@ -49,7 +49,8 @@ import av.error
 import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
-from vidload._layout import CONTAINER_SUFFIX, INDEX_SUFFIX, container_path, index_path
+from vidload._kinds import get_kind
+from vidload._layout import INDEX_SUFFIX, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
@@ -220,7 +221,7 @@ class VideoSource:
         direct = root / vid
         if direct.exists():
             return direct
-        converted = container_path(root, vid, CONTAINER_SUFFIX["video"])
+        converted = container_path(root, vid, get_kind("video").suffix)
         return converted if converted.exists() else direct
 
     def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
