@@ -44,7 +44,6 @@ from pathlib import Path
 from typing import Any
 
 from vidload._bench.workdir import _link_user_videos, find_videos
-from vidload._checks import check_bool, check_int, check_optional_int, check_real
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
     bytes_per_video,
@@ -58,6 +57,7 @@ from vidload._choose.measure import (
     storage_files,
     warm_rates,
 )
+from vidload._choose.options import ChooseOptions
 from vidload._choose.storages import (
     DEFAULT_STORAGES,
     BuildJob,
@@ -66,9 +66,8 @@ from vidload._choose.storages import (
     build_storage,
     open_storage,
 )
-from vidload._cpus import default_workers
 from vidload._parallel import run_parallel
-from vidload.sampling import SAMPLING_MODES, SamplingMode
+from vidload.sampling import SamplingMode
 from vidload.sources.base import VIDEO_EXTENSIONS
 
 __all__ = [
@@ -244,7 +243,7 @@ def choose(
         ValueError: a bad argument, no video under `data`, no video of the sample that can be
             read and built in every storage, or a non-empty `workdir`.
     """
-    cfg = _checked_config(
+    cfg = ChooseOptions(
         sample=sample,
         short_side=short_side,
         num_frames=num_frames,
@@ -276,51 +275,17 @@ def choose(
         exts = ", ".join(sorted(VIDEO_EXTENSIONS))
         raise ValueError(f"no video files ({exts}) found under DATA ({str(root)!r})")
     scratch, made = _scratch(workdir)
-    log = _Log(cfg["progress"])
+    log = _Log(cfg.progress)
     try:
         result = _run(root, all_ids, specs, scratch, cfg, log)
     except BaseException:
-        if not cfg["keep"]:
+        if not cfg.keep:
             _remove(scratch, made)
         raise
-    if cfg["keep"]:
+    if cfg.keep:
         return dataclasses.replace(result, workdir=str(scratch))
     _remove(scratch, made)
     return result
-
-
-def _checked_config(**cfg: Any) -> dict[str, Any]:
-    for name in (
-        "sample", "num_frames", "stride", "clips", "batch_size", "rounds", "cold_rounds",
-        "psnr_frames",
-    ):  # fmt: skip
-        cfg[name] = check_int(name, cfg[name], minimum=1)
-    cfg["short_side"] = check_optional_int("short_side", cfg["short_side"], minimum=1)
-    cfg["seed"] = check_int("seed", cfg["seed"])
-    if cfg["sampling"] not in SAMPLING_MODES:
-        raise ValueError(f"sampling ({cfg['sampling']!r}) must be one of {SAMPLING_MODES}")
-    if cfg["sampling"] == "segment" and cfg["stride"] != 1:
-        raise ValueError(f"stride ({cfg['stride']}) must be 1 for sampling='segment'")
-    cfg["min_time"] = check_real("min_time", cfg["min_time"])
-    if not cfg["min_time"] >= 0:
-        raise ValueError(f"min_time ({cfg['min_time']}) must be >= 0")
-    for name in ("cold", "keep", "progress"):
-        cfg[name] = check_bool(name, cfg[name])
-    if (cfg["need"] is None) != (cfg["cores"] is None):
-        raise ValueError("need and cores go together: clips/s needed per GPU, cores per GPU")
-    if cfg["need"] is not None:
-        cfg["need"] = check_real("need", cfg["need"])
-        if not cfg["need"] > 0:
-            raise ValueError(f"need ({cfg['need']}) must be > 0 clips/s")
-        cfg["cores"] = check_int("cores", cfg["cores"], minimum=1)
-    if cfg["min_psnr"] is not None:
-        if cfg["need"] is None:
-            raise ValueError("min_psnr applies to the choice: give need and cores with it")
-        cfg["min_psnr"] = check_real("min_psnr", cfg["min_psnr"])
-    cfg["jobs"] = (
-        default_workers() if cfg["jobs"] is None else check_int("jobs", cfg["jobs"], minimum=1)
-    )
-    return cfg
 
 
 def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
@@ -376,7 +341,7 @@ def _run(
     all_ids: list[str],
     specs: list[StorageSpec],
     scratch: Path,
-    cfg: dict[str, Any],
+    cfg: ChooseOptions,
     log: _Log,
 ) -> ChooseResult:
     import torch
@@ -394,7 +359,7 @@ def _measure_all(
     all_ids: list[str],
     specs: list[StorageSpec],
     scratch: Path,
-    cfg: dict[str, Any],
+    cfg: ChooseOptions,
     log: _Log,
 ) -> ChooseResult:
     notes: list[str] = []
@@ -421,25 +386,25 @@ def _measure_all(
     quality = _psnr_all(sources, original, counts, cfg)
     clips = sample_clips(
         counts,
-        clips=cfg["clips"],
-        num_frames=cfg["num_frames"],
-        sampling=cfg["sampling"],
-        stride=cfg["stride"],
-        seed=cfg["seed"],
+        clips=cfg.clips,
+        num_frames=cfg.num_frames,
+        sampling=cfg.sampling,
+        stride=cfg.stride,
+        seed=cfg.seed,
     )
-    reader = _Reader(cfg["short_side"])
-    log(f"timing {len(sources)} storages warm, one process: {cfg['rounds']} rounds")
+    reader = _Reader(cfg.short_side)
+    log(f"timing {len(sources)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
         {name: reader(name, src) for name, src in sources.items()},
         clips,
-        batch_size=cfg["batch_size"],
-        rounds=cfg["rounds"],
-        min_time=cfg["min_time"],
+        batch_size=cfg.batch_size,
+        rounds=cfg.rounds,
+        min_time=cfg.min_time,
         log=log,
     )
     colds: dict[str, dict[str, Any]] = {}
-    if cfg["cold"]:
-        log(f"timing cold first passes: {cfg['cold_rounds']} round(s)")
+    if cfg.cold:
+        log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
             s.name: (
                 functools.partial(reader.fresh, s, roots[s.name]),
@@ -447,16 +412,16 @@ def _measure_all(
             )
             for s in specs
         }
-        colds = cold_rates(rows, clips, batch_size=cfg["batch_size"], rounds=cfg["cold_rounds"])
+        colds = cold_rates(rows, clips, batch_size=cfg.batch_size, rounds=cfg.cold_rounds)
 
     data_bytes = float(sum((root / v).stat().st_size for v in all_ids))
     table = _rows(specs, sources, built, quality, warm, colds, kept, data_bytes, cfg)
     pick = None
-    if cfg["need"] is not None:
-        pick = pick_storage(table, need=cfg["need"], cores=cfg["cores"], min_psnr=cfg["min_psnr"])
+    if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
+        pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
     notes += _notes(cfg, scratch)
     log("done")
-    config = {k: v for k, v in cfg.items() if k != "progress"}
+    config = cfg.as_config()
     config["storages"] = [s.name for s in specs]
     return ChooseResult(
         rows=tuple(table),
@@ -470,14 +435,14 @@ def _measure_all(
 
 
 def _readable_sample(
-    root: Path, all_ids: list[str], sample_dir: Path, cfg: dict[str, Any], log: _Log
+    root: Path, all_ids: list[str], sample_dir: Path, cfg: ChooseOptions, log: _Log
 ) -> tuple[Any, list[str], dict[str, str]]:
     """Link the sample's videos into `sample_dir` and decode each once (its actual count): a
     video that does not decode is left out (unlinked, so no conversion sees it) and named.
     Returns (a VideoSource of the sample, the readable ids, {left-out id: why})."""
     from vidload.sources.video import VideoSource
 
-    chosen = spread(all_ids, cfg["sample"])
+    chosen = spread(all_ids, cfg.sample)
     _link_user_videos(root, sample_dir, chosen)
     log(f"sample: {len(chosen)} of {len(all_ids)} videos under {root}")
     original = VideoSource(sample_dir)
@@ -554,7 +519,7 @@ def _rows(
     colds: dict[str, dict[str, Any]],
     kept: list[str],
     data_bytes: float,
-    cfg: dict[str, Any],
+    cfg: ChooseOptions,
 ) -> list[StorageRow]:
     """One row per storage, the frontier marked."""
     sample_bytes = bytes_per_video(sources["original"], kept)
@@ -581,7 +546,7 @@ def _rows(
                 psnr_min_db=None if q is None else q[1],
                 convert_cpu_s_per_video=cpu,
                 data_convert_core_h=None if cpu is None else cpu * data_bytes / sample_bytes / 3600,
-                meets_need=None if cfg["need"] is None else rate * cfg["cores"] >= cfg["need"],
+                meets_need=None if cfg.need is None else rate * cfg.cores >= cfg.need,
                 spec=dataclasses.asdict(spec),
             )
         )
@@ -590,32 +555,32 @@ def _rows(
 
 
 def _build_all(
-    specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: dict[str, Any], log: _Log
+    specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: ChooseOptions, log: _Log
 ) -> dict[str, Built]:
     jobs = [
-        BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg["short_side"])
+        BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg.short_side)
         for spec in specs[1:]
     ]
     if not jobs:
         return {}
-    log(f"building {len(jobs)} storages ({min(cfg['jobs'], len(jobs))} at a time)")
+    log(f"building {len(jobs)} storages ({min(cfg.build_jobs, len(jobs))} at a time)")
     built: dict[str, Built] = {}
-    for b in run_parallel(build_storage, jobs, cfg["jobs"]):
+    for b in run_parallel(build_storage, jobs, cfg.build_jobs):
         built[b.spec.name] = b
         log(f"  built {b.spec.name}: {b.cpu_s:.1f} CPU s")
     return built
 
 
 def _psnr_all(
-    sources: dict[str, Any], original: Any, counts: dict[str, int], cfg: dict[str, Any]
+    sources: dict[str, Any], original: Any, counts: dict[str, int], cfg: ChooseOptions
 ) -> dict[str, tuple[float, float]]:
     """{storage: (mean PSNR, worst frame's PSNR)} over the same frames of every video."""
     import numpy as np
 
     per: dict[str, list[np.ndarray]] = {name: [] for name in sources if name != "original"}
     for vid, count in counts.items():
-        idx = psnr_indices(count, cfg["psnr_frames"])
-        ref = reference_frames(original, vid, idx, cfg["short_side"])
+        idx = psnr_indices(count, cfg.psnr_frames)
+        ref = reference_frames(original, vid, idx, cfg.short_side)
         for name in per:
             frames = sources[name].read(vid, idx)
             per[name].append(psnr(frames, cut_to(ref, frames), where=f"{name}, {vid}"))
@@ -626,18 +591,18 @@ def _psnr_all(
     return out
 
 
-def _notes(cfg: dict[str, Any], scratch: Path) -> list[str]:
+def _notes(cfg: ChooseOptions, scratch: Path) -> list[str]:
     from vidload._bench.timing import filesystem_of
 
     notes = [
         "clips/s per core: warm, one process, CPU seconds of this process (time.process_time) "
-        f"per clip, best of {cfg['rounds']} interleaved rounds; {cfg['num_frames']}-frame "
-        f"{cfg['sampling']} clips made tensors and collated",
+        f"per clip, best of {cfg.rounds} interleaved rounds; {cfg.num_frames}-frame "
+        f"{cfg.sampling} clips made tensors and collated",
         "PSNR: mean over the centres of "
-        f"{cfg['psnr_frames']} equal segments of every video, against the original decode"
+        f"{cfg.psnr_frames} equal segments of every video, against the original decode"
         + (
-            f" resized to short side {cfg['short_side']} as convert resizes (cv2.INTER_AREA)"
-            if cfg["short_side"] is not None
+            f" resized to short side {cfg.short_side} as convert resizes (cv2.INTER_AREA)"
+            if cfg.short_side is not None
             else ""
         ),
         "frontier (*): no other row is no worse in size, clips/s per core and PSNR and "
@@ -645,16 +610,16 @@ def _notes(cfg: dict[str, Any], scratch: Path) -> list[str]:
         "DATA size: the sample's size ratio times DATA's total bytes; convert core-hours "
         "likewise scaled by bytes",
     ]
-    if cfg["short_side"] is not None:
+    if cfg.short_side is not None:
         notes.append(
-            f"the originals are read with the resize to short side {cfg['short_side']} fused "
+            f"the originals are read with the resize to short side {cfg.short_side} fused "
             "into their decode (as ClipDataset(short_side=...) does); the others are stored at it"
         )
-    if cfg["cold"]:
+    if cfg.cold:
         fs = filesystem_of(scratch)
         cold = (
             "cold: first pass, files evicted (posix_fadvise DONTNEED), a new source; wall clock, "
-            f"best of {cfg['cold_rounds']}"
+            f"best of {cfg.cold_rounds}"
         )
         if fs in ("tmpfs", "ramfs"):
             cold += f"; no effect here: the scratch folder is on {fs}"
