@@ -25,7 +25,7 @@ from vidload._atomic import fsync_dir, is_disk_full, temp_path
 from vidload._layout import LOCK_NAME
 from vidload.errors import DiskFullError, OutputLockedError
 
-__all__ = ["LOCK_NAME", "OutputLock", "RemoteOutputLock"]
+__all__ = ["LOCK_NAME", "OutputLock", "RemoteOutputLock", "process_alive"]
 
 #: An empty or unreadable lock file younger than this may be a run still writing it.
 _UNREADABLE_GRACE_S = 10.0
@@ -42,7 +42,7 @@ def _process_start(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def _alive(pid: int, start: str | None) -> bool:
+def process_alive(pid: int, start: str | None) -> bool:
     """Whether `pid` is still the process that started at `start` (None: cannot tell)."""
     try:
         os.kill(pid, 0)
@@ -62,7 +62,7 @@ def _holder_dead(holder: dict) -> bool:
     pid = holder.get("pid")
     if isinstance(pid, bool) or not isinstance(pid, int) or pid < 1:
         return True
-    return not _alive(pid, holder.get("process_start"))
+    return not process_alive(pid, holder.get("process_start"))
 
 
 def _holder(token: str) -> dict:

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidload._bench.workdir import _link_user_videos, find_videos
+from vidload._bench.workdir import find_videos, link_user_videos
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
     bytes_per_video,
@@ -443,7 +443,7 @@ def _readable_sample(
     from vidload.sources.video import VideoSource
 
     chosen = spread(all_ids, cfg.sample)
-    _link_user_videos(root, sample_dir, chosen)
+    link_user_videos(root, sample_dir, chosen)
     log(f"sample: {len(chosen)} of {len(all_ids)} videos under {root}")
     original = VideoSource(sample_dir)
     left_out: dict[str, str] = {}
@@ -459,7 +459,7 @@ def _readable_sample(
             + "; ".join(f"{v}: {why}" for v, why in left_out.items())
         )
     if left_out:
-        _link_user_videos(root, sample_dir, kept)  # same links: `original`'s counts hold
+        link_user_videos(root, sample_dir, kept)  # same links: `original`'s counts hold
         for vid, why in left_out.items():
             log(f"left out {vid}: {why}")
     return original, kept, left_out

@@ -192,7 +192,7 @@ def render(result: Result, *, markdown: bool = False) -> str:
     return "\n".join(parts)
 
 
-def _pyplot():
+def pyplot():
     try:
         import matplotlib
 
@@ -208,12 +208,12 @@ def _pyplot():
 
 def check_plotting() -> None:
     """Raise RuntimeError now, before a long run, if `plot` would fail for lack of matplotlib."""
-    _pyplot()
+    pyplot()
 
 
 def plot(result: Result, path: Path) -> None:
     """Horizontal bars of clips/s per loader: one process, and the DataLoader when measured."""
-    plt = _pyplot()
+    plt = pyplot()
     names = list(result["loaders"])
     one = [result["loaders"][n]["clips_per_s"] or 0 for n in names]
     dl = [(result["loaders"][n].get("dataloader") or {}).get("clips_per_s") or 0 for n in names]

@@ -131,7 +131,7 @@ def _save_state(root: Path, state: dict) -> None:
     )
 
 
-def _link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:
+def link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:
     """Make `videos` hold exactly one symlink per chosen id, pointing into `data`."""
     if videos.exists():
         for dirpath, _dirs, files in os.walk(videos):
@@ -189,7 +189,7 @@ def prepare(
             or state.get("videos") != _fingerprint(data, ids)
             or find_videos(videos) != ids
         ):
-            _link_user_videos(data, videos, ids)
+            link_user_videos(data, videos, ids)
             state = {}
     fingerprint = _fingerprint(videos, ids)
     settings = {"quality": quality, "short_side": short_side}

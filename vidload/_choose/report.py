@@ -94,9 +94,9 @@ def check_plotting() -> None:
 def plot(result: dict[str, Any], path: Path) -> None:
     """Size against the originals (x, log) vs clips/s per core (y, log), each storage a point
     labelled by its name and PSNR, the frontier's points joined in size order."""
-    from vidload._bench.report import _pyplot
+    from vidload._bench.report import pyplot
 
-    plt = _pyplot()
+    plt = pyplot()
     rows = result["rows"]
     fig, ax = plt.subplots(figsize=(8, 5.5))
     for r in rows:

@@ -26,9 +26,13 @@ __all__ = [
     "InputItem",
     "InputKind",
     "check_no_overlap",
+    "entry_listed_frames",
+    "file_input_kind",
     "find_inputs",
     "label_inputs",
+    "list_entries",
     "sharing_a_name",
+    "unique_items",
 ]
 
 #: "video" (a video file, any of `VIDEO_EXTENSIONS`), or a storage kind's name (`vidload._kinds`):
@@ -93,10 +97,10 @@ def find_inputs(
         if not items:
             wanted = _describe_kinds(kinds)
             raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
-    elif _file_kind(src.name) is not None:  # one video file or container
+    elif file_input_kind(src.name) is not None:  # one video file or container
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
-        found_kind = _file_kind(src.name)
+        found_kind = file_input_kind(src.name)
         if found_kind is None or found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
@@ -104,20 +108,22 @@ def find_inputs(
         vid = src.name[: len(src.name) - len(suffix)]
         items = [InputItem(vid, found_kind, src)]
     else:
-        entries = _list_entries(src)
+        entries = list_entries(src)
         base = _list_root(src, root, entries)
         if not base.is_dir():
             raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
         items = [
-            replace(_list_item(base, e.video_id, e.label, _listed(e), kinds), extra=e.extra)
+            replace(
+                _list_item(base, e.video_id, e.label, entry_listed_frames(e), kinds), extra=e.extra
+            )
             for e in entries
         ]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-    return base, _unique(items, src)
+    return base, unique_items(items, src)
 
 
-def _list_entries(src: Path):
+def list_entries(src: Path):
     """The entries of an annotation list or manifest: single-label first, else multi-label
     (a multi-label line keeps its first label here: a manifest row has one)."""
     try:
@@ -164,7 +170,7 @@ def label_inputs(
     return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
 
 
-def _listed(entry) -> int | None:
+def entry_listed_frames(entry) -> int | None:
     if entry.offset:  # the entry is a stretch of its folder, not the folder's count
         return None
     return entry.reported_frames if entry.reported_frames is not None else entry.known_frames
@@ -199,7 +205,7 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
         for name in filenames:
             if name.startswith("."):
                 continue
-            kind = _file_kind(name)
+            kind = file_input_kind(name)
             if kind is not None and kind in kinds:
                 path = folder / name
                 rel = path.relative_to(base).as_posix()
@@ -209,7 +215,7 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
     return items
 
 
-def _file_kind(name: str) -> InputKind | None:
+def file_input_kind(name: str) -> InputKind | None:
     if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
         return "video"
     return file_kind(name)
@@ -224,7 +230,7 @@ def _list_item(
     if path.is_dir():
         kind: str | None = "jpeg"
     elif path.exists():
-        kind = _file_kind(path.name)
+        kind = file_input_kind(path.name)
         if kind is None or kind not in kinds:
             raise ValueError(
                 f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
@@ -252,7 +258,7 @@ def _list_item(
     return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
 
 
-def _unique(items: Sequence[InputItem], where: Path | str) -> list[InputItem]:
+def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputItem]:
     """Each video once (its first entry): a video listed twice is read and converted once,
     and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
     seen: dict[str, InputItem] = {}

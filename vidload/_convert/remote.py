@@ -80,7 +80,7 @@ def staging() -> Iterator[Path]:
 
 
 def _remove_dead_staging() -> None:
-    from vidload._lock import _alive
+    from vidload._lock import process_alive
 
     base = Path(tempfile.gettempdir())
     try:
@@ -89,7 +89,7 @@ def _remove_dead_staging() -> None:
         return
     for entry in entries:
         pid = entry.name[len(_STAGING_PREFIX) :].split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid), None):
+        if pid.isdigit() and int(pid) != os.getpid() and not process_alive(int(pid), None):
             shutil.rmtree(entry, ignore_errors=True)
 
 
@@ -188,9 +188,14 @@ def find_remote_inputs(
         FileNotFoundError: nothing at `src`.
         ValueError: nothing to read there.
     """
-    from vidload._convert.inputs import _file_kind, _list_entries, _listed, _unique
+    from vidload._convert.inputs import (
+        entry_listed_frames,
+        file_input_kind,
+        list_entries,
+        unique_items,
+    )
 
-    kind = _file_kind(src.name)
+    kind = file_input_kind(src.name)
     if kind is not None:
         if kind not in kinds or not src.is_file():
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
@@ -200,13 +205,13 @@ def find_remote_inputs(
     if src.is_file():  # an annotation list or manifest
         local = scratch / src.name
         local.write_bytes(src.read_bytes())
-        entries = _list_entries(local)
+        entries = list_entries(local)
         items = []
         for e in entries:
             if e.absolute:
                 raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
             vid = e.video_id
-            k = _file_kind(vid) or "jpeg"
+            k = file_input_kind(vid) or "jpeg"
             if k not in kinds:
                 raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
             if k not in ("video", "jpeg"):
@@ -215,10 +220,10 @@ def find_remote_inputs(
             else:
                 path = Path(vid)
             label = None if e.label < 0 else e.label
-            items.append(InputItem(vid, k, path, label, _listed(e), e.extra))
+            items.append(InputItem(vid, k, path, label, entry_listed_frames(e), e.extra))
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-        return src.parent, _unique(items, str(src))
+        return src.parent, unique_items(items, str(src))
     files = src.walk_files()
     if not files:
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
@@ -231,14 +236,14 @@ def find_remote_inputs(
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
             continue
-        found = _file_kind(parts[-1])
+        found = file_input_kind(parts[-1])
         if found is not None and found in kinds:
             vid = rel if found == "video" else rel[: len(rel) - len(get_kind(found).suffix)]
             items.append(InputItem(vid, found, Path(rel)))
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
     items.sort(key=lambda it: it.video_id)
-    return src, _unique(items, str(src))
+    return src, unique_items(items, str(src))
 
 
 def folder_labels(
