@@ -345,10 +345,10 @@ def test_g_fifo_named_like_a_video_or_container_fails_fast(tmp_path):
         assert isinstance(err, VideoReadError), (vid, err)
         assert f"not a regular file: {kind}" in str(err) and vid.split(".")[0] in err.path
     # through a DataLoader worker with on_error="skip": skipped, not hung
+    make_video(tmp_path / "good.mp4", 12, width=W, height=H)
     ds = ClipDataset(
         [("pipe.mp4", 0), ("good.mp4", 1)], VideoSource(tmp_path), num_frames=2, on_error="skip"
     )
-    make_video(tmp_path / "good.mp4", 12, width=W, height=H)
     loader = DataLoader(ds, batch_size=2, num_workers=1, timeout=30)  # a hang is an error
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SkippedVideoWarning)

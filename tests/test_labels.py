@@ -127,16 +127,14 @@ def test_read_class_map_formats(tmp_path):
         write_classes(tmp_path / "c.txt", {"b": 3, "a": 0})
 
 
-def test_training_on_unlabelled_videos_raises_naming_the_fix(tmp_path):
+def test_training_on_unlabelled_videos_gives_label_minus_one(tmp_path):
     make_video(tmp_path / "x.mp4", 6, width=W, height=H)  # no class folder: unlabelled
     out = tmp_path / "out"
     convert(tmp_path / "x.mp4", out, to="npy", workers=1, progress=False)
     manifest = out / "manifest.csv"
     assert read_manifest(manifest)[0].label is None
     assert not (out / "classes.txt").exists()
-    with pytest.raises(
-        ValueError, match=r"all 1 videos are unlabelled.*--labels FILE.*train=False"
-    ):
-        ClipDataset(manifest, VideoSource(tmp_path), num_frames=2, train=True)
-    ds = ClipDataset(manifest, VideoSource(tmp_path), num_frames=2, train=False)
-    assert ds[0][1] == -1
+    for train in (True, False):  # self-supervised pretraining trains on unlabelled videos
+        ds = ClipDataset(manifest, VideoSource(tmp_path), num_frames=2, train=train, seed=0)
+        clip, label = ds[0]
+        assert label == -1 and clip.shape == (2, 3, H, W)

@@ -29,8 +29,8 @@ HEADER = ",".join(MANIFEST_FIELDS)
 def test_video_list_with_comments_and_blank_lines(tmp_path):
     path = tmp_path / "train.txt"
     path.write_text("# mmaction2 video list\n\nabseiling/x1.mp4 0\n  juggling/y 2.avi 3\n")
-    with pytest.raises(ValueError, match=r"train.txt:4: total_frames \('2.avi'\) is not an int"):
-        read_annotation_list(path)  # a path with a space reads as 3 fields, not 2
+    # a video line's path ends at its video extension: spaces allowed
+    assert read_annotation_list(path)[1] == VideoEntry("juggling/y 2.avi", 3, None, None)
     path.write_text("# mmaction2 video list\n\nabseiling/x1.mp4 0\n\n  juggling/y2.avi 3  \n")
     assert load_videos(path) == [
         VideoEntry("abseiling/x1.mp4", 0, None, None),
@@ -177,7 +177,8 @@ def test_manifest_row_normalises_and_validates():
         ("list.txt", "a 10 1 2 3\n", r"list.txt:1: .a 10 1 2 3. has 3 labels.*multi_label=True"),
         ("list.txt", "a -1 10 2\n", r"list.txt:1: offset \(-1\) must be >= 0"),
         ("list.txt", "# c\na.mp4 dog\n", r"list.txt:2: label \('dog'\) is not an integer"),
-        ("list.txt", "a 1.5 0\n", r"list.txt:1: total_frames \('1.5'\) is not an integer"),
+        # a rawframes path is what precedes the trailing integers: "a 1.5", 0 frames, no label
+        ("list.txt", "a 1.5 0\n", r"list.txt:1: 'a 1.5 0' has no label"),
         ("list.txt", "a -3 0\n", r"list.txt:1: total_frames \(-3\) must be >= 0"),
         ("list.txt", "../a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
         ("m.csv", "video_id,label,label\n", r"m.csv:1: manifest header .* names \['label'\] twice"),

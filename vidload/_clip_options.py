@@ -8,7 +8,6 @@ name the value and the rule (STYLE.md); the int/bool/number rules are `vidload._
 from __future__ import annotations
 
 import inspect
-import os
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
@@ -20,6 +19,7 @@ from vidload._checks import (
     check_positive_number,
 )
 from vidload._dist import shared_seed
+from vidload._windows import describe
 from vidload.manifest import UNLABELLED, VideoEntry
 from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES
 from vidload.sources.base import FrameSource
@@ -28,6 +28,7 @@ from vidload.transforms import Crop, ShortSide, check_geometry
 OnMismatch = Literal["resample", "error"]
 OnError = Literal["raise", "skip"]
 Layout = Literal["TCHW", "CTHW"]
+Missing = Literal["error", "skip"]
 
 
 def check_options(
@@ -56,6 +57,7 @@ def check_options(
     fps: object,
     clip_seconds: object,
     return_info: object,
+    missing: object = "error",
 ) -> dict[str, Any]:
     """ClipDataset's options, checked, by attribute name (see ClipDataset for their meaning),
     plus `_geometry` (the checked geometry options, which plan each clip's geometry) and
@@ -118,6 +120,7 @@ def check_options(
     if clip_seconds is not None and not isinstance(sampling, str):
         raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
     check_bool("return_info", return_info)
+    check_choice("missing", missing, get_args(Missing))
     return {
         "source": source,
         "num_frames": num_frames,
@@ -143,31 +146,39 @@ def check_options(
         "fps": fps,
         "clip_seconds": clip_seconds,
         "return_info": return_info,
+        "missing": missing,
         "_geometry": geometry,
         "_fused": takes_geometry(source),
     }
 
 
 def check_video_list(
-    entries: Sequence[VideoEntry], videos: object, *, train: bool, num_classes: int | None
+    entries: Sequence[VideoEntry], videos: object, *, source: object, num_classes: int | None
 ) -> None:
-    """A loaded video list that the options can use: not empty; labelled when training; every
-    label below `num_classes` (multi_label).
+    """A loaded video list that the options can use: not empty; windows only with a source
+    that has `timestamps` and without a rawframes offset; every label below `num_classes`
+    (multi_label).
 
-    Training needs labels: a list where every label is unknown (-1) would otherwise fail much
-    later inside the loss ("Target -1 is out of bounds").
+    Unlabelled videos (label -1) are allowed, also when training: self-supervised pretraining
+    (VideoMAE-style masked pretraining) ignores labels; a supervised loss given -1 fails
+    loudly ("Target -1 is out of bounds"), never silently.
     """
     if not entries:
         raise ValueError(f"videos ({videos!r}) lists no videos")
-    if train and all(e.label == UNLABELLED for e in entries):
-        where = str(videos) if isinstance(videos, (str, os.PathLike)) else "videos"
-        raise ValueError(
-            f"{where}: all {len(entries)} videos are unlabelled (label -1), so train=True has "
-            f"nothing to learn. Label them: convert or probe --write a class-folder tree "
-            f"(class_name/video.mp4 -> labels by sorted folder name, classes.txt beside the "
-            f"manifest), pass --labels FILE to fix the mapping, or use an annotation list with "
-            f"labels; use train=False for unlabelled inference"
-        )
+    windowed = [e for e in entries if e.start is not None or e.end is not None]
+    if windowed:
+        first = windowed[0]
+        if getattr(source, "timestamps", None) is None:
+            raise TypeError(
+                f"video {first.video_id!r} is a window {describe(first.start, first.end)}, and "
+                f"{type(source).__name__} has no timestamps(video_id) method to find it by"
+            )
+        with_offset = next((e for e in windowed if e.offset), None)
+        if with_offset is not None:
+            raise ValueError(
+                f"video {with_offset.video_id!r} has both an offset ({with_offset.offset}) and "
+                f"a window: give one of them"
+            )
     if num_classes is None:
         return
     for e in entries:

@@ -19,8 +19,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
+import numpy as np
 import torch
 
+from vidload._windows import describe, window_frames
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.manifest import VideoEntry
 from vidload.sources.base import FrameSource
@@ -39,63 +41,84 @@ class FrameCountWarning(UserWarning):
 class SharedCounts:
     """Learned frame counts and broken flags of a video list's entries, shared by processes.
 
-    One slot per (video, offset): a rawframes list may cut several videos from one folder, and
-    a video listed twice shares its slot. Methods take the entry's position `v` in the list and
-    the source to ask (a read-ahead thread passes its own copy: sources are not thread-safe).
+    One slot per (video, offset, window): a rawframes list may cut several videos from one
+    folder, a list of windows (`VideoEntry.start`/`end`) many stretches from one file, and
+    each stretch learns its own count and is found broken on its own; a video listed twice
+    shares its slot. A window's first frame and count are found once from the source's
+    timestamps (`vidload._windows`) and shared too. Methods take the entry's position `v` in
+    the list and the source to ask (a read-ahead thread passes its own copy: sources are not
+    thread-safe).
     """
 
     def __init__(self, entries: Sequence[VideoEntry]) -> None:
-        keys = sorted({(e.video_id, e.offset) for e in entries})
+        keys = sorted({_slot_key(e) for e in entries})
         slot_of = {key: k for k, key in enumerate(keys)}
-        self._keys = keys  # (video_id, offset) of each slot
-        self._ids = [vid for vid, _ in keys]
-        self._slot = [slot_of[(e.video_id, e.offset)] for e in entries]
+        self._keys = keys  # (video_id, offset, start, end) of each slot, sortable
+        self._ids = [_slot_name(key) for key in keys]
+        self._slot = [slot_of[_slot_key(e)] for e in entries]
         self._learned = torch.full((len(keys),), _UNKNOWN, dtype=torch.int64).share_memory_()
         self._broken = torch.zeros(len(keys), dtype=torch.bool).share_memory_()
+        # a window's first frame in its video, found from the timestamps (-1: not yet)
+        self._first = torch.full((len(keys),), _UNKNOWN, dtype=torch.int64).share_memory_()
 
     def learned_frames(self) -> dict[str, int]:
-        """Frame counts learned from reads so far, by video id, in any process."""
+        """Frame counts learned from reads so far, by video id (a window's: `id [start, end)
+        s`), in any process."""
         learned = self._learned.tolist()
         return {vid: int(n) for vid, n in zip(self._ids, learned, strict=True) if n >= 0}
 
     def broken_videos(self) -> list[str]:
-        """Videos found broken so far, in any process."""
+        """Videos (windows: `id [start, end) s`) found broken so far, in any process."""
         return [vid for vid, bad in zip(self._ids, self._broken.tolist(), strict=True) if bad]
 
     def state(self) -> dict[str, list]:
         """What was learned, as plain lists (for torch.save): `learned` `[video_id, offset,
-        frames]` and `broken` `[video_id, offset]`, each slot once."""
+        frames]` and `broken` `[video_id, offset]`, each slot once; a window's slot adds its
+        `start, end` (`[video_id, offset, frames, start, end]`, `[video_id, offset, start,
+        end]`)."""
         learned, broken = self._learned.tolist(), self._broken.tolist()
         pairs = list(zip(self._keys, learned, broken, strict=True))
         return {
-            "learned": [[vid, off, n] for (vid, off), n, _ in pairs if n >= 0],
-            "broken": [[vid, off] for (vid, off), _, bad in pairs if bad],
+            "learned": [[*key[:2], n, *_window_of(key)] for key, n, _ in pairs if n >= 0],
+            "broken": [[*key[:2], *_window_of(key)] for key, _, bad in pairs if bad],
         }
 
     def load_state(self, state: dict[str, list]) -> None:
         """Publish what `state()` saved (to every worker: the arrays are shared).
 
         Raises:
-            ValueError: the state names a video (and offset) this list does not hold, or a
-                count below 1.
+            ValueError: the state names a video (and offset, window) this list does not
+                hold, or a count below 1.
         """
         slot_of = {key: k for k, key in enumerate(self._keys)}
 
-        def slot(vid: object, offset: object) -> int:
-            key = (vid, offset)
+        def slot(vid: object, offset: object, window: list) -> int:
+            start, end = window if window else (None, None)
+            key = (vid, offset, *_sortable(start, end))
             if key not in slot_of:
+                where = f" window {describe(start, end)}" if window else ""
                 raise ValueError(
-                    f"ClipDataset state names video {vid!r} (offset {offset}), which is not in "
-                    f"this dataset's video list: a state from another list?"
+                    f"ClipDataset state names video {vid!r} (offset {offset}{where}), which is "
+                    f"not in this dataset's video list: a state from another list?"
                 )
             return slot_of[key]
 
-        for vid, offset, frames in state.get("learned", []):
+        for vid, offset, frames, *window in state.get("learned", []):
             if not isinstance(frames, int) or frames < 1:
                 raise ValueError(f"ClipDataset state: {vid!r} has {frames!r} frames (must be >= 1)")
-            self._learned[slot(vid, offset)] = frames
-        for vid, offset in state.get("broken", []):
-            self._broken[slot(vid, offset)] = True
+            self._learned[slot(vid, offset, window)] = frames
+        for vid, offset, *window in state.get("broken", []):
+            self._broken[slot(vid, offset, window)] = True
+
+    def offset(self, entry: VideoEntry, v: int) -> int:
+        """Where the entry starts in its source's video: its offset, or for a window the
+        first frame inside it (found by `best`/`known` first)."""
+        if entry.start is None and entry.end is None:
+            return entry.offset
+        first = int(self._first[self._slot[v]])
+        if first == _UNKNOWN:
+            raise RuntimeError(f"{entry.video_id}: window not resolved before use")
+        return first
 
     def is_broken(self, v: int) -> bool:
         return bool(self._broken[self._slot[v]])
@@ -104,11 +127,20 @@ class SharedCounts:
         self._broken[self._slot[v]] = True
 
     def _without_decoding(
-        self, source: FrameSource, entry: VideoEntry, v: int
+        self, source: FrameSource, entry: VideoEntry, v: int, *, resolve: bool = True
     ) -> tuple[int, str] | None:
         """(count, where it came from) from what is known without decoding, frames from the
-        entry's start: learned, else listed, else reported by the source; None if none is."""
-        learned = int(self._learned[self._slot[v]])
+        entry's start: learned, else listed, else reported by the source; None if none is.
+        A window's count is its frames by the source's timestamps (found here once, unless
+        `resolve` is False: None then)."""
+        slot = self._slot[v]
+        if entry.start is not None or entry.end is not None:
+            if int(self._first[slot]) == _UNKNOWN:
+                if not resolve:
+                    return None
+                self._resolve_window(source, entry, v)
+            return int(self._learned[slot]), f"in the window {describe(entry.start, entry.end)}"
+        learned = int(self._learned[slot])
         if learned != _UNKNOWN:
             return learned, "learned from an earlier read"
         if entry.known_frames is not None:
@@ -117,6 +149,31 @@ class SharedCounts:
         if reported:
             return reported - entry.offset, _REPORTED
         return None
+
+    def _resolve_window(self, source: FrameSource, entry: VideoEntry, v: int) -> None:
+        """Find the window's first frame and count from `source.timestamps` and share them.
+
+        Raises:
+            VideoReadError: no frame of the video lies in the window.
+        """
+        vid = entry.video_id
+        times = getattr(source, "timestamps", None)
+        if times is None:  # ClipDataset checks this when it is built
+            raise TypeError(f"a window needs {type(source).__name__}.timestamps(video_id)")
+        ts = np.asarray(times(vid), np.float64)
+        first, count = window_frames(ts, entry.start, entry.end)
+        if count <= 0:
+            span = f"{ts[-1] - ts[0]:.3f} s" if ts.size else "no time"
+            raise VideoReadError(
+                vid,
+                f"no frame in the window {describe(entry.start, entry.end)}: its {ts.size} "
+                f"frames span {span} from the first one",
+            )
+        slot = self._slot[v]
+        learned = int(self._learned[slot])
+        if learned == _UNKNOWN or learned > count:
+            self._learned[slot] = count
+        self._first[slot] = first
 
     def best(self, source: FrameSource, entry: VideoEntry, v: int) -> tuple[int, str]:
         """(count, where it came from): the count to sample entry `v` from, frames from the
@@ -139,9 +196,9 @@ class SharedCounts:
 
         Raises:
             LookupError: no learned, listed or reported count (or a reported one that leaves
-                no frame after the entry's offset).
+                no frame after the entry's offset); a window not yet found in its video.
         """
-        found = self._without_decoding(source, entry, v)
+        found = self._without_decoding(source, entry, v, resolve=False)
         if found is None or (found[1] == _REPORTED and found[0] <= 0):
             raise LookupError(f"{entry.video_id}: frame count unknown without decoding")
         return found[0]
@@ -183,7 +240,7 @@ class SharedCounts:
             return read_from(count)
         except FrameCountError as e:
             actual = e.actual if e.actual is not None else source.actual_frames(vid)
-            actual -= entry.offset  # frames from the entry's start
+            actual -= self.offset(entry, v)  # frames from the entry's start
             if strict:
                 raise FrameCountError(
                     vid,
@@ -214,3 +271,25 @@ class SharedCounts:
                 message=f"{vid}: frame {e.index} is still out of range after resampling "
                 f"within the {actual} frames the source reported: {e}",
             ) from e
+
+
+def _sortable(start: float | None, end: float | None) -> tuple[float, float]:
+    """A window as two floats that sort (no window: from -1 to infinity)."""
+    return (-1.0 if start is None else start), (float("inf") if end is None else end)
+
+
+def _slot_key(entry: VideoEntry) -> tuple[str, int, float, float]:
+    return (entry.video_id, entry.offset, *_sortable(entry.start, entry.end))
+
+
+def _window_of(key: tuple[str, int, float, float]) -> list[float | None]:
+    """[start, end] of a windowed slot's key (None for an open side); [] without a window."""
+    _, _, start, end = key
+    if start == -1.0 and end == float("inf"):
+        return []
+    return [None if start == -1.0 else start, None if end == float("inf") else end]
+
+
+def _slot_name(key: tuple[str, int, float, float]) -> str:
+    window = _window_of(key)
+    return key[0] if not window else f"{key[0]} {describe(*window)}"

@@ -148,14 +148,17 @@ def label_of(entry: VideoEntry, num_classes: int | None) -> int | torch.Tensor:
 
 
 def info(
-    source: object, vid: str, read: Sequence[ClipRecord], *, stacked: bool
+    source: object, vid: str, read: Sequence[ClipRecord], *, stacked: bool, windowed: bool = False
 ) -> dict[str, object]:
     """What an item holds, as types the default collate batches: video_id (str), indices
-    (int64 (T,) source frame indices), timestamps (float64 (T,) seconds; NaN when the
-    source has no `timestamps`), clip and view (int). Stacked items give (V, T) arrays
-    and (V,) clip/view tensors."""
+    (int64 (T,) source frame indices), timestamps (float64 (T,) seconds: the source's, or
+    for a window (`windowed`) from the video's first frame, as the window's start and end
+    count them, so they lie in [start, end); NaN when the source has no `timestamps`), clip
+    and view (int). Stacked items give (V, T) arrays and (V,) clip/view tensors."""
     times = getattr(source, "timestamps", None)
     ts = np.asarray(times(vid), np.float64) if times is not None else None
+    if ts is not None and windowed and ts.size:
+        ts = ts - ts[0]
     indices = [torch.from_numpy(idx.astype(np.int64)) for _, _, idx in read]
     seconds = [
         torch.from_numpy(ts[idx] if ts is not None else np.full(len(idx), np.nan))

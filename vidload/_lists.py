@@ -20,6 +20,7 @@ for any list or manifest); this module also holds the value rules both formats s
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -27,6 +28,7 @@ from typing import Any
 
 from vidload._checks import check_int
 from vidload._storage import Location, is_url
+from vidload._windows import check_window
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 #: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
@@ -55,6 +57,10 @@ class VideoEntry:
         absolute: the list gave an absolute path; `video_id` is relative to `/`.
         extra: a manifest row's extra columns (`ManifestRow.extra`), so that what is built
             from the entry can keep them; empty for annotation lists.
+        start, end: a window of the video, seconds from its first frame (whose timestamp
+            counts as 0, whatever the container's start time): the entry is the frames whose
+            time lies in [start, end); None: from the first frame / to the last
+            (`vidload._windows`). Many entries may name one file with different windows.
     """
 
     video_id: str
@@ -65,6 +71,15 @@ class VideoEntry:
     labels: tuple[int, ...] | None = None
     absolute: bool = False
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
+    start: float | None = None
+    end: float | None = None
+
+    @property
+    def window(self) -> tuple[float | None, float | None] | None:
+        """(start, end) when the entry is a window of its video, else None."""
+        if self.start is None and self.end is None:
+            return None
+        return self.start, self.end
 
 
 def read_annotation_list(
@@ -73,9 +88,14 @@ def read_annotation_list(
     multi_label: bool = False,
     with_offset: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    classes: Mapping[str, int] | None = None,
 ) -> list[VideoEntry]:
     """Entries of an mmaction2 annotation list (text, or JSON when the file is `.json` or
     starts with `[`); see the module docstring for the shapes.
+
+    A path may hold spaces (`air drumming/x 1.mp4 3`): a video line's path ends at the first
+    field with a video extension, a rawframes line's path is what precedes its trailing
+    integers. A label may be a class name where the class list is known (`classes`).
 
     Args:
         path: the list: a local path or a URL (`s3://bucket/train.txt`, see `vidload._storage`).
@@ -83,30 +103,82 @@ def read_annotation_list(
         with_offset: rawframes lines carry an offset before total_frames. None: a single-label
             rawframes line with 4 fields has one (unambiguous); a multi-label list needs True.
         storage_options: for a URL, passed to its filesystem (see `vidload._storage`).
+        classes: {class name: label}: a video line's label may then be a class name
+            (`abseiling/x1.mp4 abseiling`, `air drumming/x.mp4 air drumming`).
 
-    Errors name the file and line number.
+    Errors name the file and line number. An official split file read here is refused
+    naming the reader that reads it (`vidload._official`).
     """
     path = text_location(path, storage_options)
     text = read_text(path)
     if path.name.lower().endswith(".json") or text.lstrip().startswith("["):
         return _read_json_list(path, text, multi_label)
+    from vidload._official import check_plain_list, no_label_hint
+
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
         stripped = line.strip()
         if not stripped or stripped.startswith("#"):
             continue
         try:
-            entries.append(_parse_list_fields(stripped.split(), multi_label, with_offset))
+            entries.append(_parse_line(stripped, multi_label, with_offset, classes))
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{path}:{line_no}: {e}") from e
+            raise ValueError(f"{path}:{line_no}: {e}{no_label_hint(path, e)}") from e
+    check_plain_list(path, entries)
     return entries
+
+
+def _parse_line(
+    line: str, multi_label: bool, with_offset: bool | None, classes: Mapping[str, int] | None
+) -> VideoEntry:
+    """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
+    labels, as `_parse_list_fields` reads them."""
+    spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
+    fields = [line[a:b] for a, b in spans]
+    ext = next((k for k, f in enumerate(fields) if _has_video_ext(f)), None)
+    if ext is not None:
+        rest = fields[ext + 1 :]
+        if classes is not None and rest and not _all_ints(rest):
+            name = line[spans[ext + 1][0] :]
+            if name not in classes:
+                raise ValueError(f"label {name!r} is not an integer nor a class name")
+            rest = [str(classes[name])]
+        return _parse_list_fields([line[: spans[ext][1]], *rest], multi_label, with_offset)
+    ints = len(fields)
+    while ints > 1 and _is_int(fields[ints - 1]):
+        ints -= 1
+    if ints > 1:  # a rawframes path with spaces: what precedes the trailing integers
+        fields = [line[: spans[ints - 1][1]], *fields[ints:]]
+    return _parse_list_fields(fields, multi_label, with_offset)
+
+
+_FIELD = re.compile(r"\S+")
+
+
+def _has_video_ext(field: str) -> bool:
+    """Whether the field's last path component ends in a video extension (`x.mp4`)."""
+    name = field[field.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _all_ints(fields: list[str]) -> bool:
+    return all(_is_int(f) for f in fields)
 
 
 def _parse_list_fields(
     fields: list[str], multi_label: bool, with_offset: bool | None
 ) -> VideoEntry:
     video_id, absolute = _list_id(fields[0])
-    is_video = PurePosixPath(video_id).suffix.lower() in VIDEO_EXTENSIONS
+    is_video = _has_video_ext(video_id)
     offset, known = 0, None
     if is_video:
         if with_offset:
@@ -194,6 +266,7 @@ def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list
                 )
             known = item.get("total_frames")
             offset = item.get("offset", 0)
+            start, end = check_window(item.get("start"), item.get("end"))
             for key, value in (("total_frames", known), ("offset", offset)):
                 if value is not None:
                     check_int(key, value)
@@ -209,6 +282,8 @@ def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list
                 offset=int(offset),
                 labels=tuple(int(v) for v in labels) if multi_label else None,
                 absolute=absolute,
+                start=start,
+                end=end,
             )
         )
     return entries

@@ -478,6 +478,12 @@ class Location:
             raise VideoReadError(self, "not a folder")
         return result
 
+    @property
+    def can_list(self) -> bool:
+        """Whether `list_dir` names every entry of a folder: local folders and bucket
+        prefixes; not HTTP(S), whose "listing" is the links of a page."""
+        return self._local is not None or self._protocol not in ("http", "https")
+
     def walk_files(self) -> list[str]:
         """Every file below this folder, as sorted `/`-separated paths relative to it."""
         if self._local is not None:

@@ -23,8 +23,16 @@ from torch.utils.data import Dataset
 
 from vidload import _items
 from vidload._checks import check_int, qualname
-from vidload._clip_options import Layout, OnError, OnMismatch, check_options, check_video_list
+from vidload._clip_options import (
+    Layout,
+    Missing,
+    OnError,
+    OnMismatch,
+    check_options,
+    check_video_list,
+)
 from vidload._frame_counts import FrameCountWarning, SharedCounts
+from vidload._missing import check_missing
 from vidload.errors import FrameCountError, VidloadError
 from vidload.manifest import VideoEntry, load_videos
 from vidload.sampling import (
@@ -67,10 +75,18 @@ class ClipDataset(Dataset):
             with or without an offset column, multi-label, JSON; an offset is honoured:
             frame i of the entry is frame offset + i of the source), a manifest CSV from
             `vidload convert`/`vidload probe`, or a sequence of `(video_id, label)` /
-            `(video_id, label, num_frames)` (see `load_videos`). A video listed twice is two
-            items. A list or manifest may be a URL (`s3://bucket/k400_h5/manifest.csv`), read
-            with the source's `storage_options` (for other options, pass
-            `load_videos(url, storage_options=...)`).
+            `(video_id, label, num_frames)` (see `load_videos`), or what a
+            `vidload.datasets` reader returns. A video listed twice is two items. Windows of
+            long videos: `(video_id, label, start, end)` items, `start`/`end` columns in a CSV
+            list, `"start"`/`"end"` keys in a JSON list: seconds from the video's first frame
+            (its timestamp counts as 0), the entry being the frames in [start, end); every
+            sampling mode samples inside the window, with the window's own frame count, found
+            from `source.timestamps`. Many windows may name one file: they share its open
+            handle and persisted index, not what is learned per entry (counts, broken). A
+            list or manifest may be a URL (`s3://bucket/k400_h5/manifest.csv`), read with
+            the source's `storage_options` (for other options, pass `load_videos(url,
+            storage_options=...)`). Unlabelled videos (label -1) are allowed, also with
+            train=True (self-supervised pretraining).
         source: where frames come from (`VideoSource`, `JpegSource`, ...); must be picklable.
         num_frames: frames per clip (T).
         sampling: "segment" (TSN: one frame per equal segment), "consecutive" (frames `stride`
@@ -133,7 +149,14 @@ class ClipDataset(Dataset):
             e.g. `vidload.augment.ClipAugment` on the device), `video_id` (str),
             `indices` int64 (T,) source frame indices, `timestamps` float64 (T,) seconds,
             `clip` and `view` (int); with stack_views (K * V, T) tensors and (K * V,) clip /
-            view tensors. The default collate batches them.
+            view tensors. The default collate batches them. A window's timestamps count from
+            its video's first frame, as its start and end do, so they lie in [start, end).
+        missing: listed videos the source does not hold, found when the dataset is built
+            (`source.missing_videos`: one directory listing per folder or bucket prefix,
+            converted names included): "error" raises FileNotFoundError naming how many and
+            the first few; "skip" leaves them out with one warning that counts them. A source
+            without `missing_videos` (a custom FrameSource) is not checked, with a warning
+            saying so; a root that cannot list (http://) is checked per video.
 
     Geometry (see `vidload.transforms`) is one plan per clip, drawn from the clip's rng right
     after its frame indices; the source applies it while decoding when its `read` takes a
@@ -171,6 +194,7 @@ class ClipDataset(Dataset):
     fps: float | None
     clip_seconds: float | None
     return_info: bool
+    missing: Missing
     _geometry: GeometryOptions  # plans each clip's geometry
     _fused: bool  # whether source.read takes a geometry
 
@@ -202,6 +226,7 @@ class ClipDataset(Dataset):
         fps: float | None = None,
         clip_seconds: float | None = None,
         return_info: bool = False,
+        missing: Missing = "error",
     ) -> None:
         vars(self).update(
             check_options(
@@ -229,6 +254,7 @@ class ClipDataset(Dataset):
                 fps=fps,
                 clip_seconds=clip_seconds,
                 return_info=return_info,
+                missing=missing,
             )
         )
         store = getattr(source, "store", None)
@@ -236,7 +262,8 @@ class ClipDataset(Dataset):
         self.videos: list[VideoEntry] = load_videos(
             videos, multi_label=multi_label, storage_options=options
         )
-        check_video_list(self.videos, videos, train=train, num_classes=self.num_classes)
+        check_video_list(self.videos, videos, source=source, num_classes=self.num_classes)
+        self.videos = check_missing(self.videos, source, missing=self.missing, where=videos)
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0
         self._counts = SharedCounts(self.videos)
@@ -371,10 +398,11 @@ class ClipDataset(Dataset):
             v, attempt = (v + alive[0]) % n, alive[0]
         entry = self.videos[v]
         count = self._counts.known(self.source, entry, v)
+        offset = self._counts.offset(entry, v)
         plans = []
         for j, c, _ in self._clips_of(i):
-            indices, _ = self._sample(count, c, self._key(j, attempt), i, [], entry)
-            plans.append((entry.video_id, np.asarray(indices, np.int64) + entry.offset))
+            indices, _ = self._sample(count, c, self._key(j, attempt), i, [], entry, v)
+            plans.append((entry.video_id, np.asarray(indices, np.int64) + offset))
         return plans
 
     def _index(self, index: int) -> int:
@@ -446,7 +474,7 @@ class ClipDataset(Dataset):
                 self.source,
                 entry,
                 v,
-                functools.partial(self._read_clip, entry, c, key, i, views),
+                functools.partial(self._read_clip, entry, v, c, key, i, views),
                 strict=self.on_mismatch == "error",
             )
             for view, frames in zip(views, frames_per_view, strict=True):
@@ -456,23 +484,31 @@ class ClipDataset(Dataset):
                     if self.transform is None
                     else _items.seeded_call(self.transform, clip, key)
                 )
-                read.append((c, view, indices + entry.offset))
+                read.append((c, view, indices + self._counts.offset(entry, v)))
         label = _items.label_of(entry, self.num_classes)
         vid = entry.video_id
         out = clips[0] if not self.stack_views else _items.stack(clips, vid)
         if self.return_info:
-            info = _items.info(self.source, vid, read, stacked=self.stack_views)
+            windowed = entry.window is not None
+            info = _items.info(self.source, vid, read, stacked=self.stack_views, windowed=windowed)
             return out, label, {"index": i, **info}
         return out, label
 
     # ---------------------------------------------------------------- one clip
 
     def _read_clip(
-        self, entry: VideoEntry, c: int, key: list[int], i: int, views: list[int], count: int
+        self,
+        entry: VideoEntry,
+        v: int,
+        c: int,
+        key: list[int],
+        i: int,
+        views: list[int],
+        count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """Clip c of the entry sampled from `count` frames (stream `key`) and read: uint8
+        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
         (k, H, W, 3) frames per view in `views`, and the indices from the entry's start."""
-        return self._read(entry, *self._sample(count, c, key, i, views, entry))
+        return self._read(entry, v, *self._sample(count, c, key, i, views, entry, v))
 
     def _sample(
         self,
@@ -482,17 +518,19 @@ class ClipDataset(Dataset):
         i: int,
         views: list[int],
         entry: VideoEntry,
+        v: int,
     ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
         """The clip's frame indices (from the entry's start), then its geometry (one plan per
         view), from one rng. With fps / clip_seconds the indices come from the frames'
-        timestamps (`vidload.sampling.resampled_indices` / `window_indices`)."""
+        timestamps (`vidload.sampling.resampled_indices` / `window_indices`): the entry's own
+        (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
         vid = entry.video_id
         try:
             if self.fps is None and self.clip_seconds is None:
                 indices = self._sample_frames(count, c, rng)
             else:
-                ts = self._timestamps(vid, entry.offset, count)
+                ts = self._timestamps(vid, self._counts.offset(entry, v), count)
                 if self.clip_seconds is not None:
                     indices = window_indices(
                         ts,
@@ -538,11 +576,12 @@ class ClipDataset(Dataset):
         return ts
 
     def _read(
-        self, entry: VideoEntry, indices: np.ndarray, plans: list[ClipGeometry | None]
+        self, entry: VideoEntry, v: int, indices: np.ndarray, plans: list[ClipGeometry | None]
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """The clip's frames, one array per view (`_items.read_views`), and `indices` (from the
-        entry's start, `entry.offset` frames into the source's video)."""
-        wanted = indices + entry.offset if entry.offset else indices
+        entry's start: its offset, or its window's first frame, into the source's video)."""
+        offset = self._counts.offset(entry, v)
+        wanted = indices + offset if offset else indices
         views = _items.read_views(
             self.source, entry.video_id, wanted, plans, fused=self._fused, crop=self._geometry.crop
         )

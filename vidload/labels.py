@@ -14,6 +14,7 @@ manifest, whose entries give each top-level folder its label.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -29,6 +30,7 @@ __all__ = [
     "is_contiguous",
     "label_by_folder",
     "read_class_map",
+    "read_numbered_classes",
     "write_classes",
 ]
 
@@ -81,6 +83,8 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
     * A manifest (header `video_id,...`) or an annotation list (every line `path ... label`,
       last field an integer): each entry's top-level folder gets the entry's label. Two labels
       for one folder, or an entry with no folder, is an error.
+    * A numbered class file, every line `N name` (UCF101's `classInd.txt`: `1 ApplyEyeMakeup`):
+      read with its base, numbers from 1 becoming 0-based (`read_numbered_classes`).
     * Otherwise one class name per line, line k (blank and `#` lines skipped) naming class k;
       names may contain spaces (Kinetics' "air drumming").
 
@@ -103,11 +107,49 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
         raise ValueError(f"labels ({str(path)!r}) names no classes")
     if is_manifest(path) or all(_looks_like_entry(ln) for ln in lines):
         return _map_from_entries(path, load_videos(path))
+    if all(_NUMBERED.match(ln) for ln in lines):
+        return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
     out: dict[str, int] = {}
     for k, name in enumerate(lines):
         if name in out:
             raise ValueError(f"labels ({str(path)!r}): class {name!r} is named twice")
         out[name] = k
+    return out
+
+
+_NUMBERED = re.compile(r"^(\d+)\s+(\S.*)$")
+
+
+def read_numbered_classes(lines: Sequence[str], *, where: str) -> dict[str, int]:
+    """{class name: label} from `N name` lines (blank and `#` lines already left out), read
+    with their base: numbers from 1 (UCF101's `classInd.txt`) become 0-based, numbers from 0
+    stay. The numbers must be contiguous (in any order) and the names distinct.
+
+    Raises:
+        ValueError: a line that is not `N name`, numbers that do not run base..base+n-1, or
+            a name given twice (named, with `where`).
+    """
+    numbered: dict[int, str] = {}
+    for line in lines:
+        m = _NUMBERED.match(line.strip())
+        if m is None:
+            raise ValueError(f"{where}: {line.strip()!r} is not a numbered class line `N name`")
+        k, name = int(m[1]), m[2].strip()
+        if k in numbered:
+            raise ValueError(f"{where}: number {k} is given twice")
+        numbered[k] = name
+    base = min(numbered)
+    if base not in (0, 1) or sorted(numbered) != list(range(base, base + len(numbered))):
+        raise ValueError(
+            f"{where}: class numbers {sorted(numbered)[:5]}... must run 0..{len(numbered) - 1} "
+            f"or 1..{len(numbered)} without gaps"
+        )
+    out: dict[str, int] = {}
+    for k in sorted(numbered):
+        name = numbered[k]
+        if name in out:
+            raise ValueError(f"{where}: class {name!r} is named twice")
+        out[name] = k - base
     return out
 
 

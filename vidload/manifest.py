@@ -50,7 +50,9 @@ from vidload._lists import (
     read_text,
     text_location,
 )
+from vidload._official import warn_one_based
 from vidload._storage import Location
+from vidload._windows import check_window, parse_window
 from vidload.sources.base import normalize_video_id
 
 __all__ = [
@@ -263,6 +265,7 @@ def load_videos(
     multi_label: bool = False,
     with_offset: bool | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    classes: Mapping[str, int] | None = None,
 ) -> list[VideoEntry]:
     """The videos of a dataset from an annotation list, a manifest, or a sequence.
 
@@ -273,27 +276,37 @@ def load_videos(
         multi_label: how to read an annotation list (`read_annotation_list`).
         with_offset: how to read an annotation list (`read_annotation_list`).
         storage_options: for a URL, passed to its filesystem (see `vidload._storage`).
+        classes: {class name: label}, so that a label may be a class name (a list's
+            `path name` line, a `(video_id, "abseiling")` item).
 
-    Manifest rows give `known_frames=actual_frames`; rows with status "failed" are left out,
-    with one warning that counts them. Unlabelled rows get label -1.
+    Labels that run from 1 with no 0 warn (`OneBasedLabelsWarning`), wherever they come
+    from; an official split file read as a plain list is refused naming its reader
+    (`vidload._official`). Manifest rows give `known_frames=actual_frames`; rows with status
+    "failed" are left out, with one warning that counts them. Unlabelled rows get label -1.
     """
     if isinstance(videos, (str, os.PathLike, Location)):
         path = text_location(videos, storage_options)
         if isinstance(path, Path) and not path.is_file():
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
-            return entries_from_manifest(read_manifest(path), source=str(path))
-        return read_annotation_list(
-            path,
-            multi_label=multi_label,
-            with_offset=with_offset,
-        )
+            entries = entries_from_manifest(read_manifest(path), source=str(path))
+        else:
+            entries = read_annotation_list(
+                path, multi_label=multi_label, with_offset=with_offset, classes=classes
+            )
+        warn_one_based(entries, str(path))
+        return entries
     if isinstance(videos, (bytes, dict)) or not isinstance(videos, Sequence):
         raise TypeError(
             f"videos must be a path or a sequence of (video_id, label[, num_frames]), "
             f"got {type(videos).__name__}"
         )
-    return [_entry_from_item(item, i) for i, item in enumerate(videos)]
+    if isinstance(videos, list) and all(type(v) is VideoEntry for v in videos):
+        entries = list(videos)  # a vidload.datasets list: already checked, fast at 650k
+    else:
+        entries = [_entry_from_item(item, i, classes) for i, item in enumerate(videos)]
+    warn_one_based(entries, "videos")
+    return entries
 
 
 def entries_from_manifest(
@@ -306,8 +319,19 @@ def entries_from_manifest(
             failed.append(row.video_id)
             continue
         label = UNLABELLED if row.label is None else row.label
+        extra, start, end = row.extra, None, None
+        if "start" in extra or "end" in extra:
+            try:
+                start, end = parse_window(extra.get("start", ""), extra.get("end", ""))
+            except ValueError as e:
+                raise ValueError(f"{source}: video {row.video_id!r}: {e}") from e
+            extra = {k: v for k, v in extra.items() if k not in ("start", "end")}
+            if start is not None or end is not None:
+                # a window's frames are counted in the window, not in the whole file
+                entries.append(VideoEntry(row.video_id, label, extra=extra, start=start, end=end))
+                continue
         entries.append(
-            VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames, extra=row.extra)
+            VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames, extra=extra)
         )
     if failed:
         shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
@@ -318,14 +342,29 @@ def entries_from_manifest(
     return entries
 
 
-def _entry_from_item(item: object, i: int) -> VideoEntry:
+def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = None) -> VideoEntry:
     if isinstance(item, VideoEntry):
         return item
-    if not isinstance(item, (tuple, list)) or len(item) not in (2, 3):
+    if classes is not None and isinstance(item, (tuple, list)) and len(item) >= 2:
+        if isinstance(item[1], str):
+            if item[1] not in classes:
+                raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
+            item = (item[0], classes[item[1]], *item[2:])
+    if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
         raise TypeError(
-            f"videos[{i}] ({item!r}) must be (video_id, label) or (video_id, label, num_frames)"
+            f"videos[{i}] ({item!r}) must be (video_id, label), (video_id, label, num_frames) "
+            f"or a window (video_id, label, start, end)"
         )
     video_id, label = item[0], item[1]
+    if len(item) == 4:
+        try:
+            video_id = normalize_video_id(video_id)
+            check_int(f"videos[{i}] label", label)
+            check_range("label", label)
+            start, end = check_window(item[2], item[3])
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
+        return VideoEntry(video_id, int(label), start=start, end=end)
     try:
         video_id = normalize_video_id(video_id)
         check_int(f"videos[{i}] label", label)

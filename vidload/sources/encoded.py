@@ -26,6 +26,7 @@ from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._listing import missing_names
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -182,6 +183,19 @@ class ContainerSource(ABC):
         if not isinstance(root, Path):
             raise ValueError(f"{root}: a URL root has no local paths")
         return root
+
+    def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
+        """The ids of `video_ids` with no container under the root (by either name
+        `vidload._layout` gives it: `a/x1.h5` or `a/x1.mp4.h5` for `a/x1.mp4`), in list
+        order; one directory listing per folder (per prefix in a bucket), not a stat per
+        video (`vidload.sources._listing`)."""
+
+        def names(vid: str) -> tuple[str, ...]:
+            short = container_name(vid, self.suffix)
+            full = container_name(vid, self.suffix, keep_extension=True)
+            return (short,) if full == short else (short, full)
+
+        return missing_names(self.store.location, video_ids, names)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;

@@ -50,11 +50,12 @@ import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
 from vidload._kinds import get_kind
-from vidload._layout import INDEX_SUFFIX, container_path, index_path
+from vidload._layout import INDEX_SUFFIX, container_name, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
+from vidload.sources._listing import missing_names
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_file import VideoHandle, VideoInfo, open_video, video_info
 from vidload.sources._video_index import (
@@ -247,6 +248,25 @@ class VideoSource:
                 self._remote.put(vid, str(e))
                 warn_whole(found, f"its frame index is not used: {e}")
         return self.store.local_copy(vid)
+
+    def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
+        """The ids of `video_ids` with no file under the root, in list order: neither the id's
+        own file nor (local root) the video `vidload convert --to video` made of it (`path`);
+        one directory listing per folder (per prefix in a bucket), not a stat per video
+        (`vidload.sources._listing`)."""
+        suffix = get_kind("video").suffix
+        local = self.store.is_local
+
+        def names(vid: str) -> tuple[str, ...]:
+            if not local:
+                return (vid,)
+            return (
+                vid,
+                container_name(vid, suffix, keep_extension=True),
+                container_name(vid, suffix),
+            )
+
+        return missing_names(self.store.location, video_ids, names)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its video file and, where one was written,

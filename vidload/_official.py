@@ -1,0 +1,89 @@
+"""Never a silently wrong label: official split files read through the generic list path.
+
+UCF101's `trainlist0N.txt` is a `path label` list with labels 1..101; read as an mmaction2 list,
+its last class is out of range (a device-side assert on the GPU) and every other one shifted by
+one (a smaller model trains on it silently). An HMDB51 `<class>_test_split<N>.txt` file is a
+`video tag` list whose tags (1 train, 2 test, 0 unused) would become labels. Both have shapes the
+generic reader can recognise; it refuses them naming the reader that reads them right
+(`vidload.datasets`). Any other list whose labels run from 1 with no 0 (a renamed or
+concatenated trainlist, a 1-based manifest) is read as given, with a warning.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from vidload._storage import Location
+
+#: UCF101's class index file, beside its split lists in `ucfTrainTestlist/`.
+UCF101_CLASS_INDEX = "classInd.txt"
+_HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
+_UCF101_LIST = re.compile(r"^(train|test)list0?(?P<n>\d+)\.txt$", re.IGNORECASE)
+
+
+class OneBasedLabelsWarning(UserWarning):
+    """A video list's labels run from 1 with no 0: probably a 1-based list read as 0-based."""
+
+
+def _beside(path: Path | Location, name: str) -> bool:
+    if isinstance(path, Location):
+        return False  # one request more per list read; the shape checks below still apply
+    return (path.parent / name).is_file()
+
+
+def check_plain_list(path: Path | Location, entries: Sequence) -> None:
+    """Refuse a plain list that is an official split file (see the module docstring).
+
+    Raises:
+        ValueError: labels 1..N with no 0 and UCF101's `classInd.txt` beside the list; every
+            label in {0, 1, 2} in a file named `<class>_test_split<N>.txt` (HMDB51).
+    """
+    labels = {e.label for e in entries}
+    hmdb = _HMDB51_SPLIT.match(path.name)
+    if hmdb and labels and labels <= {0, 1, 2}:
+        raise ValueError(
+            f"{path}: an HMDB51 split file ({hmdb['cls']!r}, split {hmdb['n']}): its numbers "
+            f"are split tags (1 train, 2 test, 0 unused), not labels. Read the splits with "
+            f"vidload.datasets.hmdb51({str(path.parent)!r}, split={hmdb['n']}, subset='train')"
+        )
+    if labels and min(labels) == 1 and _beside(path, UCF101_CLASS_INDEX):
+        n = _UCF101_LIST.match(path.name)
+        split = n["n"] if n else "1"
+        raise ValueError(
+            f"{path}: labels run from 1 (1..{max(labels)}, no 0) and {UCF101_CLASS_INDEX} is "
+            f"beside it: a UCF101 split list, whose labels are 1-based. Read it with "
+            f"vidload.datasets.ucf101({str(path.parent)!r}, split={split}, subset='train'), "
+            f"which numbers the classes 0..N-1 by {UCF101_CLASS_INDEX}"
+        )
+
+
+def no_label_hint(path: Path | Location, error: Exception) -> str:
+    """What to add to a "has no label" error on UCF101's `testlist0N.txt` (paths only)."""
+    if "has no label" not in str(error) or not _beside(path, UCF101_CLASS_INDEX):
+        return ""
+    n = _UCF101_LIST.match(path.name)
+    split = n["n"] if n else "1"
+    return (
+        f". {UCF101_CLASS_INDEX} is beside it: a UCF101 test list, labelled by its class "
+        f"folders; read it with vidload.datasets.ucf101({str(path.parent)!r}, split={split}, "
+        f"subset='test')"
+    )
+
+
+def warn_one_based(entries: Sequence, where: str) -> None:
+    """Warn (`OneBasedLabelsWarning`) when the labels (two or more distinct ones) run from
+    1 with no 0."""
+    if any(e.labels is not None for e in entries):
+        return  # multi-label: label 0 absent from every line is common and no sign of a base
+    labels = {e.label for e in entries if e.label >= 0}
+    if len(labels) > 1 and min(labels) == 1:
+        warnings.warn(
+            f"{where}: labels run from 1 to {max(labels)} with no 0: is this a 1-based list "
+            f"(UCF101's trainlist, a classInd numbering)? Labels must start at 0 for "
+            f"cross_entropy; vidload.datasets reads the official files with 0-based labels",
+            OneBasedLabelsWarning,
+            stacklevel=4,
+        )
