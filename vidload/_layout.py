@@ -31,8 +31,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from vidload._ids import normalize_video_id, strip_video_ext
 from vidload._kinds import get_kind
-from vidload.sources.base import normalize_video_id, strip_video_ext
 
 __all__ = [
     "CLASSES_NAME",
