@@ -17,17 +17,17 @@ used: the reader warns with the reason, once per file version, and builds the in
 without one. Reads stay checked against the decoder either way (`_video_seek`): a frame that does
 not carry the index's timestamp makes the reader fall back to sequential decoding.
 
-Format: one JSON object (`"format": 2`), ~25 bytes a frame, plus where the file's bytes lie
-(`"bytes"`, ~20 bytes a frame: `_video_ranges.ByteLayout`, what FFmpeg reads to open the file and
-each packet's offset and size) for a reader over a URL (`_video_remote`), which then fetches a
-clip's packets instead of the whole object. Format 1 (no `"bytes"`) is still read: its index
-serves local reads as before, and a reader over a URL, which needs the byte positions, says so
-and downloads the object whole.
+Format 2: two lines, each a JSON object. The first is the index (`"format": 2`, ~25 bytes a
+frame); the second says where the file's bytes lie (~20 bytes a frame: `_video_ranges.ByteLayout`,
+what FFmpeg reads to open the file and each packet's offset and size), for a reader over a URL
+(`_video_remote`), which then fetches a clip's packets instead of the whole object. A local
+reader parses the first line only (the second is parsed on first use), so it costs what format 1
+did. Format 1 (the first line alone) is still read: its index serves local reads as before, and a
+reader over a URL, which needs the byte positions, says so and downloads the object whole.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import warnings
@@ -38,14 +38,13 @@ from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_index import FrameIndex, SeekPoint
-from vidload.sources._video_ranges import ByteLayout, record_layout
+from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
 from vidload.sources.base import open_regular_file
 
 __all__ = [
     "PersistedIndex",
     "UnusableIndex",
     "digest_spans",
-    "ends_digest",
     "file_digest",
     "load_index",
     "parse_index",
@@ -68,12 +67,27 @@ class PersistedIndex:
         index: FrameIndex,
         orientation: Orientation,
         stream_index: int,
-        layout: ByteLayout | None = None,
+        layout: ByteLayout | bytes | None = None,
     ) -> None:
         self.index = index
         self.orientation = orientation
         self.stream_index = stream_index
-        self.layout = layout
+        self._layout = layout
+
+    @property
+    def layout(self) -> ByteLayout | None:
+        """Where the file's bytes lie (parsed from the sidecar's second line on first use);
+        None where it was not recorded (format 1, or a demuxer without byte positions).
+
+        Raises:
+            UnusableIndex: the second line cannot be read."""
+        if isinstance(self._layout, bytes):
+            try:
+                doc = json.loads(self._layout)
+                self._layout = None if doc is None else ByteLayout.from_json(doc)
+            except (ValueError, TypeError, KeyError) as e:
+                raise UnusableIndex(f"unreadable byte layout ({type(e).__name__}: {e})") from None
+        return self._layout
 
 
 class UnusableIndex(Exception):
@@ -89,14 +103,6 @@ def digest_spans(size: int) -> list[tuple[int, int]]:
     return spans
 
 
-def ends_digest(size: int, spans: list[bytes]) -> str:
-    """SHA-1 hex of `size` and the bytes of `digest_spans(size)`."""
-    h = hashlib.sha1(size.to_bytes(8, "little"))
-    for data in spans:
-        h.update(data)
-    return h.hexdigest()
-
-
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
     fd = open_regular_file(path)
@@ -105,7 +111,7 @@ def file_digest(path: Path) -> tuple[int, str]:
         spans = [os.pread(fd, b - a, a) for a, b in digest_spans(size)]
     finally:
         os.close(fd)
-    return size, ends_digest(size, spans)
+    return size, span_digest(size, spans)
 
 
 def write_index(
@@ -132,10 +138,12 @@ def write_index(
         "keys": None if index.keys is None else list(index.keys),
         "seek_points": [[sp.pos, sp.pts, sp.dts] for sp in index.seek_points],
         "orientation": [o.transpose, o.flip_rows, o.flip_cols],
-        "bytes": None if layout is None else layout.to_json(),
     }
     path = index_path(video_file)
-    write_bytes_atomic(path, json.dumps(doc, separators=(",", ":")).encode())
+    lines = [doc, None if layout is None else layout.to_json()]
+    write_bytes_atomic(
+        path, "\n".join(json.dumps(d, separators=(",", ":")) for d in lines).encode()
+    )
     return path
 
 
@@ -183,8 +191,9 @@ def check_index(
 def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
     """(the index, the size and digest of the file it describes) from a sidecar's bytes;
     UnusableIndex with the reason when they are not a sidecar vidload reads."""
+    first, _, second = raw.partition(b"\n")
     try:
-        doc = json.loads(raw)
+        doc = json.loads(first)
         if not isinstance(doc, dict) or doc.get("format") not in READ_FORMATS:
             raise UnusableIndex(f"format {doc.get('format') if isinstance(doc, dict) else doc!r}")
         keys = doc["keys"]
@@ -194,12 +203,11 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
             raise UnusableIndex(f"{len(keys)} keys for {num} frames")
         index = FrameIndex(num, [int(k) for k in keys] if keys is not None else None, True, points)
         transpose, flip_rows, flip_cols = (bool(b) for b in doc["orientation"])
-        layout = doc.get("bytes")
         persisted = PersistedIndex(
             index,
             Orientation(transpose, flip_rows, flip_cols),
             int(doc["stream_index"]),
-            None if layout is None else ByteLayout.from_json(layout),
+            second if doc["format"] >= 2 and second.strip() else None,
         )
         return persisted, int(doc["size"]), str(doc["sha1_ends"])
     except UnusableIndex:

@@ -8,6 +8,9 @@ A `ByteLayout` is recorded from the finished file when its frame index is persis
   `moov` wherever it lies, the first packets `avformat_find_stream_info` probes), recorded by
   opening the file through a file object that notes every read. FFmpeg reads through a 32 KiB
   buffer, so these are its reads as they happen, not the boxes' exact extents.
+* `digest`: a SHA-1 of the file's size and those `opened` bytes (`span_digest`): they hold an
+  MP4's `moov`, every sample's size and offset, so a reader over a URL checks that the object is
+  the one the layout describes from bytes it fetches anyway.
 * `packets`: the chosen stream's packets in decode order, each `(key, pos, size)`: the packet's
   key (`_video_index.packet_key`, what the frame index names frames and seek points by), its
   byte offset in the file and its size, from a demux-only scan (no decoding).
@@ -26,6 +29,7 @@ frames in k different GOPs, at most k GOPs of bytes, and nothing else once it is
 
 from __future__ import annotations
 
+import hashlib
 import io
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -38,24 +42,35 @@ import numpy as np
 from vidload._storage import coalesce
 from vidload.sources._video_index import FrameIndex, packet_key, usable_packet
 
-__all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout"]
+__all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout", "span_digest"]
 
 #: Byte ranges closer than this are fetched as one (see the module docstring).
 SHORT_GAP = 128 << 10
 
 
+def span_digest(size: int, spans: Iterable[bytes]) -> str:
+    """SHA-1 hex of a file's `size` and the bytes of some of its spans, in order."""
+    h = hashlib.sha1(size.to_bytes(8, "little"))
+    for data in spans:
+        h.update(data)
+    return h.hexdigest()
+
+
 class ByteLayout:
-    """What FFmpeg reads to open a file (`opened`) and where each packet of its chosen stream
-    lies (`keys`, `pos`, `size`: int64 arrays in decode order). See the module docstring."""
+    """What FFmpeg reads to open a file (`opened`), their `digest`, and where each packet of its
+    chosen stream lies (`keys`, `pos`, `size`: int64 arrays in decode order). See the module
+    docstring."""
 
     def __init__(
         self,
         opened: Sequence[tuple[int, int]],
+        digest: str,
         keys: Sequence[int],
         pos: Sequence[int],
         size: Sequence[int],
     ) -> None:
         self.opened = [(int(a), int(b)) for a, b in opened]
+        self.digest = digest
         self.keys = np.asarray(keys, dtype=np.int64)
         self.pos = np.asarray(pos, dtype=np.int64)
         self.end = self.pos + np.asarray(size, dtype=np.int64)
@@ -72,6 +87,7 @@ class ByteLayout:
     def to_json(self) -> dict[str, Any]:
         return {
             "opened": [list(r) for r in self.opened],
+            "sha1_opened": self.digest,
             "keys": self.keys.tolist(),
             "pos": self.pos.tolist(),
             "size": (self.end - self.pos).tolist(),
@@ -80,7 +96,7 @@ class ByteLayout:
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ByteLayout:
         opened = [(int(a), int(b)) for a, b in doc["opened"]]
-        return cls(opened, doc["keys"], doc["pos"], doc["size"])
+        return cls(opened, str(doc["sha1_opened"]), doc["keys"], doc["pos"], doc["size"])
 
     def packet_number(self, key: int | None) -> int | None:
         """Decode-order number of the packet with this key; None if none has it."""
@@ -133,6 +149,10 @@ class _Recording(io.RawIOBase):
     def tell(self) -> int:
         return self._f.tell()
 
+    def pread(self, start: int, stop: int) -> bytes:
+        self._f.seek(start)
+        return self._f.read(stop - start)
+
     def read(self, n: int = -1) -> bytes:
         start = self._f.tell()
         data = self._f.read(n)
@@ -173,6 +193,8 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
                 pass  # the data goes bad here; decoding stops at the same place
         finally:
             container.close()
+        size_of_file = rec.seek(0, io.SEEK_END)
+        digest = span_digest(size_of_file, (rec.pread(a, b) for a, b in opened))
     finally:
         rec.close()
-    return ByteLayout(opened, keys, pos, size)
+    return ByteLayout(opened, digest, keys, pos, size)

@@ -7,10 +7,12 @@ its bytes lie (`_video_ranges.ByteLayout`). Read over a URL, a clip of a video n
 this process costs two rounds of requests:
 
 1. the sidecar (`<url>.vidload-index`, one GET);
-2. in one round of concurrent range requests (`Location.read_ranges`): the bytes the sidecar's
-   digest hashes (the first and last 64 KiB: whether the sidecar still describes the object),
-   the bytes FFmpeg reads to open the file (an MP4's `moov`), and the packets the clip's frames
-   need (`_video_ranges.clip_ranges`: from the keyframe before each frame to the frame).
+2. in one round of concurrent range requests (`Location.read_ranges`): the bytes FFmpeg reads
+   to open the file (an MP4's `ftyp` and `moov`, and the first 32 KiB), and the packets the
+   clip's frames need (`_video_ranges.clip_ranges`: from the keyframe before each frame to the
+   frame). The sidecar holds a digest of the object's size and those opening bytes, checked
+   before anything is decoded: an object rewritten since (another `moov`) is not read through
+   it.
 
 The header's bytes are kept for the process (`RemoteVideo`, in the source's per-process cache),
 so a later clip of the same video is one round: its packets. FFmpeg reads the object through a
@@ -35,14 +37,8 @@ from typing import Any
 from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
 from vidload.errors import VideoReadError
-from vidload.sources._video_persist import (
-    PersistedIndex,
-    UnusableIndex,
-    digest_spans,
-    ends_digest,
-    parse_index,
-)
-from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges
+from vidload.sources._video_persist import PersistedIndex, UnusableIndex, parse_index
+from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, span_digest
 
 __all__ = ["MISS_FETCH", "RangeReader", "RemoteVideo", "load_remote", "warn_whole"]
 
@@ -58,21 +54,18 @@ _MISS_BLOCKS = 8
 class RemoteVideo:
     """A video object at `location` with its persisted index (format 2), read by byte ranges.
 
-    Holds the bytes fetched so far: the header (what opening the file reads, and the digest's
-    spans; kept), the last clip's packets (replaced by the next clip's) and the last few
-    blocks fetched on a miss. `str()` is the URL (without credentials), for error messages.
+    Holds the bytes fetched so far: the header (what opening the file reads; kept), the last
+    clip's packets (replaced by the next clip's) and the last few blocks fetched on a miss.
+    `str()` is the URL (without credentials), for error messages.
     Per process: never pickled, dropped after a fork with the source's caches.
     """
 
-    def __init__(
-        self, location: Location, persisted: PersistedIndex, size: int, digest: str
-    ) -> None:
+    def __init__(self, location: Location, persisted: PersistedIndex, size: int) -> None:
         assert persisted.layout is not None
         self.location = location
         self.persisted = persisted
         self.layout: ByteLayout = persisted.layout
         self.size = size
-        self._digest = digest
         self.verified = False
         self._header: list[tuple[int, bytes]] = []
         self._clip: list[tuple[int, bytes]] = []
@@ -99,12 +92,12 @@ class RemoteVideo:
         fetching what is not held in one round of concurrent range requests.
 
         Raises:
-            UnusableIndex: the first time, when the digest of the object's ends is not the one
-                the sidecar describes (the object was rewritten since).
+            UnusableIndex: the first time, when the digest of the object's size and opening
+                bytes is not the one the sidecar describes (the object was rewritten since).
             VideoReadError: a request failed (naming the URL).
         """
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
-        header = [] if self.verified else coalesce(digest_spans(self.size) + self.layout.opened, 0)
+        header = [] if self.verified else coalesce(self.layout.opened, 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
         missing = [r for r in clip if not self._holds(*r, self._header + kept)]
         needed = coalesce(missing + header, SHORT_GAP)
@@ -119,19 +112,19 @@ class RemoteVideo:
         self._clip = sorted(kept + [b for b in blocks if any(_overlaps(b, r) for r in missing)])
 
     def _verify(self, blocks: list[tuple[int, bytes]]) -> None:
-        spans = [self._slice(blocks, a, b) for a, b in digest_spans(self.size)]
-        if any(s is None for s in spans):
-            raise UnusableIndex(
-                f"it describes another file (size {self.size}; {self.name} is shorter now): "
-                f"rewritten since"
-            )
-        digest = ends_digest(self.size, [s for s in spans if s is not None])
-        if digest != self._digest:
-            raise UnusableIndex(
-                f"it describes another file (size {self.size}, digest {self._digest[:12]}; "
-                f"{self.name} now has digest {digest[:12]} at that size): rewritten since"
-            )
-        self.verified = True
+        spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]
+        if any(span is None for span in spans):  # the object ends before them
+            found = f"{self.name} is shorter now"
+        else:
+            digest = span_digest(self.size, [span or b"" for span in spans])
+            found = f"{self.name} now has {digest[:12]} there"
+            if digest == self.layout.digest:
+                self.verified = True
+                return
+        raise UnusableIndex(
+            f"it describes another file (size {self.size}, opening bytes "
+            f"{self.layout.digest[:12]}; {found}): rewritten since"
+        )
 
     @staticmethod
     def _slice(blocks: list[tuple[int, bytes]], a: int, b: int) -> bytes | None:
@@ -228,12 +221,12 @@ def load_remote(location: Location) -> RemoteVideo | str:
             return "it has no persisted frame index"
         raise
     try:
-        persisted, size, digest = parse_index(raw)
+        persisted, size, _ = parse_index(raw)
+        if persisted.layout is None:
+            return "its frame index (format 1) does not say where the packets lie"
     except UnusableIndex as e:
         return f"its frame index is not used: {e}"
-    if persisted.layout is None:
-        return "its frame index (format 1) does not say where the packets lie"
-    return RemoteVideo(location, persisted, size, digest)
+    return RemoteVideo(location, persisted, size)
 
 
 def warn_whole(location: object, reason: str) -> None:

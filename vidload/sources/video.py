@@ -84,8 +84,8 @@ __all__ = ["VideoInfo", "VideoSource"]
 
 #: Frame indexes kept per process (int64 arrays, ~24 bytes a frame: ~7 KB for 300 frames).
 _INDEX_CACHE_SIZE = 4096
-#: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: the MP4's
-#: `moov`, ~8 bytes a frame, and the first and last 64 KiB that the index's digest hashes).
+#: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: what
+#: FFmpeg reads to open the file, an MP4's `moov` (~8 bytes a frame) and its first 32 KiB).
 _REMOTE_CACHE_SIZE = 256
 #: A file version in the per-process caches: (path, (st_mtime_ns, st_size)).
 FileKey = tuple[str, tuple[int, int]]
