@@ -238,3 +238,27 @@ def test_errors_name_the_url(long_video, http_dir, monkeypatch):
     with pytest.raises(VideoReadError, match=rf"^{http_dir.url}/nope\.mp4: not found$"):
         with pytest.warns(UserWarning, match="no persisted frame index"):
             src.read("nope.mp4", [0])
+
+
+def test_damaged_data_behaves_as_on_local_disk_and_names_the_url(long_video, http_dir, tmp_path):
+    """A packet damaged in the middle (size and opening bytes unchanged, so the index is
+    still taken as the object's): a read over the URL ends as the same read of the same file
+    on local disk, and its error names the URL."""
+    from media import damage_copy
+
+    local = tmp_path / "local"
+    local.mkdir()
+    damage_copy(long_video, local / "long.mp4", 1500, seed=3, nbytes=2000)
+    shutil.copy(index_path(long_video), index_path(local / "long.mp4"))
+    for f in local.iterdir():
+        shutil.copy(f, http_dir.path / f.name)
+    outcomes = []
+    for root in (local, http_dir.url):
+        src = VideoSource(root)
+        try:
+            got = src.read("long.mp4", [1499, 1502])
+            outcomes.append(("frames", got.tobytes()))
+        except VideoReadError as e:
+            assert e.path == f"{root}/long.mp4"
+            outcomes.append(("error", e.reason))
+    assert outcomes[0] == outcomes[1]
