@@ -262,3 +262,30 @@ def test_damaged_data_behaves_as_on_local_disk_and_names_the_url(long_video, htt
             assert e.path == f"{root}/long.mp4"
             outcomes.append(("error", e.reason))
     assert outcomes[0] == outcomes[1]
+
+
+def test_dataloader_workers_read_by_ranges_like_local_disk(long_video, http_dir):
+    """Two DataLoader workers (forked after the parent read the video: its open file and held
+    bytes stay behind) give the clips local disk gives."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    from vidload import ClipDataset
+
+    for f in long_video.parent.iterdir():
+        shutil.copy(f, http_dir.path / f.name)
+    videos = [("long.mp4", k) for k in range(4)]
+    remote_src = VideoSource(http_dir.url)
+    remote_src.read("long.mp4", [0])  # opened in the parent before the fork
+    clips = {}
+    for name, src, workers in (
+        ("local", VideoSource(long_video.parent), 0),
+        ("http", remote_src, 2),
+    ):
+        ds = ClipDataset(videos, src, num_frames=4, train=True, seed=7)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            batches = list(DataLoader(ds, batch_size=2, num_workers=workers))
+        clips[name] = torch.cat([b[0] for b in batches])
+    assert clips["http"].shape[0] == 4
+    assert torch.equal(clips["http"], clips["local"])
