@@ -88,7 +88,9 @@ def test_http_reads_the_pixels_local_disk_reads(kind, local_tree, http_dir):
 
 #: Requests a process makes the first time it reads a video (HDF5: size, then its head and
 #: tail, one range for a file this small), and per clip after that.
-FIRST = {"hdf5": 2, "npy-mmap": 2, "npy-read": 2, "jpeg": 1}
+#: Requests to open a video, all in one concurrent round: the size with the head (and for
+#: HDF5 the tail, where its frame table lies: `Location.read_ends`), or a listing.
+FIRST = {"hdf5": 3, "npy-mmap": 2, "npy-read": 2, "jpeg": 1}
 PER_CLIP = {"hdf5": 1, "npy-mmap": 1, "npy-read": 1, "jpeg": len(set(CLIP))}
 
 
@@ -122,16 +124,16 @@ def test_a_clip_s_ranges_are_fetched_concurrently(local_tree, s3_bucket):
     remote.read_encoded("a/x1", [0, 23])
     ranges = [r.range for r in s3_bucket.faults.requests()]
     assert len(ranges) == 1  # 2 frames of ~3 KB lie within COALESCE_GAP: one request
-    from vidload import _storage
+    from vidload._storage import remote as _remote
 
-    old = _storage.COALESCE_GAP
-    _storage.COALESCE_GAP = 0
+    old = _remote.COALESCE_GAP
+    _remote.COALESCE_GAP = 0
     try:
         s3_bucket.faults.clear_log()
         s3_bucket.faults.delay_s = 0.2  # long enough that concurrent requests overlap
         remote.read_encoded("a/x1", [0, 5, 10, 23])
     finally:
-        _storage.COALESCE_GAP = old
+        _remote.COALESCE_GAP = old
         s3_bucket.faults.delay_s = 0.0
     assert len(s3_bucket.faults.requests()) == 4
     # sent at once, not one after another: more than one was inside the server's delay together
@@ -192,11 +194,11 @@ def test_transient_errors_are_retried(kind, local_tree, s3_bucket):
 
 
 def test_transient_errors_that_persist_end_in_a_read_error(local_tree, s3_bucket, monkeypatch):
-    from vidload import _storage
+    from vidload._storage import faults, filesystems
 
-    monkeypatch.setattr(_storage, "BACKOFF_S", (0.0,))
+    monkeypatch.setattr(faults, "BACKOFF_S", (0.0,))
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")  # botocore's own retries: the AWS config
-    _storage._FS.clear()
+    filesystems._FS.clear()
     url = s3_bucket.upload(local_tree["npy"], "data")
     remote = NpySource(url, storage_options=s3_bucket.storage_options)
     remote.actual_frames("a/x1")
@@ -206,16 +208,16 @@ def test_transient_errors_that_persist_end_in_a_read_error(local_tree, s3_bucket
         remote.read("a/x1", [0])
     tried = len(s3_bucket.faults.requests())
     assert tried == 4
-    _storage._FS.clear()
+    filesystems._FS.clear()
 
 
 def test_http_503_then_success_and_missing(local_tree, http_dir, monkeypatch):
     pytest.importorskip("aiohttp")
     import shutil
 
-    from vidload import _storage
+    from vidload._storage import faults
 
-    monkeypatch.setattr(_storage, "BACKOFF_S", (0.0,))
+    monkeypatch.setattr(faults, "BACKOFF_S", (0.0,))
     shutil.copytree(local_tree["hdf5"], http_dir.path, dirs_exist_ok=True)
     remote = Hdf5Source(http_dir.url)
     http_dir.faults.fail_next(2, "503")

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from vidload._ids import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
+from vidload._storage.ranges import coalesce
 from vidload.errors import FrameCountError, VideoReadError
 
 # VIDEO_EXTENSIONS, normalize_video_id and strip_video_ext live in vidload._ids (below the
@@ -141,17 +142,12 @@ def frame_ranges(
 ) -> list[tuple[Path, int, int]]:
     """`(path, offset, length)` byte ranges for frames stored at `base + starts[k]` with
     `lengths[k]` bytes, sorted and merged where they touch or overlap (adjacent frames of a
-    clip become one range: one hint instead of several)."""
-    order = np.argsort(starts, kind="stable")
-    merged: list[list[int]] = []
-    for a, n in zip(starts[order].tolist(), lengths[order].tolist(), strict=True):
-        a += base
-        if merged and a <= merged[-1][0] + merged[-1][1]:
-            last = merged[-1]
-            last[1] = max(last[1], a + n - last[0])
-        else:
-            merged.append([a, n])
-    return [(path, a, n) for a, n in merged]
+    clip become one range: one hint instead of several); the merging is
+    `vidload._storage.coalesce` with no gap, the one range-merging function."""
+    spans = [
+        (a + base, a + base + n) for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)
+    ]
+    return [(path, a, b - a) for a, b in coalesce(spans, 0)]
 
 
 def check_in_range(

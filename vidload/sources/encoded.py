@@ -23,10 +23,12 @@ from vidload._checks import check_positive_number
 from vidload._layout import container_name, found_container_name, join_root
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
-from vidload.errors import VideoReadError
+from vidload._storage.batch import Request, run_concurrently
+from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._listing import missing_names
+from vidload.sources.base import as_index_array
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -251,6 +253,52 @@ class ContainerSource(ABC):
         return self.store.remote(
             self._container_names.get(full) or container_name(video_id, self.suffix)
         )
+
+    # -- a batch in one round (`vidload._batch`)
+
+    def prepare(self, video_ids: Sequence[str]) -> None:
+        """Open what a read needs first (frame table, header, listing) for the videos of
+        `video_ids` this process has not opened yet, all at once: one concurrent round for
+        a batch instead of one per video (`ClipDataset.__getitems__`). A failure is left for
+        the video's own read to raise. Nothing to do where reads do not wait on a network
+        (a local root, a cached one)."""
+        if not self.store.reads_by_ranges:
+            return
+        todo = [v for v in dict.fromkeys(video_ids) if not self._head_known(v)]
+        if not todo:
+            return
+        heads = run_concurrently(self._try_fetch_head, todo)
+        for vid, head in zip(todo, heads, strict=True):
+            if head is not None:
+                self._keep_head(vid, head)
+
+    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+        """The storage requests `read_encoded(video_id, indices)` will make, as
+        `(location, [(start, stop), ...] or None for the whole object)`, when its head is
+        open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
+        Indices past the end are left out: the read reports them."""
+        if not self.store.reads_by_ranges or not self._head_known(video_id):
+            return []
+        return self._plan(video_id, as_index_array(indices))
+
+    def _try_fetch_head(self, video_id: str) -> object | None:
+        try:
+            return self._fetch_head(video_id)
+        except VidloadError:
+            return None
+
+    def _head_known(self, video_id: str) -> bool:
+        return True
+
+    def _fetch_head(self, video_id: str) -> object:
+        """What `_keep_head` keeps, fetched from storage (run in a thread: no shared state)."""
+        raise NotImplementedError
+
+    def _keep_head(self, video_id: str, head: object) -> None:
+        raise NotImplementedError
+
+    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        return []
 
     @abstractmethod
     def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:

@@ -44,7 +44,8 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_int
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location
+from vidload._storage import Location, open_prefetched
+from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
@@ -135,7 +136,7 @@ def _open_remote(location: Location) -> _Handle:
     The frame table is kept and the file closed: the frames are read as byte ranges. A
     chunked or filtered `frames` dataset (another writer) keeps the file open, read through
     h5py."""
-    raw = location.open_prefetched()
+    raw = open_prefetched(location)
     if raw.size == 0:
         raise VideoReadError(location, "empty file (0 bytes)")
     try:
@@ -375,6 +376,31 @@ class Hdf5Source(ContainerSource):
                     _close_handle(handle)
                 return
         yield handle, _where(handle)
+
+    # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
+
+    def _head_known(self, video_id: str) -> bool:
+        return self._handles.get(video_id) is not None
+
+    def _fetch_head(self, video_id: str) -> _Handle:
+        return self._open_container(video_id, _open, _open_remote)
+
+    def _keep_head(self, video_id: str, head: object) -> None:
+        assert isinstance(head, _Handle)
+        if not self._handles.put(video_id, head):
+            _close_handle(head)
+
+    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        handle = self._handles.get(video_id)
+        if handle is None or handle.location is None or handle.data_offset is None:
+            return []  # not open, or read through h5py (chunked, filtered)
+        offsets, base = handle.offsets, handle.data_offset
+        frames = distinct_frames(idx[idx < offsets.shape[0] - 1], offsets.shape[0] - 1)[0]
+        if frames.size == 0:
+            return []
+        starts = (base + offsets[frames]).tolist()
+        stops = (base + offsets[frames + 1]).tolist()
+        return [(handle.location, list(zip(starts, stops, strict=True)))]
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""

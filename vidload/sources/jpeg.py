@@ -36,6 +36,7 @@ from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload._layout import container_name, found_container_name, join_root
+from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._timestamps import container_timestamps
@@ -180,10 +181,7 @@ class JpegSource(ContainerSource):
     def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
         """(file names in the folder `key`, a test for an empty file among them)."""
         if not self.store.is_local:
-            entries = self.store.remote(key).list_dir()
-            return {n for n, size in entries.items() if size is not None}, (
-                lambda name: entries.get(name) == 0
-            )
+            return _remote_listing(self.store.remote(key).list_dir())
         folder = self._local_root() / key
         try:
             names = set(os.listdir(folder))
@@ -194,6 +192,40 @@ class JpegSource(ContainerSource):
         except OSError as e:
             raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
         return names, lambda name: _is_empty(folder / name)
+
+    # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
+
+    def _head_known(self, video_id: str) -> bool:
+        key = self._container_names.get(container_name(video_id, "", keep_extension=True))
+        return key is not None and key in self._counts
+
+    def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
+        """(folder, its listing): the short name's, else the full id's (`_remote_key`)."""
+        short = container_name(video_id, "")
+        full = container_name(video_id, "", keep_extension=True)
+        try:
+            return short, self.store.remote(short).list_dir()
+        except VideoReadError as e:
+            if full == short or e.reason != "not found":
+                raise
+            try:
+                return full, self.store.remote(full).list_dir()
+            except VideoReadError as e2:
+                if e2.reason != "not found":
+                    raise
+                raise e from None
+
+    def _keep_head(self, video_id: str, head: object) -> None:
+        assert isinstance(head, tuple)
+        key, entries = head
+        self._container_names[container_name(video_id, "", keep_extension=True)] = key
+        self._scan(key, _remote_listing(entries))
+
+    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        key = self._remote_key(video_id)
+        actual = self._scan(key)[1]
+        rows = distinct_frames(idx[idx < actual], actual)[0].tolist()
+        return [(self.store.remote(f"{key}/{self._name(i)}"), None) for i in rows]
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
@@ -242,12 +274,15 @@ class JpegSource(ContainerSource):
             names.append(self.template.format(self.start_index + len(names)))
         return names[index]
 
-    def _scan(self, key: str) -> tuple[int, int]:
-        """(file names matching the template, frames that exist), from one directory listing."""
+    def _scan(
+        self, key: str, listing: tuple[set[str], Callable[[str], bool]] | None = None
+    ) -> tuple[int, int]:
+        """(file names matching the template, frames that exist), from one directory listing
+        (`listing`: one already made, `_listing`'s)."""
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        names, is_empty = self._listing(key)
+        names, is_empty = self._listing(key) if listing is None else listing
         run = 0
         while self._name(run) in names:
             run += 1
@@ -298,6 +333,13 @@ class JpegSource(ContainerSource):
         paths = [folder + self._name(i) for i in rows]
         buffers = [read_frame_file(p, i) for p, i in zip(paths, rows, strict=True)]
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+
+
+def _remote_listing(entries: dict[str, int | None]) -> tuple[set[str], Callable[[str], bool]]:
+    """A bucket folder's listing as `_listing` gives it (names; sizes say which are empty)."""
+    return {n for n, size in entries.items() if size is not None}, (
+        lambda name: entries.get(name) == 0
+    )
 
 
 def _is_empty(path: Path) -> bool:

@@ -48,6 +48,7 @@ from vidload._checks import check_choice
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
 from vidload._storage import Location
+from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
@@ -253,26 +254,38 @@ class NpySource(ContainerSource):
         requests, once per object and process)."""
         key = location.url
         header = self._headers.get(key)
-        if header is not None:
-            return header
-        size = location.size()
-        if size == 0:
-            raise VideoReadError(location, "empty file (0 bytes)")
-        head = location.read_range(0, min(size, _HEAD_BYTES))
-        need = _header_bytes(head)
-        if need > len(head) and need <= size:
-            head = location.read_range(0, need)
-        offset, rows, cols = _parse_header(location, io.BytesIO(head))
-        expected = offset + rows * cols
-        if size != expected:
-            raise VideoReadError(
-                location,
-                f"object has {size} bytes but its header ({rows} x {cols}) "
-                f"needs {expected}: truncated or corrupt",
-            )
-        header = _Header((0, size, 0), offset, rows, cols)
-        self._headers.put(key, header)
+        if header is None:
+            header = _read_remote_header(location)
+            self._headers.put(key, header)
         return header
+
+    # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
+
+    def _head_known(self, video_id: str) -> bool:
+        return self._headers.get(self._container(video_id).url) is not None  # type: ignore[union-attr]
+
+    def _fetch_head(self, video_id: str) -> tuple[str, _Header]:
+        def remote(location: Location) -> tuple[str, _Header]:
+            return location.url, _read_remote_header(location)
+
+        return self._open_container(video_id, _not_remote, remote)
+
+    def _keep_head(self, video_id: str, head: object) -> None:
+        assert isinstance(head, tuple)
+        self._headers.put(head[0], head[1])
+
+    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        location = self._container(video_id)
+        header = self._headers.get(location.url)  # type: ignore[union-attr]
+        if header is None or not isinstance(location, Location):
+            return []
+        base, cols = header.data_offset, header.cols
+        if self.mode == "read":
+            return [(location, [(0, base + header.rows * cols)])]
+        rows = distinct_frames(idx[idx < header.rows], header.rows)[0].tolist()
+        if not rows:
+            return []
+        return [(location, [(base + i * cols, base + (i + 1) * cols) for i in rows])]
 
     def reported_frames(self, video_id: str) -> int | None:
         """Rows in the file's npy header."""
@@ -363,6 +376,31 @@ class NpySource(ContainerSource):
             raise
         except (OSError, ValueError) as e:
             raise VideoReadError(path, f"cannot read the frames: {e}") from e
+
+
+def _not_remote(path: object) -> tuple[str, _Header]:
+    raise AssertionError(f"{path}: a local file where a remote object was expected")
+
+
+def _read_remote_header(location: Location) -> _Header:
+    """The validated header of an object in a bucket: its size and its first bytes, in one
+    round (`Location.read_ends`)."""
+    st, head, _ = location.read_ends(_HEAD_BYTES, 0)
+    size = st.size
+    if size == 0:
+        raise VideoReadError(location, "empty file (0 bytes)")
+    need = _header_bytes(head)
+    if need > len(head) and need <= size:
+        head = location.read_range(0, need)
+    offset, rows, cols = _parse_header(location, io.BytesIO(head))
+    expected = offset + rows * cols
+    if size != expected:
+        raise VideoReadError(
+            location,
+            f"object has {size} bytes but its header ({rows} x {cols}) "
+            f"needs {expected}: truncated or corrupt",
+        )
+    return _Header((0, size, 0), offset, rows, cols)
 
 
 def _read_exact(fd: int, buf: np.ndarray, path: str | Path) -> None:

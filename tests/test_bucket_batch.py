@@ -1,0 +1,202 @@
+"""A batch in one round (issue 23): `vidload._batch.getitems` (what `ClipDataset.__getitems__`
+runs) gives exactly the items of `__getitem__` one by one, and reads a bucket in one
+concurrent round per batch (counted at the server: every request of the round is inside the
+server's delay at once), with the heads of videos never opened before in one round before it.
+
+The servers are the shared ones of `tests/servers.py` (moto; the Range HTTP server).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from media import paint
+
+from vidload import ClipDataset
+from vidload._batch import getitems
+from vidload.sources.hdf5 import Hdf5Source, write_hdf5
+from vidload.sources.jpeg import JpegSource, write_jpeg_folder
+from vidload.sources.jpeg_decode import encode_jpeg
+from vidload.sources.npy import NpySource, write_npy
+
+N = 24
+W, H = 96, 72
+VIDEOS = 6
+KINDS = ["jpeg", "hdf5", "npy-mmap", "npy-read"]
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory):
+    """One folder per storage with videos `a/x0` ... `a/x5` (N frames each, painted)."""
+    jpegs = [encode_jpeg(paint(i, W, H), quality=90) for i in range(N)]
+    roots = {}
+    for kind, write, suffix in (
+        ("jpeg", write_jpeg_folder, ""),
+        ("hdf5", write_hdf5, ".h5"),
+        ("npy", write_npy, ".npy"),
+    ):
+        root = tmp_path_factory.mktemp(kind)
+        for k in range(VIDEOS):
+            write(root / f"a/x{k}{suffix}", jpegs)
+        roots[kind] = root
+    return roots
+
+
+def source(kind: str, root, **kw):
+    if kind == "jpeg":
+        return JpegSource(root, **kw)
+    if kind == "hdf5":
+        return Hdf5Source(root, fps=25.0, **kw)
+    return NpySource(root, mode=kind.split("-")[1], fps=25.0, **kw)
+
+
+def storage(kind: str) -> str:
+    return kind.split("-")[0]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+VIDEO_LIST = [(f"a/x{k}.mp4", k % 3) for k in range(VIDEOS)]
+OPTIONS = {
+    "plain": {},
+    "info+clips": {"return_info": True, "clips_per_video": 2},
+    "geometry": {"short_side": (40, 60), "crop": 32, "flip": True},
+    "views": {
+        "train": False,
+        "crop": 48,
+        "spatial_views": 3,
+        "clips_per_video": 2,
+        "stack_views": True,
+        "return_info": True,
+    },
+    "skip": {"on_error": "skip", "return_info": True},
+    "learned": {},
+}
+
+
+def _videos(option: str) -> list[tuple]:
+    if option == "skip":  # a listed video that is not there: skipped, counted, warned
+        return [*VIDEO_LIST[:2], ("a/nope.mp4", 0), *VIDEO_LIST[2:]]
+    if option == "learned":  # the list claims more frames than exist: learned, resampled
+        return [(vid, label, N + 8) for vid, label in VIDEO_LIST]
+    return VIDEO_LIST
+
+
+def _pair(kind, root, option, **kw):
+    make = [
+        ClipDataset(
+            _videos(option), source(kind, root, **kw), num_frames=4, seed=3, **OPTIONS[option]
+        )
+        for _ in range(2)
+    ]
+    return make
+
+
+def _check_equal(batch_ds, one_ds, indices):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = getitems(batch_ds, indices)
+        want = [one_ds[i] for i in indices]
+    assert len(got) == len(want)
+    for i, (g, w) in enumerate(zip(got, want, strict=True)):
+        assert _same(g, w), f"item {indices[i]} differs"
+    assert batch_ds.num_skipped == one_ds.num_skipped
+    assert batch_ds.learned_frames == one_ds.learned_frames
+    assert batch_ds.broken_videos == one_ds.broken_videos
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_getitems_equals_items_one_by_one_over_s3(kind, option, tree, s3_bucket):
+    url = s3_bucket.upload(tree[storage(kind)], "data")
+    batch_ds, one_ds = _pair(kind, url, option, storage_options=s3_bucket.storage_options)
+    for epoch in (0, 1):  # cold heads, then warm
+        batch_ds.set_epoch(epoch)
+        one_ds.set_epoch(epoch)
+        indices = list(range(len(batch_ds)))[::-1]
+        _check_equal(batch_ds, one_ds, indices)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_getitems_equals_items_one_by_one_over_http(kind, tree, http_dir):
+    pytest.importorskip("aiohttp")
+    import shutil
+
+    shutil.copytree(tree[storage(kind)], http_dir.path, dirs_exist_ok=True)
+    batch_ds, one_ds = _pair(kind, http_dir.url, "info+clips")
+    _check_equal(batch_ds, one_ds, [5, 0, 3, 3, 7])
+
+
+@pytest.mark.parametrize("option", list(OPTIONS))
+@pytest.mark.parametrize("kind", KINDS)
+def test_getitems_on_local_disk_is_the_items_one_by_one(kind, option, tree, monkeypatch):
+    """Local roots plan nothing and fetch nothing: `__getitems__` is a plain loop."""
+    from vidload import _batch
+
+    calls = []
+    monkeypatch.setattr(_batch, "fetch", lambda *a: calls.append(a))
+    batch_ds, one_ds = _pair(kind, tree[storage(kind)], option)
+    _check_equal(batch_ds, one_ds, list(range(len(batch_ds))))
+    assert calls == []
+
+
+def _heads_then_frames(kind, ds, faults, indices):
+    """(requests, peak in flight) of a batch, the server slowed so that every request of one
+    round overlaps the others."""
+    faults.clear_log()
+    faults.delay_s = 0.3
+    try:
+        getitems(ds, indices)
+    finally:
+        faults.delay_s = 0.0
+    return faults.requests(), faults.peak_in_flight
+
+
+#: Requests to open one video (one round: size, head and for HDF5 the tail; a listing).
+OPEN = {"hdf5": 3, "npy-mmap": 2, "npy-read": 2, "jpeg": 1}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_batch_is_one_round_of_requests(kind, tree, s3_bucket):
+    """Never-opened videos: their heads in one concurrent round (all requests in flight at
+    once), then all the batch's frames in one. Opened videos: one round for the batch."""
+    url = s3_bucket.upload(tree[storage(kind)], "data")
+    ds = ClipDataset(
+        VIDEO_LIST, source(kind, url, storage_options=s3_bucket.storage_options), num_frames=4
+    )
+    batch = list(range(VIDEOS))
+    reqs, peak = _heads_then_frames(kind, ds, s3_bucket.faults, batch)
+    heads = OPEN[kind] * VIDEOS
+    frames = len(reqs) - heads
+    assert frames >= VIDEOS  # at least one request per video's frames
+    assert peak == max(heads, frames), (peak, heads, frames)  # each phase all at once
+    ds.set_epoch(1)
+    reqs, peak = _heads_then_frames(kind, ds, s3_bucket.faults, batch)
+    assert all(r.method == "GET" for r in reqs)
+    assert peak == len(reqs)  # the whole batch: one round
+    if kind != "jpeg":  # 4 frames of ~3 KB lie within the coalescing gap: one GET a video
+        assert len(reqs) == VIDEOS
+
+
+def test_a_missing_video_fails_only_its_own_item(tree, s3_bucket):
+    from vidload.errors import VideoReadError
+
+    url = s3_bucket.upload(tree["hdf5"], "data")
+    videos = [*VIDEO_LIST[:3], ("a/nope.mp4", 0)]
+    ds = ClipDataset(videos, Hdf5Source(url, storage_options=s3_bucket.storage_options))
+    with pytest.raises(VideoReadError, match=r"a/nope.*not found"):
+        getitems(ds, [0, 1, 2, 3])
+    assert len(getitems(ds, [0, 1, 2])) == 3

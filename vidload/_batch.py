@@ -1,0 +1,66 @@
+"""A batch of `ClipDataset` items in one concurrent round of storage requests.
+
+`ClipDataset.__getitems__(indices)` (the DataLoader calls it with a batch's indices) is
+`getitems`: for a source that can say which bytes a read needs (`ContainerSource.prepare`
+and `fetch_plan`), it
+
+1. opens the heads (frame table, npy header, folder listing) of the batch's videos that this
+   process has not opened, all at once (`prepare`: one concurrent round, not one per video);
+2. plans every item exactly as `__getitem__` will draw it (`ClipDataset.planned_reads`: the
+   same (seed, epoch, clip) stream, the same counts) and asks the source for the byte ranges
+   of those reads;
+3. fetches all of them in one concurrent round (`vidload._storage.fetch`), then
+4. runs `__getitem__` on each index with the fetched bytes held (`vidload._storage.batch.
+   holding`): the remote reads are answered from them without a request.
+
+So a worker waits one round-trip per batch (two for videos it never opened), not one per
+clip, and each item is built by the very code that builds it alone: the same bytes, errors,
+`on_error` skips, learned counts, `return_info` and views. A read the plan did not foresee (a
+resample after a short count, a skip to another video) goes to storage as usual. Where reads
+do not wait on a network (a local root, a cached one) the source plans nothing and this is a
+plain loop over `__getitem__`: local disk pays nothing for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from vidload._storage import fetch
+from vidload._storage.batch import Request, holding
+from vidload.errors import VidloadError
+
+__all__ = ["getitems"]
+
+
+def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
+    """`[dataset[i] for i in indices]`, the storage reads of all of them in one round (see
+    the module docstring). `dataset` is a `ClipDataset`."""
+    source = dataset.source
+    prepare = getattr(source, "prepare", None)
+    plan = getattr(source, "fetch_plan", None)
+    if prepare is None or plan is None or len(indices) == 0:
+        return [dataset[i] for i in indices]
+    per_video = dataset.items_per_video
+    videos = dataset.videos
+    try:
+        wanted = [videos[dataset._index(i) // per_video].video_id for i in indices]
+    except IndexError:
+        return [dataset[i] for i in indices]  # the bad index raises there, as alone
+    prepare(wanted)
+    requests: list[Request] = []
+    for i in indices:
+        try:
+            reads = dataset.planned_reads(i)
+        except (LookupError, ValueError, TypeError, VidloadError):
+            continue  # not known without decoding, or an error its own read will raise
+        for vid, idx in reads:
+            try:
+                requests.extend(plan(vid, idx))
+            except VidloadError:
+                continue
+    if not requests:
+        return [dataset[i] for i in indices]
+    fetched = fetch(requests)
+    with holding(requests, fetched):
+        return [dataset[i] for i in indices]

@@ -1,0 +1,147 @@
+"""Many locations at once: each group of one filesystem in one concurrent round.
+
+`fetch` is what makes a batch one round-trip (`ClipDataset.__getitems__`): the byte ranges of
+every clip of a batch, of up to batch-size different objects, go out as one `cat_ranges` of
+the remote filesystem (local files are read one after another by `pread`: nothing to wait
+on). `read_many` fetches whole objects (a JPEG clip's frame files), `put_many` uploads files.
+Each group is handled by its implementation's own class method (`Location._fetch_group`, ...):
+nothing here asks which implementation a location is.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from vidload._storage.location import Location
+
+__all__ = ["fetch", "held", "holding", "put_many", "read_many", "run_concurrently"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: A request of `fetch`: a location and its [start, stop) ranges, or None for the whole object.
+Request = tuple[Location, Sequence[tuple[int, int]] | None]
+
+
+def _groups(locations: Sequence[Location]) -> dict[tuple[str, ...], list[int]]:
+    groups: dict[tuple[str, ...], list[int]] = {}
+    for i, loc in enumerate(locations):
+        groups.setdefault(loc._group(), []).append(i)
+    return groups
+
+
+def fetch(requests: Sequence[Request]) -> list[list[bytes] | Exception]:
+    """For each `(location, [(start, stop), ...])`, the bytes of its ranges in the order
+    given (fewer at the end of an object); for `(location, None)` the whole object, as one
+    item. Or, in its place, the VideoReadError its reading raised (so that one missing object
+    of a batch fails only its own clip). All the remote requests of one filesystem are one
+    concurrent round (the ranges of one object coalesced as `read_ranges` does); a location
+    whose requests failed is read again on its own, with its retries."""
+    out: list[list[bytes] | Exception] = [[] for _ in requests]
+    for members in _groups([loc for loc, _ in requests]).values():
+        got = type(requests[members[0]][0])._fetch_group([requests[i] for i in members])
+        for i, item in zip(members, got, strict=True):
+            out[i] = item
+    return out
+
+
+def read_many(locations: Sequence[Location]) -> list[bytes]:
+    """The whole contents of each location, in order; the remote ones of one filesystem are
+    fetched concurrently (one round trip for a JPEG clip's frames)."""
+    out: list[bytes] = [b""] * len(locations)
+    for members in _groups(locations).values():
+        got = type(locations[members[0]])._read_group([locations[i] for i in members])
+        for i, data in zip(members, got, strict=True):
+            out[i] = data
+    return out
+
+
+def put_many(files: Sequence[tuple[str | os.PathLike[str], Location]]) -> None:
+    """Upload each local file to its location; the remote ones of one filesystem go up
+    concurrently (fsspec's batched `put`: a JPEG frame folder in a few round trips instead of
+    one per frame). A failure raises VideoReadError naming the first location of the batch
+    (after the transient retries, which redo the whole batch)."""
+    pairs = [(os.fspath(local), loc) for local, loc in files]
+    for members in _groups([loc for _, loc in pairs]).values():
+        type(pairs[members[0]][1])._put_group([pairs[i] for i in members])
+
+
+class Held:
+    """Bytes fetched ahead for one object: blocks `[(start, stop asked, bytes)]` and maybe the
+    whole object."""
+
+    __slots__ = ("blocks", "whole")
+
+    def __init__(self) -> None:
+        self.blocks: list[tuple[int, int, bytes]] = []
+        self.whole: bytes | None = None
+
+    def get(self, a: int, b: int) -> bytes | None:
+        """Bytes [a, b) when a held block was asked for them (shorter where the object ended
+        there, as a read of them would be)."""
+        if self.whole is not None:
+            return self.whole[a:b]
+        for start, stop, block in self.blocks:
+            if start <= a and b <= stop:
+                return block[a - start : b - start]
+        return None
+
+
+_HELD = threading.local()
+
+
+def held(url: str) -> Held | None:
+    """What `holding` keeps for `url` in this thread, or None."""
+    table = getattr(_HELD, "table", None)
+    return None if table is None else table.get(url)
+
+
+@contextlib.contextmanager
+def holding(
+    requests: Sequence[Request], fetched: Sequence[list[bytes] | Exception]
+) -> Iterator[None]:
+    """Inside the block, this thread's reads of the fetched ranges (and whole objects) of
+    `requests` are answered from `fetched` without a request (`RemoteLocation` asks `held`);
+    any other read goes to storage as usual. This is how a batch read in one round
+    (`fetch`) is then decoded by the same per-item code as one read alone: identical bytes,
+    identical errors (a failed request is not held, so its reader meets the error itself)."""
+    table: dict[str, Held] = {}
+    for (loc, ranges), got in zip(requests, fetched, strict=True):
+        if isinstance(got, Exception):
+            continue
+        h = table.setdefault(loc.url, Held())
+        if ranges is None:
+            h.whole = got[0]
+        else:
+            h.blocks.extend((a, b, data) for (a, b), data in zip(ranges, got, strict=True))
+    outer = getattr(_HELD, "table", None)
+    _HELD.table = table if outer is None else {**outer, **table}
+    try:
+        yield
+    finally:
+        _HELD.table = outer
+
+
+#: Threads that wait on storage for `run_concurrently` (the waits overlap; the CPU work is
+#: small): one pool per process, made on first use (a forked child makes its own).
+_POOL_THREADS = 16
+_POOL: dict[int, ThreadPoolExecutor] = {}
+
+
+def run_concurrently(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """`[fn(x) for x in items]` with the calls in threads at once, for calls that wait on
+    storage (opening the heads of a batch's objects: one round for all of them). `fn` must
+    not touch shared state; its exceptions propagate."""
+    if len(items) <= 1:
+        return [fn(x) for x in items]
+    pid = os.getpid()
+    pool = _POOL.get(pid)
+    if pool is None:
+        _POOL.clear()  # a parent's: its threads are not in this process
+        pool = _POOL[pid] = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="vidload-io")
+    return list(pool.map(fn, items))

@@ -1,0 +1,337 @@
+"""Local copies of remote objects, and a source's root.
+
+- `RangeFile`: a remote object as a read-only seekable file that serves reads from the blocks
+  it holds (`open_prefetched`: head and tail in one round), for readers that walk metadata in
+  many small reads (h5py);
+- `LocalCache`: whole objects copied into a local folder on first use, shared by processes;
+- `SourceRoot`: where a source's files are, and the local file to read by the fast path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from vidload._storage.batch import read_many
+from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
+from vidload._storage.location import Location
+from vidload._storage.remote import RemoteLocation, count
+
+__all__ = [
+    "DEFAULT_CACHE_BYTES",
+    "LocalCache",
+    "RangeFile",
+    "SourceRoot",
+    "open_prefetched",
+    "temporary_cache",
+]
+
+#: The least a `RangeFile` fetches for a read outside what it holds.
+MIN_FETCH = 64 << 10
+
+
+class RangeFile(io.RawIOBase):
+    """A read-only, seekable file over a remote object of `size` bytes that serves reads from
+    the blocks it holds and fetches any other part (at least `MIN_FETCH` bytes) as one range.
+
+    For a reader that walks a file's metadata in many small reads (h5py opening an HDF5 file):
+    with the head and tail of the file fetched up front (`Location.open_prefetched`, one round
+    of concurrent requests) those reads cost no request at all.
+    """
+
+    def __init__(self, location: Location, size: int, blocks: Sequence[tuple[int, bytes]]):
+        super().__init__()
+        self.location = location
+        self.size = size
+        self._blocks = sorted(blocks)
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        start, stop = self._pos, min(self._pos + len(view), self.size)
+        if start >= stop:
+            return 0
+        data = self._bytes(start, stop)
+        view[: len(data)] = data
+        self._pos = start + len(data)
+        return len(data)
+
+    def _bytes(self, start: int, stop: int) -> bytes:
+        for a, block in self._blocks:
+            if a <= start and stop <= a + len(block):
+                return block[start - a : stop - a]
+        fetch_stop = min(self.size, max(stop, start + MIN_FETCH))
+        block = self.location.read_range(start, fetch_stop)
+        self._blocks.append((start, block))
+        self._blocks.sort(key=lambda b: b[0])
+        return block[: stop - start]
+
+
+def open_prefetched(location: Location, *, head: int = 64 << 10, tail: int = 64 << 10) -> RangeFile:
+    """`location` as a `RangeFile` holding its first `head` and last `tail` bytes, fetched
+    with its size in one round of concurrent requests (`Location.read_ends`)."""
+    st, first, last = location.read_ends(head, tail)
+    blocks = [(0, first)]
+    if last and st.size > len(first):
+        blocks.append((st.size - len(last), last))
+    return RangeFile(location, st.size, blocks)
+
+
+#: `cache_max_bytes` when none is given.
+DEFAULT_CACHE_BYTES = 32 << 30
+#: A process rescans the cache's size after this many of its own additions (others add too).
+_RESCAN_EVERY = 32
+#: Partial downloads older than this are a crashed process's, and removed by eviction.
+_STALE_PART_S = 3600.0
+_PART = ".part"
+
+
+class LocalCache:
+    """Whole objects of a bucket, copied into a local folder on first use and read from there.
+
+    Layout: `folder/<endpoint hash>/<bucket>/<key>`, the hash telling apart servers that use
+    the same bucket names (the endpoint of the options or `AWS_ENDPOINT_URL`). Objects are
+    assumed not to change once written (as `vidload convert` writes them); after rewriting a
+    bucket, empty the cache folder.
+
+    Safe with several processes (DataLoader workers) filling it at once: an object is
+    downloaded under a name of its own (`.<name>.<pid>.<n>.part`) and renamed over the final
+    name when complete, so a reader sees a whole object or none; two processes fetching the
+    same object both succeed and the second rename wins, with the same bytes.
+
+    Bounded: when the files in the folder exceed `max_bytes`, the least recently used are
+    removed (by modification time: a hit touches its file) until they fill at most 90 % of it.
+    Each process knows the size it has added since it last listed the folder and lists it
+    again when that estimate passes the bound or after `_RESCAN_EVERY` additions; so the
+    folder can exceed the bound by what the other processes added since their last listing
+    (at most workers x `_RESCAN_EVERY` objects) until the next listing. A file removed while a
+    reader has it open stays readable to it (POSIX).
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], max_bytes: int | None = None) -> None:
+        if is_url(os.fspath(folder)):
+            raise ValueError(f"cache_dir ({os.fspath(folder)!r}) must be a local folder")
+        self.folder = Path(folder)
+        self.max_bytes = DEFAULT_CACHE_BYTES if max_bytes is None else int(max_bytes)
+        if self.max_bytes <= 0:
+            raise ValueError(f"cache_max_bytes ({max_bytes}) must be > 0")
+        self._pid = -1
+        self._estimate = 0
+        self._added = 0
+        self._count = 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"folder": self.folder, "max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["folder"], state["max_bytes"])  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"LocalCache({str(self.folder)!r}, max_bytes={self.max_bytes})"
+
+    def path_of(self, location: Location) -> Path:
+        """Where `location`'s copy lives in the cache (whether or not it is there)."""
+        where = endpoint(location.storage_options)
+        tag = hashlib.sha1(f"{scheme(location.url)}|{where}".encode()).hexdigest()[:12]
+        rest = redact_url(location.url).split("://", 1)[1].split("?", 1)[0]
+        parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
+        return self.folder.joinpath(tag, *parts)
+
+    def get(self, location: Location) -> Path:
+        """The local copy of `location`, fetched whole on a miss (VideoReadError as the
+        location's reads raise: "not found", ...)."""
+        path = self.path_of(location)
+        try:
+            os.utime(path)  # a hit: now the most recently used
+            return path
+        except FileNotFoundError:
+            pass
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._count += 1
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        try:
+            assert isinstance(location, RemoteLocation)
+            fs, remote = location.fs()
+            location.call("download", lambda: fs.get_file(remote, os.fspath(part)))
+            size = os.stat(part).st_size
+            count(1, size)
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
+        self._note_added(size)
+        return path
+
+    def read_many(self, locations: Sequence[Location]) -> list[bytes]:
+        """The contents of each location: hits read from the cache, misses fetched
+        concurrently (`read_many`) and stored."""
+        out: list[bytes | None] = [None] * len(locations)
+        missing = []
+        for i, loc in enumerate(locations):
+            path = self.path_of(loc)
+            try:
+                os.utime(path)
+                out[i] = path.read_bytes()
+            except FileNotFoundError:
+                missing.append(i)
+        if missing:
+            got = read_many([locations[i] for i in missing])
+            for i, data in zip(missing, got, strict=True):
+                out[i] = data
+                self._store(self.path_of(locations[i]), data)
+        return [b if b is not None else b"" for b in out]
+
+    def _store(self, path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._count += 1
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        try:
+            part.write_bytes(data)
+            os.replace(part, path)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(part)
+        self._note_added(len(data))
+
+    def _note_added(self, size: int) -> None:
+        if self._pid != os.getpid():
+            self._pid, self._estimate, self._added = os.getpid(), -1, 0
+        self._added += 1
+        if self._estimate >= 0:
+            self._estimate += size
+        if self._estimate < 0 or self._estimate > self.max_bytes or self._added >= _RESCAN_EVERY:
+            self._estimate = self.evict()
+            self._added = 0
+
+    def evict(self) -> int:
+        """List the folder, remove the least recently used files beyond the bound (and stale
+        partial downloads); return the bytes left."""
+        files: list[tuple[float, int, str]] = []
+        total = 0
+        now = time.time()
+        for dirpath, _dirs, names in os.walk(self.folder):
+            for name in names:
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.stat(full)
+                except FileNotFoundError:
+                    continue  # removed by another process meanwhile
+                if name.endswith(_PART):
+                    if now - st.st_mtime > _STALE_PART_S:
+                        with contextlib.suppress(FileNotFoundError):
+                            os.unlink(full)
+                    continue
+                files.append((st.st_mtime, st.st_size, full))
+                total += st.st_size
+        if total <= self.max_bytes:
+            return total
+        target = int(self.max_bytes * 0.9)
+        for _mtime, size, full in sorted(files):
+            if total <= target:
+                break
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(full)
+            total -= size
+        return total
+
+
+class SourceRoot:
+    """Where a source's files are: a local folder, or a bucket prefix read by ranges or
+    through a `LocalCache`. The one thing a source asks storage: `local(rel)` is a local file
+    to read by the fast path (under a local root, or the cached copy of a remote object), or
+    None, and then `remote(rel)` is the object to read by byte ranges. Picklable."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
+    ) -> None:
+        self.location = Location(root, storage_options)
+        if self.location.is_local and storage_options:
+            raise ValueError(f"storage_options are for URLs; {root!s} is a local path")
+        self.cache: LocalCache | None = None
+        if cache_dir is not None:
+            if self.location.is_local:
+                raise ValueError(f"cache_dir is for URL roots; {root!s} is a local path")
+            self.cache = LocalCache(cache_dir, cache_max_bytes)
+
+    @property
+    def is_local(self) -> bool:
+        return self.location.is_local
+
+    @property
+    def reads_by_ranges(self) -> bool:
+        """True where reads wait on a network: a URL root without a cache (its reads are
+        worth fetching ahead, a batch at once); a local root or a cached one reads locally."""
+        return self.location.local_file() is None and self.cache is None
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    def remote(self, rel: str) -> Location:
+        return self.location / rel
+
+    def local(self, rel: str) -> Path | None:
+        """The local file to read for `rel` (see the class docstring)."""
+        location = self.location / rel
+        local = location.local_file()
+        if local is None and self.cache is not None:
+            return self.cache.get(location)
+        return local
+
+    def local_copy(self, rel: str) -> Path:
+        """A local file for `rel` in any case: under a local root, else the object's copy in
+        the cache, or (no `cache_dir`) in this user's shared temporary cache
+        (`temporary_cache`), for readers that need a local file (FFmpeg's seeks)."""
+        local = self.local(rel)
+        if local is not None:
+            return local
+        return temporary_cache().get(self.location / rel)
+
+    def read_remote_files(self, rels: Sequence[str]) -> list[bytes]:
+        """The whole objects `rels` of a URL root, fetched concurrently (through the cache
+        when there is one)."""
+        locations = [self.location / rel for rel in rels]
+        if self.cache is not None:
+            return self.cache.read_many(locations)
+        return read_many(locations)
+
+
+#: The bound of `temporary_cache`.
+TEMPORARY_CACHE_BYTES = 4 << 30
+_TEMPORARY: list[LocalCache] = []
+
+
+def temporary_cache() -> LocalCache:
+    """The cache of whole objects that readers needing a local file use when no `cache_dir`
+    is given: `<tempdir>/vidload-cache-<uid>`, bounded by `TEMPORARY_CACHE_BYTES`, shared by
+    this user's processes (and kept between runs, like any cache)."""
+    if not _TEMPORARY:
+        import tempfile
+
+        uid = os.getuid() if hasattr(os, "getuid") else 0
+        folder = Path(tempfile.gettempdir()) / f"vidload-cache-{uid}"
+        _TEMPORARY.append(LocalCache(folder, TEMPORARY_CACHE_BYTES))
+    return _TEMPORARY[0]

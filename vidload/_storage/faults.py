@@ -1,0 +1,138 @@
+"""Faults of remote storage: what kind a failure is, bounded retries, safe messages.
+
+A missing object is `VideoReadError(url, "not found")`, denied access says "access denied",
+and transient failures (HTTP 5xx/429/408, connection reset, timeouts) are retried `RETRIES`
+more times with backoff (`BACKOFF_S`), then a `VideoReadError` saying how many attempts
+failed. (For S3 these replace s3fs's own retry loop; botocore still retries within each
+attempt as the AWS configuration says: `AWS_MAX_ATTEMPTS`, `retry_mode`.) Messages show the
+URL without user info or query string, and any storage option value longer than 5 characters
+(and the AWS_* secrets of the environment) is blanked, so credentials never appear in an
+error or a log line.
+
+Local files need none of this: `local.py` maps its `OSError`s to the same reasons directly.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from vidload._storage.filesystems import MissingExtraError
+from vidload.errors import VideoReadError
+
+__all__ = ["BACKOFF_S", "RETRIES", "call"]
+
+T = TypeVar("T")
+
+#: Extra attempts after a transient failure, and the wait before each (seconds).
+RETRIES = 3
+BACKOFF_S = (0.1, 0.3, 1.0)
+
+
+def _status(e: BaseException) -> int | None:
+    """The HTTP status an exception carries (aiohttp, botocore), if any."""
+    status = getattr(e, "status", None)
+    if isinstance(status, int):
+        return status
+    response = getattr(e, "response", None)
+    if isinstance(response, dict):
+        code = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        return code if isinstance(code, int) else None
+    return None
+
+
+def kind(e: BaseException) -> str:
+    """ "missing", "denied", "transient" or "permanent"."""
+    if isinstance(e, FileNotFoundError):
+        return "missing"
+    if isinstance(e, PermissionError):
+        return "denied"
+    status = _status(e)
+    if status is None:
+        for cause in (e.__cause__, e.__context__):
+            if cause is not None and _status(cause) is not None:
+                status = _status(cause)
+                break
+    if status is not None:
+        if status == 404:
+            return "missing"
+        if status in (401, 403):
+            return "denied"
+        if status >= 500 or status in (408, 429):
+            return "transient"
+        return "permanent"
+    if isinstance(e, (IsADirectoryError, NotADirectoryError, ValueError, TypeError)):
+        return "permanent"
+    if isinstance(e, OSError) and e.errno in (errno.EACCES, errno.EPERM):
+        return "denied"
+    # connection reset/refused, timeouts, truncated bodies, botocore/aiohttp client errors
+    return "transient"
+
+
+class Scrubber:
+    """Blanks storage option values (keys, secrets, tokens) out of a message."""
+
+    def __init__(self, options: Mapping[str, Any] | None) -> None:
+        secrets: list[str] = []
+
+        def collect(value: object) -> None:
+            if isinstance(value, str) and len(value) > 5:
+                secrets.append(value)
+            elif isinstance(value, Mapping):
+                for v in value.values():
+                    collect(v)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    collect(v)
+
+        collect(dict(options or {}))
+        for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
+            collect(os.environ.get(name))
+        self.secrets = sorted(set(secrets), key=len, reverse=True)
+
+    def __call__(self, text: str) -> str:
+        for s in self.secrets:
+            text = text.replace(s, "***")
+        return text
+
+
+def _reason(e: BaseException) -> str:
+    message = str(e) or type(e).__name__
+    return f"{type(e).__name__}: {message}"
+
+
+def call(
+    where: object,
+    options: Mapping[str, Any] | None,
+    what: str,
+    fn: Callable[[], T],
+    *,
+    index: int | None = None,
+) -> T:
+    """`fn()`, its errors as VideoReadError naming `where` (a location); transient ones
+    retried (see the module docstring)."""
+    attempt = 0
+    while True:
+        try:
+            return fn()
+        except MissingExtraError:
+            raise
+        except Exception as e:
+            k = kind(e)
+            if k == "transient" and attempt < RETRIES:
+                time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
+                attempt += 1
+                continue
+            scrub = Scrubber(options)
+            if k == "missing":
+                reason = "not found"
+            elif k == "denied":
+                reason = f"access denied ({scrub(_reason(e))})"
+            elif k == "transient":
+                reason = f"{what} failed {attempt + 1} times: {scrub(_reason(e))}"
+            else:
+                reason = f"cannot {what}: {scrub(_reason(e))}"
+            raise VideoReadError(where, reason, index) from None

@@ -1,0 +1,144 @@
+"""URLs and the fsspec filesystem behind them, one per process and options.
+
+- A URL is a scheme of two or more characters, then "://" (one letter is a Windows drive);
+  a URL is never taken as a local path.
+- The filesystem is resolved as `fsspec.core.url_to_fs` does, built once per process and
+  options (`filesystem`) and rebuilt after a fork: fsspec's async filesystems (s3fs, gcsfs,
+  HTTP) run their requests on an event-loop thread that a forked child does not have, and
+  refuse to be used there ("not fork-safe"); fsspec drops its own instance cache in a child,
+  and so does this module.
+- `storage_options` go to the filesystem unchanged (credentials, `endpoint_url`,
+  `client_kwargs`, ...); without them s3fs/botocore read the standard AWS configuration as
+  they always do (environment, `~/.aws`, `AWS_ENDPOINT_URL`, instance roles).
+- A scheme whose filesystem is not installed raises `MissingExtraError` naming the extra
+  (`pip install "vidload[s3]"`).
+
+Nothing here imports fsspec until a URL is used: `import vidload` loads no fsspec backend.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["EXTRAS", "MissingExtraError", "filesystem", "is_url", "options_key", "redact_url"]
+
+#: A URL: a scheme of two or more characters, then "://" (one letter is a Windows drive).
+_URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
+#: The vidload extra that installs each scheme's filesystem.
+EXTRAS: dict[str, str] = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "http": "http",
+    "https": "http",
+}
+
+
+class MissingExtraError(ImportError):
+    """A URL whose scheme needs a filesystem that is not installed (the message names the
+    extra to install)."""
+
+
+def is_url(target: object) -> bool:
+    """True for a string with a scheme (`s3://...`, `file://...`); paths are not URLs."""
+    return isinstance(target, str) and _URL_RE.match(target) is not None
+
+
+def scheme(url: str) -> str:
+    """The scheme of a URL, lower case."""
+    m = _URL_RE.match(url)
+    if m is None:
+        raise ValueError(f"{url!r} is not a URL")
+    return m.group(1).lower()
+
+
+def redact_url(url: str) -> str:
+    """`url` without user info and query string (where credentials travel in a URL)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url.split("?", 1)[0]
+    netloc = parts.netloc.rsplit("@", 1)[-1]
+    query = "..." if parts.query else ""
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
+
+
+#: Connections s3fs keeps per process unless `config_kwargs={"max_pool_connections": N}` says
+#: otherwise (aiohttp's default for HTTP is 100).
+S3_CONNECTIONS = 128
+
+_FS_LOCK = threading.Lock()
+_FS: dict[tuple[int, str, str], Any] = {}
+
+
+def options_key(options: Mapping[str, Any] | None) -> str:
+    """The options as a hashable, order-free key."""
+    return json.dumps(options or {}, sort_keys=True, default=repr)
+
+
+def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
+    """This process's filesystem for `protocol` and `options` (built on first use; a forked
+    child builds its own: the key holds the process id)."""
+    key = (os.getpid(), protocol, options_key(options))
+    fs = _FS.get(key)
+    if fs is not None:
+        return fs
+    with _FS_LOCK:
+        fs = _FS.get(key)
+        if fs is None:
+            for stale in [k for k in _FS if k[0] != key[0]]:
+                del _FS[stale]  # a parent's: never used here
+            fs = _FS[key] = _make_filesystem(protocol, options)
+    return fs
+
+
+def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
+    extra = EXTRAS.get(protocol)
+    hint = f'pip install "vidload[{extra}]"' if extra else f"install fsspec's {protocol} backend"
+    try:
+        import fsspec
+    except ImportError as e:
+        raise MissingExtraError(f"{protocol}:// URLs need fsspec: {hint}") from e
+    try:
+        cls = fsspec.get_filesystem_class(protocol)
+    except ValueError as e:  # a scheme fsspec does not know
+        raise MissingExtraError(f"no filesystem for {protocol}:// URLs: {hint}") from e
+    except ImportError as e:  # known, backend not installed
+        raise MissingExtraError(f"{protocol}:// URLs need {e.name or 'a backend'}: {hint}") from e
+    kwargs = {"skip_instance_cache": True, **dict(options or {})}
+    if protocol in ("s3", "s3a"):
+        # botocore keeps 10 connections by default: a batch's ~100 concurrent ranges would
+        # go 10 at a time (10 round trips); the caller's own setting wins
+        config = dict(kwargs.get("config_kwargs") or {})
+        config.setdefault("max_pool_connections", S3_CONNECTIONS)
+        kwargs["config_kwargs"] = config
+    try:
+        # vidload keeps its own instance per process and options (`filesystem`)
+        fs = cls(**kwargs)
+    except ImportError as e:
+        raise MissingExtraError(f"{protocol}:// URLs need {e.name or 'a backend'}: {hint}") from e
+    if protocol in ("s3", "s3a") and isinstance(getattr(fs, "retries", None), int):
+        # vidload's bounded retries (`faults.call`) replace s3fs's own loop (a class
+        # attribute); botocore still retries as the AWS configuration says
+        fs.retries = 1
+    return fs
+
+
+def endpoint(options: Mapping[str, Any] | None) -> str:
+    """The endpoint the options (or the AWS environment) name; "" for the default."""
+    options = options or {}
+    client = options.get("client_kwargs") or {}
+    return str(
+        options.get("endpoint_url")
+        or (client.get("endpoint_url") if isinstance(client, Mapping) else None)
+        or os.environ.get("AWS_ENDPOINT_URL_S3")
+        or os.environ.get("AWS_ENDPOINT_URL")
+        or ""
+    )

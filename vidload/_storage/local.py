@@ -1,0 +1,209 @@
+"""`LocalLocation`: a local file or folder, read by `os.open`/`os.pread` (the sources' fast
+path, which must not slow down: no fsspec, no retries, one file descriptor per call)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat as stat_module
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
+from vidload.errors import VideoReadError
+
+__all__ = ["LocalLocation"]
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+class LocalLocation(Location):
+    """A local path (or `file://` URL) as a `Location`."""
+
+    __slots__ = ("_local",)
+    _local: Path
+    is_local = True
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(target, Location):
+            target = target.url
+        if isinstance(target, str) and target[:7].lower() == "file://":
+            target = target[len("file://") :]
+        self._local = Path(target)
+        self._url = str(self._local)
+        self._options = dict(storage_options) if storage_options else None
+
+    @property
+    def local_path(self) -> Path:
+        return self._local
+
+    def local_file(self) -> Path | None:
+        return self._local
+
+    @property
+    def name(self) -> str:
+        return self._local.name
+
+    @property
+    def parent(self) -> Location:
+        return LocalLocation(self._local.parent)
+
+    def __truediv__(self, rel: str | os.PathLike[str]) -> Location:
+        return LocalLocation(self._local / rel)
+
+    # -- queries
+
+    def exists(self) -> bool:
+        return self._local.exists()
+
+    def is_file(self) -> bool:
+        return self._local.is_file()
+
+    def is_dir(self) -> bool:
+        return self._local.is_dir()
+
+    def stat(self) -> Stat:
+        try:
+            st = os.stat(self._local)
+        except FileNotFoundError:
+            raise VideoReadError(self, "not found") from None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot stat: {e}") from e
+        if not stat_module.S_ISREG(st.st_mode):
+            raise VideoReadError(self, "not a regular file")
+        return Stat(st.st_size, f"{st.st_size}:{st.st_mtime_ns}")
+
+    def list_dir(self) -> dict[str, int | None]:
+        out: dict[str, int | None] = {}
+        try:
+            with os.scandir(self._local) as it:
+                for entry in it:
+                    out[entry.name] = None if entry.is_dir() else entry.stat().st_size
+        except FileNotFoundError:
+            raise VideoReadError(self, "folder not found") from None
+        except NotADirectoryError:
+            raise VideoReadError(self, "not a folder") from None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot list the folder: {e}") from e
+        return out
+
+    @property
+    def can_list(self) -> bool:
+        return True
+
+    def walk_files(self) -> list[str]:
+        base = self._local
+        found = []
+        for dirpath, _dirs, files in os.walk(base):
+            rel = os.path.relpath(dirpath, base)
+            for f in files:
+                found.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))
+        return sorted(found)
+
+    # -- reads
+
+    def read_bytes(self) -> bytes:
+        try:
+            return self._local.read_bytes()
+        except FileNotFoundError:
+            raise VideoReadError(self, "not found") from None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot read: {e}") from e
+
+    def read_ranges(
+        self, ranges: Sequence[tuple[int, int]], *, index: int | None = None
+    ) -> list[bytes]:
+        if not ranges:
+            return []
+        try:
+            fd = os.open(self._local, _FLAGS)
+        except FileNotFoundError:
+            raise VideoReadError(self, "not found", index) from None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot open: {e}", index) from e
+        try:
+            return [os.pread(fd, b - a, a) for a, b in ranges]
+        except OSError as e:
+            raise VideoReadError(self, f"cannot read: {e}", index) from e
+        finally:
+            os.close(fd)
+
+    def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
+        st = self.stat()
+        start = max(0, st.size - tail)
+        first, last = self.read_ranges([(0, head), (start, st.size)])
+        return st, first, last if tail else b""
+
+    def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
+        try:
+            return open(self._local, "rb")  # noqa: SIM115 - the caller closes it
+        except FileNotFoundError:
+            raise VideoReadError(self, "not found") from None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot open: {e}") from e
+
+    # -- writes
+
+    def put_file(self, local: str | os.PathLike[str]) -> None:
+        self._local.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(local, self._local)
+
+    def write_bytes(self, data: bytes) -> None:
+        self._local.parent.mkdir(parents=True, exist_ok=True)
+        self._local.write_bytes(data)
+
+    def create_bytes(self, data: bytes) -> bool:
+        """`O_CREAT | O_EXCL`, then the data, fsynced."""
+        try:
+            fd = os.open(self._local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            return False
+        try:
+            os.write(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return True
+
+    def rename(self, target: Location) -> None:
+        os.replace(self._local, target.local_path)
+
+    def delete(self, *, recursive: bool = False) -> None:
+        if recursive and self._local.is_dir():
+            shutil.rmtree(self._local)
+        else:
+            self._local.unlink(missing_ok=True)
+
+    # -- many at once: one after another (a local read does not wait on a network)
+
+    def _group(self) -> tuple[str, ...]:
+        return ("local",)
+
+    @classmethod
+    def _fetch_group(
+        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
+    ) -> list[list[bytes] | Exception]:
+        out: list[list[bytes] | Exception] = []
+        for loc, ranges in requests:
+            try:
+                out.append([loc.read_bytes()] if ranges is None else loc.read_ranges(ranges))
+            except VideoReadError as e:
+                out.append(e)
+        return out
+
+    @classmethod
+    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
+        return [loc.read_bytes() for loc in locations]
+
+    @classmethod
+    def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
+        for local, loc in files:
+            loc.put_file(local)
+
+
+IMPLEMENTATIONS["local"] = LocalLocation

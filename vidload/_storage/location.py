@@ -1,0 +1,229 @@
+"""`Location`: one file or folder, local or in a bucket, behind one interface.
+
+`Location(target, storage_options)` returns a `LocalLocation` (`vidload._storage.local`) for a
+path or a `file://` URL and a `RemoteLocation` (`vidload._storage.remote`) for any other URL,
+as fsspec's `url_to_fs` picks a filesystem: the two have the same methods, and a caller uses
+them without asking which it holds (docs/development.md, "Storage", lists the interface).
+What both share (naming, text, a single range, equality, pickling) lives here; every method
+that touches storage is each implementation's own.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, ClassVar, NamedTuple
+
+from vidload._storage.filesystems import is_url, scheme
+
+__all__ = ["IMPLEMENTATIONS", "Location", "Stat"]
+
+
+class Stat(NamedTuple):
+    """What `Location.stat` says of a file or object: its size in bytes and a version that
+    changes when it is rewritten (an ETag or generation where the store gives one, else
+    "size:mtime")."""
+
+    size: int
+    version: str
+
+
+#: "local" and "remote": the class `Location(...)` returns, registered by `local.py` and
+#: `remote.py` (the package imports both), as fsspec's registry maps a protocol to its class.
+IMPLEMENTATIONS: dict[str, type[Location]] = {}
+
+
+class Location:
+    """A local file or folder, or an object or prefix in a bucket (see the module docstring).
+
+    Picklable: holds the path or URL and the options, never an open client. `location / "a/b"`
+    names something inside it; `str(location)` is safe to show (no credentials).
+    """
+
+    __slots__ = ("_options", "_url")
+    _options: dict[str, Any] | None
+    _url: str
+
+    #: True for a local path (`local_path` can be opened directly). Kept for the callers that
+    #: still choose a path of their own (convert's planner); new code uses `local_file()`.
+    is_local: ClassVar[bool] = False
+
+    def __new__(
+        cls,
+        target: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> Location:
+        if cls is not Location:
+            return object.__new__(cls)
+        if isinstance(target, Location):
+            target = target._url
+        if isinstance(target, str) and is_url(target) and scheme(target) != "file":
+            return object.__new__(IMPLEMENTATIONS["remote"])
+        if not isinstance(target, (str, os.PathLike)):
+            raise TypeError(f"a path or URL is needed, got {type(target).__name__}")
+        return object.__new__(IMPLEMENTATIONS["local"])
+
+    def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any] | None]]:
+        return (Location, (self._url, self._options))
+
+    # -- naming (shared)
+
+    @property
+    def storage_options(self) -> dict[str, Any] | None:
+        return self._options
+
+    @property
+    def url(self) -> str:
+        """The URL (or local path) as given, with credentials if it holds any: not for display."""
+        return self._url
+
+    @property
+    def name(self) -> str:
+        return self._url.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> Location:
+        raise NotImplementedError
+
+    def __truediv__(self, rel: str | os.PathLike[str]) -> Location:
+        raise NotImplementedError
+
+    def with_name(self, name: str) -> Location:
+        return self.parent / name
+
+    def __str__(self) -> str:
+        return self._url
+
+    def __repr__(self) -> str:
+        return f"Location({str(self)!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Location)
+            and type(other) is type(self)
+            and (self._url, self._options) == (other._url, other._options)
+        )
+
+    def __hash__(self) -> int:
+        return hash(self._url)
+
+    # -- the interface: each implementation's own
+
+    @property
+    def local_path(self) -> Path:
+        """The local path; ValueError for a URL (a URL is never taken as a local path)."""
+        raise NotImplementedError
+
+    def local_file(self) -> Path | None:
+        """The local file to read by the fast path (mmap, a file descriptor, FFmpeg), or
+        None: read it by ranges."""
+        raise NotImplementedError
+
+    def exists(self) -> bool:
+        raise NotImplementedError
+
+    def is_file(self) -> bool:
+        raise NotImplementedError
+
+    def is_dir(self) -> bool:
+        raise NotImplementedError
+
+    def stat(self) -> Stat:
+        """Size and version (see `Stat`); VideoReadError "not found" when it does not exist."""
+        raise NotImplementedError
+
+    def size(self) -> int:
+        """Bytes of the file or object; VideoReadError when it does not exist."""
+        return self.stat().size
+
+    def list_dir(self) -> dict[str, int | None]:
+        """{name: size in bytes (-1 where the listing does not say: HTTP), None for a folder}
+        of the entries directly inside (one listing request for a bucket prefix)."""
+        raise NotImplementedError
+
+    @property
+    def can_list(self) -> bool:
+        """Whether `list_dir` names every entry of a folder: local folders and bucket
+        prefixes; not HTTP(S), whose "listing" is the links of a page."""
+        raise NotImplementedError
+
+    def walk_files(self) -> list[str]:
+        """Every file below this folder, as sorted `/`-separated paths relative to it."""
+        raise NotImplementedError
+
+    def read_bytes(self) -> bytes:
+        """The whole file or object."""
+        raise NotImplementedError
+
+    def read_text(self) -> str:
+        """The file as UTF-8 text, without a byte order mark."""
+        return self.read_bytes().decode("utf-8").lstrip("\ufeff")
+
+    def read_range(self, start: int, stop: int) -> bytes:
+        """Bytes [start, stop) (fewer at the end of the object)."""
+        return self.read_ranges([(start, stop)])[0]
+
+    def read_ranges(
+        self, ranges: Sequence[tuple[int, int]], *, index: int | None = None
+    ) -> list[bytes]:
+        """The bytes of each [start, stop) range, in the order given (fewer at the end of the
+        object); remote: ranges closer than `COALESCE_GAP` are one request, and the requests
+        of one call run concurrently."""
+        raise NotImplementedError
+
+    def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
+        """(stat, the first `head` bytes, the last `tail` bytes) in one round: for a remote
+        object the size, the head and the tail (a suffix range) are three concurrent
+        requests, so opening a container (HDF5's superblock and frame table, an npy header)
+        waits one round-trip, not two. Either end may overlap the other or be the whole
+        object; `tail` 0 gives b""."""
+        raise NotImplementedError
+
+    def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
+        """A binary file-like object (remote: read in blocks of `block_size` with read-ahead)."""
+        raise NotImplementedError
+
+    def put_file(self, local: str | os.PathLike[str]) -> None:
+        """Copy the local file `local` here (a whole object appears only once complete)."""
+        raise NotImplementedError
+
+    def write_bytes(self, data: bytes) -> None:
+        """Write `data` as this whole file or object."""
+        raise NotImplementedError
+
+    def create_bytes(self, data: bytes) -> bool:
+        """Write `data` only if nothing is there yet: True when written, False when something
+        already was (the write side's lock, `vidload._lock`)."""
+        raise NotImplementedError
+
+    def rename(self, target: Location) -> None:
+        """Move this file to `target` (same kind of storage): atomic on a local disk
+        (`os.replace`); in a bucket a copy then a delete, NOT atomic (a bucket commits by an
+        object's existence or a manifest row, never by a rename)."""
+        raise NotImplementedError
+
+    def delete(self, *, recursive: bool = False) -> None:
+        """Remove this file (or folder with `recursive`); nothing to remove is not an error."""
+        raise NotImplementedError
+
+    # -- many locations at once: grouped by `_group`, each group read by its own class
+
+    def _group(self) -> tuple[str, ...]:
+        """Locations with the same key are read together (one filesystem)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _fetch_group(
+        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
+    ) -> list[list[bytes] | Exception]:
+        """Each location's ranges, or the VideoReadError of its reading (see `batch.fetch`)."""
+        raise NotImplementedError
+
+    @classmethod
+    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
+        raise NotImplementedError
+
+    @classmethod
+    def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
+        raise NotImplementedError

@@ -1,0 +1,56 @@
+"""Byte ranges: the one function that merges them, and slicing asked ranges back out.
+
+`coalesce` is used by the remote reads (gap `COALESCE_GAP`: a few more bytes cost less than
+another request) and by the read-ahead hints of the local sources (`sources.base.frame_ranges`,
+gap 0: adjacent frames become one hint). fsspec has `fsspec.utils.merge_offset_ranges`, which
+merges (paths, starts, ends) the same way, but returns the merged ranges only and sorts the
+paths too; a reader then needs each asked range back from its block, so `coalesce` and
+`split_blocks` keep it to one sort and a binary search per asked range.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = ["COALESCE_GAP", "block_of", "coalesce", "split_blocks"]
+
+#: Ranges of one object closer than this are fetched as one request: at 20 ms to first byte
+#: and ~100 MB/s, 256 KiB more bytes cost ~2.5 ms, a second request 20 ms.
+COALESCE_GAP = 256 << 10
+
+
+def coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
+    """`[start, stop)` ranges sorted and merged where they overlap or lie at most `gap`
+    bytes apart (gap 0: merged where they touch)."""
+    merged: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if merged and a <= merged[-1][1] + gap:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def block_of(merged: Sequence[tuple[int, int]], a: int) -> int:
+    """The index of the last merged block starting at or before `a`."""
+    lo, hi = 0, len(merged) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if merged[mid][0] <= a:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def split_blocks(
+    ranges: Sequence[tuple[int, int]], merged: Sequence[tuple[int, int]], blocks: Sequence[bytes]
+) -> list[bytes]:
+    """The bytes of each asked range, cut from the fetched `blocks` of `merged` (fewer bytes
+    where a block came back short: the end of the object)."""
+    out = []
+    for a, b in ranges:
+        k = block_of(merged, a)
+        base = merged[k][0]
+        out.append(bytes(memoryview(blocks[k])[a - base : b - base]))
+    return out

@@ -1,0 +1,399 @@
+"""`RemoteLocation`: an object or prefix in a bucket (`s3://`, `gs://`, `http(s)://`, any
+scheme fsspec knows), read by byte ranges through this process's fsspec filesystem
+(`filesystems.filesystem`), every failure through `faults.call`.
+
+Reads: `read_ranges` coalesces nearby ranges (`ranges.COALESCE_GAP`) and fetches what is left
+concurrently (`cat_ranges` on an async filesystem: one round trip for a clip's frames);
+`batch.fetch` does the same for the ranges of many objects at once (a batch's clips: one round
+trip for the batch).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any, TypeVar
+
+from vidload._storage import faults
+from vidload._storage.batch import held
+from vidload._storage.filesystems import filesystem, options_key, redact_url, scheme
+from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
+from vidload._storage.ranges import COALESCE_GAP, coalesce, split_blocks
+from vidload.errors import VideoReadError
+
+__all__ = ["STATS", "RemoteLocation"]
+
+T = TypeVar("T")
+
+#: Requests this process sent for remote reads and the bytes they returned (for `vidload
+#: bench --bucket`; a request retried counts once per attempt). Not thread-safe: a count.
+STATS = {"requests": 0, "bytes": 0}
+
+
+def count(requests: int, data: int = 0) -> None:
+    STATS["requests"] += requests
+    STATS["bytes"] += data
+
+
+def _version(info: Mapping[str, Any]) -> str:
+    """An object's version from fsspec's `info`: its ETag (S3, HTTP), generation (GCS), else
+    size and modification time."""
+    for key in ("ETag", "etag", "generation", "VersionId"):
+        value = info.get(key)
+        if value:
+            return str(value).strip('"')
+    mtime = info.get("LastModified") or info.get("mtime") or info.get("updated") or ""
+    return f"{info.get('size')}:{mtime}"
+
+
+class RemoteLocation(Location):
+    """A URL as a `Location` (see the module docstring)."""
+
+    __slots__ = ("_path", "_protocol")
+    _path: str
+    _protocol: str
+
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(target, Location):
+            if storage_options is None:
+                storage_options = target.storage_options
+            target = target.url
+        url = os.fspath(target)
+        self._options = dict(storage_options) if storage_options else None
+        self._protocol = scheme(url)
+        self._url = url.rstrip("/") if url.count("/") > 3 else url
+        self._path = ""
+
+    def __setstate__(self, state: Any) -> None:  # pragma: no cover - __reduce__ rebuilds
+        raise TypeError("rebuilt by __reduce__")
+
+    @property
+    def local_path(self) -> Path:
+        raise ValueError(f"{self}: a URL, not a local path")
+
+    def local_file(self) -> Path | None:
+        return None
+
+    @property
+    def parent(self) -> Location:
+        head = self._url.rstrip("/").rsplit("/", 1)[0]
+        return RemoteLocation(head, self._options)
+
+    def __truediv__(self, rel: str | os.PathLike[str]) -> Location:
+        rel = os.fspath(rel).replace(os.sep, "/").strip("/")
+        return RemoteLocation(f"{self._url.rstrip('/')}/{rel}" if rel else self._url, self._options)
+
+    def __str__(self) -> str:
+        return redact_url(self._url)
+
+    # -- the filesystem
+
+    def fs(self) -> tuple[Any, str]:
+        """(filesystem, its path for this object)."""
+        fs = filesystem(self._protocol, self._options)
+        if not self._path:
+            self._path = fs._strip_protocol(self._url)
+        return fs, self._path
+
+    def call(self, what: str, fn: Callable[[], T], *, index: int | None = None) -> T:
+        """`fn()`, its errors as VideoReadError naming this URL; transient ones retried."""
+        return faults.call(self, self._options, what, fn, index=index)
+
+    # -- queries
+
+    def exists(self) -> bool:
+        fs, path = self.fs()
+        return self.call("check", lambda: bool(fs.exists(path)))
+
+    def is_file(self) -> bool:
+        fs, path = self.fs()
+        return self.call("check", lambda: bool(fs.isfile(path)))
+
+    def is_dir(self) -> bool:
+        fs, path = self.fs()
+        return self.call("check", lambda: bool(fs.isdir(path)))
+
+    def _stat_of(self, got: Mapping[str, Any]) -> Stat:
+        if got.get("type") == "directory":
+            raise VideoReadError(self, "a folder, not a file")
+        if got.get("size") is None:
+            raise VideoReadError(self, "the server does not say the size")
+        return Stat(int(got["size"]), _version(got))
+
+    def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
+        fs, path = self.fs()
+        if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
+            st = self.stat()
+            first, last = self.read_ranges([(0, head), (max(0, st.size - tail), st.size)])
+            return st, first, last if tail else b""
+
+        async def gather() -> list[Any]:
+            import asyncio
+
+            jobs = [fs._info(path), fs._cat_file(path, start=0, end=head)]
+            if tail:
+                jobs.append(fs._cat_file(path, start=-tail))
+            return await asyncio.gather(*jobs, return_exceptions=True)
+
+        def ends() -> tuple[dict[str, Any], bytes, bytes]:
+            from fsspec.asyn import sync
+
+            got = sync(fs.loop, gather)
+            count(len(got), sum(len(b) for b in got[1:] if isinstance(b, bytes)))
+            info, first = got[0], got[1]
+            last = got[2] if tail else b""
+            for item in (first, last):
+                if isinstance(item, BaseException):
+                    raise item
+            if isinstance(info, FileNotFoundError):
+                # fsspec's HTTP info answers any failure as "not found"; the reads worked
+                raise ConnectionError("the size request failed") from None
+            if isinstance(info, BaseException):
+                raise info
+            return info, first, last
+
+        info, first, last = self.call("read the ends", ends)
+        return self._stat_of(info), first, last
+
+    def stat(self) -> Stat:
+        fs, path = self.fs()
+
+        def info() -> dict[str, Any]:
+            count(1)
+            try:
+                return fs.info(path)
+            except FileNotFoundError:
+                # fsspec's HTTP info answers any failure (a 503 too) as "not found": a read of
+                # one byte tells a missing object (FileNotFoundError) from a failed request
+                fs.cat_file(path, start=0, end=1)
+                raise ConnectionError("the size request failed") from None
+
+        return self._stat_of(self.call("get the size", info))
+
+    def list_dir(self) -> dict[str, int | None]:
+        fs, path = self.fs()
+
+        def ls() -> list[dict[str, Any]]:
+            count(1)
+            return fs.ls(path, detail=True)
+
+        entries = self.call("list the folder", ls)
+        if not entries:
+            raise VideoReadError(self, "not found")
+        result: dict[str, int | None] = {}
+        for item in entries:
+            name = str(item["name"]).rstrip("/").rsplit("/", 1)[-1]
+            if item.get("type") == "directory":
+                result[name] = None
+            else:
+                size = item.get("size")
+                result[name] = -1 if size is None else int(size)
+        if list(result) == [self.name] and entries[0].get("type") != "directory":
+            raise VideoReadError(self, "not a folder")
+        return result
+
+    @property
+    def can_list(self) -> bool:
+        return self._protocol not in ("http", "https")
+
+    def walk_files(self) -> list[str]:
+        fs, path = self.fs()
+        names = self.call("list the folder", lambda: fs.find(path))
+        prefix = path.rstrip("/") + "/"
+        return sorted(n[len(prefix) :] for n in names if n.startswith(prefix))
+
+    # -- reads
+
+    def read_bytes(self) -> bytes:
+        h = held(self._url)
+        if h is not None and h.whole is not None:
+            return h.whole
+        fs, path = self.fs()
+
+        def cat() -> bytes:
+            data = fs.cat_file(path)
+            count(1, len(data))
+            return data
+
+        return self.call("read", cat)
+
+    def read_ranges(
+        self, ranges: Sequence[tuple[int, int]], *, index: int | None = None
+    ) -> list[bytes]:
+        if not ranges:
+            return []
+        h = held(self._url)
+        if h is not None:
+            got = [h.get(a, b) for a, b in ranges]
+            if all(g is not None for g in got):
+                return got  # type: ignore[return-value]
+        fs, path = self.fs()
+        merged = coalesce(ranges, COALESCE_GAP)
+
+        def fetch() -> list[bytes]:
+            if len(merged) == 1:
+                data = fs.cat_file(path, start=merged[0][0], end=merged[0][1])
+                count(1, len(data))
+                return [data]
+            n = len(merged)
+            out = fs.cat_ranges(
+                [path] * n, [a for a, _ in merged], [b for _, b in merged], on_error="return"
+            )
+            count(n, sum(len(b) for b in out if isinstance(b, bytes)))
+            for item in out:
+                if isinstance(item, BaseException):
+                    raise item
+            return out
+
+        blocks = self.call("read byte ranges", fetch, index=index)
+        return split_blocks(ranges, merged, blocks)
+
+    def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
+        """Errors from the returned file's reads are fsspec's own."""
+        fs, path = self.fs()
+        return self.call(
+            "open",
+            lambda: fs.open(path, "rb", block_size=block_size, cache_type="readahead"),
+        )
+
+    # -- writes
+
+    def put_file(self, local: str | os.PathLike[str]) -> None:
+        fs, path = self.fs()
+        self.call("upload", lambda: fs.put_file(os.fspath(local), path))
+
+    def write_bytes(self, data: bytes) -> None:
+        fs, path = self.fs()
+        self.call("write", lambda: fs.pipe_file(path, data))
+
+    def create_bytes(self, data: bytes) -> bool:
+        """fsspec's `mode="create"`, which s3fs sends as `If-None-Match: *` (honoured by AWS
+        S3 since 2024-08, MinIO, moto; a server that ignores the header overwrites, and no
+        lock holds there) and gcsfs as `ifGenerationMatch=0`. A filesystem without exclusive
+        creation raises VideoReadError saying so, never a plain overwrite. After a transient
+        failure the retry may find the object the failed attempt wrote: the caller tells its
+        own content from another writer's (the lock compares its token)."""
+        fs, path = self.fs()
+
+        def create() -> bool:
+            try:
+                fs.pipe_file(path, data, mode="create")
+            except FileExistsError:
+                return False
+            except TypeError as e:  # an fsspec filesystem without the mode argument
+                raise ValueError(
+                    f"{type(fs).__name__} cannot create an object exclusively ({e})"
+                ) from None
+            return True
+
+        return self.call("create exclusively", create)
+
+    def rename(self, target: Location) -> None:
+        fs, path = self.fs()
+        assert isinstance(target, RemoteLocation)
+        _, dest = target.fs()
+        self.call("rename", lambda: fs.mv(path, dest))
+
+    def delete(self, *, recursive: bool = False) -> None:
+        fs, path = self.fs()
+        try:
+            self.call("delete", lambda: fs.rm(path, recursive=recursive))
+        except VideoReadError as e:
+            if e.reason != "not found":
+                raise
+
+    # -- many at once: one concurrent round per filesystem
+
+    def _group(self) -> tuple[str, ...]:
+        return ("remote", self._protocol, options_key(self._options))
+
+    @classmethod
+    def _fetch_group(
+        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
+    ) -> list[list[bytes] | Exception]:
+        """Every location's ranges (or whole object), coalesced per object, as one
+        `cat_ranges` call (one concurrent round); a location whose requests failed is read
+        again on its own (its retries and its own error, a VideoReadError naming it, returned
+        in its place)."""
+        locs = [loc for loc, _ in requests]
+        first = locs[0]
+        assert isinstance(first, RemoteLocation)
+        fs, _ = first.fs()
+        merged = [None if r is None else coalesce(r, COALESCE_GAP) for _, r in requests]
+        paths: list[str] = []
+        starts: list[int | None] = []
+        stops: list[int | None] = []
+        for loc, m in zip(locs, merged, strict=True):
+            assert isinstance(loc, RemoteLocation)
+            path = loc.fs()[1]
+            for a, b in [(None, None)] if m is None else m:
+                paths.append(path)
+                starts.append(a)
+                stops.append(b)
+        if not paths:
+            return [[] for _ in requests]
+        got = fs.cat_ranges(paths, starts, stops, on_error="return")
+        count(len(got), sum(len(b) for b in got if isinstance(b, bytes)))
+        out: list[list[bytes] | Exception] = []
+        k = 0
+        for (loc, ranges), m in zip(requests, merged, strict=True):
+            n = 1 if m is None else len(m)
+            blocks = got[k : k + n]
+            k += n
+            if all(isinstance(b, bytes) for b in blocks):
+                if ranges is None or m is None:
+                    out.append(list(blocks))
+                else:
+                    out.append(split_blocks(ranges, m, blocks))
+                continue
+            try:
+                out.append([loc.read_bytes()] if ranges is None else loc.read_ranges(ranges))
+            except VideoReadError as e:
+                out.append(e)
+        return out
+
+    @classmethod
+    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
+        if all((h := held(loc.url)) is not None and h.whole is not None for loc in locations):
+            return [loc.read_bytes() for loc in locations]  # each answered from `holding`
+        if len(locations) == 1:
+            return [locations[0].read_bytes()]
+        first = locations[0]
+        assert isinstance(first, RemoteLocation)
+        fs, _ = first.fs()
+        paths = [loc.fs()[1] for loc in locations]  # type: ignore[attr-defined]
+
+        def cat() -> Any:
+            got = fs.cat(paths, on_error="return")
+            count(len(paths), sum(len(b) for b in got.values() if isinstance(b, bytes)))
+            return got
+
+        got: Any = first.call("read", cat)
+        out = []
+        for loc, p in zip(locations, paths, strict=True):
+            item = got.get(p) if isinstance(got, dict) else None
+            if item is None or isinstance(item, BaseException):
+                out.append(loc.read_bytes())  # its own error (or a retried read)
+            else:
+                out.append(item)
+        return out
+
+    @classmethod
+    def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
+        first = files[0][1]
+        assert isinstance(first, RemoteLocation)
+        if len(files) == 1:
+            first.put_file(files[0][0])
+            return
+        fs, _ = first.fs()
+        lpaths = [local for local, _ in files]
+        rpaths = [loc.fs()[1] for _, loc in files]  # type: ignore[attr-defined]
+        first.call("upload", lambda: fs.put(lpaths, rpaths))
+
+
+IMPLEMENTATIONS["remote"] = RemoteLocation
