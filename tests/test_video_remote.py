@@ -21,7 +21,7 @@ import pytest
 from media import frame_number, make_video, paint, rgb, sequential_decode
 
 from vidload._layout import index_path
-from vidload._storage import Location
+from vidload._storage import RemoteLocation
 from vidload.errors import VideoReadError
 from vidload.sources.video import VideoSource
 
@@ -68,13 +68,15 @@ def sequential_frames(path: Path, wanted: list[int]) -> dict[int, np.ndarray]:
 
 
 class Rounds:
-    """Counts calls into the storage layer's reads: each is one round of concurrent requests
-    (`Location.read_range` is `read_ranges` of one range)."""
+    """Counts calls into the storage layer's remote reads: each is one round of concurrent
+    requests (`Location.read_range` is `read_ranges` of one range; `RemoteLocation` is the
+    implementation a URL's `Location` is)."""
 
     def __init__(self, monkeypatch) -> None:
         self.calls: list[str] = []
         for name in ("read_bytes", "read_ranges"):
-            monkeypatch.setattr(Location, name, self._counted(name, getattr(Location, name)))
+            real = getattr(RemoteLocation, name)
+            monkeypatch.setattr(RemoteLocation, name, self._counted(name, real))
 
     def _counted(self, name, real):
         def call(loc, *args, **kwargs):
@@ -224,9 +226,9 @@ def test_without_an_index_the_object_is_downloaded_whole_and_said(originals, htt
 
 
 def test_errors_name_the_url(long_video, http_dir, monkeypatch):
-    import vidload._storage as storage
+    from vidload._storage import faults
 
-    monkeypatch.setattr(storage, "BACKOFF_S", (0.0,))
+    monkeypatch.setattr(faults, "BACKOFF_S", (0.0,))
     for f in long_video.parent.iterdir():
         shutil.copy(f, http_dir.path / f.name)
     src = VideoSource(http_dir.url)
