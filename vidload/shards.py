@@ -40,9 +40,7 @@ the driver cancels the rest and `finish` writes the manifest of what finished.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -52,7 +50,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vidload._atomic import is_disk_full
 from vidload._checks import check_bool, check_int, check_optional_int
 from vidload._convert.inputs import (
     InputItem,
@@ -63,44 +60,20 @@ from vidload._convert.inputs import (
 )
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
+from vidload._convert.output import Output, ShardOutput, open_output, shard_output
 from vidload._convert.remote import (
-    download_manifest,
-    fetch,
     find_remote_inputs,
     folder_labels,
-    is_folder_format,
-    publish,
-    publish_sidecar,
-    read_remote_parts,
-    remote_container_exists,
-    run_job,
     staging,
-    write_remote_manifest,
 )
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.resume import (
-    parse_part,
-    part_bytes,
-    previous_rows,
-    read_part,
-    read_parts,
-    remove_stale_temporaries,
-    write_manifest_rows,
-    write_part,
-)
 from vidload._layout import (
-    CLASSES_NAME,
-    FIRST_FRAME_NAME,
-    MANIFEST_NAME,
     PARTS_DIR,
-    output_container_path,
-    sidecar_path,
 )
-from vidload._lock import OutputLock, RemoteOutputLock
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.errors import DiskFullError, UsageError, VideoReadError
-from vidload.labels import is_contiguous, label_by_folder, write_classes
+from vidload.errors import DiskFullError, UsageError
+from vidload.labels import is_contiguous, label_by_folder
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -123,9 +96,6 @@ __all__ = [
 DEFAULT_SHARD_SIZE = 16
 #: How often the driver rewrites manifest.csv while a run goes on.
 _CHECKPOINT_S = 30.0
-#: Disk space held back for the final manifest (`_reserve`): bytes per video, and bounds.
-_RESERVE_PER_VIDEO, _RESERVE_MIN, _RESERVE_MAX = 256, 64 << 10, 64 << 20
-_RESERVE_NAME = "reserve"
 
 
 @dataclass(frozen=True)
@@ -232,143 +202,57 @@ def plan_convert(
     threads = check_int("threads", threads, minimum=1)
     target = Location(os.fspath(output), storage_options)
     source = Location(os.fspath(input_path), storage_options)
-    if not target.is_local or not source.is_local:
-        return _plan_urls(source, target, options, overwrite, root, labels, shard_size, threads)
-    out = target.local_path
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
-    base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
-    items, class_map = label_inputs(input_path, items, labels)
-    full_names = sharing_a_name(items)
-    check_no_overlap(Path(input_path), base, out, items, options.to, full_names)
-
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        if is_disk_full(e):
-            raise DiskFullError(out) from e
-        raise
-    lock = OutputLock(out)
-    lock.acquire()
-    try:
-        plan = _plan_locked(base, out, items, full_names, options, overwrite, shard_size, threads)
-        if class_map is not None and is_contiguous(class_map):
-            write_classes(out / CLASSES_NAME, class_map)
-    except BaseException:
-        lock.release()
-        raise
-    plan._lock = lock
-    return plan
+    if source.is_local and target.is_local:
+        out = open_output(target)  # an OUTPUT that is a file is refused before any work
+        base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
+        items, class_map = label_inputs(input_path, items, labels)
+        full_names = sharing_a_name(items)
+        check_no_overlap(Path(input_path), base, out.folder, items, options.to, full_names)
+        src = None
+    else:
+        base, items, class_map, src = _url_inputs(source, target, root, labels)
+        full_names = sharing_a_name(items)
+        out = open_output(target)
+    return _plan(
+        base, out, items, full_names, class_map, options, overwrite, shard_size, threads, src
+    )
 
 
-def _plan_locked(
-    base: Path,
-    out: Path,
-    items: list[InputItem],
-    full_names: frozenset[str],
-    options: ConvertOptions,
-    overwrite: bool,
-    shard_size: int | None,
-    threads: int,
-    source: Location | None = None,
-) -> ConvertPlan:
-    manifest_path = out / MANIFEST_NAME
-    options.record(out, overwrite=overwrite)
-    remove_stale_temporaries(out)  # safe: the lock says no other run is writing here
-    parts = out / PARTS_DIR
-    previous = previous_rows(manifest_path, overwrite=overwrite)
-    if parts.exists():
-        if not overwrite:  # a killed run's finished videos: keep them in the manifest
-            leftover = {o.row.video_id: o.row for o in read_parts(parts).values()}
-            if leftover:
-                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
-                write_manifest_rows(manifest_path, previous)
-        shutil.rmtree(parts)
-
-    plan = ConvertPlan(base, out, options.to, items, previous, overwrite)
-    jobs: list[Job] = []
-    for item in items:
-        container = output_container_path(
-            out, item.video_id, options.to, keep_extension=item.video_id in full_names
-        )
-        prev = previous.get(item.video_id)
-        exists = container.exists()
-        if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
-            plan.done[item.video_id] = replace(
-                prev, label=item.label, extra={**prev.extra, **item.extra}
-            )
-            continue
-        verify = exists and not overwrite and prev is None
-        jobs.append(Job(item, base, container, options, threads, verify, source))
-    plan.shards = _shards(jobs, shard_size, parts, overwrite)
-    if plan.shards:
-        parts.mkdir()
-        size = len(items) * _RESERVE_PER_VIDEO
-        _reserve(parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
-    return plan
-
-
-def _plan_urls(
+def _url_inputs(
     source: Location,
     target: Location,
-    options: ConvertOptions,
-    overwrite: bool,
     root: str | os.PathLike[str] | None,
     labels: str | os.PathLike[str] | None,
-    shard_size: int | None,
-    threads: int,
-) -> ConvertPlan:
-    """`plan_convert` where INPUT or OUTPUT (or both) is a URL (`vidload._convert.remote`)."""
-    src: Location | None = None
+) -> tuple[Path, list[InputItem], dict[str, int] | None, Location | None]:
+    """(base, items, class map, INPUT URL or None) where INPUT or OUTPUT (or both) is a URL
+    (`vidload._convert.remote`)."""
     if source.is_local:
         base, items = find_inputs(source.local_path, root=root, kinds=("video", "jpeg"))
         items, class_map = label_inputs(source.local_path, items, labels)
-    else:
-        if root is not None:
-            raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
-        with tempfile.TemporaryDirectory(prefix="vidload-convert-") as scratch:
-            src, items = find_remote_inputs(source, ("video", "jpeg"), Path(scratch))
-        if not target.is_local:
-            a, b = src.url.rstrip("/") + "/", target.url.rstrip("/") + "/"
-            if a.startswith(b) or b.startswith(a):
-                raise UsageError(
-                    f"OUTPUT ({target}) and the INPUT folder ({src}) overlap: the containers "
-                    "would be written among the inputs; choose an OUTPUT outside it"
-                )
-        base = Path()
-        class_map = folder_labels(items, labels) if src == source else None
-        if labels is not None and class_map is None:
-            raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
-        if class_map is not None:
-            found = label_by_folder([it.video_id for it in items], class_map, where="labels")
-            items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+        return base, items, class_map, None
+    if root is not None:
+        raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
+    with tempfile.TemporaryDirectory(prefix="vidload-convert-") as scratch:
+        src, items = find_remote_inputs(source, ("video", "jpeg"), Path(scratch))
     if not target.is_local:
-        return _plan_remote(
-            base, target, items, sharing_a_name(items), class_map, options, overwrite,
-            shard_size, threads, src,
-        )  # fmt: skip
-    out = target.local_path
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"OUTPUT ({str(out)!r}) exists and is not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-    lock = OutputLock(out)
-    lock.acquire()
-    try:
-        plan = _plan_locked(
-            base, out, items, sharing_a_name(items), options, overwrite, shard_size, threads, src
-        )
-        if class_map is not None and is_contiguous(class_map):
-            write_classes(out / CLASSES_NAME, class_map)
-    except BaseException:
-        lock.release()
-        raise
-    plan._lock = lock
-    return plan
+        a, b = src.url.rstrip("/") + "/", target.url.rstrip("/") + "/"
+        if a.startswith(b) or b.startswith(a):
+            raise UsageError(
+                f"OUTPUT ({target}) and the INPUT folder ({src}) overlap: the containers "
+                "would be written among the inputs; choose an OUTPUT outside it"
+            )
+    class_map = folder_labels(items, labels) if src == source else None
+    if labels is not None and class_map is None:
+        raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
+    if class_map is not None:
+        found = label_by_folder([it.video_id for it in items], class_map, where="labels")
+        items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+    return Path(), items, class_map, src
 
 
-def _plan_remote(
+def _plan(
     base: Path,
-    out: Location,
+    out: Output,
     items: list[InputItem],
     full_names: frozenset[str],
     class_map: dict[str, int] | None,
@@ -376,55 +260,36 @@ def _plan_remote(
     overwrite: bool,
     shard_size: int | None,
     threads: int,
-    source: Location | None = None,
+    source: Location | None,
 ) -> ConvertPlan:
-    """`plan_convert` for an OUTPUT URL (`vidload._convert.remote`): the same plan, with the
-    bucket's lock object, manifest, options and parts, and one listing of what is there."""
-    lock = RemoteOutputLock(out)
-    lock.acquire()
-    scratch = Path(tempfile.mkdtemp(prefix="vidload-convert-"))
+    """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
+    the shards of what is left. The lock is held by the plan, released on any error here."""
+    out.lock()
     try:
-        options.record(out, overwrite=overwrite)
-        local_manifest = download_manifest(out, scratch) or scratch / MANIFEST_NAME
-        previous = previous_rows(local_manifest, overwrite=overwrite)
-        leftover_parts = read_remote_parts(out)
-        if leftover_parts:
-            if not overwrite:  # a killed run's finished videos: keep them in the manifest
-                leftover = {
-                    vid: o.row
-                    for entries in leftover_parts.values()
-                    for vid, o in parse_part(entries).items()
-                }
-                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
-                write_remote_manifest(out, previous, scratch)
-            (out / PARTS_DIR).delete(recursive=True)
-        present = set(out.walk_files())
-        plan = ConvertPlan(base, Path(str(out)), options.to, items, previous, overwrite)
-        plan.remote, plan._scratch = out, scratch
-        folders = is_folder_format(options.to)
+        out.record(options, overwrite=overwrite)
+        previous = out.previous(overwrite=overwrite)
+        plan = ConvertPlan(base, out, options.to, items, previous, overwrite)
         jobs: list[Job] = []
         for item in items:
-            rel = output_container_path(
-                Path(), item.video_id, options.to, keep_extension=item.video_id in full_names
-            )
-            key = (rel / FIRST_FRAME_NAME if folders else rel).as_posix()
-            exists, prev = key in present, previous.get(item.video_id)
+            keep = item.video_id in full_names
+            container = out.container(item.video_id, options.to, keep_extension=keep)
+            prev = previous.get(item.video_id)
+            exists = out.exists(container, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
                 plan.done[item.video_id] = replace(
                     prev, label=item.label, extra={**prev.extra, **item.extra}
                 )
                 continue
-            verify = exists and not overwrite and prev is None and not folders
-            jobs.append(Job(item, base, rel, options, threads, verify, source))
-        plan.shards = _shards(jobs, shard_size, Path(PARTS_DIR), overwrite, out)
+            verify = exists and not overwrite and prev is None and out.verifies(options.to)
+            jobs.append(Job(item, base, container, options, threads, verify, source))
+        plan.shards = _shards(jobs, shard_size, out.parts, overwrite, out.shard_target)
+        if plan.shards:
+            out.prepare(len(items))
         if class_map is not None and is_contiguous(class_map):
-            write_classes(scratch / CLASSES_NAME, class_map)
-            (out / CLASSES_NAME).put_file(scratch / CLASSES_NAME)
+            out.write_classes(class_map)
     except BaseException:
-        lock.release()
-        shutil.rmtree(scratch, ignore_errors=True)
+        out.release()
         raise
-    plan._lock = lock
     return plan
 
 
@@ -447,33 +312,13 @@ def _shards(
     return tuple(shards)
 
 
-def _reserve(path: Path, size: int) -> None:
-    """Hold `size` bytes of disk in `path` so that the manifest of what finished can still be
-    written when the containers fill the disk (`finish` deletes it first)."""
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-        try:
-            try:
-                os.posix_fallocate(fd, 0, size)
-            except (AttributeError, OSError) as e:
-                if is_disk_full(e):
-                    raise
-                os.write(fd, bytes(size))  # no fallocate on this file system
-        finally:
-            os.close(fd)
-    except OSError as e:
-        path.unlink(missing_ok=True)
-        if is_disk_full(e):
-            raise DiskFullError(path) from e
-        raise
-
-
 class ConvertPlan:
     """A planned conversion (`plan_convert`): the shards to run, then `finish`.
 
     Attributes:
         input_root: the folder the input ids are relative to.
-        output: the output folder; `manifest_path` its manifest.
+        output: the output folder; `manifest_path` its manifest (for an OUTPUT URL, the URLs
+            without credentials).
         to: the container format.
         items: every input video, in input order.
         shards: the videos still to convert, grouped into tasks.
@@ -483,15 +328,15 @@ class ConvertPlan:
     def __init__(
         self,
         input_root: Path,
-        output: Path,
+        output: Output,
         to: ConvertFormat,
         items: Sequence[InputItem],
         previous: dict[str, ManifestRow],
         overwrite: bool,
     ) -> None:
         self.input_root = input_root
-        self.output = output
-        self.manifest_path = output / MANIFEST_NAME
+        self.output = output.folder
+        self.manifest_path = output.manifest_path
         self.to = to
         self.items = tuple(items)
         self.previous = previous
@@ -499,12 +344,8 @@ class ConvertPlan:
         self.done: dict[str, ManifestRow] = {}
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
-        self._lock: OutputLock | RemoteOutputLock | None = None
+        self._out = output  # holds OUTPUT's lock until `finish` or `close`
         self._finished = False
-        #: an OUTPUT URL (`_plan_remote`); then `_scratch` is the driver's local folder for
-        #: the manifest it uploads, and `output`/`manifest_path` name the URLs (no credentials)
-        self.remote: Location | None = None
-        self._scratch: Path | None = None
 
     def __enter__(self) -> ConvertPlan:
         return self
@@ -514,25 +355,13 @@ class ConvertPlan:
 
     def close(self) -> None:
         """Release OUTPUT's lock without finishing (a later run resumes). Idempotent."""
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            finally:
-                self._lock = None
-                if self._scratch is not None:
-                    shutil.rmtree(self._scratch, ignore_errors=True)
+        self._out.release()
 
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
         outcomes = self._outcomes(results) if parts else _by_id(results)
-        self._write_manifest(self._merged(outcomes))
-
-    def _write_manifest(self, rows: dict[str, ManifestRow]) -> None:
-        if self.remote is not None and self._scratch is not None:
-            write_remote_manifest(self.remote, rows, self._scratch)
-        else:
-            write_manifest_rows(self.manifest_path, rows)
+        self._out.write_manifest(self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
         """Merge the parts (and `results`) into manifest.csv, remove the temporaries of killed
@@ -545,34 +374,16 @@ class ConvertPlan:
             raise RuntimeError("this ConvertPlan has already been finished")
         try:
             outcomes = self._outcomes(results)
-            if self.remote is not None:  # an upload that fails raises: the parts stay
-                self._write_manifest(self._merged(outcomes))
-                (self.remote / PARTS_DIR).delete(recursive=True)
-                manifest_written = True
-            else:
-                (self.output / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
-                try:
-                    write_manifest_rows(self.manifest_path, self._merged(outcomes))
-                    manifest_written = True
-                except DiskFullError as e:
-                    stopped = stopped or str(e)
-                    manifest_written = False
-                remove_stale_temporaries(self.output)
-                if manifest_written:
-                    shutil.rmtree(self.output / PARTS_DIR, ignore_errors=True)
+            not_written = self._out.finish(self._merged(outcomes))
+            stopped = stopped or not_written
         finally:
             self._finished = True
             self.close()
-        return self._report(outcomes, stopped, manifest_written)
+        return self._report(outcomes, stopped, not_written is None)
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
-        if self.remote is not None:
-            outcomes = {}
-            for entries in read_remote_parts(self.remote).values():
-                outcomes.update(parse_part(entries))
-        else:
-            outcomes = read_parts(self.output / PARTS_DIR)
+        outcomes = self._out.outcomes()
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {vid: o for vid, o in outcomes.items() if vid in wanted}
@@ -608,11 +419,10 @@ class ConvertPlan:
                 bytes_in += outcome.bytes_in
                 bytes_out += outcome.row.bytes or 0
                 frames += outcome.frames
+        output, manifest_path = self._out.report_paths()
         return ConvertReport(
-            output=self.output if self.remote is None else str(self.remote),  # type: ignore[arg-type]
-            manifest_path=(
-                self.manifest_path if self.remote is None else str(self.remote / MANIFEST_NAME)  # type: ignore[arg-type]
-            ),
+            output=output,
+            manifest_path=manifest_path,
             rows=tuple(rows),
             converted=tuple(converted),
             skipped=tuple(skipped),
@@ -639,95 +449,41 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
 
     Safe to run more than once, at the same time or after a kill: videos recorded in the shard's
     part with an existing container are not converted again. Stops early (`stopped`) when the
-    disk is full; raises RuntimeError when run by a local pool whose driver has died.
+    disk is full (or, for an OUTPUT URL, the bucket fails); raises RuntimeError when run by a
+    local pool whose driver has died.
     """
     prepare_task_process()
-    if shard.output is not None:
-        return _convert_shard_remote(shard, shard.output)
-    if any(job.source is not None for job in shard.jobs):  # an INPUT URL
+    out = shard_output(shard.output)
+    # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
+    if shard.output is not None or any(job.source is not None for job in shard.jobs):
         with staging() as stage:
-            return _convert_shard_local(shard, stage)
-    return _convert_shard_local(shard, None)
+            return _convert_shard(shard, out, stage)
+    return _convert_shard(shard, out, None)
 
 
-def _convert_shard_local(shard: ConvertShard, stage: Path | None) -> ShardResult:
-    prior = read_part(shard.part)
+def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) -> ShardResult:
+    prior = out.read_part(shard.part)
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
         if parent_gone():
             raise RuntimeError("the driver of this conversion is gone; no new container started")
         vid = job.item.video_id
         old = prior.get(vid)
-        if old is not None and (old.action == "failed" or job.container.exists()):
+        if old is not None and (old.action == "failed" or out.has_container(job)):
             done[vid] = old
             continue
-        live = replace(job, verify=not shard.overwrite and job.container.exists())
         try:
-            done[vid] = run_job(live, stage)
-            write_part(shard.part, done.values())
-        except DiskFullError as e:
-            done.pop(vid, None)  # its container may be in place, but no part row says so
+            done[vid] = out.run(job, stage, overwrite=shard.overwrite)
+            out.write_part(shard.part, done.values())
+        except DiskFullError as e:  # its container may be in place, but no part row says so
+            done.pop(vid, None)
             return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
-    return ShardResult(shard.index, tuple(done.values()))
-
-
-def _convert_shard_remote(shard: ConvertShard, out: Location) -> ShardResult:
-    """`convert_shard` into a bucket (`vidload._convert.remote`): each container is written
-    in this shard's staging folder, uploaded once complete, then deleted here; the part
-    manifest is one object, rewritten after each video. A failed upload stops the shard
-    (`stopped`): it is the bucket's fault, not the video's."""
-    part = out / shard.part.as_posix()
-    try:
-        prior = parse_part(json.loads(part.read_bytes()))
-    except (VideoReadError, ValueError):
-        prior = {}
-    done: dict[str, Outcome] = {}
-    with staging() as stage:
-        for job in shard.jobs:
-            if parent_gone():
-                raise RuntimeError(
-                    "the driver of this conversion is gone; no new container started"
-                )
-            vid, to = job.item.video_id, job.options.to
-            remote = out / job.container.as_posix()
-            old = prior.get(vid)
-            if old is not None and (old.action == "failed" or remote_container_exists(remote, to)):
-                done[vid] = old
-                continue
-            local = stage / job.container
-            local.parent.mkdir(parents=True, exist_ok=True)
-            try:
-                # the plan listed the bucket: a container that appeared since (a duplicate of
-                # this task) is converted again and replaced whole, which costs no reader
-                verify = job.verify and not shard.overwrite and not is_folder_format(to)
-                if verify:
-                    fetch(remote, local)
-                outcome = run_job(replace(job, container=local, verify=verify), stage)
-                if outcome.action == "converted":
-                    publish(local, remote, to)
-                elif outcome.action == "skipped" and sidecar_path(local).exists():
-                    publish_sidecar(local, remote)  # the verified container had none
-                if outcome.row.error:
-                    row = replace(
-                        outcome.row, error=outcome.row.error.replace(str(local), str(remote))
-                    )
-                    outcome = replace(outcome, row=row)
-                done[vid] = outcome
-                part.write_bytes(part_bytes(done.values()))
-            except DiskFullError as e:  # the staging disk
-                done.pop(vid, None)
-                return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
-            except VideoReadError as e:  # the bucket: an upload, a part, a check
-                done.pop(vid, None)
-                return ShardResult(
-                    shard.index, tuple(done.values()), stopped=f"writing into {out}: {e}"
-                )
-            finally:
-                for p in (local, sidecar_path(local)):
-                    if p.is_dir():
-                        shutil.rmtree(p, ignore_errors=True)
-                    else:
-                        p.unlink(missing_ok=True)
+        except Exception as e:
+            why = out.stops(e)
+            if why is None:
+                raise
+            done.pop(vid, None)
+            return ShardResult(shard.index, tuple(done.values()), stopped=why)
     return ShardResult(shard.index, tuple(done.values()))
 
 
