@@ -8,11 +8,13 @@ Converts the videos (default: ../shared/videos and ../shared/videos-extra) with
 same clips end to end, `--long-seconds`, 120 by default, converted the same way). Serves them
 with nginx on 127.0.0.1 (Debian's `nginx-light` + `libnginx-mod-http-lua`: `apt-get install
 nginx-light libnginx-mod-http-lua`), one server answering at once and one sleeping 20 ms
-(non-blocking, `ngx.sleep`) before each answer, so the server costs next to nothing. Each video
+(non-blocking, `ngx.sleep`) before each answer, so the server costs next to nothing (it should
+join the issue-23 nginx benchmark, `tools/bucket_latency.py`, once that lands). Each video
 is served as `--copies` distinct objects, and each clip (8 frames at the centres of 8 segments)
 reads an object never opened before in its source, as in an epoch over a large dataset.
 
-Rows, per video, one process (no DataLoader workers), wall clock, best of `--rounds`:
+Rows, per video, one process (or `--workers N` DataLoader workers, batch 8), wall clock, best
+of `--rounds`:
 local disk; http by byte ranges (the persisted index, `vidload.sources._video_remote`); http
 whole download (`cache_dir` set: the object copied whole, then read from local disk, as every
 video over a URL was read before). Bytes and requests are vidload's own count
@@ -149,14 +151,27 @@ def prepare(folders: list[Path], work: Path, long_seconds: float, copies: int) -
     return names
 
 
-def run(source, ids: list[str], n: int) -> tuple[float, float, int, int]:
+def run(source, ids: list[str], n: int, workers: int, work: Path) -> tuple[float, float, int, int]:
     """(wall s, CPU s, requests, bytes) of one 8-frame clip from each of `ids` (of `n` frames,
-    known beforehand as from a manifest)."""
+    known beforehand as from a manifest). With `workers`, through `ClipDataset` and a DataLoader
+    (batch 8; the CPU, requests and bytes of the workers are not counted: 0)."""
     from vidload._storage import STATS
 
     clip = [int((i + 0.5) * n / NUM_FRAMES) for i in range(NUM_FRAMES)]
     r0, b0 = STATS["requests"], STATS["bytes"]
     t0, c0 = time.perf_counter(), time.process_time()
+    if workers:
+        from torch.utils.data import DataLoader
+
+        from vidload import ClipDataset
+
+        manifest = work / "bench-manifest.csv"
+        rows = "".join(f"{vid},0,{n},{n}\n" for vid in ids)
+        manifest.write_text("video_id,label,reported_frames,actual_frames\n" + rows)
+        ds = ClipDataset(manifest, source, num_frames=NUM_FRAMES, train=False)
+        for _ in DataLoader(ds, batch_size=8, num_workers=workers):
+            pass
+        return time.perf_counter() - t0, 0.0, 0, 0
     for vid in ids:
         source.read(vid, clip)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -170,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--long-seconds", type=float, default=120.0)
+    parser.add_argument("--workers", type=int, default=0, help="DataLoader workers; 0")
+    parser.add_argument("--only", nargs="*", default=None, help="converted names to measure")
     args = parser.parse_args(argv)
     import warnings
 
@@ -179,6 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     folders = args.folders or [SHARED / "videos", SHARED / "videos-extra"]
     work = args.work or Path(tempfile.mkdtemp(prefix="vidload-ranges-"))
     names = prepare(folders, work, args.long_seconds, args.copies)
+    names = [n for n in names if args.only is None or n in args.only]
     served = work / "served"
     servers = {ms: Nginx(served, ms / 1000, work / f"nginx{ms}") for ms in (0, 20)}
     best: dict[tuple[str, str, int], tuple[float, float, int, int]] = {}
@@ -199,14 +217,17 @@ def main(argv: list[str] | None = None) -> int:
                     for mode, (make, latency) in rows.items():
                         if mode == "local disk" and ms:
                             continue
-                        got = run(make(), ids, frames[name])
+                        got = run(make(), ids, frames[name], args.workers, work)
                         key = (name, mode, latency)
                         if key not in best or got[0] < best[key][0]:
                             best[key] = got
     finally:
         for server in servers.values():
             server.stop()
-    print(f"one 8-frame clip per object, {args.copies} objects a video, best of {args.rounds}")
+    print(
+        f"one 8-frame clip per object, {args.copies} objects a video, best of {args.rounds}, "
+        f"{args.workers} DataLoader workers"
+    )
     print(
         "| video | size | frames | read | latency | clips/s | CPU ms/clip | requests/clip |"
         " bytes/clip | of the file |"
