@@ -291,3 +291,51 @@ def test_dataloader_workers_read_by_ranges_like_local_disk(long_video, http_dir)
         clips[name] = torch.cat([b[0] for b in batches])
     assert clips["http"].shape[0] == 4
     assert torch.equal(clips["http"], clips["local"])
+
+
+def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch, tmp_path):
+    """`ClipDataset.__getitems__` (`vidload._batch.getitems`) over videos never opened: their
+    indexes in one concurrent round (`VideoSource.prepare`), then every clip's header and
+    packets in one `fetch`; decoding then makes no request. The items equal local disk's."""
+    pytest.importorskip("torch")
+    import vidload._batch as batch
+    from vidload import ClipDataset
+
+    copies = [f"v{k}.mp4" for k in range(4)]
+    for name in copies:
+        shutil.copy(long_video, http_dir.path / name)
+        shutil.copy(index_path(long_video), http_dir.path / f"{name}.vidload-index")
+    manifest = tmp_path / "manifest.csv"
+    rows = "".join(f"{name},{k},{LONG},{LONG}\n" for k, name in enumerate(copies))
+    manifest.write_text("video_id,label,reported_frames,actual_frames\n" + rows)
+    local_dir = tmp_path / "local"
+    local_dir.mkdir()
+    for name in copies:
+        (local_dir / name).symlink_to(long_video)
+        (local_dir / f"{name}.vidload-index").symlink_to(index_path(long_video))
+    kw = {"num_frames": 8, "train": True, "seed": 3}
+    remote = ClipDataset(manifest, VideoSource(http_dir.url), **kw)
+    local = ClipDataset(manifest, VideoSource(local_dir), **kw)
+    faults = http_dir.faults
+    faults.delay_s = 0.02
+    faults.clear_log()
+    seen = {}
+    real_fetch = batch.fetch
+
+    def fetch(requests):
+        seen["before"] = list(faults.requests())
+        got = real_fetch(requests)
+        seen["after"] = len(faults.requests())
+        return got
+
+    monkeypatch.setattr(batch, "fetch", fetch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        items = batch.getitems(remote, [0, 1, 2, 3])
+    before = sorted(r.path.rsplit("/", 1)[1] for r in seen["before"])
+    assert before == [f"{name}.vidload-index" for name in copies]  # round 1: the indexes
+    assert len(faults.requests()) == seen["after"]  # round 2 was all: decoding asked nothing
+    assert faults.peak_in_flight >= 2
+    for k, (clip, label) in enumerate(items):
+        want, want_label = local[k]
+        assert label == want_label and np.array_equal(clip.numpy(), want.numpy())

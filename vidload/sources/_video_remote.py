@@ -42,6 +42,8 @@ from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, sp
 
 __all__ = ["MISS_FETCH", "RangeReader", "RemoteVideo", "load_remote", "warn_whole"]
 
+Ranges = list[tuple[int, int]]
+
 #: The least a reader fetches for a read of bytes it does not hold.
 MISS_FETCH = 256 << 10
 #: A range past the end of any sidecar: the whole object in one GET.
@@ -96,11 +98,7 @@ class RemoteVideo:
                 bytes is not the one the sidecar describes (the object was rewritten since).
             VideoReadError: a request failed (naming the URL).
         """
-        clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
-        header = [] if self.verified else coalesce(self.layout.opened, 0)
-        kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
-        missing = [r for r in clip if not self._holds(*r, self._header + kept)]
-        needed = coalesce(missing + header, SHORT_GAP)
+        header, kept, missing, needed = self._plan(wanted)
         if not needed:
             self._clip = kept
             return
@@ -110,6 +108,19 @@ class RemoteVideo:
             self._verify(blocks)
             self._header = sorted(b for b in blocks if any(_overlaps(b, r) for r in header))
         self._clip = sorted(kept + [b for b in blocks if any(_overlaps(b, r) for r in missing)])
+
+    def needed(self, wanted: Any = ()) -> list[tuple[int, int]]:
+        """The [start, stop) ranges `fetch(wanted)` would request now (none when all is held):
+        what a batch fetches ahead for it (`VideoSource.fetch_plan`)."""
+        return self._plan(wanted)[3]
+
+    def _plan(self, wanted: Any) -> tuple[Ranges, list[tuple[int, bytes]], Ranges, Ranges]:
+        """(header ranges to fetch, clip blocks kept, clip ranges missing, ranges to request)."""
+        clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
+        header = [] if self.verified else coalesce(self.layout.opened, 0)
+        kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
+        missing = [r for r in clip if not self._holds(*r, self._header + kept)]
+        return header, kept, missing, coalesce(missing + header, SHORT_GAP)
 
     def _verify(self, blocks: list[tuple[int, bytes]]) -> None:
         spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]

@@ -53,7 +53,8 @@ from vidload._kinds import get_kind
 from vidload._layout import INDEX_SUFFIX, container_name, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
-from vidload.errors import VideoReadError
+from vidload._storage.batch import Request, run_concurrently
+from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._listing import missing_names
 from vidload.sources._orientation import Orientation
@@ -230,16 +231,12 @@ class VideoSource:
         `cache_dir`); for a URL root, the object read by byte ranges, with the bytes a read of
         `wanted` needs fetched (the first time, its header too: `_video_remote`), or where it
         cannot be read so (no usable index), its local copy, downloaded whole and said so."""
-        if self.store.is_local or self.store.cache is not None:
+        if not self.store.reads_by_ranges:
             return self.path(video_id)
         vid = normalize_video_id(video_id)
         found = self._remote.get(vid)
         if found is None:
-            found = load_remote(self.store.remote(vid))
-            self._remote.put(vid, found)
-            if isinstance(found, str) and not self._said_whole:
-                self._said_whole = True  # once per source and process: all may lack one
-                warn_whole(self.store.remote(vid), f"{found} (nor may other videos here)")
+            found = self._keep_remote(vid, load_remote(self.store.remote(vid)))
         if isinstance(found, RemoteVideo):
             try:
                 found.fetch(wanted)
@@ -267,6 +264,47 @@ class VideoSource:
             )
 
         return missing_names(self.store.location, video_ids, names)
+
+    def _keep_remote(self, vid: str, found: RemoteVideo | str) -> RemoteVideo | str:
+        self._remote.put(vid, found)
+        if isinstance(found, str) and not self._said_whole:
+            self._said_whole = True  # once per source and process: all may lack one
+            warn_whole(self.store.remote(vid), f"{found} (nor may other videos here)")
+        return found
+
+    # ------------------------------------------------------------------ a batch in one round
+
+    def prepare(self, video_ids: Sequence[str]) -> None:
+        """Fetch the persisted indexes of the videos of `video_ids` this process has not looked
+        up yet, all at once: one concurrent round for a batch instead of one per video
+        (`ClipDataset.__getitems__`, `vidload._batch`). Nothing to do where reads do not wait
+        on a network (a local root, `cache_dir`). A failure is left for the video's own read."""
+        if not self.store.reads_by_ranges:
+            return
+        ids = dict.fromkeys(map(normalize_video_id, video_ids))
+        todo = [v for v in ids if self._remote.get(v) is None]
+        found = run_concurrently(self._try_load_remote, todo)
+        for vid, got in zip(todo, found, strict=True):
+            if got is not None:
+                self._keep_remote(vid, got)
+
+    def _try_load_remote(self, vid: str) -> RemoteVideo | str | None:
+        try:
+            return load_remote(self.store.remote(vid))
+        except VidloadError:
+            return None
+
+    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+        """The storage requests `read(video_id, indices)` will make, as `(location, [(start,
+        stop), ...])`: the video's header the first time, and the packets of the frames not
+        held, once its index is known (`prepare`) and it is read by byte ranges; else []."""
+        if not self.store.reads_by_ranges:
+            return []
+        found = self._remote.get(normalize_video_id(video_id))
+        if not isinstance(found, RemoteVideo):
+            return []
+        needed = found.needed(as_index_array(indices))
+        return [(found.location, needed)] if needed else []
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens: its video file and, where one was written,
