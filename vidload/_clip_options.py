@@ -8,8 +8,9 @@ name the value and the rule (STYLE.md); the int/bool/number rules are `vidload._
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 from typing import Any, Literal, get_args
+
+import numpy as np
 
 from vidload._checks import (
     check_bool,
@@ -19,8 +20,9 @@ from vidload._checks import (
     check_positive_number,
 )
 from vidload._dist import shared_seed
+from vidload._entries import VideoEntries
 from vidload._windows import describe
-from vidload.manifest import UNLABELLED, VideoEntry
+from vidload.manifest import UNLABELLED
 from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES
 from vidload.sources.base import FrameSource
 from vidload.transforms import Crop, ShortSide, check_geometry
@@ -153,7 +155,7 @@ def check_options(
 
 
 def check_video_list(
-    entries: Sequence[VideoEntry], videos: object, *, source: object, num_classes: int | None
+    entries: VideoEntries, videos: object, *, source: object, num_classes: int | None
 ) -> None:
     """A loaded video list that the options can use: not empty; windows only with a source
     that has `timestamps` and without a rawframes offset; every label below `num_classes`
@@ -165,28 +167,31 @@ def check_video_list(
     """
     if not entries:
         raise ValueError(f"videos ({videos!r}) lists no videos")
-    windowed = [e for e in entries if e.start is not None or e.end is not None]
-    if windowed:
-        first = windowed[0]
+    windows = entries.windows()
+    if windows is not None:
+        start, end = windows
+        windowed = ~(np.isnan(start) & np.isnan(end))
+        first = entries[int(np.flatnonzero(windowed)[0])]
         if getattr(source, "timestamps", None) is None:
             raise TypeError(
                 f"video {first.video_id!r} is a window {describe(first.start, first.end)}, and "
                 f"{type(source).__name__} has no timestamps(video_id) method to find it by"
             )
-        with_offset = next((e for e in windowed if e.offset), None)
-        if with_offset is not None:
+        offsets = entries.offsets()
+        both = np.flatnonzero(windowed & (offsets != 0)) if offsets is not None else np.zeros(0)
+        if len(both):
+            with_offset = entries[int(both[0])]
             raise ValueError(
                 f"video {with_offset.video_id!r} has both an offset ({with_offset.offset}) and "
                 f"a window: give one of them"
             )
     if num_classes is None:
         return
-    for e in entries:
-        for k in e.labels or (e.label,):
-            if not (k == UNLABELLED or 0 <= k < num_classes):
-                raise ValueError(
-                    f"video {e.video_id!r} has label {k}, outside [0, num_classes={num_classes})"
-                )
+    labels, owners = entries.all_labels()  # every entry's `labels or (label,)`, in order
+    bad = np.flatnonzero((labels != UNLABELLED) & ((labels < 0) | (labels >= num_classes)))
+    if len(bad):
+        vid, k = entries.video_id(int(owners[bad[0]])), int(labels[bad[0]])
+        raise ValueError(f"video {vid!r} has label {k}, outside [0, num_classes={num_classes})")
 
 
 def takes_geometry(source: FrameSource) -> bool:

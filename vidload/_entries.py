@@ -46,6 +46,7 @@ import torch
 import torch.multiprocessing  # noqa: F401  (registers torch's tensor reductions with ForkingPickler)
 
 from vidload._lists import INT64, MAX_FRAMES, VideoEntry
+from vidload._official import warn_one_based_labels
 from vidload.sources.base import normalize_video_id
 
 __all__ = ["NONE", "SharedArrays", "VideoEntries", "entries_of"]
@@ -277,6 +278,34 @@ class VideoEntries(Sequence[VideoEntry]):
         """int64 (n,) offsets; None when every entry's is 0."""
         return self._cols.get("offset")
 
+    def windows(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(start, end) float64 (n,) seconds, NaN for None; None when no entry has a window."""
+        start, end = self._cols.get("start"), self._cols.get("end")
+        if start is None and end is None:
+            return None
+        nan = np.full(self._n, np.nan)
+        return (nan if start is None else start), (nan if end is None else end)
+
+    def take(self, keep: np.ndarray) -> VideoEntries:
+        """The entries where `keep` (bool (n,)) is True, in order, as new arrays."""
+        c, keep = self._cols, np.asarray(keep, np.bool_)
+        ids = self.video_ids()
+        blob, ends, ascii_ids = _string_table([ids[i] for i in np.flatnonzero(keep)], "video_id")
+        cols: dict[str, np.ndarray] = {"id_bytes": blob, "id_ends": ends}
+        for name in ("label", "known_frames", "reported_frames", "offset", "start", "end"):
+            if name in c:
+                cols[name] = c[name][keep]
+        for name in ("flags", "extra_kind", "extra_first"):
+            if name in c:
+                cols[name] = c[name][keep]
+        if "extra_kind" in c:  # the value table stays whole: extra_first still points into it
+            cols["extra_bytes"], cols["extra_ends"] = c["extra_bytes"], c["extra_ends"]
+        if "labels_ends" in c:
+            lengths = np.diff(c["labels_ends"])
+            cols["labels_ends"] = _ends(lengths[keep])
+            cols["labels_values"] = c["labels_values"][np.repeat(keep, lengths)]
+        return VideoEntries(SharedArrays(cols), extra_keys=self._extra_keys, ascii_ids=ascii_ids)
+
     def label_array(self) -> np.ndarray:
         """int64 (n,) labels (read-only view)."""
         view = self._cols["label"].view()
@@ -394,6 +423,8 @@ def _from_tuples(items: Sequence[object]) -> VideoEntries | None:
         given = [k for k in known if k is not None]
         if given and (min(given) < 0 or max(given) > MAX_FRAMES):
             return None
+    distinct = np.unique(label)
+    warn_one_based_labels(set(distinct[distinct >= 0].tolist()), "videos", stacklevel=5)
     return VideoEntries.build(ids, label, known_frames=known)
 
 

@@ -22,6 +22,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
+from vidload._entries import SharedArrays, VideoEntries
 from vidload._windows import describe, window_frames
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.manifest import VideoEntry
@@ -48,39 +49,78 @@ class SharedCounts:
     timestamps (`vidload._windows`) and shared too. Methods take the entry's position `v` in
     the list and the source to ask (a read-ahead thread passes its own copy: sources are not
     thread-safe).
+
+    Per video it holds arrays only (`vidload._entries`: Python objects per video are copied by
+    every worker that reads them): when some slot has several entries, `slot` int64 (n,), each
+    entry's slot, and `rep` int64 (slots,), a slot's first entry (whose id, offset and window
+    name it); none when every entry is its own slot. Beside them the shared-memory tensors
+    (`learned`, `broken`, a window's `first` frame). Slots are numbered in list order; what is
+    reported (`state`, `learned_frames`, `broken_videos`) is sorted by slot key, as before.
     """
 
-    def __init__(self, entries: Sequence[VideoEntry]) -> None:
-        keys = sorted({_slot_key(e) for e in entries})
-        slot_of = {key: k for k, key in enumerate(keys)}
-        self._keys = keys  # (video_id, offset, start, end) of each slot, sortable
-        self._ids = [_slot_name(key) for key in keys]
-        self._slot = [slot_of[_slot_key(e)] for e in entries]
-        self._learned = torch.full((len(keys),), _UNKNOWN, dtype=torch.int64).share_memory_()
-        self._broken = torch.zeros(len(keys), dtype=torch.bool).share_memory_()
+    def __init__(self, entries: VideoEntries) -> None:
+        ids = entries.video_ids()
+        offsets, windows = entries.offsets(), entries.windows()
+        keys: Sequence[object] = ids  # the common list: no offset, no window
+        if offsets is not None or windows is not None:
+            n = len(ids)
+            offs = [0] * n if offsets is None else offsets.tolist()
+            start, end = (np.full(n, np.nan), np.full(n, np.nan)) if windows is None else windows
+            starts = np.where(np.isnan(start), -1.0, start).tolist()  # `_sortable`'s values
+            ends = np.where(np.isnan(end), np.inf, end).tolist()
+            keys = list(zip(ids, offs, starts, ends, strict=True))
+        slot_of: dict[object, int] = {}
+        slot = np.fromiter(
+            (slot_of.setdefault(key, len(slot_of)) for key in keys), np.int64, len(keys)
+        )
+        num_slots = len(slot_of)
+        del ids, keys, slot_of
+        self._entries = entries
+        #: None when every entry is its own slot (no video listed twice): slot v is entry v
+        self._index: SharedArrays | None = None
+        if num_slots < len(slot):
+            rep = np.unique(slot, return_index=True)[1].astype(np.int64)
+            self._index = SharedArrays({"slot": slot, "rep": rep})
+        self._learned = torch.full((num_slots,), _UNKNOWN, dtype=torch.int64).share_memory_()
+        self._broken = torch.zeros(num_slots, dtype=torch.bool).share_memory_()
         # a window's first frame in its video, found from the timestamps (-1: not yet)
-        self._first = torch.full((len(keys),), _UNKNOWN, dtype=torch.int64).share_memory_()
+        self._first = torch.full((num_slots,), _UNKNOWN, dtype=torch.int64).share_memory_()
+
+    def _slot(self, v: int) -> int:
+        return v if self._index is None else int(self._index["slot"][v])
+
+    def _key(self, slot: int) -> tuple[str, int, float, float]:
+        """(video_id, offset, start, end) of a slot, the window as `_sortable` gives it."""
+        v = slot if self._index is None else int(self._index["rep"][slot])
+        entry = self._entries[v]
+        return _slot_key(entry)
+
+    def _sorted(self, slots: np.ndarray) -> list[tuple[tuple[str, int, float, float], int]]:
+        """(key, slot) of `slots`, sorted by key (video_id, offset, window)."""
+        return sorted((self._key(s), s) for s in slots.tolist())
 
     def learned_frames(self) -> dict[str, int]:
         """Frame counts learned from reads so far, by video id (a window's: `id [start, end)
         s`), in any process."""
-        learned = self._learned.tolist()
-        return {vid: int(n) for vid, n in zip(self._ids, learned, strict=True) if n >= 0}
+        learned = self._learned.numpy()
+        found = self._sorted(np.flatnonzero(learned >= 0))
+        return {_slot_name(key): int(learned[s]) for key, s in found}
 
     def broken_videos(self) -> list[str]:
         """Videos (windows: `id [start, end) s`) found broken so far, in any process."""
-        return [vid for vid, bad in zip(self._ids, self._broken.tolist(), strict=True) if bad]
+        return [_slot_name(key) for key, _ in self._sorted(np.flatnonzero(self._broken.numpy()))]
 
     def state(self) -> dict[str, list]:
         """What was learned, as plain lists (for torch.save): `learned` `[video_id, offset,
         frames]` and `broken` `[video_id, offset]`, each slot once; a window's slot adds its
         `start, end` (`[video_id, offset, frames, start, end]`, `[video_id, offset, start,
         end]`)."""
-        learned, broken = self._learned.tolist(), self._broken.tolist()
-        pairs = list(zip(self._keys, learned, broken, strict=True))
+        learned = self._learned.numpy()
+        found = self._sorted(np.flatnonzero(learned >= 0))
+        broken = self._sorted(np.flatnonzero(self._broken.numpy()))
         return {
-            "learned": [[*key[:2], n, *_window_of(key)] for key, n, _ in pairs if n >= 0],
-            "broken": [[*key[:2], *_window_of(key)] for key, _, bad in pairs if bad],
+            "learned": [[*key[:2], int(learned[s]), *_window_of(key)] for key, s in found],
+            "broken": [[*key[:2], *_window_of(key)] for key, _ in broken],
         }
 
     def load_state(self, state: dict[str, list]) -> None:
@@ -90,7 +130,9 @@ class SharedCounts:
             ValueError: the state names a video (and offset, window) this list does not
                 hold, or a count below 1.
         """
-        slot_of = {key: k for k, key in enumerate(self._keys)}
+        if not state.get("learned") and not state.get("broken"):
+            return
+        slot_of = {self._key(k): k for k in range(len(self._learned))}
 
         def slot(vid: object, offset: object, window: list) -> int:
             start, end = window if window else (None, None)
@@ -115,16 +157,16 @@ class SharedCounts:
         first frame inside it (found by `best`/`known` first)."""
         if entry.start is None and entry.end is None:
             return entry.offset
-        first = int(self._first[self._slot[v]])
+        first = int(self._first[self._slot(v)])
         if first == _UNKNOWN:
             raise RuntimeError(f"{entry.video_id}: window not resolved before use")
         return first
 
     def is_broken(self, v: int) -> bool:
-        return bool(self._broken[self._slot[v]])
+        return bool(self._broken[self._slot(v)])
 
     def mark_broken(self, v: int) -> None:
-        self._broken[self._slot[v]] = True
+        self._broken[self._slot(v)] = True
 
     def _without_decoding(
         self, source: FrameSource, entry: VideoEntry, v: int, *, resolve: bool = True
@@ -133,7 +175,7 @@ class SharedCounts:
         entry's start: learned, else listed, else reported by the source; None if none is.
         A window's count is its frames by the source's timestamps (found here once, unless
         `resolve` is False: None then)."""
-        slot = self._slot[v]
+        slot = self._slot(v)
         if entry.start is not None or entry.end is not None:
             if int(self._first[slot]) == _UNKNOWN:
                 if not resolve:
@@ -169,7 +211,7 @@ class SharedCounts:
                 f"no frame in the window {describe(entry.start, entry.end)}: its {ts.size} "
                 f"frames span {span} from the first one",
             )
-        slot = self._slot[v]
+        slot = self._slot(v)
         learned = int(self._learned[slot])
         if learned == _UNKNOWN or learned > count:
             self._learned[slot] = count
@@ -207,8 +249,8 @@ class SharedCounts:
         """Publish `actual` to every worker; warn (`warn` starts the message) unless some
         process already learned it."""
         if actual <= 0:
-            raise VideoReadError(self._ids[self._slot[v]], "no frames decode")
-        slot = self._slot[v]
+            raise VideoReadError(_slot_name(self._key(self._slot(v))), "no frames decode")
+        slot = self._slot(v)
         if int(self._learned[slot]) == actual:
             return
         self._learned[slot] = actual

@@ -15,7 +15,9 @@ import os
 import warnings
 from collections.abc import Sequence
 
-from vidload.manifest import VideoEntry
+import numpy as np
+
+from vidload._entries import VideoEntries
 
 #: How many missing ids a message shows.
 SHOWN = 5
@@ -25,8 +27,8 @@ _said_unchecked: set[str] = set()
 
 
 def check_missing(
-    entries: list[VideoEntry], source: object, *, missing: str, where: object
-) -> list[VideoEntry]:
+    entries: VideoEntries, source: object, *, missing: str, where: object
+) -> VideoEntries:
     """`entries` whose videos the source holds.
 
     Args:
@@ -51,7 +53,8 @@ def check_missing(
                 name,
             )
         return entries
-    ids = list(dict.fromkeys(e.video_id for e in entries))
+    listed_ids = entries.video_ids()
+    ids = list(dict.fromkeys(listed_ids))
     gone = find(ids)
     if not gone:
         return entries
@@ -65,7 +68,7 @@ def check_missing(
             f"or fix the list or the source's root"
         )
     gone_set = set(gone)
-    kept = [e for e in entries if e.video_id not in gone_set]
+    kept = entries.take(np.fromiter((v not in gone_set for v in listed_ids), np.bool_))
     if not kept:
         raise FileNotFoundError(f"{what}; missing='skip' leaves no video")
     warnings.warn(f"{what}; left out (missing='skip')", stacklevel=3)

@@ -78,12 +78,19 @@ def warn_one_based(entries: Sequence, where: str) -> None:
     1 with no 0."""
     if any(e.labels is not None for e in entries):
         return  # multi-label: label 0 absent from every line is common and no sign of a base
-    labels = {e.label for e in entries if e.label >= 0}
+    warn_one_based_labels(
+        {e.label for e in entries if e.label >= 0}, where, stacklevel=6
+    )  # ClipDataset -> entries_of -> load_videos -> here
+
+
+def warn_one_based_labels(labels: set[int], where: str, *, stacklevel: int) -> None:
+    """`warn_one_based` for the distinct labels >= 0 of a single-label list (`stacklevel`
+    as `warnings.warn` counts it from here)."""
     if len(labels) > 1 and min(labels) == 1:
         warnings.warn(
             f"{where}: labels run from 1 to {max(labels)} with no 0: is this a 1-based list "
             f"(UCF101's trainlist, a classInd numbering)? Labels must start at 0 for "
             f"cross_entropy; vidload.datasets reads the official files with 0-based labels",
             OneBasedLabelsWarning,
-            stacklevel=4,
+            stacklevel=stacklevel,
         )

@@ -31,10 +31,11 @@ from vidload._clip_options import (
     check_options,
     check_video_list,
 )
+from vidload._entries import VideoEntries, entries_of
 from vidload._frame_counts import FrameCountWarning, SharedCounts
 from vidload._missing import check_missing
 from vidload.errors import FrameCountError, VidloadError
-from vidload.manifest import VideoEntry, load_videos
+from vidload.manifest import VideoEntry
 from vidload.sampling import (
     SamplingFn,
     SamplingMode,
@@ -259,7 +260,9 @@ class ClipDataset(Dataset):
         )
         store = getattr(source, "store", None)
         options = getattr(getattr(store, "location", None), "storage_options", None)
-        self.videos: list[VideoEntry] = load_videos(
+        #: the video list, in flat arrays (`vidload._entries`: no Python object per video for
+        #: workers to copy); indexing gives `VideoEntry`s
+        self.videos: VideoEntries = entries_of(
             videos, multi_label=multi_label, storage_options=options
         )
         check_video_list(self.videos, videos, source=source, num_classes=self.num_classes)
