@@ -31,6 +31,7 @@ The rows no other row beats on size, speed and quality together are the frontier
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -38,12 +39,12 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidload._bench.workdir import find_videos, link_user_videos
+from vidload._bench.workdir import link_user_videos, require_videos
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
     bytes_per_video,
@@ -69,7 +70,6 @@ from vidload._choose.storages import (
 )
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode
-from vidload.sources.base import VIDEO_EXTENSIONS
 
 __all__ = [
     "DEFAULT_STORAGES",
@@ -191,14 +191,12 @@ def choose(
         raise FileNotFoundError(f"DATA ({str(root)!r}) does not exist")
     if not root.is_dir():
         raise NotADirectoryError(f"DATA ({str(root)!r}) must be a folder of videos")
-    all_ids = find_videos(root)
-    if not all_ids:
-        exts = ", ".join(sorted(VIDEO_EXTENSIONS))
-        raise ValueError(f"no video files ({exts}) found under DATA ({str(root)!r})")
+    all_ids = require_videos(root, f"DATA ({str(root)!r})", ValueError)
     scratch, made = _scratch(workdir)
     log = _Log(cfg.progress)
     try:
-        result = _run(root, all_ids, specs, scratch, cfg, log)
+        with _one_torch_thread():
+            result = _measure_all(root, all_ids, specs, scratch, cfg, log)
     except BaseException:
         if not cfg.keep:
             _remove(scratch, made)
@@ -257,20 +255,15 @@ def _folder_name(spec: StorageSpec) -> str:
     return spec.name.replace(":", "-")
 
 
-def _run(
-    root: Path,
-    all_ids: list[str],
-    specs: list[StorageSpec],
-    scratch: Path,
-    cfg: ChooseOptions,
-    log: _Log,
-) -> ChooseResult:
+@contextlib.contextmanager
+def _one_torch_thread() -> Iterator[None]:
+    """torch on one thread, as in a DataLoader worker (intra-op threads would skew CPU time)."""
     import torch
 
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as in a DataLoader worker; intra-op threads would skew CPU time
+    torch.set_num_threads(1)
     try:
-        return _measure_all(root, all_ids, specs, scratch, cfg, log)
+        yield
     finally:
         torch.set_num_threads(threads)
 

@@ -88,6 +88,15 @@ def log(message: str) -> None:
     print(f"[bench {time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
+def require_videos(root: Path, where: str, error: type[Exception]) -> list[str]:
+    """`find_videos(root)`, raising `error` naming `where` when there is none."""
+    found = find_videos(root)
+    if not found:
+        exts = ", ".join(sorted(VIDEO_EXTENSIONS))
+        raise error(f"no video files ({exts}) found under {where}")
+    return found
+
+
 def find_videos(root: Path) -> list[str]:
     """Video files under `root` (recursive, sorted), as `/`-separated relative paths."""
     ids = []
@@ -179,11 +188,8 @@ def prepare(
         origin = str(data.resolve())
         if not data.is_dir():
             raise UsageError(f"DATA ({data}) must be a folder of videos")
-        found = find_videos(data)
-        if not found:
-            exts = ", ".join(sorted(VIDEO_EXTENSIONS))
-            raise UsageError(f"no video files ({exts}) found under {data}")
-        ids = found[:num_videos]  # x.mp4 and x.avi both kept: convert names them apart
+        # x.mp4 and x.avi both kept: convert names them apart
+        ids = require_videos(data, str(data), UsageError)[:num_videos]
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)

@@ -82,6 +82,7 @@ class Output(ABC):
     the report do (a local path; for a URL, the URL without credentials as a path)."""
 
     folder: Path
+    _lock: OutputLock | RemoteOutputLock | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -91,13 +92,27 @@ class Output(ABC):
         """(output, manifest path) as `ConvertReport` gives them."""
         return self.folder, self.manifest_path
 
-    @abstractmethod
     def lock(self) -> None:
         """Take OUTPUT's lock (one run per output), held until `release`."""
+        lock = self._new_lock()
+        lock.acquire()
+        self._lock = lock
 
-    @abstractmethod
     def release(self) -> None:
         """Release the lock and what the driver kept for the run. Idempotent."""
+        if self._lock is not None:
+            try:
+                self._lock.release()
+            finally:
+                self._lock = None
+                self._released()
+
+    @abstractmethod
+    def _new_lock(self) -> OutputLock | RemoteOutputLock:
+        """OUTPUT's lock, not yet taken."""
+
+    def _released(self) -> None:  # noqa: B027 (a hook: most outputs keep nothing)
+        """What to clean up once the lock is released."""
 
     @abstractmethod
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
@@ -173,25 +188,15 @@ class LocalOutput(Output):
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"OUTPUT ({str(folder)!r}) exists and is not a folder")
         self.folder = folder
-        self._lock: OutputLock | None = None
 
-    def lock(self) -> None:
+    def _new_lock(self) -> OutputLock:
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             if is_disk_full(e):
                 raise DiskFullError(self.folder) from e
             raise
-        lock = OutputLock(self.folder)
-        lock.acquire()
-        self._lock = lock
-
-    def release(self) -> None:
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            finally:
-                self._lock = None
+        return OutputLock(self.folder)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         options.record(self.folder, overwrite=overwrite)
@@ -262,7 +267,6 @@ class BucketOutput(Output):
     def __init__(self, target: Location) -> None:
         self.target = target
         self.folder = Path(str(target))
-        self._lock: RemoteOutputLock | None = None
         self._scratch: Path | None = None
         self._present: set[str] | None = None
 
@@ -271,19 +275,15 @@ class BucketOutput(Output):
         return str(self.target), str(self.target / MANIFEST_NAME)  # type: ignore[return-value]
 
     def lock(self) -> None:
-        lock = RemoteOutputLock(self.target)
-        lock.acquire()
-        self._lock = lock
+        super().lock()
         self._scratch = Path(tempfile.mkdtemp(prefix="vidload-convert-"))
 
-    def release(self) -> None:
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            finally:
-                self._lock = None
-                if self._scratch is not None:
-                    shutil.rmtree(self._scratch, ignore_errors=True)
+    def _new_lock(self) -> RemoteOutputLock:
+        return RemoteOutputLock(self.target)
+
+    def _released(self) -> None:
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         options.record(self.target, overwrite=overwrite)
