@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (name, tuple("vidload" if m == "." else f"vidload{m}" for m in modules.split()))
     for name, modules in (
         ("cli", ".cli .__main__"),
-        ("commands", ".bench ._bench .choose ._choose .probe .synth ._exit"),
+        ("commands", "._commands .bench ._bench .choose ._choose .probe .synth ._exit"),
         (
             "library",
             ". .convert .shards ._convert ._lock .dataset ._clip_options ._frame_counts ._items"

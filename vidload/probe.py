@@ -22,16 +22,17 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from vidload._checks import check_bool, check_optional_int
 from vidload._convert.inputs import InputItem, find_inputs, label_inputs
 from vidload._convert.job import count_status, failure_reason, path_bytes
+from vidload._convert.report import print_failures
 from vidload._kinds import container_kinds, get_kind
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
@@ -42,7 +43,7 @@ from vidload.progress import Progress
 from vidload.sources.base import FrameSource
 from vidload.sources.video import VideoSource
 
-__all__ = ["probe"]
+__all__ = ["print_probe_table", "probe"]
 
 
 @dataclass(frozen=True)
@@ -203,3 +204,45 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         status=count_status(reported, actual),
         **known,
     )
+
+
+def _cell(value: object) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
+    """A table of reported vs actual counts: `!` marks a mismatch, `x` a failure."""
+    header = ("", "video_id", "reported", "actual", "size", "fps", "rotation", "status")
+    table = [header]
+    for r in rows:
+        mark = {"mismatch": "!", "failed": "x"}.get(r.status, " ")
+        size = f"{r.width}x{r.height}" if r.width is not None and r.height is not None else "-"
+        status = r.status if r.error is None else f"{r.status}: {r.error}"
+        table.append(
+            (
+                mark,
+                r.video_id,
+                _cell(r.reported_frames),
+                _cell(r.actual_frames),
+                size,
+                _cell(r.fps),
+                _cell(r.rotation),
+                status,
+            )
+        )
+    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
+    right = {2, 3, 5}  # numbers
+    for row in table:
+        cells = [
+            row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i])
+            for i in range(len(widths))
+        ]
+        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    total = len(rows)
+    mismatched = sum(r.status == "mismatch" for r in rows)
+    print(f"{mismatched} of {total} videos: reported != actual", file=out)
+    print_failures([r for r in rows if r.status == "failed"], total, out)

@@ -7,12 +7,14 @@ A home below both `vidload.convert` (the public entry point, which re-exports th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from vidload.manifest import ManifestRow
 
-__all__ = ["ConvertFormat", "ConvertReport"]
+__all__ = ["ConvertFormat", "ConvertReport", "print_convert_summary", "print_failures"]
 
 #: A storage kind's name (`vidload._kinds`): "jpeg" (a folder of frame files), "hdf5" (`.h5`),
 #: "npy" (`.npy`), "video" (`.mp4`, re-encoded for random access), or one registered since.
@@ -69,3 +71,64 @@ class ConvertReport:
     def size_ratio(self) -> float | None:
         """bytes_out / bytes_in of this run's conversions (None when nothing was converted)."""
         return self.bytes_out / self.bytes_in if self.bytes_in else None
+
+
+#: Mismatches listed in the convert summary before "... and N more".
+_LIST_LIMIT = 20
+
+
+def print_convert_summary(report: ConvertReport, out: TextIO) -> None:
+    """The end-of-run summary of a ConvertReport."""
+    from vidload.progress import format_bytes
+
+    total = len(report.rows) + len(report.unfinished)
+    print(
+        f"converted {len(report.converted)}, skipped {len(report.skipped)} (already done), "
+        f"failed {len(report.failed)} of {total} videos in {report.seconds:.1f} s "
+        f"({report.frames} frames stored)",
+        file=out,
+    )
+    ratio = report.size_ratio
+    ratio_text = f", size ratio {ratio:.2f}x" if ratio is not None else ""
+    print(
+        f"bytes in {format_bytes(report.bytes_in)}, bytes out {format_bytes(report.bytes_out)}"
+        f"{ratio_text}",
+        file=out,
+    )
+    mismatches = report.mismatches
+    if mismatches:
+        print(
+            f"frame counts: {len(mismatches)} of {total} videos: reported != actual "
+            f"(stored what decoded; the manifest keeps both)",
+            file=out,
+        )
+        for row in mismatches[:_LIST_LIMIT]:
+            print(
+                f"  ! {row.video_id}: reported {row.reported_frames}, actual {row.actual_frames}",
+                file=out,
+            )
+        if len(mismatches) > _LIST_LIMIT:
+            print(f"  ... and {len(mismatches) - _LIST_LIMIT} more", file=out)
+    else:
+        done = total - len(report.failed)
+        print(f"frame counts: reported == actual for all {done} videos stored", file=out)
+    print_failures(report.failed, total, out)
+    if report.unfinished:
+        print(
+            f"unfinished: {len(report.unfinished)} of {total} videos (the run stopped; run it "
+            f"again to convert them)",
+            file=out,
+        )
+    if report.manifest_written:
+        print(f"manifest: {report.manifest_path}", file=out)
+    else:
+        print(f"manifest: NOT written ({report.manifest_path}); a rerun recovers it", file=out)
+
+
+def print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> None:
+    """The failed videos and why, one line each (nothing when none failed)."""
+    if not failed:
+        return
+    print(f"failed: {len(failed)} of {total} videos", file=out)
+    for row in failed:
+        print(f"  x {row.video_id}: {row.error}", file=out)

@@ -1,0 +1,146 @@
+"""What the commands share: argument types, the INPUT and the common options, the paths
+given, and `--dask`'s executor."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from contextlib import contextmanager
+from pathlib import Path
+
+from vidload._cpus import default_workers
+from vidload.errors import UsageError
+
+__all__ = [
+    "add_common",
+    "add_input",
+    "check_paths",
+    "dask_executor",
+    "positive_int",
+    "positive_number",
+    "quality",
+]
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def quality(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 1 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{value} must be in [1, 100]")
+    return value
+
+
+def positive_number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{value} must be > 0")
+    return value
+
+
+def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
+    """The INPUT argument: `kinds` (what a folder or file INPUT may be), or a list."""
+    p.add_argument(
+        "input",
+        metavar="INPUT",
+        help=f"{kinds}, or an annotation list (mmaction2 `path label` / `frame_dir total_frames "
+        "label`) or manifest; any of these may be a URL (s3://bucket/videos)",
+    )
+
+
+def add_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        metavar="N",
+        help="processes to use (default: the CPUs this process may use)",
+    )
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        help="folder the entries of an annotation list are relative to (default: the list's "
+        "folder)",
+    )
+    p.add_argument(
+        "--labels",
+        metavar="FILE",
+        help="for a folder INPUT: the class map (class names one per line, line k = label k, "
+        "or an annotation list) instead of the sorted names of its top-level folders",
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
+    p.add_argument(
+        "--dask",
+        metavar="ADDRESS",
+        help="run on the Dask cluster whose scheduler is at ADDRESS (tcp://host:8786), or "
+        "'local' for a local cluster of --workers processes; needs `pip install "
+        '"vidload[dask]"`',
+    )
+    p.add_argument(
+        "--shard-size",
+        type=positive_int,
+        metavar="N",
+        help="videos per task (default 16, fewer for small runs)",
+    )
+
+
+def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = True) -> None:
+    """The paths given on the command line exist: a missing one is a usage error. An INPUT
+    URL (where `url` allows one) is checked where it is read (a missing one names the URL)."""
+    from vidload._storage import is_url
+
+    remote = url and is_url(args.input)
+    if not remote and not Path(args.input).exists():
+        raise UsageError(f"{name} ({args.input!r}) does not exist")
+    if args.labels is not None and not Path(args.labels).is_file():
+        raise UsageError(f"--labels ({args.labels!r}) is not a file")
+    if args.root is not None and not Path(args.root).is_dir():
+        raise UsageError(f"--root ({args.root!r}) is not a folder")
+
+
+@contextmanager
+def dask_executor(args: argparse.Namespace) -> Iterator[tuple[Executor | None, int | None]]:
+    """(executor, workers) for `--dask`: a Dask cluster's executor, or (None, --workers)."""
+    if args.dask is None:
+        yield None, args.workers
+        return
+    try:
+        from distributed import Client, LocalCluster
+    except ImportError as e:
+        raise UsageError(
+            f'--dask needs Dask\'s distributed package: pip install "vidload[dask]" ({e})'
+        ) from e
+    if args.dask == "local":
+        n = args.workers or default_workers()
+        cluster = LocalCluster(
+            n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0"
+        )
+        with cluster:
+            with Client(cluster) as client:
+                yield client.get_executor(pure=False), None
+        return
+    if args.workers is not None:
+        raise UsageError(
+            "--workers applies to the local pool or --dask local; a cluster has its own"
+        )
+    try:
+        client = Client(args.dask, timeout="30s")
+    except OSError as e:
+        raise OSError(f"--dask {args.dask}: cannot reach the scheduler ({e})") from e
+    with client:
+        yield client.get_executor(pure=False), None

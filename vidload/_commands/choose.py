@@ -1,0 +1,179 @@
+"""`vidload choose`: its arguments and its run (the table is `vidload._choose.report`'s)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from vidload._commands.args import check_paths, positive_int, positive_number
+from vidload._exit import EXIT_OK
+from vidload.errors import UsageError
+
+__all__ = ["INTERRUPTED", "add_parser", "run"]
+
+INTERRUPTED = ""
+
+
+def _storages(text: str) -> tuple[Any, ...]:
+    from vidload._choose.storages import StorageSpec
+
+    try:
+        return tuple(StorageSpec.parse(t) for t in text.split(",") if t.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `choose` subcommand's parser, added to `sub`."""
+    # the light modules only: `vidload.choose` imports the timing code, and torch with it
+    from vidload._choose.storages import default_storages
+    from vidload._kinds import container_kinds
+    from vidload.sampling import SAMPLING_MODES
+
+    ch = sub.add_parser(
+        "choose",
+        help="which storage meets your speed at the least disk, measured on your own videos",
+        description=(
+            "Take K videos spread over DATA, build every candidate storage from them in a "
+            "scratch folder (the originals, video re-encoded for random access at several "
+            "GOP/CRF points, JPEG containers at several qualities) and measure each on the same "
+            "clips: bytes per video, clips/s per core (warm, one process, CPU time), a cold "
+            "first pass, and PSNR against the original decode. Prints one table marking the "
+            "frontier (rows no other row beats on size, speed and PSNR together) and DATA's "
+            "size in each storage; with --need and --cores, the smallest storage that meets "
+            "the need. Progress goes to stderr."
+        ),
+    )
+    ch.add_argument("input", metavar="DATA", help="folder of videos (searched recursively)")
+    ch.add_argument(
+        "--sample", type=positive_int, metavar="K", help="videos to measure, spread over DATA (8)"
+    )
+    ch.add_argument(
+        "--short-side",
+        type=positive_int,
+        metavar="S",
+        help="the short side you train at: every storage is built and read at it (full size)",
+    )
+    ch.add_argument(
+        "--num-frames", type=positive_int, default=8, metavar="T", help="frames per clip (8)"
+    )
+    ch.add_argument(
+        "--sampling", choices=SAMPLING_MODES, default="segment", help="clip sampling (segment)"
+    )
+    ch.add_argument(
+        "--stride", type=positive_int, default=1, metavar="N", help="frame gap, consecutive (1)"
+    )
+    ch.add_argument(
+        "--need", type=positive_number, metavar="R", help="clips/s you need per GPU (with --cores)"
+    )
+    ch.add_argument("--cores", type=positive_int, metavar="C", help="CPU cores per GPU for loading")
+    ch.add_argument(
+        "--min-psnr",
+        type=float,
+        metavar="DB",
+        help="with --need: only storages of at least this mean PSNR qualify",
+    )
+    ch.add_argument(
+        "--storages",
+        type=_storages,
+        metavar="LIST",
+        help="comma-separated candidates (default: "
+        + ",".join(s.name for s in default_storages())
+        + "); forms: original, video[:gopN][:crfQ][:PRESET], "
+        + ", ".join(f"{k.name}:qQ" for k in container_kinds()),
+    )
+    ch.add_argument("--clips", type=positive_int, metavar="N", help="clips per timed pass (64)")
+    ch.add_argument("--rounds", type=positive_int, metavar="R", help="interleaved rounds (3)")
+    ch.add_argument("--no-cold", action="store_true", help="skip the cold-read timing")
+    ch.add_argument(
+        "--cold-rounds", type=positive_int, default=1, metavar="R", help="cold passes (1)"
+    )
+    ch.add_argument(
+        "--workdir",
+        metavar="DIR",
+        help="scratch folder, new or empty (default: a temporary folder); removed after "
+        "unless --keep",
+    )
+    ch.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    ch.add_argument(
+        "--jobs",
+        type=positive_int,
+        metavar="N",
+        help="storages built at once (default: the CPUs this process may use)",
+    )
+    ch.add_argument("--seed", type=int, default=0, metavar="S", help="clip sampling seed (0)")
+    ch.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    ch.add_argument(
+        "--plot",
+        metavar="FILE.png",
+        help='size vs clips/s with the frontier (pip install "vidload[plot]")',
+    )
+    ch.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 videos, 4 clips, 1 round, 4 PSNR frames, built in this process",
+    )
+    ch.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    ch.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
+    ch.set_defaults(labels=None, root=None)
+    return ch
+
+
+def run(args: argparse.Namespace) -> int:
+    """Measure the storages as `args` say; 0 when done."""
+    check_paths(args, name="DATA", url=False)
+    import json
+
+    from vidload._choose import report
+    from vidload._choose.storages import default_storages
+    from vidload.choose import choose
+
+    if (args.need is None) != (args.cores is None):
+        raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
+    if args.min_psnr is not None and args.need is None:
+        raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
+    if not Path(args.input).is_dir():
+        raise UsageError(f"DATA ({args.input!r}) must be a folder of videos")
+    if args.plot is not None:
+        try:
+            report.check_plotting()
+        except RuntimeError as e:
+            raise UsageError(str(e)) from e
+    quick = args.quick
+
+    def pick(value, normal, fast):
+        return value if value is not None else (fast if quick else normal)
+
+    result = choose(
+        args.input,
+        sample=pick(args.sample, 8, 2),
+        storages=args.storages if args.storages is not None else default_storages(),
+        short_side=args.short_side,
+        num_frames=args.num_frames,
+        sampling=args.sampling,
+        stride=args.stride,
+        clips=pick(args.clips, 64, 4),
+        rounds=pick(args.rounds, 3, 1),
+        min_time=0.0 if quick else 0.3,
+        cold=not args.no_cold,
+        cold_rounds=args.cold_rounds,
+        psnr_frames=4 if quick else 16,
+        need=args.need,
+        cores=args.cores,
+        min_psnr=args.min_psnr,
+        workdir=args.workdir,
+        keep=args.keep,
+        jobs=pick(args.jobs, None, 1),
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    data = result.to_json()
+    print(report.render(data))
+    if args.json is not None:
+        Path(args.json).write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+        print(f"json: {args.json}")
+    if args.plot is not None:
+        report.plot(data, Path(args.plot))
+        print(f"plot: {args.plot}")
+    return EXIT_OK

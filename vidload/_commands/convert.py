@@ -1,0 +1,136 @@
+"""`vidload convert`: its arguments and its run (the summary is `ConvertReport`'s own,
+`vidload._convert.report.print_convert_summary`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from vidload._commands.args import (
+    add_common,
+    add_input,
+    check_paths,
+    dask_executor,
+    positive_int,
+    quality,
+)
+from vidload._convert.options import (
+    DEFAULT_CRF,
+    DEFAULT_GOP,
+    DEFAULT_PRESET,
+    DEFAULT_QUALITY,
+    DEFAULT_SUBSAMPLING,
+    DEFAULT_TUNE,
+    PRESETS,
+    TUNES,
+)
+from vidload._convert.report import print_convert_summary
+from vidload._exit import EXIT_FAILED, EXIT_OK
+from vidload._kinds import kind_names
+from vidload.sources.jpeg_decode import SUBSAMPLINGS
+
+__all__ = ["INTERRUPTED", "add_parser", "run"]
+
+#: What an interrupted run adds to its message.
+INTERRUPTED = "; run it again to resume"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `convert` subcommand's parser, added to `sub`."""
+    conv = sub.add_parser(
+        "convert",
+        help="build JPEG folders, HDF5 or npy containers from videos or JPEG folders",
+        description=(
+            "Convert every video of INPUT into one container per video under OUTPUT, laid out "
+            "so JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
+            "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+        ),
+    )
+    add_input(
+        conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
+    )
+    conv.add_argument(
+        "output",
+        metavar="OUTPUT",
+        help="folder or URL (s3://bucket/prefix, gs://...) to write the containers into; "
+        "a URL takes the standard configuration (AWS_ENDPOINT_URL, ~/.aws, ...)",
+    )
+    conv.add_argument(
+        "--to",
+        required=True,
+        choices=kind_names(),
+        help="format (video: H.264 re-encoded for random access, read by VideoSource(OUTPUT))",
+    )
+    add_common(conv)
+    conv.add_argument(
+        "--short-side",
+        type=positive_int,
+        metavar="S",
+        help="resize so the shorter side is S pixels, keeping the aspect ratio",
+    )
+    conv.add_argument(
+        "--quality",
+        type=quality,
+        default=DEFAULT_QUALITY,
+        metavar="Q",
+        help=f"JPEG quality 1-100 ({DEFAULT_QUALITY})",
+    )
+    conv.add_argument(
+        "--subsampling",
+        choices=SUBSAMPLINGS,
+        default=DEFAULT_SUBSAMPLING,
+        help=f"JPEG chroma subsampling ({DEFAULT_SUBSAMPLING}; 444 keeps full colour resolution, "
+        "see the docs' Benchmarks page)",
+    )
+    conv.add_argument(
+        "--gop",
+        type=positive_int,
+        metavar="N",
+        help=f"--to video: a keyframe every N frames ({DEFAULT_GOP})",
+    )
+    conv.add_argument(
+        "--crf",
+        type=float,
+        metavar="Q",
+        help=f"--to video: libx264 constant rate factor 0-51, lower is better ({DEFAULT_CRF:g})",
+    )
+    conv.add_argument(
+        "--preset", choices=PRESETS, help=f"--to video: libx264 preset ({DEFAULT_PRESET})"
+    )
+    conv.add_argument("--tune", choices=TUNES, help=f"--to video: libx264 tuning ({DEFAULT_TUNE})")
+    conv.add_argument(
+        "--overwrite", action="store_true", help="convert everything again, even videos done"
+    )
+
+    return conv
+
+
+def run(args: argparse.Namespace) -> int:
+    """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
+    check_paths(args)
+    from vidload.convert import convert
+
+    with dask_executor(args) as (executor, workers):
+        report = convert(
+            args.input,
+            args.output,
+            to=args.to,
+            workers=workers,
+            short_side=args.short_side,
+            quality=args.quality,
+            subsampling=args.subsampling,
+            gop=args.gop,
+            crf=args.crf,
+            preset=args.preset,
+            tune=args.tune,
+            overwrite=args.overwrite,
+            root=args.root,
+            labels=args.labels,
+            progress=not args.quiet,
+            executor=executor,
+            shard_size=args.shard_size,
+        )
+    print_convert_summary(report, sys.stdout)
+    if report.stopped is not None:
+        print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)
+    return EXIT_OK if report.ok else EXIT_FAILED

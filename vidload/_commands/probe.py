@@ -1,0 +1,68 @@
+"""`vidload probe`: its arguments and its run (the table is `vidload.probe`'s own,
+`print_probe_table`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from vidload._commands.args import add_common, add_input, check_paths, dask_executor
+from vidload._exit import EXIT_FAILED, EXIT_OK
+
+__all__ = ["INTERRUPTED", "add_parser", "run"]
+
+INTERRUPTED = ""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `probe` subcommand's parser, added to `sub`."""
+    prb = sub.add_parser(
+        "probe",
+        help="reported vs actual frame counts of videos or containers",
+        description=(
+            "Print each video's frame count as its metadata reports it and as it really "
+            "decodes, marking mismatches with '!' and failures with 'x'."
+        ),
+    )
+    add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
+    prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
+    prb.add_argument(
+        "--write-index",
+        action="store_true",
+        help="also write each video's frame index beside it (FILE.vidload-index), so that "
+        "every fresh VideoSource/worker reads it without a scan or decode",
+    )
+    add_common(prb)
+
+    return prb
+
+
+def run(args: argparse.Namespace) -> int:
+    """Probe as `args` say; 0 when every video was read, 1 when some failed."""
+    check_paths(args)
+    from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
+    from vidload.manifest import write_manifest
+    from vidload.probe import print_probe_table, probe
+
+    with dask_executor(args) as (executor, workers):
+        rows = probe(
+            args.input,
+            root=args.root,
+            labels=args.labels,
+            workers=workers,
+            progress=not args.quiet,
+            executor=executor,
+            shard_size=args.shard_size,
+            write_index=args.write_index,
+        )
+    class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
+    print_probe_table(rows, sys.stdout)
+    if args.write:
+        write_manifest(args.write, rows)
+        print(f"manifest: {args.write}", file=sys.stdout)
+        if class_map is not None and is_contiguous(class_map):
+            classes = Path(args.write).with_name(CLASSES_NAME)
+            write_classes(classes, class_map)
+            print(f"classes: {classes}", file=sys.stdout)
+    return EXIT_FAILED if any(r.status == "failed" for r in rows) else EXIT_OK
