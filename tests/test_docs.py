@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import json
 import os
 import re
 import shutil
@@ -98,7 +99,76 @@ def snippet_data(tmp_path_factory) -> Path:
             make_video(root / "videos" / cls / f"{name}.mp4", FRAMES, width=W, height=H)
             lines.append(f"{cls}/{name}.mp4 {label}")
     (root / "train.txt").write_text("\n".join(lines) + "\n")
+    official_layouts(root)
     return root
+
+
+#: what `official_layouts` adds beside videos/ and train.txt (the Datasets guide, the README)
+OFFICIAL = ("UCF-101", "ucfTrainTestlist", "hmdb51", "testTrainMulti_7030_splits", "kinetics400",
+            "ssv2", "EPIC-KITCHENS", "EPIC_100_train.csv")  # fmt: skip
+
+
+def official_layouts(root: Path) -> None:
+    """Miniature copies of the official datasets as downloaded, for the snippets that read
+    them (two classes, a few short videos each, the split files as the archives hold them)."""
+    ucf = ["ApplyEyeMakeup", "Basketball"]
+    for cls in ucf:
+        for g in (1, 8):
+            make_video(root / f"UCF-101/{cls}/v_{cls}_g{g:02d}_c01.avi", 16, width=W, height=H,
+                       codec="mpeg4")  # fmt: skip
+    ann = root / "ucfTrainTestlist"
+    ann.mkdir()
+    (ann / "classInd.txt").write_bytes(b"1 ApplyEyeMakeup\r\n2 Basketball\r\n")
+    (ann / "trainlist01.txt").write_bytes(
+        "".join(f"{c}/v_{c}_g08_c01.avi {k + 1}\r\n" for k, c in enumerate(ucf)).encode()
+    )
+    (ann / "testlist01.txt").write_bytes(
+        "".join(f"{c}/v_{c}_g01_c01.avi\r\n" for c in ucf).encode()
+    )
+    splits = root / "testTrainMulti_7030_splits"
+    splits.mkdir()
+    for cls in ("brush_hair", "pour"):
+        for n in (0, 1):  # the videos tagged 1 (train) and 2 (test); tag 0 is not there
+            make_video(root / f"hmdb51/{cls}/{cls}_u_nm_np1_fr_goo_{n}.avi", 16, width=W,
+                       height=H, codec="mpeg4")  # fmt: skip
+        text = "".join(f"{cls}_u_nm_np1_fr_goo_{n}.avi {t} \n" for n, t in ((0, 1), (1, 2), (2, 0)))
+        (splits / f"{cls}_test_split1.txt").write_text(text)
+    kin = root / "kinetics400"
+    csv = ["label,youtube_id,time_start,time_end,split"]
+    for k, (cls, names) in enumerate(sorted(CLASSES.items())):
+        for j, name in enumerate(names):
+            yid = f"{name}yid{k}{j}abc"
+            csv.append(f"{cls},{yid},{10 * j},{10 * j + 10},train")
+            dest = kin / "train" / cls / f"{yid}_{10 * j:06d}_{10 * j + 10:06d}.mp4"
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / "videos" / cls / f"{name}.mp4", dest)
+    csv.append("juggling,gone_video1,0,10,train")  # taken down from YouTube: not downloaded
+    (kin / "train.csv").write_text("\n".join(csv) + "\n")
+    sth = root / "ssv2"
+    labels = {
+        "Holding something next to something": "0",
+        "Pushing something from left to right": "1",
+    }
+    (sth / "labels").mkdir(parents=True)
+    (sth / "labels" / "something-something-v2-labels.json").write_text(json.dumps(labels))
+    items = [
+        {"id": "78687", "label": "holding potato next to vicks vaporub bottle",
+         "template": "Holding [something] next to [something]", "placeholders": ["potato"]},
+        {"id": "42326", "label": "pushing pen from left to right",
+         "template": "Pushing [something] from left to right", "placeholders": ["pen"]},
+    ]  # fmt: skip
+    for name in ("train", "validation"):
+        (sth / "labels" / f"something-something-v2-{name}.json").write_text(json.dumps(items))
+    for item in items:
+        make_video(sth / "20bn-something-something-v2" / f"{item['id']}.webm", 16, width=W,
+                   height=H, codec="libvpx-vp9")  # fmt: skip
+    make_video(root / "EPIC-KITCHENS/P01/videos/P01_01.MP4", 100, width=W, height=H)  # 4 s
+    (root / "EPIC_100_train.csv").write_text(
+        "narration_id,participant_id,video_id,narration_timestamp,start_timestamp,"
+        "stop_timestamp,start_frame,stop_frame,narration,verb,verb_class,noun,noun_class\n"
+        "P01_01_0,P01,P01_01,00:00:00.50,00:00:00.20,00:00:01.60,11,80,open door,open,3,door,8\n"
+        "P01_01_1,P01,P01_01,00:00:02.00,00:00:01.90,00:00:03.80,95,190,take cup,take,0,cup,13\n"
+    )
 
 
 def test_the_docs_have_pages_and_python():
@@ -130,7 +200,7 @@ def test_every_python_block_of_a_page_runs(page, snippet_data, tmp_path, monkeyp
     127.0.0.1, `tests/servers.py`): the standard AWS variables point at it (so code written for
     a real bucket runs as it is) and an empty bucket `s3://bucket` exists for the page, deleted
     after it. Without moto/s3fs installed such a page is skipped."""
-    for item in ("videos", "train.txt"):
+    for item in ("videos", "train.txt", *OFFICIAL):
         src = snippet_data / item
         (shutil.copytree if src.is_dir() else shutil.copy)(src, tmp_path / item)
     monkeypatch.chdir(tmp_path)

@@ -41,15 +41,15 @@ def tree(tmp_path_factory):
 
 @pytest.fixture
 def listings(monkeypatch):
-    """The folders listed (`Location.list_dir` calls), in order."""
+    """The folders listed (`Location.list_names` calls), in order."""
     seen: list[str] = []
-    real = Location.list_dir
+    real = Location.list_names
 
     def counted(self):
         seen.append(str(self))
         return real(self)
 
-    monkeypatch.setattr(Location, "list_dir", counted)
+    monkeypatch.setattr(Location, "list_names", counted)
     return seen
 
 

@@ -14,6 +14,8 @@ its submodule:
   each of which saves and restores its position (`make_loader(..., stateful=True)`);
 - `vidload.augment`: `ClipAugment`, colour augmentation of a normalised batch on its device;
 - `vidload.manifest`: annotation lists and manifests (`load_videos`, `read_manifest`, ...);
+- `vidload.datasets`: the official UCF101, HMDB51, Kinetics and SSv2 files as downloaded
+  (`ucf101`, `hmdb51`, `kinetics`, `ssv2`);
 - `vidload.convert.convert` / `vidload.probe.probe`: the library behind `vidload convert` /
   `vidload probe` (not re-exported here, where they would shadow their modules);
   `vidload.shards`: the same conversion as plan / convert shards / finish, for other engines.
@@ -27,6 +29,7 @@ import vidload._cv2  # noqa: F401  (OpenCV on one thread before any pool thread 
 from vidload._lazy import lazy_exports
 
 if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
+    from vidload.collate import collate_clips
     from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
     from vidload.errors import FrameCountError, VideoReadError, VidloadError
     from vidload.loader import epochs, make_loader, set_epoch
@@ -39,6 +42,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
 # vidload.convert`, `vidload.probe` or a source does not import torch).
 _LAZY = {
     "ClipDataset": "vidload.dataset",
+    "collate_clips": "vidload.collate",
     "FrameCountWarning": "vidload.dataset",
     "SkippedVideoWarning": "vidload.dataset",
     "FrameCountError": "vidload.errors",
@@ -68,6 +72,7 @@ __all__ = [
     "VideoReadError",
     "VideoSource",
     "VidloadError",
+    "collate_clips",
     "epochs",
     "make_loader",
     "normalize",

@@ -23,7 +23,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_int
@@ -133,23 +133,32 @@ def _parse_line(
 ) -> VideoEntry:
     """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
     labels, as `_parse_list_fields` reads them."""
-    spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
-    fields = [line[a:b] for a, b in spans]
-    ext = next((k for k, f in enumerate(fields) if _has_video_ext(f)), None)
-    if ext is not None:
-        rest = fields[ext + 1 :]
-        if classes is not None and rest and not _all_ints(rest):
-            name = line[spans[ext + 1][0] :]
-            if name not in classes:
-                raise ValueError(f"label {name!r} is not an integer nor a class name")
-            rest = [str(classes[name])]
-        return _parse_list_fields([line[: spans[ext][1]], *rest], multi_label, with_offset)
-    ints = len(fields)
-    while ints > 1 and _is_int(fields[ints - 1]):
-        ints -= 1
-    if ints > 1:  # a rawframes path with spaces: what precedes the trailing integers
-        fields = [line[: spans[ints - 1][1]], *fields[ints:]]
-    return _parse_list_fields(fields, multi_label, with_offset)
+    fields = line.split()
+    if _has_video_ext(fields[0]):  # the usual video line: a path without spaces
+        ext, rest_at = 0, len(fields[0])
+    elif len(fields) > 1 and _all_ints(fields[1:]):  # the usual rawframes line
+        return _parse_list_fields(fields, multi_label, with_offset)
+    else:  # a path with spaces
+        spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
+        found = next((k for k, f in enumerate(fields) if _has_video_ext(f)), None)
+        if found is None:  # rawframes: the path is what precedes the trailing integers
+            ints = len(fields)
+            while ints > 1 and _is_int(fields[ints - 1]):
+                ints -= 1
+            path = line[: spans[ints - 1][1]]
+            return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
+        ext, rest_at = found, spans[found][1]
+    rest = fields[ext + 1 :]
+    if rest and not _all_ints(rest):
+        name = line[rest_at:].strip()
+        if classes is None:
+            raise ValueError(
+                f"label ({name!r}) is not an integer (a class name needs the class list: classes=)"
+            )
+        if name not in classes:
+            raise ValueError(f"label {name!r} is not an integer nor a class name")
+        rest = [str(classes[name])]
+    return _parse_list_fields([line[:rest_at], *rest], multi_label, with_offset)
 
 
 _FIELD = re.compile(r"\S+")
@@ -228,7 +237,7 @@ def _list_id(path: str) -> tuple[str, bool]:
     """(video id, absolute): an absolute path is kept relative to `/`."""
     if not isinstance(path, str) or not path:
         raise TypeError(f"a path must be a non-empty str, got {path!r}")
-    absolute = PurePosixPath(path).is_absolute()
+    absolute = path.startswith("/")
     return normalize_video_id(path.lstrip("/") if absolute else path), absolute
 
 

@@ -17,15 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from vidload._storage import Location
+from vidload.errors import OneBasedLabelsWarning
 
 #: UCF101's class index file, beside its split lists in `ucfTrainTestlist/`.
 UCF101_CLASS_INDEX = "classInd.txt"
 _HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
 _UCF101_LIST = re.compile(r"^(train|test)list0?(?P<n>\d+)\.txt$", re.IGNORECASE)
-
-
-class OneBasedLabelsWarning(UserWarning):
-    """A video list's labels run from 1 with no 0: probably a 1-based list read as 0-based."""
 
 
 def _beside(path: Path | Location, name: str) -> bool:

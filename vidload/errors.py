@@ -194,3 +194,9 @@ class UsageError(ValueError):
     options. It is a `ValueError`, so library callers catch it as one; the command line reports
     it with its usage line and exit status 2, and any other error as a failure (exit 1).
     """
+
+
+class OneBasedLabelsWarning(UserWarning):
+    """A video list's labels run from 1 with no 0: probably a 1-based list (UCF101's
+    `trainlist`, a `classInd.txt` numbering) read as 0-based, which shifts every class by one
+    and puts the last out of range. Given wherever a list comes from (`load_videos`)."""

@@ -33,6 +33,7 @@ from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
 from vidload._epochs import set_epoch, unwrap
 from vidload._position import Position, check_start, check_state
+from vidload.collate import collate_clips
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
@@ -190,7 +191,8 @@ def make_loader(
     """A DataLoader over `dataset` (a ClipDataset, or a Subset of one) with measured defaults.
 
     Batches are `(clips, labels)`: clips uint8 (B, T, C, H, W), labels int64 (B,) with the
-    default collate function.
+    default collate function, `vidload.collate_clips` (torch's `default_collate`, whose error
+    for clips of different sizes names `ClipDataset`'s `crop=` / `short_side=`).
 
     Args:
         dataset: a ClipDataset (or any map-style dataset with `read_ahead=False`).
@@ -313,7 +315,7 @@ def make_loader(
         num_workers=num_workers,
         pin_memory=pin_memory,
         **workers,
-        **loader_kwargs,
+        **{"collate_fn": collate_clips, **loader_kwargs},
     )
 
 

@@ -53,6 +53,7 @@ from vidload._lists import (
 from vidload._official import warn_one_based
 from vidload._storage import Location
 from vidload._windows import check_window, parse_window
+from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "MAX_ERROR_CHARS",
     "MAX_FRAMES",
     "REQUIRED_FIELDS",
+    "OneBasedLabelsWarning",
     "UNLABELLED",
     "ManifestRow",
     "ManifestStatus",

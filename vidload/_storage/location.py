@@ -142,6 +142,11 @@ class Location:
         of the entries directly inside (one listing request for a bucket prefix)."""
         raise NotImplementedError
 
+    def list_names(self) -> list[str]:
+        """The names of the entries directly inside this folder: `list_dir` without the sizes
+        (a local folder lists without a stat per file: see `LocalLocation.list_names`)."""
+        return list(self.list_dir())
+
     @property
     def can_list(self) -> bool:
         """Whether `list_dir` names every entry of a folder: local folders and bucket

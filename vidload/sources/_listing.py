@@ -11,7 +11,7 @@ per name instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from vidload._storage import Location
 from vidload.errors import VideoReadError
@@ -21,10 +21,12 @@ _ABSENT = frozenset({"folder not found", "not a folder", "not found"})
 
 
 def missing_names(
-    root: Location, video_ids: Sequence[str], names: Callable[[str], tuple[str, ...]]
+    root: Location, video_ids: Sequence[str], names: Callable[[str], Iterable[str]]
 ) -> list[str]:
     """The ids of `video_ids` none of whose `names(video_id)` (paths relative to `root`,
-    `/`-separated: the id's file and its converted containers) exists, in list order.
+    `/`-separated: the id's file and its converted containers, tried in that order, so a
+    generator computes the later names only for ids not found by the first) exists, in list
+    order.
 
     Each folder is listed once (`Location.list_dir`); a folder that is not there holds
     nothing. Under a root that cannot list, each name is checked on its own.
@@ -42,7 +44,7 @@ def missing_names(
         found = listings.get(folder)
         if found is None:
             try:
-                found = frozenset((root / folder if folder else root).list_dir())
+                found = frozenset((root / folder if folder else root).list_names())
             except VideoReadError as e:
                 if e.reason not in _ABSENT:
                     raise

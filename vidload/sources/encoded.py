@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -192,10 +192,12 @@ class ContainerSource(ABC):
         order; one directory listing per folder (per prefix in a bucket), not a stat per
         video (`vidload.sources._listing`)."""
 
-        def names(vid: str) -> tuple[str, ...]:
+        def names(vid: str) -> Iterator[str]:
             short = container_name(vid, self.suffix)
+            yield short
             full = container_name(vid, self.suffix, keep_extension=True)
-            return (short,) if full == short else (short, full)
+            if full != short:
+                yield full
 
         return missing_names(self.store.location, video_ids, names)
 

@@ -254,14 +254,11 @@ class VideoSource:
         suffix = get_kind("video").suffix
         local = self.store.is_local
 
-        def names(vid: str) -> tuple[str, ...]:
-            if not local:
-                return (vid,)
-            return (
-                vid,
-                container_name(vid, suffix, keep_extension=True),
-                container_name(vid, suffix),
-            )
+        def names(vid: str) -> Iterator[str]:
+            yield vid
+            if local:
+                yield container_name(vid, suffix, keep_extension=True)
+                yield container_name(vid, suffix)
 
         return missing_names(self.store.location, video_ids, names)
 

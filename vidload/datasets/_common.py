@@ -1,0 +1,124 @@
+"""What the dataset readers share: `DatasetList`, `classes=` and the split files' text.
+
+A reader returns a `DatasetList`: a `list` of `VideoEntry` (ids relative to the videos' root,
+0-based labels, -1 unlabelled) that also holds the class names in label order (`classes`) and,
+for Kinetics, the listed videos not found under the root (`missing`). `ClipDataset` takes it as
+`videos`; `write` saves it as an annotation list that `vidload convert` / `vidload probe` read.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from vidload._atomic import write_bytes_atomic
+from vidload._lists import VideoEntry, read_text, text_location
+from vidload.labels import read_class_map
+
+
+class DatasetList(list[VideoEntry]):
+    """The videos of an official split: a list of `VideoEntry`, plus
+
+    Attributes:
+        classes: the class names, `classes[label]` naming label `label`.
+        missing: ids of listed videos that are not under the root (Kinetics: see `kinetics`);
+            empty for the other readers, which do not look at the videos.
+    """
+
+    classes: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    def __init__(
+        self,
+        entries: Iterable[VideoEntry] = (),
+        classes: Sequence[str] = (),
+        missing: Sequence[str] = (),
+    ) -> None:
+        super().__init__(entries)
+        self.classes = tuple(classes)
+        self.missing = tuple(missing)
+
+    def __repr__(self) -> str:
+        gone = f", {len(self.missing)} missing" if self.missing else ""
+        return f"DatasetList({len(self)} videos, {len(self.classes)} classes{gone})"
+
+    def write(self, path: str | os.PathLike[str]) -> None:
+        """Save as an annotation list (atomically) for `vidload convert` / `vidload probe`
+        (`vidload convert train.txt OUT --root VIDEOS --to hdf5`): mmaction2's `path label`
+        lines, or a CSV list (`video_id,label,start,end`) when an entry is a window. Labels
+        are written 0-based, as `ClipDataset` reads them; -1 for unlabelled videos."""
+        if any(e.start is not None or e.end is not None for e in self):
+            text = io.StringIO(newline="")
+            writer = csv.writer(text, lineterminator="\n")
+            writer.writerow(["video_id", "label", "start", "end"])
+            for e in self:
+                start = "" if e.start is None else repr(e.start)
+                end = "" if e.end is None else repr(e.end)
+                writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
+            data = text.getvalue()
+        else:
+            data = "".join(f"{e.video_id} {e.label}\n" for e in self)
+        write_bytes_atomic(Path(path), data.encode("utf-8"))
+
+
+def class_numbering(
+    found: Sequence[str], classes: Sequence[str] | str | os.PathLike[str] | None, where: str
+) -> tuple[dict[str, int], tuple[str, ...]]:
+    """({name: label}, names in label order): `found` (the dataset's own order) unless
+    `classes` pins it: a sequence of names (label k = position k) or a class file
+    (`vidload.labels.read_class_map`: a name per line, or numbered `N name` lines).
+
+    Raises:
+        ValueError: a class of the dataset that `classes` does not name.
+    """
+    if classes is None:
+        names = tuple(found)
+    elif isinstance(classes, (str, os.PathLike)):
+        mapping = read_class_map(classes)
+        names = tuple(sorted(mapping, key=mapping.__getitem__))
+    else:
+        names = tuple(classes)
+        if any(not isinstance(n, str) for n in names) or len(set(names)) != len(names):
+            raise ValueError("classes must be distinct class names (str), in label order")
+    numbering = {name: k for k, name in enumerate(names)}
+    absent = [n for n in found if n not in numbering]
+    if absent:
+        shown = ", ".join(repr(n) for n in absent[:5])
+        raise ValueError(
+            f"{where}: class(es) {shown}{' ...' if len(absent) > 5 else ''} are not in "
+            f"classes= ({len(names)} names)"
+        )
+    return numbering, names
+
+
+def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
+    """(line number, stripped line) of a split file's non-blank lines: UTF-8, a byte-order
+    mark dropped, CRLF or LF line ends, surrounding spaces (HMDB51's trailing ones) removed.
+
+    Raises:
+        FileNotFoundError: no such file (named).
+    """
+    where = text_location(path)
+    if isinstance(where, Path) and not where.is_file():
+        raise FileNotFoundError(f"{str(where)!r} is not a file")
+    text = read_text(where)
+    return [(k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
+
+
+def check_subset(subset: object, allowed: Sequence[str]) -> str:
+    if subset not in allowed:
+        raise ValueError(f"subset ({subset!r}) must be one of {tuple(allowed)}")
+    return str(subset)
+
+
+def check_split(split: object) -> int:
+    if isinstance(split, bool) or not isinstance(split, int) or split < 1:
+        raise ValueError(f"split ({split!r}) must be an int >= 1")
+    return split
+
+
+def mapping_order(mapping: Mapping[str, int]) -> list[str]:
+    return sorted(mapping, key=mapping.__getitem__)

@@ -1,0 +1,147 @@
+"""Kinetics-400/600/700 as downloaded: the annotation CSV (`label,youtube_id,time_start,time_end,
+split`, Kinetics-700-2020 adds `is_cc`; a test CSV may have no `label`) and the downloaders'
+videos, `<youtube_id>_<time_start:06d>_<time_end:06d>.<ext>` (`--0fXo3ROU4_000010_000020.mp4`),
+either in one folder per class or all in one folder. Class folders are named as the CSV names
+the class (`air drumming`), with spaces replaced by `_` (`air_drumming`), or as mmaction2's
+`rename_classnames.sh` leaves them (spaces to `_`, and `'`, `(`, `)` dropped:
+`passing_American_football_not_in_game` for `passing American football (not in game)`).
+
+Every copy of Kinetics lacks some of its videos (5-10%: taken down from YouTube). The reader
+finds the files with one directory listing per class folder (and one of the root), so rows whose
+video is not there are counted in `.missing`, with one warning, instead of failing one by one
+when a worker reads them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from vidload._lists import VideoEntry, read_text, text_location
+from vidload._storage import Location
+from vidload.datasets._common import DatasetList, class_numbering
+from vidload.errors import VideoReadError
+from vidload.sources.base import VIDEO_EXTENSIONS
+
+_REQUIRED = ("youtube_id", "time_start", "time_end")
+_DROPPED = re.compile(r"['()]")
+
+
+def kinetics(
+    csv_path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str],
+    classes: list[str] | tuple[str, ...] | str | os.PathLike[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> DatasetList:
+    """The videos of a Kinetics CSV that are under `root`, labelled by sorted class name.
+
+    Args:
+        csv_path: the official CSV (`train.csv`, `validate.csv`, `test.csv`, any of 400, 600,
+            700); columns are found by name, extra ones (`split`, `is_cc`) are ignored. A CSV
+            without `label` gives unlabelled entries (label -1).
+        root: the videos' folder: class folders (any of the namings in the module doc) or
+            all videos in it; any video extension. A local path or a URL.
+        classes: pins the numbering (class names in label order, or a class file such as
+            the `classes.txt` of the full list): a CSV filtered to a few classes then keeps
+            the full list's labels instead of renumbering from 0.
+        storage_options: for a URL root or CSV, passed to its filesystem.
+
+    Ids are the files' paths under `root` (`air_drumming/--0fXo3ROU4_000010_000020.mp4`).
+    Rows whose video is not under `root` are left out and their expected names kept in
+    `.missing`, with one warning that counts them.
+
+    Raises:
+        ValueError: a CSV without the columns `youtube_id`, `time_start`, `time_end`, or a
+            row whose times are not numbers (file and line named); a class not in `classes`.
+        FileNotFoundError: the CSV is not there.
+    """
+    where = text_location(csv_path, storage_options)
+    if not isinstance(where, Location) and not where.is_file():
+        raise FileNotFoundError(f"{str(where)!r} is not a file")
+    rows, labelled = _read_rows(where)
+    found = sorted({label for label, _ in rows}) if labelled else []
+    numbering, names = class_numbering(found, classes, str(where))
+    base = Location(root, storage_options)
+    top = set(base.list_names())
+    flat = _videos_by_stem(top)  # folders have no video extension (nearly always)
+    folders: dict[str, tuple[str, dict[str, str]] | None] = {}
+    entries, missing = [], []
+    for label, stem in rows:
+        name = None
+        if labelled:
+            if label not in folders:
+                folders[label] = _class_folder(base, top, label)
+            folder = folders[label]
+            if folder is not None and stem in folder[1]:
+                name = f"{folder[0]}/{folder[1][stem]}"
+        if name is None and stem in flat:
+            name = flat[stem]
+        if name is None:
+            missing.append(f"{label}/{stem}" if labelled else stem)
+            continue
+        entries.append(VideoEntry(name, numbering[label] if labelled else -1))
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:3])
+        warnings.warn(
+            f"{where}: {len(missing)} of the {len(rows)} listed videos are not under {base} "
+            f"({shown}{', ...' if len(missing) > 3 else ''}): left out, named in .missing",
+            stacklevel=2,
+        )
+    return DatasetList(entries, names, missing)
+
+
+def _read_rows(where: Any) -> tuple[list[tuple[str, str]], bool]:
+    """[(label, file stem)] of the CSV's rows ("" labels when it has no `label` column),
+    and whether it has one."""
+    reader = csv.reader(io.StringIO(read_text(where), newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    absent = [c for c in _REQUIRED if c not in header]
+    if absent:
+        raise ValueError(
+            f"{where}:1: a Kinetics CSV has the columns label,youtube_id,time_start,time_end"
+            f"[,split,...]; this header {header} lacks {absent}"
+        )
+    yid, t0, t1 = (header.index(c) for c in _REQUIRED)
+    lab = header.index("label") if "label" in header else None
+    rows = []
+    for cells in reader:
+        if not cells or cells == [""]:
+            continue
+        try:
+            start, end = int(float(cells[t0])), int(float(cells[t1]))
+            stem = f"{cells[yid]}_{start:06d}_{end:06d}"
+            rows.append(("" if lab is None else cells[lab].strip(), stem))
+        except (ValueError, IndexError) as e:
+            raise ValueError(f"{where}:{reader.line_num}: not a Kinetics row {cells}: {e}") from e
+    return rows, lab is not None
+
+
+def _videos_by_stem(names: Any) -> dict[str, str]:
+    """{stem: file name} of the names with a video extension."""
+    out: dict[str, str] = {}
+    for name in names:
+        dot = name.rfind(".")
+        if dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS:
+            out.setdefault(name[:dot], name)
+    return out
+
+
+def _class_folder(base: Location, top: set[str], label: str) -> tuple[str, dict[str, str]] | None:
+    """(folder name, {stem: file name}) of the class's folder under the root, in whichever
+    naming it has; None when there is none."""
+    underscored = label.replace(" ", "_")
+    for name in dict.fromkeys((label, underscored, _DROPPED.sub("", underscored))):
+        if name in top:
+            try:
+                return name, _videos_by_stem((base / name).list_names())
+            except VideoReadError as e:
+                if e.reason == "not a folder":
+                    continue  # a file of that name
+                raise VideoReadError(e.path, f"cannot list the class folder: {e.reason}") from e
+    return None
