@@ -177,3 +177,22 @@ def test_a_window_needs_timestamps_and_no_offset(sources):
     both = VideoEntry("long", 0, offset=3, start=0.5, end=1.0)
     with pytest.raises(ValueError, match=r"'long' has both an offset \(3\) and a window"):
         ClipDataset([both], sources["hdf5"])
+
+
+def test_windows_of_one_file_share_its_open_handle(sources, monkeypatch):
+    import vidload.sources.video as video_module
+
+    opened = []
+    real = video_module.open_video
+
+    def counted(*args, **kwargs):
+        opened.append(args[0])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(video_module, "open_video", counted)
+    source = VideoSource(sources["video"].root)  # a fresh source: nothing cached yet
+    videos = [("long.mp4", k, start, end) for k, (start, end) in enumerate(WINDOWS)]
+    ds = ClipDataset(videos, source, num_frames=4, train=False, clips_per_video=2)
+    for i in range(len(ds)):
+        ds[i]
+    assert len(opened) == 1, opened  # six clips of three windows: one open file

@@ -320,7 +320,12 @@ def _sortable(start: float | None, end: float | None) -> tuple[float, float]:
     return (-1.0 if start is None else start), (float("inf") if end is None else end)
 
 
+_WHOLE = (-1.0, float("inf"))
+
+
 def _slot_key(entry: VideoEntry) -> tuple[str, int, float, float]:
+    if entry.start is None and entry.end is None:
+        return (entry.video_id, entry.offset, *_WHOLE)
     return (entry.video_id, entry.offset, *_sortable(entry.start, entry.end))
 
 
@@ -333,5 +338,7 @@ def _window_of(key: tuple[str, int, float, float]) -> list[float | None]:
 
 
 def _slot_name(key: tuple[str, int, float, float]) -> str:
+    if key[2:] == _WHOLE:
+        return key[0]
     window = _window_of(key)
     return key[0] if not window else f"{key[0]} {describe(*window)}"

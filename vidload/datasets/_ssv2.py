@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 from vidload._lists import VideoEntry, read_text, text_location
 from vidload.datasets._common import DatasetList
@@ -61,7 +62,7 @@ def ssv2(
 
 def _read_json(path: str | os.PathLike[str]) -> object:
     where = text_location(path)
-    if not isinstance(where, os.PathLike) or not os.path.isfile(where):
+    if isinstance(where, Path) and not where.is_file():
         raise FileNotFoundError(f"{str(path)!r} is not a file")
     try:
         return json.loads(read_text(where))
