@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from media import make_video
 
-from vidload._storage import Location
+from vidload._storage.local import LocalLocation
 from vidload.convert import convert
 from vidload.dataset import ClipDataset
 from vidload.sources.hdf5 import Hdf5Source
@@ -41,15 +41,15 @@ def tree(tmp_path_factory):
 
 @pytest.fixture
 def listings(monkeypatch):
-    """The folders listed (`Location.list_names` calls), in order."""
+    """The local folders listed (`LocalLocation.list_names` calls), in order."""
     seen: list[str] = []
-    real = Location.list_names
+    real = LocalLocation.list_names
 
     def counted(self):
         seen.append(str(self))
         return real(self)
 
-    monkeypatch.setattr(Location, "list_names", counted)
+    monkeypatch.setattr(LocalLocation, "list_names", counted)
     return seen
 
 
