@@ -132,10 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    quick = args.quick
+    from vidload._commands.args import quick_or
 
-    def pick(value, normal, fast):
-        return value if value is not None else (fast if quick else normal)
+    quick, pick = args.quick, quick_or(args.quick)
 
     only = None
     if args.only:

@@ -97,7 +97,10 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: Mod
     try:
         return command.run(args)
     except KeyboardInterrupt:
-        print(f"vidload {args.command}: interrupted{command.INTERRUPTED}", file=sys.stderr)
+        print(
+            f"vidload {args.command}: interrupted{getattr(command, 'INTERRUPTED', '')}",
+            file=sys.stderr,
+        )
         return 130
     except Exception as e:
         return report_error(parser, args.command, e, verbose=getattr(args, "verbose", False))

@@ -4,10 +4,11 @@ given, and `--dask`'s executor."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 from vidload._cpus import default_workers
 from vidload.errors import UsageError
@@ -20,37 +21,44 @@ __all__ = [
     "positive_int",
     "positive_number",
     "quality",
+    "quick_or",
 ]
+
+T = TypeVar("T", int, float)
+
+
+def _number(text: str, kind: type[T], what: str, ok: Callable[[T], bool], rule: str) -> T:
+    """`text` as a `kind` (an argparse type): not one, or one that breaks `rule`, is an
+    ArgumentTypeError naming the value."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{value} must be {rule}")
+    return value
 
 
 def positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
-    return value
+    return _number(text, int, "an integer", lambda v: v >= 1, ">= 1")
 
 
 def quality(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if not 1 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{value} must be in [1, 100]")
-    return value
+    return _number(text, int, "an integer", lambda v: 1 <= v <= 100, "in [1, 100]")
 
 
 def positive_number(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{value} must be > 0")
-    return value
+    return _number(text, float, "a number", lambda v: v > 0, "> 0")
+
+
+def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
+    """`pick(value, normal, fast)`: the value given, else `fast` under `--quick`, else `normal`
+    (bench's and choose's smoke runs)."""
+
+    def pick(value: Any, normal: Any, fast: Any) -> Any:
+        return value if value is not None else (fast if quick else normal)
+
+    return pick
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:

@@ -6,13 +6,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from vidload._commands.args import check_paths, positive_int, positive_number
+from vidload._commands.args import check_paths, positive_int, positive_number, quick_or
 from vidload._exit import EXIT_OK
 from vidload.errors import UsageError
 
-__all__ = ["INTERRUPTED", "add_parser", "run"]
-
-INTERRUPTED = ""
+__all__ = ["add_parser", "run"]
 
 
 def _storages(text: str) -> tuple[Any, ...]:
@@ -140,10 +138,7 @@ def run(args: argparse.Namespace) -> int:
             report.check_plotting()
         except RuntimeError as e:
             raise UsageError(str(e)) from e
-    quick = args.quick
-
-    def pick(value, normal, fast):
-        return value if value is not None else (fast if quick else normal)
+    quick, pick = args.quick, quick_or(args.quick)
 
     result = choose(
         args.input,

@@ -14,16 +14,7 @@ from vidload._commands.args import (
     positive_int,
     quality,
 )
-from vidload._convert.options import (
-    DEFAULT_CRF,
-    DEFAULT_GOP,
-    DEFAULT_PRESET,
-    DEFAULT_QUALITY,
-    DEFAULT_SUBSAMPLING,
-    DEFAULT_TUNE,
-    PRESETS,
-    TUNES,
-)
+from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload._kinds import kind_names
@@ -71,33 +62,36 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     conv.add_argument(
         "--quality",
         type=quality,
-        default=DEFAULT_QUALITY,
+        default=opts.DEFAULT_QUALITY,
         metavar="Q",
-        help=f"JPEG quality 1-100 ({DEFAULT_QUALITY})",
+        help=f"JPEG quality 1-100 ({opts.DEFAULT_QUALITY})",
     )
     conv.add_argument(
         "--subsampling",
         choices=SUBSAMPLINGS,
-        default=DEFAULT_SUBSAMPLING,
-        help=f"JPEG chroma subsampling ({DEFAULT_SUBSAMPLING}; 444 keeps full colour resolution, "
-        "see the docs' Benchmarks page)",
+        default=opts.DEFAULT_SUBSAMPLING,
+        help=f"JPEG chroma subsampling ({opts.DEFAULT_SUBSAMPLING}; 444 keeps full colour "
+        "resolution, see the docs' Benchmarks page)",
     )
     conv.add_argument(
         "--gop",
         type=positive_int,
         metavar="N",
-        help=f"--to video: a keyframe every N frames ({DEFAULT_GOP})",
+        help=f"--to video: a keyframe every N frames ({opts.DEFAULT_GOP})",
     )
     conv.add_argument(
         "--crf",
         type=float,
         metavar="Q",
-        help=f"--to video: libx264 constant rate factor 0-51, lower is better ({DEFAULT_CRF:g})",
+        help="--to video: libx264 constant rate factor 0-51, lower is better "
+        f"({opts.DEFAULT_CRF:g})",
     )
     conv.add_argument(
-        "--preset", choices=PRESETS, help=f"--to video: libx264 preset ({DEFAULT_PRESET})"
+        "--preset", choices=opts.PRESETS, help=f"--to video: libx264 preset ({opts.DEFAULT_PRESET})"
     )
-    conv.add_argument("--tune", choices=TUNES, help=f"--to video: libx264 tuning ({DEFAULT_TUNE})")
+    conv.add_argument(
+        "--tune", choices=opts.TUNES, help=f"--to video: libx264 tuning ({opts.DEFAULT_TUNE})"
+    )
     conv.add_argument(
         "--overwrite", action="store_true", help="convert everything again, even videos done"
     )

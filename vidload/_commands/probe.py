@@ -10,9 +10,7 @@ from pathlib import Path
 from vidload._commands.args import add_common, add_input, check_paths, dask_executor
 from vidload._exit import EXIT_FAILED, EXIT_OK
 
-__all__ = ["INTERRUPTED", "add_parser", "run"]
-
-INTERRUPTED = ""
+__all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
