@@ -22,8 +22,8 @@ from media import make_video
 from vidload import bench
 from vidload._bench import report
 from vidload._bench.geometry import geometry_sources
-from vidload._bench.timing import RoundRobin, row_pass
-from vidload._bench.workdir import find_videos
+from vidload._measure.timing import RoundRobin, row_pass
+from vidload._measure.videos import find_videos
 from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
 
 SOURCES = {"video", "jpeg", "hdf5", "npy-mmap", "npy-read"}
@@ -293,14 +293,14 @@ def test_round_robin_warms_up_and_keeps_each_rounds_parts_together():
 
 
 def test_own_clock_falls_back_to_wall_time_without_schedstat(monkeypatch):
-    from vidload._bench import timing
+    from vidload._measure import clocks
 
-    with timing.OwnClock() as clock:
+    with clocks.OwnClock() as clock:
         a, b = clock(), clock()
         assert b >= a
         assert clock.available == Path("/proc/thread-self/schedstat").exists()
-    monkeypatch.setattr(timing, "_SCHEDSTAT", "/nonexistent/schedstat")
-    with timing.OwnClock() as clock:
+    monkeypatch.setattr(clocks, "_SCHEDSTAT", "/nonexistent/schedstat")
+    with clocks.OwnClock() as clock:
         assert not clock.available
         before = time.perf_counter()
         assert before <= clock() <= time.perf_counter()
@@ -308,12 +308,12 @@ def test_own_clock_falls_back_to_wall_time_without_schedstat(monkeypatch):
 
 def test_own_clock_leaves_out_the_run_queue_delay(monkeypatch, tmp_path):
     """The second schedstat field (ns runnable but waiting for a CPU) is taken off the clock."""
-    from vidload._bench import timing
+    from vidload._measure import clocks
 
     fake = tmp_path / "schedstat"
     fake.write_text("5000 1000000000 7\n")
-    monkeypatch.setattr(timing, "_SCHEDSTAT", str(fake))
-    with timing.OwnClock() as clock:
+    monkeypatch.setattr(clocks, "_SCHEDSTAT", str(fake))
+    with clocks.OwnClock() as clock:
         assert clock.available
         wall0, own0 = time.perf_counter(), clock()
         fake.write_text("9000 3500000000 9\n")  # 2.5 s more spent waiting for a CPU
@@ -381,7 +381,7 @@ def test_plot_draws_a_png(quick_run, tmp_path):
 def test_other_load_measures_a_busy_cpu_fraction():
     if not Path("/proc/stat").exists():
         pytest.skip("needs Linux /proc")
-    from vidload._bench.timing import OtherLoad
+    from vidload._measure.clocks import OtherLoad
 
     # /proc/stat counts in jiffies (10 ms): over a few ms of wall time one jiffy of rounding
     # alone exceeds the CPU count, so the phase runs long enough (~0.3 s) for it not to matter.

@@ -4,7 +4,8 @@ module's private names. The graph is `tests/test_import_cycles.py`'s: every impo
 can run, read from the source.
 
     cli        the `vidload` command line: parsing and printing
-    commands   what a command does beyond the library: bench, choose, probe, the exit statuses
+    commands   what a command does beyond the library: bench, choose (and _measure, what they
+               share), probe, the exit statuses
     library    convert (and shards), the dataset, the loader, lists and manifests
     sources    the frame sources
     storage    local paths and URLs (vidload._storage)
@@ -26,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (name, tuple("vidload" if m == "." else f"vidload{m}" for m in modules.split()))
     for name, modules in (
         ("cli", ".cli .__main__"),
-        ("commands", "._commands .bench ._bench .choose ._choose .probe .synth ._exit"),
+        ("commands", "._commands .bench ._bench .choose ._choose ._measure .probe .synth ._exit"),
         (
             "library",
             ". .convert .shards ._convert ._lock .dataset ._clip_options ._frame_counts ._items"

@@ -44,7 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from vidload._bench.workdir import link_user_videos, require_videos
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
     bytes_per_video,
@@ -68,6 +67,7 @@ from vidload._choose.storages import (
     build_storage,
     open_storage,
 )
+from vidload._measure.videos import link_user_videos, require_videos
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode
 
@@ -506,7 +506,7 @@ def _psnr_all(
 
 
 def _notes(cfg: ChooseOptions, scratch: Path) -> list[str]:
-    from vidload._bench.timing import filesystem_of
+    from vidload._measure.timing import filesystem_of
 
     notes = [
         "clips/s per core: warm, one process, CPU seconds of this process (time.process_time) "

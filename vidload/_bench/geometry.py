@@ -22,10 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from vidload._bench.timing import OtherLoad, OwnClock, RoundRobin
 from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import container_kinds
+from vidload._measure.clocks import OtherLoad, OwnClock
+from vidload._measure.timing import RoundRobin
 from vidload.sampling import segment_indices
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec

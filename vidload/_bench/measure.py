@@ -13,20 +13,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.loaders import Loader, MemoryJpeg
 from vidload._bench.rows import container_rows, source_names
-from vidload._bench.timing import (
-    OtherLoad,
-    OwnClock,
-    RoundRobin,
-    cold_and_warm,
-    epoch,
-    filesystem_of,
-    make_loader,
-    row_pass,
-)
 from vidload._bench.workdir import REENCODED, WorkDir, log
 from vidload._cv2 import cv2
+from vidload._measure.clocks import OtherLoad, OwnClock
+from vidload._measure.timing import RoundRobin, cold_and_warm, filesystem_of, row_pass
 from vidload.sources.jpeg_decode import decode_jpeg
 
 __all__ = [

@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from vidload._measure.plots import check_plotting, pyplot
+from vidload._measure.tables import align
+
+__all__ = ["check_plotting", "plot", "render", "render_table"]
+
 Result = dict[str, Any]
 
 
@@ -38,12 +43,7 @@ def render_table(headers: list[str], rows: list[list[str]], *, markdown: bool) -
         lines += ["| " + " | ".join(r) + " |" for r in rows]
         return "\n".join(lines)
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        return "  ".join([first] + [c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True)])
-
-    return "\n".join([line(headers), line(["-" * w for w in widths])] + [line(r) for r in rows])
+    return "\n".join(align([headers, ["-" * w for w in widths], *rows]))
 
 
 def speed_table(result: Result, *, markdown: bool) -> str:
@@ -190,25 +190,6 @@ def render(result: Result, *, markdown: bool = False) -> str:
         parts.append("")
         parts += [("- " if markdown else "* ") + n for n in notes]
     return "\n".join(parts)
-
-
-def pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise RuntimeError(
-            "--plot needs matplotlib, which is not installed: pip install matplotlib "
-            "(or pip install 'vidload[plot]')"
-        ) from e
-    return plt
-
-
-def check_plotting() -> None:
-    """Raise RuntimeError now, before a long run, if `plot` would fail for lack of matplotlib."""
-    pyplot()
 
 
 def plot(result: Result, path: Path) -> None:

@@ -29,8 +29,8 @@ from pathlib import Path
 from vidload._atomic import write_bytes_atomic
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import MANIFEST_NAME, container_path
+from vidload._measure.videos import find_videos, link_user_videos, require_videos
 from vidload.errors import UsageError
-from vidload.sources.base import VIDEO_EXTENSIONS
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
@@ -88,29 +88,6 @@ def log(message: str) -> None:
     print(f"[bench {time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
-def require_videos(root: Path, where: str, error: type[Exception]) -> list[str]:
-    """`find_videos(root)`, raising `error` naming `where` when there is none."""
-    found = find_videos(root)
-    if not found:
-        exts = ", ".join(sorted(VIDEO_EXTENSIONS))
-        raise error(f"no video files ({exts}) found under {where}")
-    return found
-
-
-def find_videos(root: Path) -> list[str]:
-    """Video files under `root` (recursive, sorted), as `/`-separated relative paths."""
-    ids = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if name.startswith(".") or ".partial." in name:
-                continue
-            if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
-                rel = os.path.relpath(os.path.join(dirpath, name), root)
-                ids.append(rel.replace(os.sep, "/"))
-    return sorted(ids)
-
-
 def _fingerprint(videos: Path, ids: list[str]) -> dict[str, list[int]]:
     out = {}
     for vid in ids:
@@ -138,21 +115,6 @@ def _save_state(root: Path, state: dict) -> None:
     write_bytes_atomic(
         root / STATE_FILE, (json.dumps(state, indent=2, sort_keys=True) + "\n").encode()
     )
-
-
-def link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:
-    """Make `videos` hold exactly one symlink per chosen id, pointing into `data`."""
-    if videos.exists():
-        for dirpath, _dirs, files in os.walk(videos):
-            for name in files:
-                p = Path(dirpath) / name
-                if not p.is_symlink():
-                    raise ValueError(f"{p}: expected only links to the user's videos here")
-        shutil.rmtree(videos)
-    for vid in ids:
-        link = videos / vid
-        link.parent.mkdir(parents=True, exist_ok=True)
-        link.symlink_to((data / vid).resolve())
 
 
 def prepare(

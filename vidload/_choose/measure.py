@@ -1,6 +1,6 @@
 """What `vidload choose` measures on each storage: bytes, warm and cold read speed, PSNR.
 
-The timing machinery is the benchmark's (`vidload._bench.timing`): a row's pass reads every
+The timing machinery is the one bench uses too (`vidload._measure.timing`): a row's pass reads every
 clip through the storage's source, makes tensors and collates them (`row_pass`); rows are
 interleaved round-robin and the best round counts (`RoundRobin`); cold passes evict the files
 first (`cold_and_warm`). Warm reads are timed in CPU seconds of this process
@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from vidload._bench.timing import Reader, RoundRobin, cold_and_warm, row_pass
+from vidload._measure.timing import Reader, RoundRobin, cold_and_warm, row_pass
 from vidload.convert import resize_short_side
 from vidload.sampling import SamplingMode, sample_clip, segment_indices
 

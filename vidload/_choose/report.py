@@ -10,6 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from vidload._measure.plots import check_plotting, pyplot
+from vidload._measure.tables import align
+
 __all__ = ["CELLS", "check_plotting", "plot", "render"]
 
 
@@ -48,14 +51,7 @@ def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The table: a header, then one line per row (`*` first on frontier rows)."""
     cells = [[h for h, _, _ in CELLS]] + [[fmt(r[key]) for _, key, fmt in CELLS] for r in rows]
     marks = [" "] + ["*" if r["frontier"] else " " for r in rows]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(CELLS))]
-    lines = []
-    for mark, line in zip(marks, cells, strict=True):
-        parts = [line[0].ljust(widths[0])] + [
-            c.rjust(w) for c, w in zip(line[1:], widths[1:], strict=True)
-        ]
-        lines.append(f"{mark} " + "  ".join(parts))
-    return lines
+    return [f"{mark} {line}" for mark, line in zip(marks, align(cells), strict=True)]
 
 
 def render(result: dict[str, Any]) -> str:
@@ -84,18 +80,9 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def check_plotting() -> None:
-    """RuntimeError now, before a long run, when `plot` would fail for lack of matplotlib."""
-    from vidload._bench.report import check_plotting as check
-
-    check()
-
-
 def plot(result: dict[str, Any], path: Path) -> None:
     """Size against the originals (x, log) vs clips/s per core (y, log), each storage a point
     labelled by its name and PSNR, the frontier's points joined in size order."""
-    from vidload._bench.report import pyplot
-
     plt = pyplot()
     rows = result["rows"]
     fig, ax = plt.subplots(figsize=(8, 5.5))

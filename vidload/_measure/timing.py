@@ -12,6 +12,10 @@ another process held. On a shared machine a burst of other load lasting a second
 otherwise lands on one part and not the others: with each part in a pass of its own, one repeat
 and about one of two CPUs busy elsewhere, the decode of the real clips once came out at 3.4x the
 whole read it is part of.
+
+The clocks themselves (`OwnClock`, and `OtherLoad`: how busy other processes kept the CPUs)
+are in `vidload._measure.clocks`. `vidload bench` and `vidload choose` both time with these;
+they live here, under neither, so neither command is built on the other's internals.
 """
 
 from __future__ import annotations
@@ -20,7 +24,6 @@ import functools
 import gc
 import math
 import os
-import pickle
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -28,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, Dataset, default_collate
+from torch.utils.data import default_collate
 
 Clip = tuple[str, np.ndarray]
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
@@ -57,49 +60,6 @@ def one_pass(read, clips: Sequence[Clip], batch_size: int) -> None:
 
 
 Parts = dict[str, float]
-_SCHEDSTAT = "/proc/thread-self/schedstat"
-
-
-class OwnClock:
-    """A clock (seconds, like `time.perf_counter`) that stops while this thread waits for a CPU.
-
-    It reads wall-clock time less the thread's run-queue delay (the second field of Linux's
-    /proc/thread-self/schedstat: time runnable but not running because other threads held the
-    CPUs). Time blocked on I/O still counts, so cold reads are not hidden. Where the file is
-    missing or unreadable it is plain wall-clock time and `available` is False. Read it only
-    on the thread that created it; `close()` (or `with`) releases the file.
-    """
-
-    def __init__(self) -> None:
-        self._fd: int | None = None
-        try:
-            self._fd = fd = os.open(_SCHEDSTAT, os.O_RDONLY)
-            self._run_delay(fd)
-        except (OSError, ValueError, IndexError):
-            self.close()
-
-    @property
-    def available(self) -> bool:
-        return self._fd is not None
-
-    @staticmethod
-    def _run_delay(fd: int) -> float:
-        return int(os.pread(fd, 128, 0).split()[1]) / 1e9
-
-    def __call__(self) -> float:
-        now, fd = time.perf_counter(), self._fd
-        return now if fd is None else now - self._run_delay(fd)
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __enter__(self) -> OwnClock:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def row_pass(
@@ -215,49 +175,6 @@ class RoundRobin:
         return {key: value / passes for key, value in sums.items()}
 
 
-# --------------------------------------------------------------------------- DataLoader
-
-
-class ClipList(Dataset):
-    """Map-style dataset over a fixed clip list: item i is clip i read from `source`, as a
-    uint8 (T, C, H, W) tensor, with its label. Picklable when `source` is."""
-
-    def __init__(self, source, clips: Sequence[Clip], labels: Sequence[int]) -> None:
-        self.source = source
-        self.clips = list(clips)
-        self.labels = list(labels)
-
-    def __len__(self) -> int:
-        return len(self.clips)
-
-    def __getitem__(self, i: int):
-        vid, idx = self.clips[i]
-        return torch.from_numpy(self.source.read(vid, idx)).permute(0, 3, 1, 2), self.labels[i]
-
-
-def fresh_copy(source):
-    """A copy of `source` without its per-process state (open handles, caches)."""
-    return pickle.loads(pickle.dumps(source))
-
-
-def make_loader(source, clips, labels, *, batch_size: int, workers: int, pin_memory: bool):
-    """The seed scenario's DataLoader: persistent workers, in-order batches."""
-    return DataLoader(
-        ClipList(fresh_copy(source), clips, labels),
-        batch_size=batch_size,
-        shuffle=False,
-        num_workers=workers,
-        pin_memory=pin_memory,
-        persistent_workers=workers > 0,
-        collate_fn=collate_clips,
-    )
-
-
-def epoch(loader: DataLoader) -> None:
-    for _batch in loader:
-        pass
-
-
 # --------------------------------------------------------------------------- page cache
 
 
@@ -318,65 +235,3 @@ def filesystem_of(path: Path) -> str:
         if inside and len(mount) >= len(best[0]):
             best = (mount, parts[2])
     return best[1]
-
-
-# --------------------------------------------------------------------------- other load
-
-
-def _ticks() -> float:
-    return float(os.sysconf("SC_CLK_TCK"))
-
-
-def _system_busy_s() -> float:
-    """CPU seconds all processes have used since boot (Linux /proc/stat)."""
-    fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq = (int(v) for v in fields[:7])
-    return (user + nice + system + irq + softirq) / _ticks()
-
-
-def _own_cpu_s() -> float:
-    """CPU seconds used by this process and its live children (DataLoader workers)."""
-    me = os.getpid()
-    total = 0.0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(entry.path, "stat").read_text()
-        except OSError:
-            continue
-        fields = stat.rsplit(")", 1)[1].split()  # after "pid (comm)"
-        pid, ppid = int(entry.name), int(fields[1])
-        if pid == me or ppid == me:
-            total += (int(fields[11]) + int(fields[12])) / _ticks()
-    return total
-
-
-class OtherLoad:
-    """How many CPUs other processes kept busy while a phase ran (None where /proc is missing).
-
-    Use as a context manager; `cpus` is then the average number of CPUs used by everything
-    but this process and its children.
-    """
-
-    def __init__(self) -> None:
-        self.cpus: float | None = None
-        self._start: tuple[float, float, float] | None = None
-
-    def __enter__(self) -> OtherLoad:
-        try:
-            self._start = (time.perf_counter(), _system_busy_s(), _own_cpu_s())
-        except (OSError, ValueError, IndexError):
-            self._start = None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._start is None or exc[0] is not None:
-            return
-        try:
-            wall, busy, own = time.perf_counter(), _system_busy_s(), _own_cpu_s()
-        except (OSError, ValueError, IndexError):
-            return
-        t0, busy0, own0 = self._start
-        if wall > t0:
-            self.cpus = max(0.0, ((busy - busy0) - (own - own0)) / (wall - t0))

@@ -1,0 +1,52 @@
+"""The benchmark's DataLoader over a fixed clip list: the seed scenario's loader (persistent
+workers, in-order batches) and one epoch of it."""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Sequence
+
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from vidload._measure.timing import Clip, collate_clips
+
+
+class ClipList(Dataset):
+    """Map-style dataset over a fixed clip list: item i is clip i read from `source`, as a
+    uint8 (T, C, H, W) tensor, with its label. Picklable when `source` is."""
+
+    def __init__(self, source, clips: Sequence[Clip], labels: Sequence[int]) -> None:
+        self.source = source
+        self.clips = list(clips)
+        self.labels = list(labels)
+
+    def __len__(self) -> int:
+        return len(self.clips)
+
+    def __getitem__(self, i: int):
+        vid, idx = self.clips[i]
+        return torch.from_numpy(self.source.read(vid, idx)).permute(0, 3, 1, 2), self.labels[i]
+
+
+def fresh_copy(source):
+    """A copy of `source` without its per-process state (open handles, caches)."""
+    return pickle.loads(pickle.dumps(source))
+
+
+def make_loader(source, clips, labels, *, batch_size: int, workers: int, pin_memory: bool):
+    """The seed scenario's DataLoader: persistent workers, in-order batches."""
+    return DataLoader(
+        ClipList(fresh_copy(source), clips, labels),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=workers,
+        pin_memory=pin_memory,
+        persistent_workers=workers > 0,
+        collate_fn=collate_clips,
+    )
+
+
+def epoch(loader: DataLoader) -> None:
+    for _batch in loader:
+        pass
