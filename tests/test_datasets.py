@@ -420,3 +420,14 @@ def test_a_dataset_list_round_trips_through_write(tmp_path):
         ("a/x.mp4", 0, 1.5, 3.0),
         ("b/y.mp4", 1, None, None),
     ]
+
+
+def test_kinetics_and_ssv2_files_through_the_plain_list_path_name_their_reader(kin, sth):
+    with pytest.raises(ValueError, match=r"train.csv: a Kinetics CSV .*vidload.datasets.kinetics"):
+        ClipDataset(kin / "train.csv", VideoSource(kin / "flat"))
+    for name in ("train", "test"):
+        with pytest.raises(ValueError, match=r"entry 0: has neither 'filename' nor 'frame_dir'.*"
+                           r"Something-Something v2 .*vidload.datasets.ssv2"):  # fmt: skip
+            ClipDataset(sth / f"something-something-v2-{name}.json", VideoSource(sth))
+    with pytest.raises(ValueError, match=r"is a list, got dict. A JSON object.*datasets.ssv2"):
+        ClipDataset(sth / "something-something-v2-labels.json", VideoSource(sth))

@@ -109,11 +109,16 @@ def read_annotation_list(
     Errors name the file and line number. An official split file read here is refused
     naming the reader that reads it (`vidload._official`).
     """
+    from vidload._official import check_kinetics_csv, check_plain_list, no_label_hint, ssv2_hint
+
     path = text_location(path, storage_options)
     text = read_text(path)
-    if path.name.lower().endswith(".json") or text.lstrip().startswith("["):
-        return _read_json_list(path, text, multi_label)
-    from vidload._official import check_plain_list, no_label_hint
+    if path.name.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
+        try:
+            return _read_json_list(path, text, multi_label)
+        except ValueError as e:
+            raise ValueError(f"{e}{ssv2_hint(text)}") from e
+    check_kinetics_csv(path, text)
 
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):

@@ -57,6 +57,38 @@ def check_plain_list(path: Path | Location, entries: Sequence) -> None:
         )
 
 
+def check_kinetics_csv(path: Path | Location, text: str) -> None:
+    """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list.
+
+    Raises:
+        ValueError: its header names `youtube_id` and `time_start`, naming the reader.
+    """
+    first = text.lstrip().split("\n", 1)[0]
+    if "youtube_id" in first and "time_start" in first:
+        raise ValueError(
+            f"{path}: a Kinetics CSV ({first.strip()!r}), not an annotation list: its rows "
+            f"name YouTube segments, not files. Read it with "
+            f"vidload.datasets.kinetics({str(path)!r}, root=VIDEOS), which finds the "
+            f"downloaded files and counts the missing ones"
+        )
+
+
+def ssv2_hint(text: str) -> str:
+    """What to add to a JSON list's error when the file is Something-Something v2's."""
+    head = text.lstrip()[:4096]
+    if '"template"' in head or (head.startswith("[") and '"id"' in head):
+        return (
+            ". This looks like a Something-Something v2 annotation file: read it with "
+            "vidload.datasets.ssv2(LABELS_JSON, ANNOTATIONS_JSON)"
+        )
+    if head.startswith("{"):
+        return (
+            ". A JSON object: if it is Something-Something v2's labels file, read the "
+            "annotations with vidload.datasets.ssv2(LABELS_JSON, ANNOTATIONS_JSON)"
+        )
+    return ""
+
+
 def no_label_hint(path: Path | Location, error: Exception) -> str:
     """What to add to a "has no label" error on UCF101's `testlist0N.txt` (paths only)."""
     if "has no label" not in str(error) or not _beside(path, UCF101_CLASS_INDEX):
