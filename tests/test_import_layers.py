@@ -31,8 +31,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         (
             "library",
             ". .convert .shards ._convert ._lock .dataset ._clip_options ._frame_counts ._items"
-            " ._entries ._windows ._missing ._official .datasets .loader .prefetch ._stateful"
-            " ._epochs ._position .normalization .augment .manifest .labels ._lists ._dist"
+            " ._entries ._windows ._missing ._official .datasets .loader .prefetch ._loader"
+            " .normalization .augment .manifest .labels ._lists ._dist"
             " ._parallel .progress ._batch",
         ),
         ("sources", ".sources"),

@@ -252,7 +252,7 @@ def test_sampler_states(root):
 
 def test_stateful_without_torchdata_names_the_extra(root, monkeypatch):
     monkeypatch.setitem(sys.modules, "torchdata.stateful_dataloader", None)
-    monkeypatch.delitem(sys.modules, "vidload._stateful", raising=False)
+    monkeypatch.delitem(sys.modules, "vidload._loader.stateful", raising=False)
     with pytest.raises(ModuleNotFoundError, match=r"vidload\[stateful\]"):
         make_loader(_dataset(root), batch_size=2, num_workers=0, stateful=True)
 

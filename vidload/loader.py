@@ -31,8 +31,8 @@ from torch.utils.data import (
 from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
-from vidload._epochs import set_epoch, unwrap
-from vidload._position import Position, check_start, check_state
+from vidload._loader.epochs import set_epoch, unwrap
+from vidload._loader.position import Position, check_start, check_state
 from vidload.collate import collate_clips
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
@@ -57,7 +57,7 @@ DEFAULT_LOOKAHEAD_BATCHES = 1
 class _Resumable:
     """`set_epoch(epoch, start=k)`, `state_dict()` -> `{"epoch", "yielded"}` and
     `load_state_dict` for a sampler that keeps its `epoch` and a `Position` in `_position`
-    (`vidload._position`): the one copy the samplers below share."""
+    (`vidload._loader.position`): the one copy the samplers below share."""
 
     epoch: int
     _position: Position
@@ -84,7 +84,7 @@ class EpochShuffleSampler(_Resumable, Sampler[int]):
     `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
     `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
     `state_dict()` -> `{"epoch", "yielded"}` and `load_state_dict` save and restore the
-    position in the epoch (`vidload._position`); `set_epoch(epoch, start=k)` starts the next
+    position in the epoch (`vidload._loader.position`); `set_epoch(epoch, start=k)` starts the next
     pass at its k-th index.
     """
 
@@ -227,11 +227,12 @@ def make_loader(
             hints that cost more than the cold reads it saved (see `vidload.prefetch`;
             `python tools/readahead_cold.py DIR --formats jpeg` measures it).
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
-        stateful: return a torchdata `StatefulDataLoader` (`vidload._stateful.StatefulLoader`,
-            the optional extra `vidload[stateful]`) whose `state_dict()` holds the epoch, the
-            position in it and what the dataset learned (frame counts, broken videos), so that
-            `load_state_dict` in a new process continues with exactly the batches the
-            uninterrupted run would have yielded next (docs/guides/resuming.md). Without a
+        stateful: return a torchdata `StatefulDataLoader`
+            (`vidload._loader.stateful.StatefulLoader`, the optional extra `vidload[stateful]`)
+            whose `state_dict()` holds the epoch, the position in it and what the dataset
+            learned (frame counts, broken videos), so that `load_state_dict` in a new process
+            continues with exactly the batches the uninterrupted run would have yielded next
+            (docs/guides/resuming.md). Without a
             sampler and without shuffling it loads in order through a `ShardSampler` (one
             that can resume) instead of torch's `SequentialSampler`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
@@ -384,7 +385,7 @@ def _stateful_class() -> type[DataLoader]:
     """vidload's StatefulDataLoader subclass; ModuleNotFoundError naming the extra without
     torchdata."""
     try:
-        from vidload._stateful import StatefulLoader
+        from vidload._loader.stateful import StatefulLoader
     except ModuleNotFoundError as e:
         if e.name is None or not e.name.startswith("torchdata"):
             raise

@@ -51,7 +51,7 @@ import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
-from vidload._position import Position, check_start, check_state
+from vidload._loader.position import Position, check_start, check_state
 from vidload.errors import VideoReadError
 from vidload.sources.base import open_regular_file
 
@@ -317,7 +317,7 @@ class ReadAheadSampler(Sampler[T]):
     Position: `state_dict()` -> `{"epoch", "yielded"}` counts the elements this sampler has
     yielded (not the ones it read ahead of them), with `sampler`'s epoch (None if it has
     none); `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass
-    skip the first k elements of `sampler`'s pass for that epoch (`vidload._position`), so
+    skip the first k elements of `sampler`'s pass for that epoch (`vidload._loader.position`), so
     a resumed loader gets the elements the uninterrupted pass yielded next, provided
     `sampler`'s order is a function of its epoch (every sampler vidload builds).
 

@@ -2,9 +2,10 @@
 epoch and what the dataset learned.
 
 torchdata saves and restores the position inside a pass: the sampler's state (every vidload
-sampler has `state_dict`/`load_state_dict`, see `vidload._position`), taken in the main process
-when each batch's indices go to a worker, so a state after batch k holds the sampler as it was
-for batch k, not for the batches prefetched after it. Three things it cannot know, added here:
+sampler has `state_dict`/`load_state_dict`, see `vidload._loader.position`), taken in the main
+process when each batch's indices go to a worker, so a state after batch k holds the sampler as
+it was for batch k, not for the batches prefetched after it. Three things it cannot know, added
+here:
 
 - the epoch: vidload's epoch is set from outside (`set_epoch(loader, e)`), on the dataset (which
   draws the clips) and on the sampler (which draws the order). The state keeps the epoch of the
@@ -32,7 +33,7 @@ from typing import Any
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
-from vidload._epochs import loader_epoch, set_epoch, unwrap
+from vidload._loader.epochs import loader_epoch, set_epoch, unwrap
 
 __all__ = ["StatefulLoader"]
 

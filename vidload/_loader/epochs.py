@@ -1,6 +1,6 @@
 """The epoch of a loader: setting it on the dataset and the samplers, and reading it back.
 
-Apart from `vidload.loader` so that `vidload._stateful` (imported by `make_loader` only when
+Apart from `vidload.loader` so that `vidload._loader.stateful` (imported by `make_loader` only when
 asked for) can use it without importing the loader module back.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from vidload._checks import check_int
-from vidload._position import is_positioned
+from vidload._loader.position import is_positioned
 
 __all__ = ["loader_epoch", "set_epoch", "unwrap"]
 
