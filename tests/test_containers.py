@@ -579,7 +579,7 @@ def test_writers_stream_frames_in_bounded_memory(kind, tmp_path, jpegs, monkeypa
     written from a generator with 64 KiB copy blocks peak far below their total size."""
     import tracemalloc
 
-    import vidload.sources.hdf5 as hdf5_mod
+    import vidload.sources._hdf5_write as hdf5_mod
     import vidload.sources.npy as npy_mod
 
     monkeypatch.setattr(hdf5_mod, "BLOCK_BYTES", 1 << 16)
