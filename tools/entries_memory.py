@@ -16,8 +16,11 @@ Generates a Kinetics-shaped list of `--videos` entries in `--classes` classes wi
 - each worker's unique memory (psutil USS: pages no other process maps, i.e. what the worker
   copied on write or allocated itself) after its first batch (measured inside the worker, in the
   collate function) and after a full shuffled epoch (measured from the main process while the
-  persistent workers wait), for each `--workers` count, batch `--batch-size`, fork. With 0
-  workers the main process's USS before and after the epoch. USS is not disturbed by load;
+  persistent workers wait), for each `--workers` count, batch `--batch-size`, fork. Each
+  count runs in a process forked for it from the one that built the dataset, so one count's
+  leftovers in the heap do not show in the next one's workers. With 0 workers the USS of that
+  loading process before and after the epoch (it starts near 0: everything is shared with its
+  parent). USS is not disturbed by load;
 - the pickled dataset: `pickle.dumps` and `ForkingPickler.dumps` with torch's reductions (what a
   `spawn`-context DataLoader worker receives), size and CPU time;
 - with `--spawn`: the time a `multiprocessing_context="spawn"` loader with 2 workers takes to
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import multiprocessing
 import os
 import pickle
 import sys
@@ -126,7 +130,10 @@ class FirstBatchUss:
 
 
 def epoch_memory(ds: ClipDataset, workers: int, batch: int) -> list[tuple[float, float]]:
-    """[(USS after first batch, after the epoch) MiB] per worker (or for this process)."""
+    """[(USS after first batch, after the epoch) MiB] per worker; with 0 workers [(USS of the
+    loading process before, after the epoch)]. Run in a process forked for it
+    (`in_fresh_process`), so that what one configuration leaves in the heap (free blocks a
+    later fork's workers would reuse, copying their pages) does not count in the next."""
     loader = make_loader(
         ds, batch, num_workers=workers, read_ahead=False, collate_fn=FirstBatchUss()
     )
@@ -144,6 +151,21 @@ def epoch_memory(ds: ClipDataset, workers: int, batch: int) -> list[tuple[float,
     after = [p.memory_full_info().uss for p in procs]
     del it
     return [(first[w] / MIB, after[w] / MIB) for w in range(workers)]
+
+
+def _run(queue, fn, args) -> None:
+    queue.put(fn(*args))
+
+
+def in_fresh_process(fn, *args):
+    """`fn(*args)` in a child forked from this process (which shares the dataset's pages)."""
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.SimpleQueue()
+    child = ctx.Process(target=_run, args=(queue, fn, args))
+    child.start()
+    result = queue.get()
+    child.join()
+    return result
 
 
 def spawn_first_batch(ds: ClipDataset, batch: int) -> float:
@@ -229,13 +251,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nunique memory (USS, MiB), shuffled epoch, batch {args.batch_size}, fork")
         for workers in args.workers:
             t = time.perf_counter()
-            rows = epoch_memory(ds, workers, args.batch_size)
+            rows = in_fresh_process(epoch_memory, ds, workers, args.batch_size)
             dt = time.perf_counter() - t
             if workers == 0:
                 ((b, a),) = rows
                 print(
-                    f"  0 workers: main process {b:.1f} before the epoch, {a:.1f} after "
-                    f"({dt:.0f} s)"
+                    f"  0 workers: the loading process {b:.1f} before the epoch, {a:.1f} "
+                    f"after ({dt:.0f} s)"
                 )
             else:
                 cells = ", ".join(f"{f:.1f} -> {a:.1f}" for f, a in rows)

@@ -14,6 +14,7 @@ gets its share of the items: a seeded `DistributedSampler` when training, a `Sha
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sized
 from typing import TYPE_CHECKING, Any
@@ -155,7 +156,16 @@ class ResumableDistributedSampler(_Resumable, DistributedSampler):
 
 
 def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
-    """One torch and one OpenCV thread per worker, then the caller's init function.
+    """Freeze the objects the worker inherited, one torch and one OpenCV thread per worker,
+    then the caller's init function.
+
+    `gc.freeze()` first: a forked worker's full garbage collection writes the header of every
+    object it inherited (torch's, numpy's, the script's), copying each page that holds one;
+    frozen objects are never traversed (the freeze only relinks the lists, touching none). At
+    650,000 entries (`python tools/entries_memory.py`) a worker's unique memory jumped from
+    ~16 MiB to ~48 MiB at its first full collection, two thirds through the epoch; frozen it
+    stays at ~16 MiB. Objects the worker inherited are then never collected in it, which
+    costs nothing: they are the parent's, alive there.
 
     Workers are as many as the cores, and a clip's decode is single-threaded anyway; extra
     threads only contend (OpenCV's default is one per core). Torch stays at 1 (PyTorch's own
@@ -163,6 +173,8 @@ def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
     here: `torch.set_num_threads(2)` in a worker hangs in libgomp's barrier).
     """
     from vidload._cv2 import cv2
+
+    gc.freeze()
 
     torch.set_num_threads(1)
     cv2.setNumThreads(1)
