@@ -14,7 +14,8 @@ import pytest
 import torch
 from media import make_video
 
-from vidload._entries import SharedArrays, VideoEntries, entries_of
+from vidload._entries import VideoEntries, entries_of
+from vidload._shared_arrays import SharedArrays
 from vidload.dataset import ClipDataset
 from vidload.loader import make_loader
 from vidload.manifest import ManifestRow, VideoEntry, load_videos, write_manifest

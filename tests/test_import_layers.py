@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         (
             "helpers",
             ".transforms .sampling .errors ._atomic ._checks ._ids ._lru ._layout ._kinds ._cpus"
-            " ._cv2 ._lazy ._scratch",
+            " ._cv2 ._lazy ._scratch ._shared_arrays",
         ),
     )
 )

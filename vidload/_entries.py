@@ -24,11 +24,11 @@ The columns (detectron2's and torchdata's serialised dataset lists are the same 
   and its values, in key order, are strings of a second UTF-8 table (`extra_bytes`,
   `extra_ends`), entry i's from `extra_first[i]`.
 
-`SharedArrays` holds the columns. A plain `pickle` copies them (a dataset saved to a file
-keeps its list); `multiprocessing`'s `ForkingPickler` (what a `spawn` or `forkserver` DataLoader
-worker is started with, with torch's reductions registered) moves them once into shared-memory
-tensors and sends their handles, so each spawned worker maps the same pages instead of
-unpickling its own copy.
+`SharedArrays` (`vidload._shared_arrays`) holds the columns. A plain `pickle` copies them (a
+dataset saved to a file keeps its list); `multiprocessing`'s `ForkingPickler` (what a `spawn` or
+`forkserver` DataLoader worker is started with, with torch's reductions registered) moves them
+once into shared-memory tensors and sends their handles, so each spawned worker maps the same
+pages instead of unpickling its own copy.
 """
 
 from __future__ import annotations
@@ -38,18 +38,16 @@ import itertools
 import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from multiprocessing.reduction import ForkingPickler
 from typing import Any, overload
 
 import numpy as np
-import torch
-import torch.multiprocessing  # noqa: F401  (registers torch's tensor reductions with ForkingPickler)
 
 from vidload._lists import INT64, MAX_FRAMES, VideoEntry
 from vidload._official import warn_one_based_labels
+from vidload._shared_arrays import SharedArrays
 from vidload.sources.base import normalize_video_id
 
-__all__ = ["NONE", "SharedArrays", "VideoEntries", "entries_of"]
+__all__ = ["NONE", "VideoEntries", "entries_of"]
 
 #: The int64 value that stands for None in the count columns (no count is ever this).
 NONE = INT64[0]
@@ -57,68 +55,6 @@ _ABSOLUTE, _MULTI = 1, 2
 _FIELDS = frozenset(f.name for f in dataclasses.fields(VideoEntry))
 #: VideoEntry has a window (issue 22's start/end) in this version
 _WINDOWS = {"start", "end"} <= _FIELDS
-
-
-class SharedArrays:
-    """Named numpy arrays. `pickle` copies them; `ForkingPickler` sends shared-memory handles.
-
-    The first `ForkingPickler` pickling copies every array into a shared-memory torch tensor
-    (`Tensor.share_memory_`) and from then on reads through numpy views of those tensors, so
-    the memory is not held twice and later picklings send the same handles. The receiver's
-    arrays are views of the same shared pages.
-    """
-
-    __slots__ = ("_arrays", "_shared")
-
-    def __init__(self, arrays: Mapping[str, np.ndarray]) -> None:
-        self._arrays = {name: np.ascontiguousarray(a) for name, a in arrays.items()}
-        self._shared: dict[str, torch.Tensor] | None = None
-
-    def __getitem__(self, name: str) -> np.ndarray:
-        return self._arrays[name]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._arrays
-
-    def get(self, name: str) -> np.ndarray | None:
-        return self._arrays.get(name)
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held by the arrays."""
-        return sum(a.nbytes for a in self._arrays.values())
-
-    def __getstate__(self) -> dict[str, np.ndarray]:
-        return dict(self._arrays)
-
-    def __setstate__(self, state: dict[str, np.ndarray]) -> None:
-        self._arrays = dict(state)
-        self._shared = None
-
-    def shared(self) -> dict[str, torch.Tensor]:
-        """The arrays as shared-memory tensors (moved there on the first call)."""
-        if self._shared is None:
-            tensors = {
-                name: torch.from_numpy(np.array(a, copy=True)).share_memory_()
-                for name, a in self._arrays.items()
-            }
-            self._arrays = {name: t.numpy() for name, t in tensors.items()}
-            self._shared = tensors
-        return self._shared
-
-
-def _from_shared(tensors: dict[str, torch.Tensor]) -> SharedArrays:
-    arrays = SharedArrays.__new__(SharedArrays)
-    arrays._arrays = {name: t.numpy() for name, t in tensors.items()}
-    arrays._shared = tensors
-    return arrays
-
-
-def _reduce_shared(arrays: SharedArrays) -> tuple[Any, tuple[dict[str, torch.Tensor]]]:
-    return _from_shared, (arrays.shared(),)
-
-
-ForkingPickler.register(SharedArrays, _reduce_shared)
 
 
 class VideoEntries(Sequence[VideoEntry]):

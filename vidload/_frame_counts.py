@@ -22,7 +22,8 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from vidload._entries import SharedArrays, VideoEntries
+from vidload._entries import VideoEntries
+from vidload._shared_arrays import SharedArrays
 from vidload._windows import describe, window_frames
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.manifest import VideoEntry
