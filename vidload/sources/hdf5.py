@@ -142,7 +142,7 @@ def _open_remote(location: Location) -> _Handle:
         f = h5py.File(raw, "r")
     except Exception as e:
         raise VideoReadError(location, f"cannot open as HDF5: {_what(e)}") from e
-    try:
+    with _closed_on_failure(location, f):
         handle = _validate(location, f, direct=False)
         offset = _block_offset(handle.frames)
         handle.location = location
@@ -150,13 +150,7 @@ def _open_remote(location: Location) -> _Handle:
             handle.data_offset = _check_within(location, offset, handle.frames, raw.size)
             f.close()
             handle.file = None
-        return handle
-    except VideoReadError:
-        f.close()
-        raise
-    except Exception as e:
-        f.close()
-        raise VideoReadError(location, f"cannot read the HDF5 structure: {_what(e)}") from e
+    return handle
 
 
 def _open(path: Path) -> _Handle:
@@ -175,14 +169,23 @@ def _open(path: Path) -> _Handle:
         size = path.stat().st_size if path.is_file() else None
         reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {_what(e)}"
         raise VideoReadError(path, reason) from e
+    with _closed_on_failure(path, f):
+        handle = _validate(path, f)
+    return handle
+
+
+@contextmanager
+def _closed_on_failure(where: Path | Location, f: h5py.File) -> Iterator[None]:
+    """Close `f` when reading its structure fails, in a local file and a bucket's object alike;
+    a failure other than a VideoReadError becomes one naming `where`, chained to it."""
     try:
-        return _validate(path, f)
+        yield
     except VideoReadError:
         f.close()
         raise
     except Exception as e:
         f.close()
-        raise VideoReadError(path, f"cannot read the HDF5 structure: {_what(e)}") from e
+        raise VideoReadError(where, f"cannot read the HDF5 structure: {_what(e)}") from e
     except BaseException:
         f.close()
         raise
