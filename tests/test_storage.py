@@ -174,3 +174,30 @@ def test_s3_write_put_delete(s3, tmp_path):
     target.parent.delete(recursive=True)
     assert not target.exists()
     target.delete()  # nothing to remove: not an error
+
+
+def test_a_forked_child_s_reads_leave_the_parent_s_connections_working(http_dir):
+    """A child forked after the parent read a URL builds its own client and keeps the
+    parent's alive: collecting it would unregister the parent's pooled sockets from the epoll
+    instance parent and child share, and the parent's next read over them would hang."""
+    pytest.importorskip("aiohttp")
+    (http_dir.path / "x").write_bytes(bytes(range(256)) * 400)
+    loc = Location(f"{http_dir.url}/x")
+    assert loc.read_ranges([(0, 2), (50_000, 50_002)]) == [b"\x00\x01", b"\x50\x51"]
+    pid = os.fork()
+    if pid == 0:  # the child: read, collect everything, leave
+        import gc
+
+        ok = loc.read_ranges([(1, 2), (60_000, 60_001)]) == [b"\x01", b"\x60"]
+        gc.collect()
+        os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    import concurrent.futures  # the parent's next read, bounded by a timeout
+
+    pool = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        got = pool.submit(loc.read_ranges, [(2, 3), (70_000, 70_001)])
+        assert got.result(timeout=30) == [b"\x02", b"\x70"]
+    finally:
+        pool.shutdown(wait=False)

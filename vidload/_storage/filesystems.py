@@ -76,6 +76,8 @@ S3_CONNECTIONS = 128
 
 _FS_LOCK = threading.Lock()
 _FS: dict[tuple[int, str, str], Any] = {}
+#: The filesystems a forked child inherited from its parent, kept alive (see `filesystem`).
+_INHERITED: list[Any] = []
 
 
 def options_key(options: Mapping[str, Any] | None) -> str:
@@ -94,7 +96,13 @@ def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
         fs = _FS.get(key)
         if fs is None:
             for stale in [k for k in _FS if k[0] != key[0]]:
-                del _FS[stale]  # a parent's: never used here
+                # A parent's: never used here, and never garbage-collected either. Collecting
+                # it would close its pooled connections through the event loop's selector,
+                # and a forked child shares the parent's epoll instance: the child's
+                # EPOLL_CTL_DEL would unregister the parent's sockets, and the parent would
+                # then wait forever on answers that have arrived (seen: a DataLoader worker's
+                # first URL read hung the parent's next batch).
+                _INHERITED.append(_FS.pop(stale))
             fs = _FS[key] = _make_filesystem(protocol, options)
     return fs
 
