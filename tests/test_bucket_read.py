@@ -378,8 +378,8 @@ def test_cache_evicts_least_recently_used_beyond_its_bound(s3_bucket, tmp_path):
     for k, n in enumerate("bac"):  # recency: b oldest, then a, then c
         os.utime(paths[n], (time.time() - 100 + k, time.time() - 100 + k))
     cache.get(locs["d"])  # 4000 bytes > 3500: evict down to 90 % (3150): b goes
-    left = sorted(p.name for p in (tmp_path / "cache").rglob("*") if p.is_file())
-    assert left == ["a", "c", "d"]
+    left = sorted(p.name.split("~")[0] for p in (tmp_path / "cache").rglob("*") if p.is_file())
+    assert left == ["a", "c", "d"]  # (each named by its version too: `name~<hash>`)
     assert cache.get(locs["b"]).read_bytes() == b"b" * 1000  # fetched again
 
 
@@ -403,7 +403,8 @@ def test_cache_is_safe_with_several_processes_filling_it(s3_bucket, tmp_path):
     for (_, _, _, names), got in zip(jobs, results, strict=True):
         assert got == [bytes([int(n[1:])]) * 50_000 for n in names]
     files = [p for p in (tmp_path / "c").rglob("*") if p.is_file()]
-    assert sorted(p.name for p in files) == [f"o{k}" for k in range(6)]  # no partial left
+    names = sorted(p.name.split("~")[0] for p in files)
+    assert names == [f"o{k}" for k in range(6)]  # no partial left
 
 
 def test_bench_bucket_rows(s3_bucket, tmp_path, monkeypatch):
@@ -424,3 +425,68 @@ def test_bench_bucket_rows(s3_bucket, tmp_path, monkeypatch):
     assert rows["npy"]["requests_per_clip"] == 1
     assert rows["jpeg"]["requests_per_clip"] == 8  # one GET per frame
     assert all(r["bytes_per_clip"] > 0 and r["bucket"]["clips_per_s"] > 0 for r in rows.values())
+
+
+def test_the_cache_fetches_a_rewritten_object_again(s3_bucket, tmp_path):
+    """The cache names a copy by the object's version (ETag): a process that finds the object
+    rewritten fetches it again and never serves the stale copy."""
+    from vidload._storage import LocalCache, Location, cache
+
+    s3_bucket.put("v/x", b"old" * 100)
+    loc = Location(f"{s3_bucket.url}/v/x", s3_bucket.storage_options)
+    folder = tmp_path / "cache"
+    assert LocalCache(folder).get(loc).read_bytes() == b"old" * 100
+    s3_bucket.put("v/x", b"new!" * 100)  # rewritten, same key
+    cache._VERSIONS.clear()  # a new process: versions are learned once per process
+    s3_bucket.faults.clear_log()
+    assert LocalCache(folder).get(loc).read_bytes() == b"new!" * 100
+    assert [r.method for r in s3_bucket.faults.requests()] == ["HEAD", "GET"]
+    s3_bucket.faults.clear_log()
+    cache._VERSIONS.clear()  # unchanged since: one request for the version, then the copy
+    assert LocalCache(folder).get(loc).read_bytes() == b"new!" * 100
+    assert [r.method for r in s3_bucket.faults.requests()] == ["HEAD"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_cached_source_reads_a_rewritten_video_anew(kind, local_tree, s3_bucket, tmp_path):
+    from vidload._storage import cache, filesystems
+
+    url = s3_bucket.upload(local_tree[storage(kind)], "data")
+    opts = s3_bucket.storage_options
+
+    def read_in_a_new_process():
+        cache._VERSIONS.clear()  # versions are learned once per process
+        filesystems._FS.clear()  # and so are s3fs's listings
+        src = source(kind, url, storage_options=opts, cache_dir=tmp_path / "c")
+        return [frame_number(f) for f in src.read("a/x1", [0, 1])]
+
+    assert read_in_a_new_process() == [0, 1]
+    assert read_in_a_new_process() == [0, 1]  # from the cache
+    jpegs = [encode_jpeg(paint(i + 10, W, H), quality=90) for i in range(N)]
+    new = tmp_path / "new"
+    {"jpeg": write_jpeg_folder, "hdf5": write_hdf5, "npy": write_npy}[storage(kind)](
+        new / ("a/x1" + {"jpeg": "", "hdf5": ".h5", "npy": ".npy"}[storage(kind)]), jpegs
+    )
+    s3_bucket.upload(new, "data")  # a/x1 rewritten under the same name(s)
+    assert read_in_a_new_process() == [10, 11]
+
+
+def test_video_source_finds_converted_names_in_a_bucket_as_on_local_disk(s3_bucket, tmp_path):
+    """`a/x.avi` reads the `a/x.mp4` that `convert --to video` made of it, in a bucket as on
+    local disk (one listing of the folder per process), and the missing= check agrees."""
+    from media import make_video
+
+    from vidload import ClipDataset
+    from vidload.convert import convert
+    from vidload.sources.video import VideoSource
+
+    make_video(tmp_path / "in" / "a" / "x.avi", 12, codec="mpeg4")
+    convert(tmp_path / "in", tmp_path / "out", to="video", workers=1, progress=False)
+    assert (tmp_path / "out" / "a" / "x.mp4").is_file()
+    url = s3_bucket.upload(tmp_path / "out", "conv")
+    opts = s3_bucket.storage_options
+    local, remote = VideoSource(tmp_path / "out"), VideoSource(url, storage_options=opts)
+    assert np.array_equal(remote.read("a/x.avi", [0, 7]), local.read("a/x.avi", [0, 7]))
+    assert remote.missing_videos(["a/x.avi", "a/y.avi"]) == ["a/y.avi"]
+    ds = ClipDataset([("a/x.avi", 0)], remote, num_frames=4)
+    assert ds[0][0].shape[0] == 4

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from vidload._storage.batch import read_many
+from vidload._storage.batch import read_many, run_concurrently
 from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
 from vidload._storage.location import Location
 from vidload._storage.remote import RemoteLocation, count
@@ -97,6 +97,28 @@ def open_prefetched(location: Location, *, head: int = 64 << 10, tail: int = 64 
     return RangeFile(location, st.size, blocks)
 
 
+#: Between an object's name and its version's hash in the cache (`LocalCache.path_of`).
+VERSION_MARK = "~"
+#: The version (`Location.stat().version`: ETag, generation, or size and mtime) of each object
+#: this process has cached or read from the cache, by (process id, URL).
+_VERSIONS: dict[tuple[int, str], str] = {}
+
+
+def _knows_version(location: Location) -> bool:
+    return (os.getpid(), location.url) in _VERSIONS
+
+
+def version_of(location: Location) -> str:
+    """The object's version as this process first saw it (one request, once per object and
+    process): what the cache names its copy by, so that an object rewritten in the store is
+    fetched again by the next process instead of served from a stale copy."""
+    key = (os.getpid(), location.url)
+    version = _VERSIONS.get(key)
+    if version is None:
+        version = _VERSIONS[key] = location.stat().version
+    return version
+
+
 #: `cache_max_bytes` when none is given.
 DEFAULT_CACHE_BYTES = 32 << 30
 #: A process rescans the cache's size after this many of its own additions (others add too).
@@ -109,10 +131,12 @@ _PART = ".part"
 class LocalCache:
     """Whole objects of a bucket, copied into a local folder on first use and read from there.
 
-    Layout: `folder/<endpoint hash>/<bucket>/<key>`, the hash telling apart servers that use
-    the same bucket names (the endpoint of the options or `AWS_ENDPOINT_URL`). Objects are
-    assumed not to change once written (as `vidload convert` writes them); after rewriting a
-    bucket, empty the cache folder.
+    Layout: `folder/<endpoint hash>/<bucket>/<key>~<version hash>`, the first hash telling
+    apart servers that use the same bucket names (the endpoint of the options or
+    `AWS_ENDPOINT_URL`), the version (ETag, generation, or size and mtime) asked of the store
+    once per object and process (`version_of`, one request): an object rewritten in the bucket
+    has a new name here and is fetched again, never served stale (within one process the
+    version first seen is kept); the old copy goes with the least recently used.
 
     Safe with several processes (DataLoader workers) filling it at once: an object is
     downloaded under a name of its own (`.<name>.<pid>.<n>.part`) and renamed over the final
@@ -150,11 +174,14 @@ class LocalCache:
         return f"LocalCache({str(self.folder)!r}, max_bytes={self.max_bytes})"
 
     def path_of(self, location: Location) -> Path:
-        """Where `location`'s copy lives in the cache (whether or not it is there)."""
+        """Where the copy of `location` as it is now lives in the cache (whether or not it is
+        there): `<key>~<version hash>`, the version learned once per process (`version_of`)."""
         where = endpoint(location.storage_options)
         tag = hashlib.sha1(f"{scheme(location.url)}|{where}".encode()).hexdigest()[:12]
         rest = redact_url(location.url).split("://", 1)[1].split("?", 1)[0]
         parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
+        version = hashlib.sha1(version_of(location).encode()).hexdigest()[:12]
+        parts[-1] = f"{parts[-1]}{VERSION_MARK}{version}"
         return self.folder.joinpath(tag, *parts)
 
     def get(self, location: Location) -> Path:
@@ -184,7 +211,9 @@ class LocalCache:
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
         """The contents of each location: hits read from the cache, misses fetched
-        concurrently (`read_many`) and stored."""
+        concurrently (`read_many`) and stored; the versions this process has not learned yet
+        asked in one concurrent round first."""
+        run_concurrently(version_of, [loc for loc in locations if not _knows_version(loc)])
         out: list[bytes | None] = [None] * len(locations)
         missing = []
         for i, loc in enumerate(locations):
