@@ -180,6 +180,11 @@ class VideoSource:
         # URL root: each video read by ranges, or why it is downloaded whole
         self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
         self._said_whole = False
+        # URL root: the object each id names (`_object_name`), and each folder's listing
+        self._names: ProcessLRU[str, str] = ProcessLRU(None)
+        self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(
+            _REMOTE_CACHE_SIZE
+        )
 
     def __getstate__(self) -> dict:
         return {
@@ -219,7 +224,7 @@ class VideoSource:
         root = self.root
         vid = normalize_video_id(video_id)
         if not isinstance(root, Path):
-            return self.store.local_copy(vid)
+            return self.store.local_copy(self._object_name(vid))
         direct = root / vid
         if direct.exists():
             return direct
@@ -233,7 +238,7 @@ class VideoSource:
         cannot be read so (no usable index), its local copy, downloaded whole and said so."""
         if not self.store.reads_by_ranges:
             return self.path(video_id)
-        vid = normalize_video_id(video_id)
+        vid = self._object_name(normalize_video_id(video_id))
         found = self._remote.get(vid)
         if found is None:
             found = self._keep_remote(vid, load_remote(self.store.remote(vid)))
@@ -246,17 +251,50 @@ class VideoSource:
                 warn_whole(found, f"its frame index is not used: {e}")
         return self.store.local_copy(vid)
 
+    def _object_name(self, vid: str) -> str:
+        """The object a URL root reads for the id `vid`, by the rule `path` follows on local
+        disk: the id's own file, else the one `vidload convert --to video` made of it (the
+        full id's name `a/x1.avi.mp4`, then `a/x1.mp4`), found in one listing of the folder
+        per process (a bucket prefix). A store that cannot list (HTTP) reads the id's own
+        file. Kept per process."""
+        known = self._names.get(vid)
+        if known is not None:
+            return known
+        suffix = get_kind("video").suffix
+        candidates = dict.fromkeys(
+            (vid, container_name(vid, suffix, keep_extension=True), container_name(vid, suffix))
+        )
+        name = vid
+        if len(candidates) > 1:
+            folder, _, _ = vid.rpartition("/")
+            entry = self._listings.get(folder)
+            if entry is None:
+                where = self.store.location / folder if folder else self.store.location
+                entry = (None,)
+                if where.can_list:
+                    try:
+                        entry = (frozenset(where.list_dir()),)
+                    except VideoReadError:
+                        entry = (frozenset(),)  # no such folder: the id's own read says so
+                self._listings.put(folder, entry)
+            listed = entry[0]
+            if listed is not None:
+                name = next((c for c in candidates if c.rsplit("/", 1)[-1] in listed), vid)
+        self._names.put(vid, name)
+        return name
+
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
         """The ids of `video_ids` with no file under the root, in list order: neither the id's
-        own file nor (local root) the video `vidload convert --to video` made of it (`path`);
+        own file nor the video `vidload convert --to video` made of it (`path`; a root that
+        cannot list, HTTP, by the id's own file only);
         one directory listing per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`)."""
         suffix = get_kind("video").suffix
-        local = self.store.is_local
+        rule = self.store.location.can_list  # where `_object_name` can follow it
 
         def names(vid: str) -> Iterator[str]:
             yield vid
-            if local:
+            if rule:
                 yield container_name(vid, suffix, keep_extension=True)
                 yield container_name(vid, suffix)
 
