@@ -327,3 +327,44 @@ def test_overlapping_input_and_output_urls_are_refused(s3_bucket, inputs):
             convert(url, out, to="hdf5", workers=1, progress=False,
                     storage_options=s3_bucket.storage_options)  # fmt: skip
     assert s3_bucket.keys() == before
+
+
+def test_storage_option_flags_reach_the_filesystem(s3_bucket, inputs, monkeypatch, capsys):
+    """`--storage-option KEY=VALUE` (JSON values, dotted keys nested) for convert and probe:
+    with no AWS configuration in the environment, the options alone reach the bucket."""
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    opts = s3_bucket.storage_options
+    flags = [
+        "--storage-option",
+        f"key={opts['key']}",
+        "--storage-option",
+        f"secret={opts['secret']}",
+        "--storage-option",
+        f"client_kwargs.endpoint_url={opts['client_kwargs']['endpoint_url']}",
+        "--storage-option",
+        'client_kwargs.region_name="us-east-1"',
+    ]
+    out = f"{s3_bucket.url}/flags"
+    assert main(["convert", str(inputs), out, "--to", "npy", "--workers", "1", "-q", *flags]) == 1
+    assert "a/v0.npy" in bucket_files(s3_bucket, "flags")  # converted, but for b/broken.mp4
+    capsys.readouterr()
+    assert main(["probe", out, "--workers", "1", "-q", *flags]) == 0
+    assert "a/v0" in capsys.readouterr().out
+    assert main(["probe", out, "--storage-option", "novalue", "-q"]) == 2
+    assert "'novalue' is not KEY=VALUE" in capsys.readouterr().err
+
+
+def test_storage_option_values():
+    from vidload._commands.args import storage_option, storage_options
+
+    def parse(*texts):
+        return storage_options([storage_option(t) for t in texts])
+
+    assert storage_options(None) is None
+    assert parse("anon=true", "a.b=1", "a.c=x y", 'd={"e": 2}') == {
+        "anon": True,
+        "a": {"b": 1, "c": "x y"},
+        "d": {"e": 2},
+    }

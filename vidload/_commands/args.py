@@ -4,7 +4,7 @@ given, and `--dask`'s executor."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,6 +22,8 @@ __all__ = [
     "positive_number",
     "quality",
     "quick_or",
+    "storage_option",
+    "storage_options",
 ]
 
 T = TypeVar("T", int, float)
@@ -105,6 +107,48 @@ def add_common(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="videos per task (default 16, fewer for small runs)",
     )
+    p.add_argument(
+        "--storage-option",
+        type=storage_option,
+        action="append",
+        metavar="KEY=VALUE",
+        dest="storage_option",
+        help="for URLs: an fsspec storage option (repeatable); VALUE is JSON where it parses "
+        "(numbers, true, {...}), else text; KEY.SUB=VALUE sets a nested one "
+        "(client_kwargs.endpoint_url=http://127.0.0.1:9000)",
+    )
+
+
+def storage_option(text: str) -> tuple[list[str], Any]:
+    """One `--storage-option KEY=VALUE`: (the key's dotted parts, the value, JSON if it
+    parses, else the text)."""
+    import json
+
+    key, sep, value = text.partition("=")
+    keys = key.strip().split(".")
+    if not sep or not all(keys):
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = value
+    return keys, parsed
+
+
+def storage_options(pairs: Sequence[tuple[list[str], Any]] | None) -> dict[str, Any] | None:
+    """The `--storage-option` values as fsspec's nested options (None when none given)."""
+    if not pairs:
+        return None
+    out: dict[str, Any] = {}
+    for keys, value in pairs:
+        node = out
+        for k in keys[:-1]:
+            child = node.setdefault(k, {})
+            if not isinstance(child, dict):
+                raise UsageError(f"--storage-option {'.'.join(keys)}: {k} is already a value")
+            node = child
+        node[keys[-1]] = value
+    return out
 
 
 def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = True) -> None:

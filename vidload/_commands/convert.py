@@ -13,6 +13,7 @@ from vidload._commands.args import (
     dask_executor,
     positive_int,
     quality,
+    storage_options,
 )
 from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
@@ -123,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             executor=executor,
             shard_size=args.shard_size,
+            storage_options=storage_options(args.storage_option),
         )
     print_convert_summary(report, sys.stdout)
     if report.stopped is not None:

@@ -7,7 +7,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from vidload._commands.args import add_common, add_input, check_paths, dask_executor
+from vidload._commands.args import (
+    add_common,
+    add_input,
+    check_paths,
+    dask_executor,
+    storage_options,
+)
 from vidload._exit import EXIT_FAILED, EXIT_OK
 
 __all__ = ["add_parser", "run"]
@@ -53,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
             executor=executor,
             shard_size=args.shard_size,
             write_index=args.write_index,
+            storage_options=storage_options(args.storage_option),
         )
     class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     print_probe_table(rows, sys.stdout)
