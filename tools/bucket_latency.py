@@ -1,50 +1,472 @@
-"""`vidload bench --bucket` against a local S3 server with injected per-request latency.
+"""Converted data read over HTTP from a real server (nginx on 127.0.0.1) against local disk.
 
-    python tools/bucket_latency.py [--latency-ms 20] [--workers 2] [BENCH OPTIONS ...]
+    python tools/bucket_latency.py [--latency-ms 0,20] [--workers 0,2] [--batch-size 16]
+        [--rounds 3] [--storages hdf5,npy,jpeg,video,original] [--work DIR] [--json FILE]
 
-Starts the tests' S3 server (`tests/servers.py`: moto on 127.0.0.1 at a free port, behind the
-fault middleware that sleeps `--latency-ms` before answering each request, in that request's
-own thread, so concurrent requests overlap their waits as against a real store), creates a
-bucket, points the standard AWS configuration at it (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
-...) and runs `vidload bench --bucket s3://<bucket>/bench` with the other options given. The
-upload is not delayed (the admin client is not); every read by vidload is. Needs the test extra
-(moto[server], s3fs). The server-side request count per clip is printed too, as a check on the
-client-side count of the table.
+What it does, so that the figure is vidload's and not the server's:
+
+* converts the real clips of ../shared/videos and ../shared/videos-extra (short side 256:
+  `vidload convert --to hdf5/npy/jpeg/video`; "original" is the clips as they are) once into
+  `--work`, then names each container under many folders (`c0000/...`, symlinks: no copies),
+  so that every clip of a measured epoch reads an object this process never read before, as
+  an epoch over Kinetics does (a video's head, frame table or listing is never cached);
+* starts nginx itself (Debian's `nginx-light` + `libnginx-mod-http-lua`) on a free port of
+  127.0.0.1 with its own configuration in a temporary folder: `/ms<L>/` serves the folder
+  with Range and directory listings, after a non-blocking `ngx.sleep(L / 1000)` before each
+  answer (`access_by_lua_block`), and logs every request (counted per clip); it is stopped
+  when the tool ends;
+* reads the same clips through `ClipDataset` (segment sampling, 8 frames, one clip per video,
+  training) and a `DataLoader` (batch `--batch-size`, 0 and `--workers` workers; the batch is
+  read by `ClipDataset.__getitems__`), from local disk and from `http://` at each latency.
+  Rows are interleaved (every storage x backend x workers in each round) and each figure is
+  the best of `--rounds` epochs, each over objects not read before. Clock: wall
+  (`time.perf_counter`) for clips/s; process CPU time (`time.process_time`, all threads of
+  the one process) per clip with 0 workers; requests and bytes per clip from vidload's own
+  count and nginx's log.
+
+Needs nginx with the lua module (Debian/Ubuntu: `apt-get install nginx-light
+libnginx-mod-http-lua`); without it the tool says so and exits 2. The tests never need nginx:
+they use the Python servers of tests/servers.py.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
+import signal
+import socket
+import subprocess
 import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+SHARED = HERE.parent.parent / "shared"
+VIDEO_DIRS = ("videos", "videos-extra")
+CONTAINERS = ("hdf5", "npy", "jpeg")
+ALL_STORAGES = ("hdf5", "npy", "jpeg", "video", "original")
+MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
+MODULE_DIRS = ("/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/usr/lib64/nginx/modules")
+INSTALL = (
+    "nginx with its lua module is needed for this benchmark: on Debian/Ubuntu "
+    "`sudo apt-get install nginx-light libnginx-mod-http-lua` (the tests never need it)"
+)
+
+
+# --- nginx ------------------------------------------------------------------------------------
+
+
+def find_nginx() -> tuple[str, list[str]]:
+    """(the nginx binary, the module files to load); SystemExit(2) saying how to install."""
+    binary = shutil.which("nginx") or next(
+        (p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if os.access(p, os.X_OK)), None
+    )
+    if binary is None:
+        raise SystemExit(f"bucket_latency: no nginx found. {INSTALL}")
+    for folder in MODULE_DIRS:
+        mods = [os.path.join(folder, m) for m in MODULES]
+        if all(os.path.isfile(m) for m in mods):
+            return binary, mods
+    raise SystemExit(f"bucket_latency: nginx's lua module not found in {MODULE_DIRS}. {INSTALL}")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Nginx:
+    """nginx serving `root` on 127.0.0.1 under `/ms<L>/` for each latency L (ms)."""
+
+    def __init__(self, root: Path, latencies_ms: list[float]) -> None:
+        binary, modules = find_nginx()
+        self.dir = Path(tempfile.mkdtemp(prefix="vidload-nginx-"))
+        self.port = _free_port()
+        self.log = self.dir / "access.log"
+        locations = []
+        for ms in latencies_ms:
+            sleep = f"access_by_lua_block {{ ngx.sleep({ms / 1000:.4f}) }}" if ms > 0 else ""
+            locations.append(f"location /ms{ms:g}/ {{ alias {root}/; autoindex on; {sleep} }}")
+        user = "user root;" if os.geteuid() == 0 else ""
+        conf = "\n".join(
+            [
+                *(f"load_module {m};" for m in modules),
+                user,
+                "daemon off; master_process on; worker_processes 1;",
+                f"pid {self.dir}/nginx.pid; error_log {self.dir}/error.log warn;",
+                "events { worker_connections 4096; }",
+                "http {",
+                "  sendfile on; tcp_nopush on; tcp_nodelay on;",
+                "  keepalive_requests 1000000; keepalive_timeout 300s;",
+                "  open_file_cache max=100000 inactive=600s;",
+                "  default_type application/octet-stream;",
+                "  log_format counted '$request_method $uri $status $bytes_sent \"$http_range\"';",
+                f"  access_log {self.log} counted;",
+                *(
+                    f"  {k}_temp_path {self.dir}/{k};"
+                    for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+                ),
+                f"  server {{ listen 127.0.0.1:{self.port};",
+                *(f"    {loc}" for loc in locations),
+                "  }",
+                "}",
+            ]
+        )
+        (self.dir / "nginx.conf").write_text(conf + "\n")
+        self.proc = subprocess.Popen(
+            [binary, "-p", str(self.dir), "-c", str(self.dir / "nginx.conf")],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                raise SystemExit(f"bucket_latency: nginx did not start: {err.strip()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def requests(self) -> int:
+        """Requests answered so far (lines of its log)."""
+        with open(self.log, "rb") as f:
+            return sum(1 for _ in f)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+# --- data ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Storage:
+    name: str
+    base: Path  # the converted folder (or the originals)
+    ids: list[str]  # one video id per base video, as the dataset names it
+    counts: list[int]  # frames of each
+    sizes: list[int]  # bytes of each container (files summed for a folder)
+    copies: int = 0
+    entries: list[tuple[str, int, int]] = field(default_factory=list)
+
+
+def _inputs(work: Path) -> Path:
+    """The real clips, each under a name of its own (two share a stem)."""
+    inputs = work / "in"
+    if inputs.is_dir():
+        return inputs
+    tmp = work / "in.tmp"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    found = 0
+    for d in VIDEO_DIRS:
+        for p in sorted((SHARED / d).glob("*")):
+            if p.suffix.lower() in (".mp4", ".avi", ".webm", ".mkv"):
+                os.symlink(p, tmp / f"{p.stem}_{p.suffix[1:].lower()}{p.suffix.lower()}")
+                found += 1
+    if not found:
+        raise SystemExit(f"bucket_latency: no videos in {SHARED}/{{{','.join(VIDEO_DIRS)}}}")
+    tmp.rename(inputs)
+    return inputs
+
+
+def _convert(work: Path, storage: str, short_side: int) -> Path:
+    from vidload.convert import convert
+
+    inputs = _inputs(work)
+    if storage == "original":
+        return inputs
+    out = work / "base" / storage
+    if not (out / "manifest.csv").is_file():
+        print(f"converting {inputs} to {storage} (short side {short_side}) ...", flush=True)
+        convert(inputs, out, to=storage, short_side=short_side, workers=2, progress=False)
+    return out
+
+
+def _size(p: Path) -> int:
+    if p.is_dir():
+        return sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+    return p.stat().st_size
+
+
+def _storage(work: Path, name: str, short_side: int) -> Storage:
+    from vidload.manifest import load_videos
+    from vidload.sources.video import VideoSource
+
+    base = _convert(work, name, short_side)
+    if name in CONTAINERS:
+        entries = load_videos(base / "manifest.csv")
+        ids = [e.video_id for e in entries]
+        counts = [int(e.known_frames or 0) for e in entries]
+        suffix = {"hdf5": ".h5", "npy": ".npy", "jpeg": ""}[name]
+        sizes = [_size(base / (os.path.splitext(i)[0] + suffix)) for i in ids]
+        return Storage(name, base, ids, counts, sizes)
+    files = sorted(p.name for p in base.iterdir() if p.suffix in (".mp4", ".avi", ".webm"))
+    src = VideoSource(base)
+    counts = [src.actual_frames(f) for f in files]
+    if name == "original":  # as `vidload probe --write-index` does: read by ranges over a URL
+        for f in files:
+            if not any(p.name.startswith(f + ".") for p in base.iterdir()):
+                src.write_index(f)
+    return Storage(name, base, files, counts, [_size(base / f) for f in files])
+
+
+def _spread(storage: Storage, data: Path, copies: int) -> None:
+    """`data/<storage>/cNNNN/<name>` -> the base container, for NNNN < copies (symlinks)."""
+    folder = data / storage.name
+    folder.mkdir(parents=True, exist_ok=True)
+    names = [
+        p.name
+        for p in storage.base.iterdir()
+        if p.name not in ("manifest.csv", "classes.txt") and not p.name.startswith(".")
+    ]
+    for k in range(copies):
+        sub = folder / f"c{k:04d}"
+        if sub.is_dir():
+            continue
+        tmp = folder / f".c{k:04d}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        for n in names:
+            os.symlink(storage.base / n, tmp / n)
+        tmp.rename(sub)
+    storage.copies = copies
+    storage.entries = [
+        (f"c{k:04d}/{vid}", 0, count)
+        for k in range(copies)
+        for vid, count in zip(storage.ids, storage.counts, strict=True)
+    ]
+
+
+# --- measuring ----------------------------------------------------------------------------------
+
+
+class Slice:
+    """A sampler whose indices the tool sets before each epoch (workers stay up)."""
+
+    def __init__(self) -> None:
+        self.indices: list[int] = []
+
+    def __iter__(self):
+        return iter(self.indices)
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def _source(storage: str, root: str, cache: Path | None) -> Any:
+    from vidload.sources.hdf5 import Hdf5Source
+    from vidload.sources.jpeg import JpegSource
+    from vidload.sources.npy import NpySource
+    from vidload.sources.video import VideoSource
+
+    if storage == "hdf5":
+        return Hdf5Source(root)
+    if storage == "npy":
+        return NpySource(root)
+    if storage == "jpeg":
+        return JpegSource(root)
+    remote = root.startswith("http")
+    return VideoSource(root, cache_dir=cache if remote else None)
+
+
+@dataclass
+class Run:
+    storage: str
+    backend: str  # "local" or "<L> ms"
+    workers: int
+    loader: Any
+    sampler: Slice
+    best_s: float = float("inf")
+    cpu_s: float = float("inf")
+    clips: int = 0
+    requests: float = 0.0
+    server_requests: float = 0.0
+    nbytes: float = 0.0
+
+
+def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
+    from vidload._storage import STATS
+
+    run.sampler.indices = indices
+    before = dict(STATS)
+    served = server.requests() if server is not None and run.backend != "local" else 0
+    cpu, wall = time.process_time(), time.perf_counter()
+    n = 0
+    for clips, _labels in run.loader:
+        n += clips.shape[0]
+    wall = time.perf_counter() - wall
+    cpu = time.process_time() - cpu
+    if n != len(indices):
+        raise RuntimeError(f"{run.storage} {run.backend}: {n} clips of {len(indices)}")
+    if wall < run.best_s:
+        run.best_s = wall
+    run.clips = n
+    if run.workers == 0:
+        run.cpu_s = min(run.cpu_s, cpu)
+        run.requests = (STATS["requests"] - before["requests"]) / n
+        run.nbytes = (STATS["bytes"] - before["bytes"]) / n
+    if server is not None and run.backend != "local":
+        time.sleep(0.05)  # nginx writes its log line after the answer
+        run.server_requests = (server.requests() - served) / n
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    import torch
+    from torch.utils.data import DataLoader
+
+    from vidload import ClipDataset
+
+    torch.set_num_threads(1)
+    work = Path(args.work)
+    storages = [_storage(work, s, args.short_side) for s in args.storages]
+    per_round = {s.name: args.clips if s.name in CONTAINERS else args.video_clips for s in storages}
+    rounds = args.rounds + 1  # the first warms up (workers, imports) and is not counted
+    for s in storages:
+        copies = -(-per_round[s.name] * rounds // len(s.ids))
+        _spread(s, work / "data", copies)
+    server = Nginx(work / "data", args.latency_ms)
+    print(f"nginx {server.url}, latencies {args.latency_ms} ms, data {work / 'data'}", flush=True)
+    cache = Path(tempfile.mkdtemp(prefix="vidload-bench-cache-"))
+    runs: list[Run] = []
+    try:
+        backends = ["local", *(f"{ms:g} ms" for ms in args.latency_ms)]
+        for s in storages:
+            for backend in backends:
+                if backend == "local":
+                    root = str(work / "data" / s.name)
+                else:
+                    root = f"{server.url}/ms{backend.split()[0]}/{s.name}"
+                for w in args.workers:
+                    src = _source(s.name, root, cache / f"{s.name}-{backend}-{w}".replace(" ", ""))
+                    ds = ClipDataset(s.entries, src, num_frames=8, train=True, seed=0, crop=224)
+                    sampler = Slice()
+                    loader = DataLoader(
+                        ds,
+                        batch_size=args.batch_size,
+                        sampler=sampler,
+                        num_workers=w,
+                        persistent_workers=w > 0,
+                    )
+                    runs.append(Run(s.name, backend, w, loader, sampler))
+        for r in range(rounds):
+            for run in runs:
+                n = per_round[run.storage]
+                _epoch(run, list(range(r * n, (r + 1) * n)), server)
+                if r == 0:
+                    run.best_s, run.cpu_s = float("inf"), float("inf")
+            print(f"round {r} done" + (" (warm-up)" if r == 0 else ""), flush=True)
+    finally:
+        server.stop()
+        shutil.rmtree(cache, ignore_errors=True)
+    out: dict[str, Any] = {"rows": [], "args": {k: v for k, v in vars(args).items()}}
+    for run in runs:
+        s = next(x for x in storages if x.name == run.storage)
+        out["rows"].append(
+            {
+                "storage": run.storage,
+                "backend": run.backend,
+                "workers": run.workers,
+                "clips_per_s": run.clips / run.best_s,
+                "cpu_ms_per_clip": run.cpu_s / run.clips * 1e3 if run.workers == 0 else None,
+                "requests_per_clip": run.requests if run.workers == 0 else None,
+                "server_requests_per_clip": run.server_requests,
+                "bytes_per_clip": run.nbytes if run.workers == 0 else None,
+                "object_bytes": sum(s.sizes) / len(s.sizes),
+            }
+        )
+    return out
+
+
+def render(result: dict[str, Any], workers: list[int]) -> str:
+    rows = result["rows"]
+    backends = list(dict.fromkeys(r["backend"] for r in rows))
+    remote = [b for b in backends if b != "local"]
+    head = ["storage"]
+    for w in workers:
+        head += [f"{b}, {w}w" for b in backends]
+        head += [f"ratio {b}, {w}w" for b in remote]
+    head += ["CPU ms/clip local", *(f"CPU ms/clip {b}" for b in remote)]
+    head += ["req/clip (server)", "KiB/clip", "KiB/object"]
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
+    for storage in dict.fromkeys(r["storage"] for r in rows):
+        mine = {(r["backend"], r["workers"]): r for r in rows if r["storage"] == storage}
+        cells = [storage]
+        for w in workers:
+            local = mine[("local", w)]["clips_per_s"]
+            cells += [f"{mine[(b, w)]['clips_per_s']:.1f}" for b in backends]
+            cells += [f"{mine[(b, w)]['clips_per_s'] / local:.2f}x" for b in remote]
+        zero = min(workers)
+        cpu_local = mine[("local", zero)]["cpu_ms_per_clip"]
+        cells.append(f"{cpu_local:.2f}" if cpu_local is not None else "-")
+        for b in remote:
+            cpu = mine[(b, zero)]["cpu_ms_per_clip"]
+            cells.append(f"{cpu:.2f} ({cpu / cpu_local:.2f}x)" if cpu and cpu_local else "-")
+        last = mine[(remote[-1], zero)] if remote else mine[("local", zero)]
+        req = last["requests_per_clip"]
+        cells.append(
+            f"{req:.2f} ({last['server_requests_per_clip']:.2f})" if req is not None else "-"
+        )
+        nbytes = last["bytes_per_clip"]
+        cells.append(f"{nbytes / 1024:.0f}" if nbytes is not None else "-")
+        cells.append(f"{last['object_bytes'] / 1024:.0f}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _floats(text: str) -> list[float]:
+    return [float(x) for x in text.split(",") if x]
+
+
+def _ints(text: str) -> list[int]:
+    return [int(x) for x in text.split(",") if x]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--latency-ms", type=float, default=20.0, help="per request; 20")
-    args, bench_args = parser.parse_known_args(argv)
-    from servers import S3Bucket, S3Server  # the tests' servers: one copy of them
-
-    from vidload import bench
-
-    server = S3Server()
-    try:
-        bucket = S3Bucket(server, "vidload-bench")
-        os.environ.update(server.env())
-        server.faults.delay_s = args.latency_ms / 1000.0
-        url = f"{bucket.url}/bench"
-        print(f"S3 server {server.endpoint_url}, {args.latency_ms:g} ms per request, {url}")
-        server.faults.clear_log()
-        rc = bench.main([*bench_args, "--bucket", url])
-        print(f"server side: {len(server.faults.requests())} requests in all (uploads excluded)")
-        return rc
-    finally:
-        server.stop()
+    parser.add_argument("--latency-ms", type=_floats, default=[0.0, 20.0], help="0,20")
+    parser.add_argument("--workers", type=_ints, default=[0, 2], help="0,2")
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=3, help="measured epochs per row")
+    parser.add_argument("--clips", type=int, default=128, help="per epoch, container rows")
+    parser.add_argument("--video-clips", type=int, default=32, help="per epoch, video rows")
+    parser.add_argument("--short-side", type=int, default=256)
+    parser.add_argument(
+        "--storages",
+        type=lambda t: [s for s in t.split(",") if s],
+        default=list(ALL_STORAGES),
+        help=",".join(ALL_STORAGES),
+    )
+    parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vidload-nginx"))
+    parser.add_argument("--json", help="write the figures here too")
+    args = parser.parse_args(argv)
+    bad = [s for s in args.storages if s not in ALL_STORAGES]
+    if bad:
+        parser.error(f"--storages: unknown {bad}; choose from {ALL_STORAGES}")
+    find_nginx()  # says how to install it before any conversion
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # nginx is stopped on the way out
+    result = measure(args)
+    print(render(result, args.workers))
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(main())

@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the bucket rows: upload the conversions under URL (once) and time the "
         "container sources reading from there against the local work folder, with requests "
         "and bytes per clip (reached as the AWS configuration says: AWS_ENDPOINT_URL, ...; "
-        "tools/bucket_latency.py runs it against a local S3 server with injected latency)",
+        "tools/bucket_latency.py measures every storage against nginx with added latency)",
     )
     add("--no-dataloader", action="store_true", help="skip the DataLoader timing")
     add(

@@ -13,8 +13,8 @@ timed reading from the local work folder and from URL:
 
 Rows are interleaved (local, bucket, local, ...) and each figure is the best of `--repeats`.
 Where the bucket is and how to reach it is the standard configuration (`AWS_ENDPOINT_URL`,
-`AWS_*`, `~/.aws`): `tools/bucket_latency.py` runs this against a local S3 server (moto) with
-a per-request delay.
+`AWS_*`, `~/.aws`). `tools/bucket_latency.py` measures every storage through `ClipDataset`
+against a real HTTP server (nginx) with a per-request delay instead.
 """
 
 from __future__ import annotations
