@@ -316,7 +316,7 @@ class VideoSource:
         on a network (a local root, `cache_dir`). A failure is left for the video's own read."""
         if not self.store.reads_by_ranges:
             return
-        ids = dict.fromkeys(map(normalize_video_id, video_ids))
+        ids = dict.fromkeys(self._object_name(normalize_video_id(v)) for v in video_ids)
         todo = [v for v in ids if self._remote.get(v) is None]
         found = run_concurrently(self._try_load_remote, todo)
         for vid, got in zip(todo, found, strict=True):
@@ -335,7 +335,7 @@ class VideoSource:
         held, once its index is known (`prepare`) and it is read by byte ranges; else []."""
         if not self.store.reads_by_ranges:
             return []
-        found = self._remote.get(normalize_video_id(video_id))
+        found = self._remote.get(self._object_name(normalize_video_id(video_id)))
         if not isinstance(found, RemoteVideo):
             return []
         needed = found.needed(as_index_array(indices))
