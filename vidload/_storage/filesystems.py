@@ -75,7 +75,7 @@ def redact_url(url: str) -> str:
 S3_CONNECTIONS = 128
 
 _FS_LOCK = threading.Lock()
-_FS: dict[tuple[int, str, str], Any] = {}
+_FS: dict[tuple[int, str, str, str], Any] = {}
 #: The filesystems a forked child inherited from its parent, kept alive (see `filesystem`).
 _INHERITED: list[Any] = []
 
@@ -86,9 +86,11 @@ def options_key(options: Mapping[str, Any] | None) -> str:
 
 
 def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
-    """This process's filesystem for `protocol` and `options` (built on first use; a forked
-    child builds its own: the key holds the process id)."""
-    key = (os.getpid(), protocol, options_key(options))
+    """This process's filesystem for `protocol`, `options` and the endpoint the environment
+    names (`AWS_ENDPOINT_URL`: a client is built with it), built on first use; a forked child
+    builds its own (the key holds the process id)."""
+    # the endpoint the environment names is part of what the client is built with
+    key = (os.getpid(), protocol, options_key(options), endpoint(None))
     fs = _FS.get(key)
     if fs is not None:
         return fs
