@@ -162,10 +162,11 @@ def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
     `gc.freeze()` first: a forked worker's full garbage collection writes the header of every
     object it inherited (torch's, numpy's, the script's), copying each page that holds one;
     frozen objects are never traversed (the freeze only relinks the lists, touching none). At
-    650,000 entries (`python tools/entries_memory.py`) a worker's unique memory jumped from
-    ~16 MiB to ~48 MiB at its first full collection, two thirds through the epoch; frozen it
-    stays at ~16 MiB. Objects the worker inherited are then never collected in it, which
-    costs nothing: they are the parent's, alive there.
+    650,000 entries (`python tools/entries_memory.py`, 2 workers, batch 512) a worker's
+    unique memory went from ~9 MiB after its first batch to ~48 MiB after the epoch, the jump
+    at its first full collection two thirds of the way through; frozen, 11 MiB. Objects the
+    worker inherited are then never collected in it, which costs nothing: they are the
+    parent's, alive there.
 
     Workers are as many as the cores, and a clip's decode is single-threaded anyway; extra
     threads only contend (OpenCV's default is one per core). Torch stays at 1 (PyTorch's own
