@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import pickle
 import warnings
 from pathlib import Path
@@ -12,6 +14,7 @@ import torch
 from media import frame_number, make_video, paint, truncate_copy
 from torch.utils.data import DataLoader, DistributedSampler
 
+from vidload._clip_options import ClipOptions
 from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow, write_manifest
@@ -443,12 +446,20 @@ def test_numpy_ints_are_ints_and_bools_are_not():
 
 
 def test_the_checked_options_are_the_annotated_attributes():
-    """ClipDataset stores what vidload._clip_options.check_options returns: exactly the
-    attributes the class annotates (so type checkers see every one), checked and normalised."""
+    """ClipDataset holds its options, checked and normalised, in one frozen
+    vidload._clip_options.ClipOptions whose fields are exactly its parameters after `videos`
+    (the signature users see and the dataclass cannot drift apart); each reads as an attribute
+    of the dataset, and the dataset stores nothing else but its state."""
     ds = ClipDataset(VIDEOS, FakeSource(COUNTS), num_frames=np.int64(3), fps=25, crop=4, seed=0)
-    state = {"videos", "num_skipped", "_counts", "_epoch"}
-    assert set(vars(ds)) - state == set(ClipDataset.__annotations__)
-    assert ds.num_frames == 3 and type(ds.fps) is float and ds._geometry.crop == (4, 4)
+    params = list(inspect.signature(ClipDataset).parameters)[1:]
+    assert params == [f.name for f in dataclasses.fields(ClipOptions) if f.init]
+    assert set(vars(ds)) == {"options", "videos", "num_skipped", "_counts", "_epoch"}
+    assert all(getattr(ds, name) is getattr(ds.options, name) for name in params)
+    assert ds.num_frames == 3 and type(ds.fps) is float and ds.options.geometry.crop == (4, 4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ds.options.num_frames = 4  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="no attribute 'nonsense'"):
+        ds.nonsense  # noqa: B018
 
 
 def test_set_epoch_errors():

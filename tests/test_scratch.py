@@ -79,7 +79,7 @@ def test_decode_many_takes_out_or_scratch_not_both():
 def test_read_returns_the_callers_own_array_and_transient_the_same_frames(sources, name, geometry):
     src = sources[name]
     ds = ClipDataset([("v", 0)], src, num_frames=4, seed=1, **geometry)
-    plan = ds._geometry.plan(np.random.default_rng(0), 0) if geometry else None
+    plan = ds.options.geometry.plan(np.random.default_rng(0), 0) if geometry else None
     first = src.read("v", [1, 5, 5, 9], geometry=plan)
     kept = first.copy()
     transient = src.read_transient("v", [1, 5, 5, 9], geometry=plan)

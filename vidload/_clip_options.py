@@ -1,16 +1,21 @@
 """ClipDataset's argument checks: every option checked (and normalised) in one place.
 
-`check_options` returns the options as ClipDataset stores them (plain ints and floats, the seed
-drawn when None); `check_video_list` checks the loaded video list against them. The messages
-name the value and the rule (STYLE.md); the int/bool/number rules are `vidload._checks`'.
+`ClipOptions` holds the options as ClipDataset keeps them (checked once, plain ints and floats,
+the seed drawn when None); `check_video_list` checks the loaded video list against them. The
+messages name the value and the rule (STYLE.md); the int/bool/number rules are
+`vidload._checks`'.
 """
 
 from __future__ import annotations
 
+import functools
 import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal, get_args
 
 import numpy as np
+import torch
 
 from vidload._checks import (
     check_bool,
@@ -23,9 +28,9 @@ from vidload._dist import shared_seed
 from vidload._entries import VideoEntries
 from vidload._windows import describe
 from vidload.manifest import UNLABELLED
-from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES
+from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES, SamplingFn, SamplingMode, ShortPolicy
 from vidload.sources.base import FrameSource
-from vidload.transforms import Crop, ShortSide, check_geometry
+from vidload.transforms import Crop, GeometryOptions, ShortSide, check_geometry
 
 OnMismatch = Literal["resample", "error"]
 OnError = Literal["raise", "skip"]
@@ -33,125 +38,124 @@ Layout = Literal["TCHW", "CTHW"]
 Missing = Literal["error", "skip"]
 
 
-def check_options(
-    source: object,
-    *,
-    num_frames: object,
-    sampling: object,
-    train: bool,
-    clips_per_video: object,
-    stride: object,
-    transform: object,
-    on_mismatch: object,
-    on_error: object,
-    seed: object,
-    short_policy: object,
-    max_attempts: object,
-    short_side: ShortSide | None,
-    crop: Crop | None,
-    crop_scale: tuple[float, float] | None,
-    flip: bool,
-    layout: object,
-    spatial_views: int,
-    stack_views: object,
-    multi_label: object,
-    num_classes: object,
-    fps: object,
-    clip_seconds: object,
-    return_info: object,
-    missing: object = "error",
-) -> dict[str, Any]:
-    """ClipDataset's options, checked, by attribute name (see ClipDataset for their meaning),
-    plus `_geometry` (the checked geometry options, which plan each clip's geometry) and
-    `_fused` (whether `source.read` takes a `geometry`). `seed=None` draws a seed: under
-    torch.distributed a collective, so it comes last, after every check that may raise.
+@dataclass(frozen=True)
+class ClipOptions:
+    """ClipDataset's options, checked and normalised once: its parameters after `videos`, by
+    name (ClipDataset's signature lists them for users, with their defaults and meaning; this
+    class is the one other place they are written), plus `geometry` (the checked geometry
+    options, which plan each clip's geometry) and `fused` (whether `source.read` takes a
+    `geometry`), derived from them.
+
+    Values are normalised as ClipDataset holds them (plain ints and floats, `spatial_views`
+    from the geometry); `seed=None` draws a seed: under torch.distributed a collective, so it
+    comes last, after every check that may raise.
 
     Raises:
         TypeError, ValueError: an option of the wrong type or value, or options that do not go
             together; the message names the value and the rule.
     """
-    if not isinstance(source, FrameSource):
-        raise TypeError(
-            f"source must provide reported_frames, actual_frames and read (a FrameSource), "
-            f"got {type(source).__name__}"
+
+    source: FrameSource
+    num_frames: int
+    sampling: SamplingMode | SamplingFn
+    train: bool
+    clips_per_video: int
+    stride: int
+    transform: Callable[[torch.Tensor], object] | None
+    on_mismatch: OnMismatch
+    on_error: OnError
+    seed: int
+    short_policy: ShortPolicy
+    max_attempts: int
+    short_side: ShortSide | None
+    crop: Crop | None
+    crop_scale: tuple[float, float] | None
+    flip: bool
+    layout: Layout
+    spatial_views: int
+    stack_views: bool
+    multi_label: bool
+    num_classes: int | None
+    fps: float | None
+    clip_seconds: float | None
+    return_info: bool
+    missing: Missing
+    geometry: GeometryOptions = field(init=False, repr=False)
+    fused: bool = field(init=False, repr=False)
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> ClipOptions:
+        """The options from a mapping holding at least every field's name (ClipDataset passes
+        its `locals()`), checked."""
+        return cls(**{f.name: arguments[f.name] for f in fields(cls) if f.init})
+
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)  # frozen: set once, here
+        source, sampling, train = self.source, self.sampling, self.train
+        if not isinstance(source, FrameSource):
+            raise TypeError(
+                f"source must provide reported_frames, actual_frames and read (a FrameSource), "
+                f"got {type(source).__name__}"
+            )
+        put("num_frames", check_positive_int("num_frames", self.num_frames))
+        put("clips_per_video", check_positive_int("clips_per_video", self.clips_per_video))
+        stride = check_positive_int("stride", self.stride)
+        put("stride", stride)
+        put("max_attempts", check_positive_int("max_attempts", self.max_attempts))
+        if isinstance(sampling, str):
+            check_choice("sampling", sampling, SAMPLING_MODES)
+            if sampling == "segment" and stride != 1:
+                raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
+        elif not callable(sampling):
+            raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
+        elif stride != 1:
+            raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
+        check_bool("train", train)
+        if self.transform is not None and not callable(self.transform):
+            raise TypeError(f"transform must be callable or None, got {self.transform!r}")
+        check_choice("on_mismatch", self.on_mismatch, get_args(OnMismatch))
+        check_choice("on_error", self.on_error, get_args(OnError))
+        check_choice("short_policy", self.short_policy, SHORT_POLICIES)
+        check_choice("layout", self.layout, get_args(Layout))
+        check_bool("stack_views", self.stack_views)
+        geometry = check_geometry(
+            short_side=self.short_side,
+            crop=self.crop,
+            crop_scale=self.crop_scale,
+            flip=self.flip,
+            num_views=self.spatial_views,
+            train=train,
         )
-    num_frames = check_positive_int("num_frames", num_frames)
-    clips_per_video = check_positive_int("clips_per_video", clips_per_video)
-    stride = check_positive_int("stride", stride)
-    max_attempts = check_positive_int("max_attempts", max_attempts)
-    if isinstance(sampling, str):
-        check_choice("sampling", sampling, SAMPLING_MODES)
-        if sampling == "segment" and stride != 1:
-            raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
-    elif not callable(sampling):
-        raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
-    elif stride != 1:
-        raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
-    check_bool("train", train)
-    if transform is not None and not callable(transform):
-        raise TypeError(f"transform must be callable or None, got {transform!r}")
-    check_choice("on_mismatch", on_mismatch, get_args(OnMismatch))
-    check_choice("on_error", on_error, get_args(OnError))
-    check_choice("short_policy", short_policy, SHORT_POLICIES)
-    check_choice("layout", layout, get_args(Layout))
-    check_bool("stack_views", stack_views)
-    geometry = check_geometry(
-        short_side=short_side,
-        crop=crop,
-        crop_scale=crop_scale,
-        flip=flip,
-        num_views=spatial_views,
-        train=train,
-    )
-    spatial_views = geometry.num_views  # checked there: an int >= 1
-    seed = check_optional_int("seed", seed, minimum=0)
-    check_bool("multi_label", multi_label)
-    if multi_label:
-        num_classes = check_positive_int("num_classes", num_classes)
-    elif num_classes is not None:
-        raise ValueError(f"num_classes ({num_classes}) applies only with multi_label=True")
-    if fps is not None:
-        fps = check_positive_number("fps", fps)
-    if clip_seconds is not None:
-        clip_seconds = check_positive_number("clip_seconds", clip_seconds)
-    if fps is not None and clip_seconds is not None:
-        raise ValueError(
-            f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
-            f"the video for `sampling`, clip_seconds spreads num_frames over a time window"
-        )
-    if clip_seconds is not None and not isinstance(sampling, str):
-        raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
-    check_bool("return_info", return_info)
-    check_choice("missing", missing, get_args(Missing))
-    return {
-        "source": source,
-        "num_frames": num_frames,
-        "sampling": sampling,
-        "train": train,
-        "clips_per_video": clips_per_video,
-        "stride": stride,
-        "transform": transform,
-        "on_mismatch": on_mismatch,
-        "on_error": on_error,
-        "seed": shared_seed() if seed is None else seed,
-        "short_policy": short_policy,
-        "max_attempts": max_attempts,
-        "short_side": short_side,
-        "crop": crop,
-        "crop_scale": crop_scale,
-        "flip": flip,
-        "layout": layout,
-        "spatial_views": spatial_views,
-        "stack_views": stack_views,
-        "multi_label": multi_label,
-        "num_classes": num_classes,
-        "fps": fps,
-        "clip_seconds": clip_seconds,
-        "return_info": return_info,
-        "missing": missing,
-        "_geometry": geometry,
-        "_fused": takes_geometry(source),
-    }
+        put("geometry", geometry)
+        put("spatial_views", geometry.num_views)  # checked there: an int >= 1
+        seed = check_optional_int("seed", self.seed, minimum=0)
+        check_bool("multi_label", self.multi_label)
+        if self.multi_label:
+            put("num_classes", check_positive_int("num_classes", self.num_classes))
+        elif self.num_classes is not None:
+            raise ValueError(f"num_classes ({self.num_classes}) applies only with multi_label=True")
+        fps, clip_seconds = self.fps, self.clip_seconds
+        if fps is not None:
+            fps = check_positive_number("fps", fps)
+            put("fps", fps)
+        if clip_seconds is not None:
+            clip_seconds = check_positive_number("clip_seconds", clip_seconds)
+            put("clip_seconds", clip_seconds)
+        if fps is not None and clip_seconds is not None:
+            raise ValueError(
+                f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
+                f"the video for `sampling`, clip_seconds spreads num_frames over a time window"
+            )
+        if clip_seconds is not None and not isinstance(sampling, str):
+            raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
+        check_bool("return_info", self.return_info)
+        check_choice("missing", self.missing, get_args(Missing))
+        put("seed", shared_seed() if seed is None else seed)
+        put("fused", takes_geometry(source))
+
+
+#: ClipDataset's option names (its parameters after `videos`), readable as its attributes
+OPTION_NAMES = frozenset(f.name for f in fields(ClipOptions) if f.init)
 
 
 def check_video_list(

@@ -16,6 +16,7 @@ import operator
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -24,11 +25,12 @@ from torch.utils.data import Dataset
 from vidload import _batch, _items
 from vidload._checks import check_int, qualname
 from vidload._clip_options import (
+    OPTION_NAMES,
+    ClipOptions,
     Layout,
     Missing,
     OnError,
     OnMismatch,
-    check_options,
     check_video_list,
 )
 from vidload._entries import VideoEntries, entries_of
@@ -45,7 +47,7 @@ from vidload.sampling import (
     window_indices,
 )
 from vidload.sources.base import FrameSource
-from vidload.transforms import ClipGeometry, GeometryOptions
+from vidload.transforms import ClipGeometry
 
 __all__ = ["ClipDataset", "FrameCountWarning", "Item", "SkippedVideoWarning"]
 
@@ -170,34 +172,9 @@ class ClipDataset(Dataset):
     `source.actual_frames(video_id)`.
     """
 
-    # the options, checked by vidload._clip_options (see Args)
-    source: FrameSource
-    num_frames: int
-    sampling: SamplingMode | SamplingFn
-    train: bool
-    clips_per_video: int
-    stride: int
-    transform: Callable[[torch.Tensor], object] | None
-    on_mismatch: OnMismatch
-    on_error: OnError
-    seed: int
-    short_policy: ShortPolicy
-    max_attempts: int
-    short_side: int | tuple[int, int] | None
-    crop: int | tuple[int, int] | None
-    crop_scale: tuple[float, float] | None
-    flip: bool
-    layout: Layout
-    spatial_views: int
-    stack_views: bool
-    multi_label: bool
-    num_classes: int | None
-    fps: float | None
-    clip_seconds: float | None
-    return_info: bool
-    missing: Missing
-    _geometry: GeometryOptions  # plans each clip's geometry
-    _fused: bool  # whether source.read takes a geometry
+    #: every option but `videos`, checked once (`vidload._clip_options.ClipOptions`); read
+    #: them as attributes too: `ds.num_frames` is `ds.options.num_frames`
+    options: ClipOptions
 
     def __init__(
         self,
@@ -229,35 +206,7 @@ class ClipDataset(Dataset):
         return_info: bool = False,
         missing: Missing = "error",
     ) -> None:
-        vars(self).update(
-            check_options(
-                source,
-                num_frames=num_frames,
-                sampling=sampling,
-                train=train,
-                clips_per_video=clips_per_video,
-                stride=stride,
-                transform=transform,
-                on_mismatch=on_mismatch,
-                on_error=on_error,
-                seed=seed,
-                short_policy=short_policy,
-                max_attempts=max_attempts,
-                short_side=short_side,
-                crop=crop,
-                crop_scale=crop_scale,
-                flip=flip,
-                layout=layout,
-                spatial_views=spatial_views,
-                stack_views=stack_views,
-                multi_label=multi_label,
-                num_classes=num_classes,
-                fps=fps,
-                clip_seconds=clip_seconds,
-                return_info=return_info,
-                missing=missing,
-            )
-        )
+        self.options = ClipOptions.from_arguments(locals())
         store = getattr(source, "store", None)
         options = getattr(getattr(store, "location", None), "storage_options", None)
         #: the video list, in flat arrays (`vidload._entries`: no Python object per video for
@@ -271,6 +220,13 @@ class ClipDataset(Dataset):
         self.num_skipped = 0
         self._counts = SharedCounts(self.videos)
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
+
+    def __getattr__(self, name: str) -> Any:
+        """The options as attributes: `ds.num_frames` is `ds.options.num_frames`."""
+        options = self.__dict__.get("options")
+        if options is None or name not in OPTION_NAMES:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        return getattr(options, name)
 
     # ---------------------------------------------------------------- public state
 
@@ -557,7 +513,7 @@ class ClipDataset(Dataset):
                     indices = grid[self._sample_frames(len(grid), c, rng)]
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
-        return indices, [self._geometry.plan(rng, view) for view in views]
+        return indices, [self.options.geometry.plan(rng, view) for view in views]
 
     def _sample_frames(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
         return sample_clip(
@@ -593,6 +549,11 @@ class ClipDataset(Dataset):
         offset = self._counts.offset(entry, v)
         wanted = indices + offset if offset else indices
         views = _items.read_views(
-            self.source, entry.video_id, wanted, plans, fused=self._fused, crop=self._geometry.crop
+            self.source,
+            entry.video_id,
+            wanted,
+            plans,
+            fused=self.options.fused,
+            crop=self.options.geometry.crop,
         )
         return views, indices

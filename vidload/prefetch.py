@@ -35,6 +35,7 @@ where hinting means opening every frame file (the tool's jpeg rows show what it 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import itertools
 import operator
@@ -204,7 +205,7 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
                 f"{type(ds.source).__name__} is not: {e}. Pass read_ahead=False"
             ) from e
         ds = copy.copy(ds)
-        ds.source = source
+        ds.options = dataclasses.replace(ds.options, source=source)
         ranged = source.byte_ranges
         files = source.files
     per_video = ds.items_per_video
