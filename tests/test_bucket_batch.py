@@ -1,7 +1,8 @@
-"""A batch in one round (issue 23): `vidload._batch.getitems` (what `ClipDataset.__getitems__`
-runs) gives exactly the items of `__getitem__` one by one, and reads a bucket in one
-concurrent round per batch (counted at the server: every request of the round is inside the
-server's delay at once), with the heads of videos never opened before in one round before it.
+"""A batch in one round (issue 23): `vidload._dataset.batch.getitems` (what
+`ClipDataset.__getitems__` runs) gives exactly the items of `__getitem__` one by one, and reads a
+bucket in one concurrent round per batch (counted at the server: every request of the round is
+inside the server's delay at once), with the heads of videos never opened before in one round before
+it.
 
 The servers are the shared ones of `tests/servers.py` (moto; the Range HTTP server).
 """
@@ -16,7 +17,7 @@ import torch
 from media import paint
 
 from vidload import ClipDataset
-from vidload._batch import getitems
+from vidload._dataset.batch import getitems
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import encode_jpeg
@@ -151,7 +152,7 @@ def test_getitems_equals_items_one_by_one_over_http(kind, tree, http_dir):
 @pytest.mark.parametrize("kind", KINDS)
 def test_getitems_on_local_disk_is_the_items_one_by_one(kind, option, tree, monkeypatch):
     """Local roots plan nothing and fetch nothing: `__getitems__` is a plain loop."""
-    from vidload import _batch
+    from vidload._dataset import batch as _batch
 
     calls = []
     monkeypatch.setattr(_batch, "fetch", lambda *a: calls.append(a))

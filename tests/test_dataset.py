@@ -14,7 +14,7 @@ import torch
 from media import frame_number, make_video, paint, truncate_copy
 from torch.utils.data import DataLoader, DistributedSampler
 
-from vidload._clip_options import ClipOptions
+from vidload._dataset.options import ClipOptions
 from vidload.dataset import ClipDataset, FrameCountWarning, SkippedVideoWarning
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow, write_manifest
@@ -447,7 +447,7 @@ def test_numpy_ints_are_ints_and_bools_are_not():
 
 def test_the_checked_options_are_the_annotated_attributes():
     """ClipDataset holds its options, checked and normalised, in one frozen
-    vidload._clip_options.ClipOptions whose fields are exactly its parameters after `videos`
+    vidload._dataset.options.ClipOptions whose fields are exactly its parameters after `videos`
     (the signature users see and the dataclass cannot drift apart); each reads as an attribute
     of the dataset, and the dataset stores nothing else but its state."""
     ds = ClipDataset(VIDEOS, FakeSource(COUNTS), num_frames=np.int64(3), fps=25, crop=4, seed=0)
@@ -597,7 +597,7 @@ def test_real_videos_through_dataloader_with_two_workers(video_dir):
 def test_frame_count_error_from_another_id_gets_the_item_in_its_message():
     """A source may name the video by something else than the dataset's id (a key): the
     error then gains the id and item, stays a FrameCountError with its fields, chained."""
-    from vidload._items import in_context as _in_context
+    from vidload._dataset.items import in_context as _in_context
 
     e = FrameCountError("key-0007", 50, 28, 31)
     got = _in_context(e, "a.mp4", 7)

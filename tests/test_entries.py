@@ -1,5 +1,6 @@
-"""ClipDataset's video list in flat arrays (vidload._entries): the same entries as the list of
-VideoEntry it replaces, pickling (plain and ForkingPickler), and spawned DataLoader workers."""
+"""ClipDataset's video list in flat arrays (vidload._dataset.entries): the same entries as the
+list of VideoEntry it replaces, pickling (plain and ForkingPickler), and spawned DataLoader
+workers."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 import torch
 from media import make_video
 
-from vidload._entries import VideoEntries, entries_of
+from vidload._dataset.entries import VideoEntries, entries_of
 from vidload._shared_arrays import SharedArrays
 from vidload.dataset import ClipDataset
 from vidload.loader import make_loader

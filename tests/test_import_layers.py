@@ -30,10 +30,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
         ("commands", "._commands .bench ._bench .choose ._choose ._measure .probe .synth ._exit"),
         (
             "library",
-            ". .convert .shards ._convert ._lock .dataset ._clip_options ._frame_counts ._items"
-            " ._entries ._windows ._missing ._official .datasets .loader .prefetch ._loader"
-            " .normalization .augment .manifest .labels ._lists ._dist"
-            " ._parallel .progress ._batch",
+            ". .convert .shards ._convert ._lock .dataset ._dataset ._windows ._official"
+            " .datasets .loader .prefetch ._loader .normalization .augment .manifest .labels"
+            " ._lists ._dist ._parallel .progress",
         ),
         ("sources", ".sources"),
         ("storage", "._storage"),

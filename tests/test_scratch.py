@@ -13,7 +13,7 @@ import torch
 from media import frame_number, paint
 
 from vidload import ClipDataset
-from vidload._items import to_tensor
+from vidload._dataset.items import to_tensor
 from vidload._scratch import Scratch
 from vidload.sources.encoded import ContainerSource
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5

@@ -294,11 +294,11 @@ def test_dataloader_workers_read_by_ranges_like_local_disk(long_video, http_dir)
 
 
 def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch, tmp_path):
-    """`ClipDataset.__getitems__` (`vidload._batch.getitems`) over videos never opened: their
-    indexes in one concurrent round (`VideoSource.prepare`), then every clip's header and
+    """`ClipDataset.__getitems__` (`vidload._dataset.batch.getitems`) over videos never opened:
+    their indexes in one concurrent round (`VideoSource.prepare`), then every clip's header and
     packets in one `fetch`; decoding then makes no request. The items equal local disk's."""
     pytest.importorskip("torch")
-    import vidload._batch as batch
+    import vidload._dataset.batch as batch
     from vidload import ClipDataset
 
     copies = [f"v{k}.mp4" for k in range(4)]

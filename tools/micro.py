@@ -1,6 +1,6 @@
 """Micro-measurements behind two design choices in the item path (CPU time, one thread).
 
-    python tools/micro.py to_tensor [--repeats 200]   # vidload._items.to_tensor
+    python tools/micro.py to_tensor [--repeats 200]   # vidload._dataset.items.to_tensor
     python tools/micro.py resize [--repeats 200]      # vidload.transforms.resize_into
 
 to_tensor: 8 frames of 320x240 uint8 (k, H, W, 3) into a contiguous (k, 3, H, W) tensor three
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 
 from vidload._cv2 import cv2
-from vidload._items import to_tensor
+from vidload._dataset.items import to_tensor
 from vidload.sources.jpeg_decode import decode_jpeg, encode_jpeg
 
 

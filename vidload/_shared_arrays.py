@@ -6,8 +6,8 @@ reductions registered) moves them once into shared-memory tensors and sends thei
 each spawned worker maps the same pages instead of unpickling its own copy. A forked worker
 shares them anyway: numpy arrays have one object header each and their data pages are only read.
 
-Apart from the video list (`vidload._entries`, its columns) because the learned frame counts
-(`vidload._frame_counts`) keep their index arrays the same way.
+Apart from the video list (`vidload._dataset.entries`, its columns) because the learned frame counts
+(`vidload._dataset.counts`) keep their index arrays the same way.
 """
 
 from __future__ import annotations

@@ -4,9 +4,9 @@ Randomness: item `i` of epoch `e` draws from `np.random.default_rng([seed, e, i]
 clip depends on (seed, epoch, index) only, never on the number of DataLoader workers or on
 which worker loads it.
 
-The pieces behind it, one idea each: `vidload._clip_options` checks the arguments,
-`vidload._frame_counts` picks the count to sample from and learns from short reads (shared by
-every worker, see there), `vidload._items` turns frames into what the collate batches.
+The pieces behind it, one idea each: `vidload._dataset.options` checks the arguments,
+`vidload._dataset.counts` picks the count to sample from and learns from short reads (shared by
+every worker, see there), `vidload._dataset.items` turns frames into what the collate batches.
 """
 
 from __future__ import annotations
@@ -22,9 +22,13 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from vidload import _batch, _items
 from vidload._checks import check_int, qualname
-from vidload._clip_options import (
+from vidload._dataset import batch as _batch
+from vidload._dataset import items as _items
+from vidload._dataset.counts import FrameCountWarning, SharedCounts
+from vidload._dataset.entries import VideoEntries, entries_of
+from vidload._dataset.missing import check_missing
+from vidload._dataset.options import (
     OPTION_NAMES,
     ClipOptions,
     Layout,
@@ -33,9 +37,6 @@ from vidload._clip_options import (
     OnMismatch,
     check_video_list,
 )
-from vidload._entries import VideoEntries, entries_of
-from vidload._frame_counts import FrameCountWarning, SharedCounts
-from vidload._missing import check_missing
 from vidload.errors import FrameCountError, VidloadError
 from vidload.manifest import VideoEntry
 from vidload.sampling import (
@@ -172,7 +173,7 @@ class ClipDataset(Dataset):
     `source.actual_frames(video_id)`.
     """
 
-    #: every option but `videos`, checked once (`vidload._clip_options.ClipOptions`); read
+    #: every option but `videos`, checked once (`vidload._dataset.options.ClipOptions`); read
     #: them as attributes too: `ds.num_frames` is `ds.options.num_frames`
     options: ClipOptions
 
@@ -209,8 +210,8 @@ class ClipDataset(Dataset):
         self.options = ClipOptions.from_arguments(locals())
         store = getattr(source, "store", None)
         options = getattr(getattr(store, "location", None), "storage_options", None)
-        #: the video list, in flat arrays (`vidload._entries`: no Python object per video for
-        #: workers to copy); indexing gives `VideoEntry`s
+        #: the video list, in flat arrays (`vidload._dataset.entries`: no Python object per video
+        #: for workers to copy); indexing gives `VideoEntry`s
         self.videos: VideoEntries = entries_of(
             videos, multi_label=multi_label, storage_options=options
         )
@@ -332,7 +333,7 @@ class ClipDataset(Dataset):
 
     def __getitems__(self, indices: Sequence[int]) -> list[Item]:
         """`[self[i] for i in indices]`, the same items, with the storage reads of all of
-        them in one concurrent round where the source reads a bucket (`vidload._batch`): the
+        them in one concurrent round where the source reads a bucket (`vidload._dataset.batch`): the
         DataLoader calls this with a batch's indices, so a worker waits one round-trip per
         batch, not one per clip. Local disk reads exactly as `self[i]` does."""
         return _batch.getitems(self, indices)

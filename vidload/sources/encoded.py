@@ -256,7 +256,7 @@ class ContainerSource(ABC):
             self._container_names.get(full) or container_name(video_id, self.suffix)
         )
 
-    # -- a batch in one round (`vidload._batch`)
+    # -- a batch in one round (`vidload._dataset.batch`)
 
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Open what a read needs first (frame table, header, listing) for the videos of

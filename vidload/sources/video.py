@@ -312,8 +312,9 @@ class VideoSource:
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Fetch the persisted indexes of the videos of `video_ids` this process has not looked
         up yet, all at once: one concurrent round for a batch instead of one per video
-        (`ClipDataset.__getitems__`, `vidload._batch`). Nothing to do where reads do not wait
-        on a network (a local root, `cache_dir`). A failure is left for the video's own read."""
+        (`ClipDataset.__getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not
+        wait on a network (a local root, `cache_dir`). A failure is left for the video's own
+        read."""
         if not self.store.reads_by_ranges:
             return
         ids = dict.fromkeys(self._object_name(normalize_video_id(v)) for v in video_ids)

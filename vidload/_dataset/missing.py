@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from vidload._entries import VideoEntries
+from vidload._dataset.entries import VideoEntries
 
 #: How many missing ids a message shows.
 SHOWN = 5

@@ -22,7 +22,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from vidload._entries import VideoEntries
+from vidload._dataset.entries import VideoEntries
 from vidload._shared_arrays import SharedArrays
 from vidload._windows import describe, window_frames
 from vidload.errors import FrameCountError, VideoReadError
@@ -51,12 +51,12 @@ class SharedCounts:
     the list and the source to ask (a read-ahead thread passes its own copy: sources are not
     thread-safe).
 
-    Per video it holds arrays only (`vidload._entries`: Python objects per video are copied by
-    every worker that reads them): when some slot has several entries, `slot` int64 (n,), each
-    entry's slot, and `rep` int64 (slots,), a slot's first entry (whose id, offset and window
-    name it); none when every entry is its own slot. Beside them the shared-memory tensors
-    (`learned`, `broken`, a window's `first` frame). Slots are numbered in list order; what is
-    reported (`state`, `learned_frames`, `broken_videos`) is sorted by slot key, as before.
+    Per video it holds arrays only (`vidload._dataset.entries`: Python objects per video are copied
+    by every worker that reads them): when some slot has several entries, `slot` int64 (n,), each
+    entry's slot, and `rep` int64 (slots,), a slot's first entry (whose id, offset and window name
+    it); none when every entry is its own slot. Beside them the shared-memory tensors (`learned`,
+    `broken`, a window's `first` frame). Slots are numbered in list order; what is reported
+    (`state`, `learned_frames`, `broken_videos`) is sorted by slot key, as before.
     """
 
     def __init__(self, entries: VideoEntries) -> None:

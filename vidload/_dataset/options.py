@@ -24,8 +24,8 @@ from vidload._checks import (
     check_positive_int,
     check_positive_number,
 )
+from vidload._dataset.entries import VideoEntries
 from vidload._dist import shared_seed
-from vidload._entries import VideoEntries
 from vidload._windows import describe
 from vidload.manifest import UNLABELLED
 from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES, SamplingFn, SamplingMode, ShortPolicy

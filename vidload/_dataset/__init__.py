@@ -1,0 +1,9 @@
+"""ClipDataset's private parts (`vidload.dataset` is the public module).
+
+options:  ClipOptions, every option checked once; the video list checked against them.
+entries:  the video list in flat arrays (VideoEntries), shared with workers without copies.
+missing:  missing='error'|'skip': the listed videos not in the source, found when built.
+counts:   the count to sample from, and what short reads teach (shared by every worker).
+items:    frames into what the collate batches: tensors, labels, info, errors in context.
+batch:    __getitems__: a batch's reads in one concurrent round, then each item as __getitem__.
+"""
