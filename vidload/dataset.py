@@ -37,15 +37,13 @@ from vidload._dataset.options import (
     OnMismatch,
     check_video_list,
 )
+from vidload._dataset.sample import clip_indices, entry_timestamps
 from vidload.errors import FrameCountError, VidloadError
 from vidload.manifest import VideoEntry
 from vidload.sampling import (
     SamplingFn,
     SamplingMode,
     ShortPolicy,
-    resampled_indices,
-    sample_clip,
-    window_indices,
 )
 from vidload.sources.base import FrameSource
 from vidload.transforms import ClipGeometry
@@ -489,58 +487,21 @@ class ClipDataset(Dataset):
     ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
         """The clip's frame indices (from the entry's start), then its geometry (one plan per
         view), from one rng. With fps / clip_seconds the indices come from the frames'
-        timestamps (`vidload.sampling.resampled_indices` / `window_indices`): the entry's own
+        timestamps (`vidload._dataset.sample.clip_indices`): the entry's own
         (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
         vid = entry.video_id
         try:
-            if self.fps is None and self.clip_seconds is None:
-                indices = self._sample_frames(count, c, rng)
-            else:
-                ts = self._timestamps(vid, self._counts.offset(entry, v), count)
-                if self.clip_seconds is not None:
-                    indices = window_indices(
-                        ts,
-                        self.num_frames,
-                        self.clip_seconds,
-                        train=self.train,
-                        rng=rng,
-                        clip_index=c,
-                        num_clips=self.clips_per_video,
-                    )
-                else:
-                    assert self.fps is not None  # one of fps and clip_seconds is set here
-                    grid = resampled_indices(ts, self.fps)
-                    indices = grid[self._sample_frames(len(grid), c, rng)]
+            indices = clip_indices(
+                self.options,
+                count,
+                c,
+                rng,
+                lambda: entry_timestamps(self.source, vid, self._counts.offset(entry, v), count),
+            )
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         return indices, [self.options.geometry.plan(rng, view) for view in views]
-
-    def _sample_frames(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
-        return sample_clip(
-            self.sampling,
-            count,
-            self.num_frames,
-            train=self.train,
-            rng=rng,
-            clip_index=c,
-            num_clips=self.clips_per_video,
-            stride=self.stride,
-            short_policy=self.short_policy,
-        )
-
-    def _timestamps(self, vid: str, offset: int, count: int) -> np.ndarray:
-        """float64 seconds of the entry's first `count` frames (from its offset)."""
-        times = getattr(self.source, "timestamps", None)
-        if times is None:
-            raise TypeError(
-                f"fps / clip_seconds need frame timestamps, and {type(self.source).__name__} "
-                f"has no timestamps(video_id) method"
-            )
-        ts = np.asarray(times(vid), np.float64)[offset : offset + count]
-        if ts.size == 0:
-            raise ValueError(f"{type(self.source).__name__}.timestamps gave no times")
-        return ts
 
     def _read(
         self, entry: VideoEntry, v: int, indices: np.ndarray, plans: list[ClipGeometry | None]
