@@ -30,12 +30,12 @@ and says so in a warning (`warn_whole`).
 from __future__ import annotations
 
 import collections
-import io
 import warnings
 from typing import Any
 
 from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
+from vidload._storage.cache import SeekableReader
 from vidload.errors import VideoReadError
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, parse_index
 from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, span_digest
@@ -176,7 +176,7 @@ def _overlaps(block: tuple[int, bytes], r: tuple[int, int]) -> bool:
     return start < r[1] and r[0] < start + len(data)
 
 
-class RangeReader(io.RawIOBase):
+class RangeReader(SeekableReader):
     """A read-only, seekable file object over a `RemoteVideo`, for `av.open`: each read is
     served from the bytes the video holds (possibly short: up to the end of a held block;
     FFmpeg asks again), and bytes not held are fetched then (`RemoteVideo.bytes_at`)."""
@@ -186,19 +186,8 @@ class RangeReader(io.RawIOBase):
         self.video = video
         self._pos = 0
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.video.size}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
+    def _end(self) -> int:
+        return self.video.size
 
     def read(self, n: int = -1) -> bytes:
         size = self.video.size
