@@ -189,13 +189,7 @@ class LocalLocation(Location):
     def _fetch_group(
         cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
     ) -> list[list[bytes] | Exception]:
-        out: list[list[bytes] | Exception] = []
-        for loc, ranges in requests:
-            try:
-                out.append([loc.read_bytes()] if ranges is None else loc.read_ranges(ranges))
-            except VideoReadError as e:
-                out.append(e)
-        return out
+        return [loc._fetch_alone(ranges) for loc, ranges in requests]
 
     @classmethod
     def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:

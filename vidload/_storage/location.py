@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any, ClassVar, NamedTuple
 
 from vidload._storage.filesystems import is_url, scheme
+from vidload.errors import VideoReadError
 
 __all__ = ["IMPLEMENTATIONS", "Location", "Stat"]
 
@@ -228,6 +229,14 @@ class Location:
     @classmethod
     def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
         raise NotImplementedError
+
+    def _fetch_alone(self, ranges: Sequence[tuple[int, int]] | None) -> list[bytes] | Exception:
+        """This location's ranges (or whole file) read on their own, or the VideoReadError
+        that names it: one entry of `_fetch_group`'s answer."""
+        try:
+            return [self.read_bytes()] if ranges is None else self.read_ranges(ranges)
+        except VideoReadError as e:
+            return e
 
     @classmethod
     def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:

@@ -351,10 +351,7 @@ class RemoteLocation(Location):
                 else:
                     out.append(split_blocks(ranges, m, blocks))
                 continue
-            try:
-                out.append([loc.read_bytes()] if ranges is None else loc.read_ranges(ranges))
-            except VideoReadError as e:
-                out.append(e)
+            out.append(loc._fetch_alone(ranges))
         return out
 
     @classmethod
