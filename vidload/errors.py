@@ -13,11 +13,29 @@ from __future__ import annotations
 import errno
 import json
 import sys
+from collections.abc import Callable
 from typing import ClassVar
 
 #: Prefix of the note that carries an error's attributes out of a DataLoader worker.
 _RECORD = "vidload error attributes: "
 _UNSET = object()
+
+#: How an error names a local file that stands for something else: each function takes a path
+#: and returns the name to show, or None for a path it does not know. The cache of remote
+#: objects (`vidload._storage.cache`) adds one, so that an error about an object read through
+#: its local copy names the object's URL, whichever reader raised it (a cached copy's path
+#: means nothing to the user and changes with the object's version).
+PATH_NAMES: list[Callable[[str], str | None]] = []
+
+
+def shown_path(path: object) -> str:
+    """`path` as an error names it: its own text, or what a `PATH_NAMES` function says."""
+    text = str(path)
+    for name_of in PATH_NAMES:
+        shown = name_of(text)
+        if shown is not None:
+            return shown
+    return text
 
 
 def _in_dataloader_worker() -> bool:
@@ -112,7 +130,8 @@ class VideoReadError(VidloadError):
     """A file could not be read or decoded: missing, empty, not a video, corrupt.
 
     Attributes:
-        path: the file (or folder) concerned, as a string.
+        path: the file (or folder) concerned, as a string (an object read through a local
+            cache: its URL, never the copy's path; see `PATH_NAMES`).
         reason: a short human-readable reason.
         index: the frame index being read, when known.
 
@@ -127,7 +146,10 @@ class VideoReadError(VidloadError):
             super().__init__(str(path))
             self._restore_fields(str(path))
             return
-        self.path = str(path)
+        raw = str(path)
+        self.path = shown_path(raw)
+        if self.path != raw:  # a cached copy: named by its URL, also inside the reason
+            reason = reason.replace(raw, self.path) if reason is not None else None
         self.reason = reason
         self.index = index
         where = f" (frame {index})" if index is not None else ""

@@ -13,6 +13,7 @@ import contextlib
 import hashlib
 import io
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -22,6 +23,7 @@ from vidload._storage.batch import read_many, run_concurrently
 from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
 from vidload._storage.location import Location
 from vidload._storage.remote import RemoteLocation, count
+from vidload.errors import PATH_NAMES
 
 __all__ = [
     "DEFAULT_CACHE_BYTES",
@@ -114,6 +116,29 @@ def open_prefetched(location: Location, *, head: int = 64 << 10, tail: int = 64 
 
 #: Between an object's name and its version's hash in the cache (`LocalCache.path_of`).
 VERSION_MARK = "~"
+#: The version mark and hash ending a copy's name.
+_VERSION_END = re.compile(re.escape(VERSION_MARK) + "[0-9a-f]{12}$")
+#: {a cache folder (as given and absolute): {endpoint hash: URL scheme}}: what `url_of_copy`
+#: needs to name a copy by its object's URL, learned as copies are named (`path_of`).
+_COPIES: dict[str, dict[str, str]] = {}
+
+
+def url_of_copy(path: str) -> str | None:
+    """The URL (without credentials) of the object whose cached copy is `path`, or None for
+    any other path: how an error names a copy (`vidload.errors.PATH_NAMES`), whichever reader
+    raised it."""
+    for folder, schemes in _COPIES.items():
+        if not path.startswith(folder + os.sep):
+            continue
+        tag, _, rest = path[len(folder) + 1 :].partition(os.sep)
+        if tag in schemes and rest:
+            rest = _VERSION_END.sub("", rest.replace(os.sep, "/"))
+            return f"{schemes[tag]}://{rest}"
+    return None
+
+
+PATH_NAMES.append(url_of_copy)
+
 #: The version (`Location.stat().version`: ETag, generation, or size and mtime) of each object
 #: this process has cached or read from the cache, by (process id, URL).
 _VERSIONS: dict[tuple[int, str], str] = {}
@@ -178,6 +203,9 @@ class LocalCache:
         self._estimate = 0
         self._added = 0
         self._count = 0
+        # the schemes of this folder's copies, for the errors that name one (`url_of_copy`)
+        self._named = _COPIES.setdefault(str(self.folder), {})
+        _COPIES[os.path.abspath(self.folder)] = self._named
 
     def __getstate__(self) -> dict[str, Any]:
         return {"folder": self.folder, "max_bytes": self.max_bytes}
@@ -192,7 +220,9 @@ class LocalCache:
         """Where the copy of `location` as it is now lives in the cache (whether or not it is
         there): `<key>~<version hash>`, the version learned once per process (`version_of`)."""
         where = endpoint(location.storage_options)
-        tag = hashlib.sha1(f"{scheme(location.url)}|{where}".encode()).hexdigest()[:12]
+        protocol = scheme(location.url)
+        tag = hashlib.sha1(f"{protocol}|{where}".encode()).hexdigest()[:12]
+        self._named[tag] = protocol
         rest = redact_url(location.url).split("://", 1)[1].split("?", 1)[0]
         parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
         version = hashlib.sha1(version_of(location).encode()).hexdigest()[:12]
