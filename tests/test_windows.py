@@ -180,16 +180,16 @@ def test_a_window_needs_timestamps_and_no_offset(sources):
 
 
 def test_windows_of_one_file_share_its_open_handle(sources, monkeypatch):
-    import vidload.sources.video as video_module
+    import vidload.sources._video_root as root_module  # where VideoSource opens its files
 
     opened = []
-    real = video_module.open_video
+    real = root_module.open_video
 
     def counted(*args, **kwargs):
         opened.append(args[0])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(video_module, "open_video", counted)
+    monkeypatch.setattr(root_module, "open_video", counted)
     source = VideoSource(sources["video"].root)  # a fresh source: nothing cached yet
     videos = [("long.mp4", k, start, end) for k, (start, end) in enumerate(WINDOWS)]
     ds = ClipDataset(videos, source, num_frames=4, train=False, clips_per_video=2)

@@ -15,32 +15,23 @@ Frame i of a video is the i-th frame a full sequential decode of the chosen stre
    each is checked against it. Where they disagree the decoder wins: the index is rebuilt from
    a full decode, and a stream whose seeks still disagree is read by sequential decoding.
 
-Damaged files. The frames of a video are those a single-threaded sequential decode gives, up
-to where it stops: the decoder's own error concealment included, stopping at a corrupt packet,
-a demux error or a decode error. `read`, `iter_frames` and `actual_frames` all give these frames,
-whatever `threads`:
+Damaged files: the frames of a video are those a single-threaded sequential decode gives, up
+to where it stops; `read`, `iter_frames` and `actual_frames` all give these frames, whatever
+`threads` (`_video_decode` says how).
 
-* Seek-and-decode reads run the decoder with `err_detect=explode`, so that any error (also one
-  the decoder would conceal) stops them; a read that meets one marks the file damaged, and
-  every read of it from then on is a single-threaded sequential decode (no seeking, no skipped
-  frames: concealment depends on the frames decoded before). Without an error the two modes
-  give the same pixels.
-* A sequential decode with threads (`threads` 0 or > 1) also runs with `err_detect=explode`:
-  threaded decoders stop at a different frame than a single-threaded one (frames in flight,
-  errors reported late). At an error it carries on from a single-threaded decode of the file,
-  so the frames and the count are those of the single-threaded decode.
-
-The pieces: `_video_file` (an open file, and why a decoder is never freed in a forked child),
-`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_rgb` (pixels),
-`_video_persist` (the index persisted beside a file), `_video_ranges` and `_video_remote` (a
-video at a URL read by byte ranges: the header once per process, then each clip's packets).
+The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
+handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
+`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_decode`
+(sequential decode), `_video_rgb` (pixels), `_video_persist` (the index persisted beside a
+file), `_video_ranges` and `_video_remote` (a video at a URL read by byte ranges: the header
+once per process, then each clip's packets).
 """
 
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -49,31 +40,28 @@ import av.error
 import numpy as np
 
 from vidload._checks import check_choice, check_int, check_optional_int
-from vidload._kinds import get_kind
-from vidload._layout import INDEX_SUFFIX, container_name, container_path, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
-from vidload.sources._listing import missing_names
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_file import VideoHandle, VideoInfo, open_video, video_info
+from vidload.sources._video_decode import decode_all
+from vidload.sources._video_file import VideoHandle, VideoInfo, video_info
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     IndexRecorder,
-    decode_packets,
     index_from_packets,
 )
-from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index, write_index
-from vidload.sources._video_remote import RemoteVideo, load_remote, warn_whole
+from vidload.sources._video_persist import PersistedIndex, write_index
+from vidload.sources._video_remote import RemoteVideo, load_remote
 from vidload.sources._video_rgb import converter, orientation_of
+from vidload.sources._video_root import VideoFile, VideoRoot
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
     as_index_array,
     check_in_range,
-    check_regular_file,
     normalize_video_id,
 )
 from vidload.transforms import ClipGeometry
@@ -85,17 +73,12 @@ __all__ = ["VideoInfo", "VideoSource"]
 
 #: Frame indexes kept per process (int64 arrays, ~24 bytes a frame: ~7 KB for 300 frames).
 _INDEX_CACHE_SIZE = 4096
-#: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: what
-#: FFmpeg reads to open the file, an MP4's `moov` (~8 bytes a frame) and its first 32 KiB).
-_REMOTE_CACHE_SIZE = 256
 #: A file version in the per-process caches: (path, (st_mtime_ns, st_size)).
 FileKey = tuple[str, tuple[int, int]]
-#: A video file: a local path, or an object at a URL read by byte ranges.
-VideoFile = Path | RemoteVideo
 
 
 @shared_docs
-class VideoSource:
+class VideoSource(VideoRoot):
     """Frames of the video files under `root`, read by seek-and-decode, frame-exact.
 
     Args:
@@ -177,14 +160,7 @@ class VideoSource:
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
         # whether each file version's persisted index was looked for (and used)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
-        # URL root: each video read by ranges, or why it is downloaded whole
-        self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
-        self._said_whole = False
-        # URL root: the object each id names (`_object_name`), and each folder's listing
-        self._names: ProcessLRU[str, str] = ProcessLRU(None)
-        self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(
-            _REMOTE_CACHE_SIZE
-        )
+        self._reset_files()
 
     def __getstate__(self) -> dict:
         return {
@@ -208,104 +184,6 @@ class VideoSource:
             f"cache_size={self.cache_size}, rotation={self.rotation!r}, "
             f"frame_index={self.frame_index!r})"
         )
-
-    def close(self) -> None:
-        """Close the files this process keeps open (they reopen on demand)."""
-        self._handles.clear()
-
-    # ------------------------------------------------------------------ opening files
-
-    def path(self, video_id: str) -> Path:
-        """The file of `video_id`: root / video_id (the id keeps its extension) when it exists,
-        else the file `vidload convert --to video` made of it (`a/x1.avi` -> `a/x1.mp4`, or
-        `a/x1.avi.mp4` where two ids shared a stem: `vidload._layout`), so a converted folder
-        is read with the originals' ids; else root / video_id (reading it then fails). For a
-        URL root, the local copy of root / video_id (fetched on first use, see `root`)."""
-        root = self.root
-        vid = normalize_video_id(video_id)
-        if not isinstance(root, Path):
-            return self.store.local_copy(self._object_name(vid))
-        direct = root / vid
-        if direct.exists():
-            return direct
-        converted = container_path(root, vid, get_kind("video").suffix)
-        return converted if converted.exists() else direct
-
-    def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
-        """The file a read of `video_id` opens: `path(video_id)` for a local root (or with
-        `cache_dir`); for a URL root, the object read by byte ranges, with the bytes a read of
-        `wanted` needs fetched (the first time, its header too: `_video_remote`), or where it
-        cannot be read so (no usable index), its local copy, downloaded whole and said so."""
-        if not self.store.reads_by_ranges:
-            return self.path(video_id)
-        vid = self._object_name(normalize_video_id(video_id))
-        found = self._remote.get(vid)
-        if found is None:
-            found = self._keep_remote(vid, load_remote(self.store.remote(vid)))
-        if isinstance(found, RemoteVideo):
-            try:
-                found.fetch(wanted)
-                return found
-            except UnusableIndex as e:
-                self._remote.put(vid, str(e))
-                warn_whole(found, f"its frame index is not used: {e}")
-        return self.store.local_copy(vid)
-
-    def _object_name(self, vid: str) -> str:
-        """The object a URL root reads for the id `vid`, by the rule `path` follows on local
-        disk: the id's own file, else the one `vidload convert --to video` made of it (the
-        full id's name `a/x1.avi.mp4`, then `a/x1.mp4`), found in one listing of the folder
-        per process (a bucket prefix). A store that cannot list (HTTP) reads the id's own
-        file. Kept per process."""
-        known = self._names.get(vid)
-        if known is not None:
-            return known
-        suffix = get_kind("video").suffix
-        candidates = dict.fromkeys(
-            (vid, container_name(vid, suffix, keep_extension=True), container_name(vid, suffix))
-        )
-        name = vid
-        if len(candidates) > 1:
-            folder, _, _ = vid.rpartition("/")
-            entry = self._listings.get(folder)
-            if entry is None:
-                where = self.store.location / folder if folder else self.store.location
-                entry = (None,)
-                if where.can_list:
-                    try:
-                        entry = (frozenset(where.list_dir()),)
-                    except VideoReadError:
-                        entry = (frozenset(),)  # no such folder: the id's own read says so
-                self._listings.put(folder, entry)
-            listed = entry[0]
-            if listed is not None:
-                name = next((c for c in candidates if c.rsplit("/", 1)[-1] in listed), vid)
-        self._names.put(vid, name)
-        return name
-
-    def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
-        """The ids of `video_ids` with no file under the root, in list order: neither the id's
-        own file nor the video `vidload convert --to video` made of it (`path`; a root that
-        cannot list, HTTP, by the id's own file only);
-        one directory listing per folder (per prefix in a bucket), not a stat per video
-        (`vidload.sources._listing`)."""
-        suffix = get_kind("video").suffix
-        rule = self.store.location.can_list  # where `_object_name` can follow it
-
-        def names(vid: str) -> Iterator[str]:
-            yield vid
-            if rule:
-                yield container_name(vid, suffix, keep_extension=True)
-                yield container_name(vid, suffix)
-
-        return missing_names(self.store.location, video_ids, names)
-
-    def _keep_remote(self, vid: str, found: RemoteVideo | str) -> RemoteVideo | str:
-        self._remote.put(vid, found)
-        if isinstance(found, str) and not self._said_whole:
-            self._said_whole = True  # once per source and process: all may lack one
-            warn_whole(self.store.remote(vid), f"{found} (nor may other videos here)")
-        return found
 
     # ------------------------------------------------------------------ a batch in one round
 
@@ -341,53 +219,6 @@ class VideoSource:
             return []
         needed = found.needed(as_index_array(indices))
         return [(found.location, needed)] if needed else []
-
-    def files(self, video_id: str) -> list[Path]:
-        """The files a read of `video_id` opens: its video file and, where one was written,
-        its persisted frame index (`vidload._layout.index_path`), for read-ahead hints and the
-        bytes a storage takes; none for a URL root."""
-        if not self.store.is_local:
-            return []
-        path = self.path(video_id)
-        index = index_path(path)
-        return [path, index] if index.is_file() else [path]
-
-    def _stat(self, path: VideoFile) -> tuple[int, int]:
-        if isinstance(path, RemoteVideo):
-            return path.stat
-        st = check_regular_file(path)  # a FIFO would block av.open forever
-        return (st.st_mtime_ns, st.st_size)
-
-    def _open(
-        self, path: VideoFile, stat: tuple[int, int], *, threads: int | None = None, explode: bool
-    ) -> VideoHandle:
-        """`open_video` with this source's stream and (by default) threads."""
-        threads = self.threads if threads is None else threads
-        file = path.reader() if isinstance(path, RemoteVideo) else None
-        return open_video(
-            path, stat, stream=self.stream, threads=threads, explode=explode, file=file
-        )
-
-    def _handle(self, path: VideoFile) -> VideoHandle:
-        """An open handle on `path` from this process's cache (reopened if the file changed)."""
-        key = str(path)
-        stat = self._stat(path)
-        handle = self._handles.get(key)
-        if handle is not None and handle.stat != stat:
-            self._handles.discard(key)
-            handle = None
-        if handle is None:
-            handle = self._open(path, stat, explode=True)  # seek reads must see every error
-            self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
-        return handle
-
-    def _release(self, handle: VideoHandle) -> None:
-        if self.cache_size == 0:
-            handle.close()
-
-    def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
-        """A handle of its own (not cached), positioned at the start of the file."""
-        return self._open(path, self._stat(path), threads=threads, explode=explode)
 
     # ------------------------------------------------------------------ header
 
@@ -504,21 +335,6 @@ class VideoSource:
         self._persisted.put(key, found is not None)
         return found is not None
 
-    @staticmethod
-    def _load_index(path: VideoFile, stream_index: int) -> PersistedIndex | None:
-        if not isinstance(path, RemoteVideo):
-            return load_index(path, stream_index)
-        # the sidecar's digest was checked when the header was fetched (`_video_remote`)
-        if path.persisted.stream_index != stream_index:
-            warnings.warn(
-                f"{path}{INDEX_SUFFIX}: frame index not used: it is for video stream "
-                f"{path.persisted.stream_index}, not {stream_index}; building it from the video "
-                f"instead (its bytes fetched as FFmpeg reads them)",
-                stacklevel=4,
-            )
-            return None
-        return path.persisted
-
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
         `actual_frames`), with its display orientation: what `write_index` persists."""
@@ -581,67 +397,12 @@ class VideoSource:
 
     # ------------------------------------------------------------------ decoding
 
-    def _decode_all(self, path: VideoFile, recorder: IndexRecorder | None = None):
-        """Every frame of the chosen stream that a single-threaded sequential decode gives,
-        from freshly opened files, in output order (see "Damaged files" in the module
-        docstring); `recorder` sees every packet decoded and every frame."""
-        yielded = 0
-        if self.threads != 1:
-            fast = IndexRecorder()
-            frames = self._decode_file(path, self.threads, fast, on_error="stop")
-            try:  # a plain loop, to get the return value; closed with this generator
-                while True:
-                    try:
-                        frame = next(frames)
-                    except StopIteration as stop:
-                        went_bad = stop.value
-                        break
-                    yielded += 1
-                    yield frame
-            finally:
-                frames.close()
-            if not went_bad:
-                if recorder is not None:
-                    recorder.packets, recorder.keys = fast.packets, fast.keys
-                return
-        frames = self._decode_file(path, 1, recorder, on_error="flush")
-        try:
-            for pos, frame in enumerate(frames):
-                if pos >= yielded:
-                    yield frame
-        finally:
-            frames.close()
-        if recorder is not None and len(recorder.keys) < yielded:
-            raise VideoReadError(
-                path,
-                f"a {self.threads}-thread decode gave {yielded} frames before it met bad data, "
-                f"a single-threaded one only {len(recorder.keys)}",
-            )
-
-    def _decode_file(self, path: VideoFile, threads: int, recorder: IndexRecorder | None, on_error):
-        """decode_packets on a fresh handle with `threads` (explode unless single-threaded);
-        returns whether the data went bad."""
-        handle = self._fresh(path, threads=threads, explode=threads != 1)
-        try:
-            on_packet = recorder.on_packet if recorder is not None else None
-            packets = handle.container.demux(handle.stream)
-            ctx = handle.stream.codec_context
-            frames = decode_packets(ctx, packets, on_packet, on_error=on_error)
-            try:
-                while True:
-                    try:
-                        frame = next(frames)
-                    except StopIteration as stop:
-                        return stop.value
-                    if recorder is not None:
-                        recorder.on_frame(frame)
-                    yield frame
-            finally:
-                frames.close()
-        except av.error.FFmpegError as e:
-            raise VideoReadError(path, f"decoding failed: {e}") from e
-        finally:
-            handle.close()
+    def _decode_all(
+        self, path: VideoFile, recorder: IndexRecorder | None = None
+    ) -> Iterator[av.VideoFrame]:
+        """Every frame of the chosen stream that a single-threaded sequential decode gives
+        (`_video_decode.decode_all`); `recorder` sees every packet decoded and every frame."""
+        return decode_all(partial(self._fresh, path), path, self.threads, recorder)
 
     def iter_frames(self, video_id: str) -> Iterator[np.ndarray]:
         """Sequential decode of the chosen stream: uint8 (H, W, 3) RGB frames in order.
