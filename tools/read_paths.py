@@ -298,7 +298,7 @@ def item_rows(work: Path, repeats: int, num_items: int) -> None:
     """`ClipDataset` items of 8 frames, full-size and with short_side=128, crop=112, from each
     container: decoded into the per-thread scratch (`read_transient`, what the dataset does)
     against the public `read` (forced by a subclass that overrides it; a new array per clip).
-    Each row runs in a fresh (spawned) process: what glibc's allocator does with a freed clip
+    Each row runs in a fresh process (forked from a fork server that has done the imports): what glibc's allocator does with a freed clip
     depends on what the process allocated before, so rows sharing a process would measure
     each other's leftovers (with them, the public path's faults came and went between runs)."""
     import multiprocessing
@@ -306,11 +306,14 @@ def item_rows(work: Path, repeats: int, num_items: int) -> None:
 
     print("items (_scratch): ClipDataset[i], 8 frames, TCHW tensor; minor page faults per item")
     print("  each row in a fresh process")
-    spawn = multiprocessing.get_context("spawn")
+    # a fork server started once, with the imports done: each row forks a fresh process from
+    # it (no row's leftovers, as with spawn) without paying torch's import twelve times
+    fresh = multiprocessing.get_context("forkserver")
+    fresh.set_forkserver_preload(["vidload", "vidload.sources", "torch", __name__])
     for kind, name in (("jpeg", "JpegSource"), ("hdf5", "Hdf5Source"), ("npy", "NpySource")):
         for geometry in ({}, {"short_side": 128, "crop": 112}):
             for label, public in (("read_transient", False), ("read (new array)", True)):
-                with ProcessPoolExecutor(1, mp_context=spawn) as pool:
+                with ProcessPoolExecutor(1, mp_context=fresh) as pool:
                     seconds, faults = pool.submit(
                         _item_row, kind, work / kind, geometry, public, repeats, num_items
                     ).result()
