@@ -67,6 +67,7 @@ from vidload._choose.storages import (
     build_storage,
     open_storage,
 )
+from vidload._measure.timing import settled_heap
 from vidload._measure.videos import link_user_videos, require_videos
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode
@@ -195,7 +196,7 @@ def choose(
     scratch, made = _scratch(workdir)
     log = _Log(cfg.progress)
     try:
-        with _one_torch_thread():
+        with _one_torch_thread(), settled_heap():
             result = _measure_all(root, all_ids, specs, scratch, cfg, log)
     except BaseException:
         if not cfg.keep:

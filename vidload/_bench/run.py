@@ -32,6 +32,7 @@ from vidload._checks import check_int, check_positive_int, check_real
 from vidload._cpus import default_workers
 from vidload._cv2 import cv2
 from vidload._kinds import container_kinds
+from vidload._measure.timing import settled_heap
 from vidload.sampling import segment_indices
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
@@ -160,7 +161,8 @@ def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run(cfg)
+        with settled_heap():
+            return _run(cfg)
     finally:
         torch.set_num_threads(threads)
 

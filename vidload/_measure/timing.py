@@ -20,12 +20,13 @@ they live here, under neither, so neither command is built on the other's intern
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,9 +108,37 @@ def calibrate(seconds_per_pass: float, min_time: float, max_passes: int = 50) ->
     return max(1, min(max_passes, math.ceil(min_time / seconds_per_pass)))
 
 
+_settled = 0  # depth of `settled_heap()`: inside it, what survives a collection stays frozen
+
+
+@contextlib.contextmanager
+def settled_heap() -> Iterator[None]:
+    """Inside: each timing's garbage collection (`collect_garbage`) walks only the objects made
+    since the last one. Every timing first collects garbage, so that no row pays for a
+    collection of another's leftovers; a full collection walks the whole heap (about 0.2 s with
+    torch imported), and a bench run times about a hundred units. So what survives a collection
+    is frozen (`gc.freeze`: kept out of later collections) until the run ends, when it is
+    unfrozen and collectable again."""
+    global _settled
+    _settled += 1
+    try:
+        yield
+    finally:
+        _settled -= 1
+        if not _settled:
+            gc.unfreeze()
+
+
+def collect_garbage() -> None:
+    """Collect garbage before a timing (inside `settled_heap()`: only objects made since)."""
+    gc.collect()
+    if _settled:
+        gc.freeze()
+
+
 def timed(fn: Callable[[], object], passes: int = 1) -> float:
     """Seconds per call of `fn`, averaged over `passes` back-to-back calls."""
-    gc.collect()
+    collect_garbage()
     start = time.perf_counter()
     for _ in range(passes):
         fn()
@@ -160,7 +189,7 @@ class RoundRobin:
 
     def _timed(self, fn: Callable[[], object], passes: int) -> Parts:
         """Seconds per call of `passes` back-to-back calls of `fn`."""
-        gc.collect()
+        collect_garbage()
         sums: Parts = {}
         wall, own = time.perf_counter(), self.clock()
         for _ in range(passes):
