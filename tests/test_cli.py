@@ -159,6 +159,7 @@ def test_errors_raised_while_working_are_failures(videos, tmp_path, capsys, monk
     import vidload.probe
 
     monkeypatch.setattr(vidload.convert, "convert", deep)
+    monkeypatch.setattr(vidload.convert, "run_convert", deep)  # what `vidload convert` calls
     monkeypatch.setattr(vidload.probe, "probe", deep)
     argv = [command, str(videos)] + (["-o", "--to", "npy"] if command == "convert" else [])
     argv = [str(tmp_path / "o") if a == "-o" else a for a in argv]

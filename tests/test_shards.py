@@ -15,6 +15,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
 from media import make_video
 
@@ -439,3 +440,25 @@ def test_numpy_integers_are_accepted_like_ints(tmp_path):
         shard_size_for(0, 100, 16)
     with pytest.raises(TypeError, match="workers must be an int"):
         check_workers(2.0)
+
+
+def test_plan_convert_takes_the_keywords_or_one_convert_options(inputs, tmp_path):
+    # one checked object behind the keywords: the plan and its jobs carry it
+    from vidload.shards import ConvertOptions
+
+    options = ConvertOptions(to="npy", shard_size=2, short_side=np.int64(32))
+    assert options.short_side == 32 and type(options.short_side) is int
+    with plan_convert(inputs, tmp_path / "a", options=options) as plan:
+        assert plan.options is options and plan.to == "npy"
+        assert {job.options for shard in plan.shards for job in shard.jobs} == {options}
+    with plan_convert(inputs, tmp_path / "b", to="npy", shard_size=2, short_side=32) as plan:
+        assert plan.options == options
+    with pytest.raises(TypeError, match=r"not both \(to, quality given\)"):
+        plan_convert(inputs, tmp_path / "c", to="npy", quality=90, options=options)
+    with pytest.raises(TypeError, match="to= is required"):
+        plan_convert(inputs, tmp_path / "c")
+    with pytest.raises(TypeError, match="options must be a ConvertOptions"):
+        plan_convert(inputs, tmp_path / "c", options={"to": "npy"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"quality \(0\) must be in \[1, 100\]"):
+        ConvertOptions(to="npy", quality=0)
+    assert not (tmp_path / "c").exists()  # nothing planned, no lock taken

@@ -67,6 +67,7 @@ from vidload._convert.options import (
     DEFAULT_QUALITY,
     DEFAULT_SUBSAMPLING,
     DEFAULT_TUNE,
+    ConvertOptions,
 )
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._kinds import kind_names
@@ -80,12 +81,14 @@ __all__ = [
     "DEFAULT_PRESET",
     "DEFAULT_TUNE",
     "ConvertFormat",
+    "ConvertOptions",
     "ConvertReport",
     "InputItem",
     "convert",
     "find_inputs",
     "label_inputs",
     "resize_short_side",
+    "run_convert",
 ]
 
 #: The storage kinds `convert` writes (`to`), as the table (`vidload._kinds`) had them when this
@@ -169,26 +172,43 @@ def convert(
         OutputLockedError: another run is writing into `output` (one run per folder at a time).
         DiskFullError: no room to start (the lock or the options file).
     """
+    options = ConvertOptions.from_arguments(locals())
+    return run_convert(
+        input_path, output, options, workers=workers, executor=executor, progress=progress
+    )
+
+
+def run_convert(
+    input_path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    options: ConvertOptions,
+    *,
+    workers: int | None = None,
+    executor: Executor | None = None,
+    progress: bool = True,
+) -> ConvertReport:
+    """`convert` with its options made beforehand, as one `ConvertOptions` (what `convert`
+    makes of its keywords, and `vidload convert` of its command line): plan
+    (`vidload.shards.plan_convert`), run the shards on the local pool or `executor`, finish.
+
+    Args:
+        input_path: as for `convert`.
+        output: as for `convert`.
+        options: what to convert into and how (`ConvertOptions(to="hdf5", ...)`).
+        workers: as for `convert`.
+        executor: as for `convert`.
+        progress: as for `convert`.
+
+    Returns:
+        a ConvertReport, as `convert`.
+
+    Raises:
+        ValueError / TypeError, FileNotFoundError, OutputLockedError, DiskFullError: as
+            `convert`.
+    """
     from vidload.shards import plan_convert, run_plan
 
     workers, threads = resolve_workers(workers, executor)
     progress = check_bool("progress", progress)  # before plan_convert takes OUTPUT's lock
-    with plan_convert(
-        input_path,
-        output,
-        to=to,
-        short_side=short_side,
-        quality=quality,
-        subsampling=subsampling,
-        gop=gop,
-        crf=crf,
-        preset=preset,
-        tune=tune,
-        overwrite=overwrite,
-        root=root,
-        labels=labels,
-        shard_size=shard_size,
-        threads=threads,
-        storage_options=storage_options,
-    ) as plan:
+    with plan_convert(input_path, output, options=options, threads=threads) as plan:
         return run_plan(plan, executor=executor, workers=workers, progress=progress)

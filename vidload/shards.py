@@ -50,7 +50,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from vidload._checks import check_bool, check_int, check_optional_int
+from vidload._checks import check_bool, check_int
 from vidload._convert.inputs import (
     InputItem,
     check_no_overlap,
@@ -81,6 +81,7 @@ from vidload.sources.jpeg_decode import Subsampling
 __all__ = [
     "DEFAULT_SHARD_SIZE",
     "PARTS_DIR",
+    "ConvertOptions",
     "ConvertPlan",
     "ConvertShard",
     "ShardResult",
@@ -144,7 +145,7 @@ def plan_convert(
     input_path: str | os.PathLike[str],
     output: str | os.PathLike[str],
     *,
-    to: ConvertFormat,
+    to: ConvertFormat | None = None,
     short_side: int | None = None,
     quality: int = DEFAULT_QUALITY,
     subsampling: Subsampling = DEFAULT_SUBSAMPLING,
@@ -156,66 +157,61 @@ def plan_convert(
     root: str | os.PathLike[str] | None = None,
     labels: str | os.PathLike[str] | None = None,
     shard_size: int | None = None,
-    threads: int = 1,
     storage_options: Mapping[str, Any] | None = None,
+    threads: int = 1,
+    options: ConvertOptions | None = None,
 ) -> ConvertPlan:
     """Plan converting `input_path` into `output` (module doc); holds OUTPUT's lock until
     `finish` or `close` (use it as a context manager).
 
+    The options are the keywords of `vidload.convert.convert` (`to` required), or one
+    `ConvertOptions` made beforehand (`options=`, with no option keyword: the one checked object
+    that `vidload.convert.run_convert` and `vidload convert` pass along); either way they are
+    checked once, into a `ConvertOptions` that the plan's jobs carry (`ConvertPlan.options`).
+
     Args:
         input_path: as for `vidload.convert.convert`.
         output: as for `convert`.
-        to: as for `convert`.
+        to: as for `convert`; required unless `options` is given.
         short_side: as for `convert`.
         quality: as for `convert`.
         subsampling: as for `convert`.
-        overwrite: as for `convert`.
-        root: as for `convert`.
-        labels: as for `convert`.
         gop: as for `convert` (`to="video"` only).
         crf: as for `convert` (`to="video"` only).
         preset: as for `convert` (`to="video"` only).
         tune: as for `convert` (`to="video"` only).
+        overwrite: as for `convert`.
+        root: as for `convert`.
+        labels: as for `convert`.
         shard_size: videos per shard (>= 1). None: `DEFAULT_SHARD_SIZE`, or fewer when there
             are not 4 shards per CPU of this machine, so that a small run still spreads.
-        threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).
         storage_options: for an OUTPUT URL, what its fsspec filesystem takes (credentials,
             `client_kwargs={"endpoint_url": ...}`); None uses the standard configuration.
+        threads: decoding threads per task (>= 1; 1 when the engine runs a task per core).
+        options: all of the above but `threads`, as one `ConvertOptions`; not with them.
 
     Raises:
-        FileNotFoundError, ValueError, TypeError: as `convert` (bad arguments, overlap, options).
+        FileNotFoundError, ValueError, TypeError: as `convert` (bad arguments, overlap, options;
+            `options` given with option keywords, or neither it nor `to`).
         OutputLockedError: another run is writing into `output`.
         DiskFullError: no room for the lock or the options file.
     """
-    options = ConvertOptions.checked(
-        to=to,
-        short_side=short_side,
-        quality=quality,
-        subsampling=subsampling,
-        gop=gop,
-        crf=crf,
-        preset=preset,
-        tune=tune,
-    )
-    overwrite = check_bool("overwrite", overwrite)
-    shard_size = check_optional_int("shard_size", shard_size, minimum=1)
+    options = ConvertOptions.from_arguments(locals())
     threads = check_int("threads", threads, minimum=1)
-    target = Location(os.fspath(output), storage_options)
-    source = Location(os.fspath(input_path), storage_options)
+    target = Location(os.fspath(output), options.storage_options)
+    source = Location(os.fspath(input_path), options.storage_options)
     if source.is_local and target.is_local:
         out = open_output(target)  # an OUTPUT that is a file is refused before any work
-        base, items = find_inputs(input_path, root=root, kinds=("video", "jpeg"))
-        items, class_map = label_inputs(input_path, items, labels)
+        base, items = find_inputs(input_path, root=options.root, kinds=("video", "jpeg"))
+        items, class_map = label_inputs(input_path, items, options.labels)
         full_names = sharing_a_name(items)
         check_no_overlap(Path(input_path), base, out.folder, items, options.to, full_names)
         src = None
     else:
-        base, items, class_map, src = _url_inputs(source, target, root, labels)
+        base, items, class_map, src = _url_inputs(source, target, options.root, options.labels)
         full_names = sharing_a_name(items)
         out = open_output(target)
-    return _plan(
-        base, out, items, full_names, class_map, options, overwrite, shard_size, threads, src
-    )
+    return _plan(base, out, items, full_names, class_map, options, threads, src)
 
 
 def _url_inputs(
@@ -257,18 +253,17 @@ def _plan(
     full_names: frozenset[str],
     class_map: dict[str, int] | None,
     options: ConvertOptions,
-    overwrite: bool,
-    shard_size: int | None,
     threads: int,
     source: Location | None,
 ) -> ConvertPlan:
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
     the shards of what is left. The lock is held by the plan, released on any error here."""
+    overwrite = options.overwrite
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
         previous = out.previous(overwrite=overwrite)
-        plan = ConvertPlan(base, out, options.to, items, previous, overwrite)
+        plan = ConvertPlan(base, out, options, items, previous)
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
@@ -282,7 +277,7 @@ def _plan(
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
             jobs.append(Job(item, base, container, options, threads, verify, source))
-        plan.shards = _shards(jobs, shard_size, out.parts, overwrite, out.shard_target)
+        plan.shards = _shards(jobs, options.shard_size, out.parts, overwrite, out.shard_target)
         if plan.shards:
             out.prepare(len(items))
         if class_map is not None and is_contiguous(class_map):
@@ -319,7 +314,9 @@ class ConvertPlan:
         input_root: the folder the input ids are relative to.
         output: the output folder; `manifest_path` its manifest (for an OUTPUT URL, the URLs
             without credentials).
-        to: the container format.
+        options: the conversion's options (`ConvertOptions`), checked.
+        to: the container format (`options.to`).
+        overwrite: `options.overwrite`.
         items: every input video, in input order.
         shards: the videos still to convert, grouped into tasks.
         done: rows of the videos whose container was already complete (not in any shard).
@@ -329,18 +326,18 @@ class ConvertPlan:
         self,
         input_root: Path,
         output: Output,
-        to: ConvertFormat,
+        options: ConvertOptions,
         items: Sequence[InputItem],
         previous: dict[str, ManifestRow],
-        overwrite: bool,
     ) -> None:
         self.input_root = input_root
         self.output = output.folder
         self.manifest_path = output.manifest_path
-        self.to = to
+        self.options = options
+        self.to: ConvertFormat = options.to
         self.items = tuple(items)
         self.previous = previous
-        self.overwrite = overwrite
+        self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()

@@ -103,28 +103,18 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
-    from vidload.convert import convert
+    from vidload.convert import run_convert
 
+    given = {**vars(args), "storage_options": storage_options(args.storage_option)}
+    options = opts.ConvertOptions.from_arguments(given)  # the arguments' names are its fields
     with dask_executor(args) as (executor, workers):
-        report = convert(
+        report = run_convert(
             args.input,
             args.output,
-            to=args.to,
+            options,
             workers=workers,
-            short_side=args.short_side,
-            quality=args.quality,
-            subsampling=args.subsampling,
-            gop=args.gop,
-            crf=args.crf,
-            preset=args.preset,
-            tune=args.tune,
-            overwrite=args.overwrite,
-            root=args.root,
-            labels=args.labels,
-            progress=not args.quiet,
             executor=executor,
-            shard_size=args.shard_size,
-            storage_options=storage_options(args.storage_option),
+            progress=not args.quiet,
         )
     print_convert_summary(report, sys.stdout)
     if report.stopped is not None:

@@ -5,13 +5,17 @@ a resumed run stores every video the same way.
 
 from __future__ import annotations
 
-import dataclasses
+import functools
 import json
-from dataclasses import dataclass
+import os
+from collections.abc import Mapping
+from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import write_bytes_atomic
-from vidload._checks import check_choice, check_int, check_optional_int, check_real
+from vidload._checks import check_bool, check_choice, check_int, check_optional_int, check_real
+from vidload._convert.report import ConvertFormat
 from vidload._kinds import kind_names
 from vidload._layout import OPTIONS_NAME
 from vidload._storage import Location
@@ -68,78 +72,104 @@ _JPEG_OPTIONS: tuple[str, ...] = ("quality", "subsampling")
 
 @dataclass(frozen=True)
 class ConvertOptions:
-    """How every video of a run is stored (`vidload.convert.convert`'s arguments of the same
-    names); build it with `checked`.
+    """A conversion's options, held once: `vidload.convert.convert`'s and
+    `vidload.shards.plan_convert`'s arguments of the same names (`convert` documents each),
+    checked when made; `convert`, `plan_convert`, the jobs and `vidload convert` pass this one
+    object along.
 
-    Attributes:
-        to: the container format.
-        short_side: the frames' shorter side after resizing; None keeps the size.
-        quality: JPEG quality in [1, 100] of the frames encoded.
-        subsampling: chroma subsampling of the frames encoded.
-        gop: `to="video"` only: the keyframe interval in frames.
-        crf: `to="video"` only: libx264's constant rate factor.
-        preset: `to="video"` only: libx264's preset.
-        tune: `to="video"` only: libx264's tuning ("none" for none).
+    `to`, `short_side` and the format's own options say how every video is stored (`recorded`
+    in the output folder, so that a resumed run stores every video the same way); the rest say
+    where from and how (`overwrite`, `root`, `labels`, `shard_size`, `storage_options`). How the
+    run is spread (`workers`, `executor`, `progress`, decoding `threads`) is not an option of
+    what is converted: `run_convert` and `plan_convert` take those beside it.
+
+    Made checked (`vidload._checks`: NumPy integers are ints, bools are not; stored as plain
+    Python values, which go into the JSON options file). `gop`, `crf`, `preset` and `tune` are
+    for `to="video"` only: None there means the default (`DEFAULT_GOP`, ...), which the made
+    object holds; for another format they stay None.
+
+    Raises:
+        TypeError: short_side, quality, gop or shard_size is not an int, crf not a number,
+            overwrite not a bool.
+        ValueError: a value out of its range or not one of its choices, or a video option
+            given for another format (UsageError).
     """
 
-    to: str
+    to: ConvertFormat
     short_side: int | None = None
     quality: int = DEFAULT_QUALITY
     subsampling: Subsampling = DEFAULT_SUBSAMPLING
-    gop: int = DEFAULT_GOP
-    crf: float = DEFAULT_CRF
-    preset: str = DEFAULT_PRESET
-    tune: str = DEFAULT_TUNE
+    gop: int | None = None
+    crf: float | None = None
+    preset: str | None = None
+    tune: str | None = None
+    overwrite: bool = False
+    root: str | os.PathLike[str] | None = None
+    labels: str | os.PathLike[str] | None = None
+    shard_size: int | None = None
+    storage_options: Mapping[str, Any] | None = None
 
     @classmethod
-    def checked(
-        cls,
-        *,
-        to: object,
-        short_side: object,
-        quality: object,
-        subsampling: object,
-        gop: object = None,
-        crf: object = None,
-        preset: object = None,
-        tune: object = None,
-    ) -> ConvertOptions:
-        """The options, checked (`vidload._checks`: NumPy integers are ints, bools are not;
-        stored as plain Python values, which go into the JSON options file). `gop`, `crf`,
-        `preset` and `tune` are for `to="video"` only (None: the defaults).
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> ConvertOptions:
+        """The options from a mapping holding every field's name (`convert` and
+        `plan_convert` pass their `locals()`, `vidload convert` its parsed arguments), checked;
+        or, where it holds `options` (not None), that `ConvertOptions`, when every field's
+        argument is left at its default (the keywords or one object, not both).
 
         Raises:
-            TypeError: short_side, quality or gop is not an int, crf not a number.
-            ValueError: a value out of its range or not one of its choices, or a video option
-                given for another format.
+            TypeError: `options` is not a ConvertOptions, or given with option keywords, or
+                neither it nor `to` is given.
         """
+        given = arguments.get("options")
+        if given is None:
+            if arguments["to"] is None:
+                raise TypeError("to= is required (or options=ConvertOptions(...))")
+            return cls(**{f.name: arguments[f.name] for f in fields(cls)})
+        if not isinstance(given, ConvertOptions):
+            raise TypeError(f"options must be a ConvertOptions, got {type(given).__name__}")
+        both = [f.name for f in fields(cls) if arguments[f.name] != _default(f)]
+        if both:
+            raise TypeError(
+                f"pass options= or the option keywords, not both ({', '.join(both)} given)"
+            )
+        return given
+
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)  # frozen: set once, here
+        to = self.to
         check_choice("to", to, kind_names())
-        side = check_optional_int("short_side", short_side, minimum=1)
-        q = check_int("quality", quality)
+        put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
+        q = check_int("quality", self.quality)
         if not 1 <= q <= 100:
             raise ValueError(f"quality ({q}) must be in [1, 100]")
-        check_choice("subsampling", subsampling, SUBSAMPLINGS)
-        given = {"gop": gop, "crf": crf, "preset": preset, "tune": tune}
+        put("quality", q)
+        check_choice("subsampling", self.subsampling, SUBSAMPLINGS)
+        given = {k: getattr(self, k) for k in VIDEO_OPTIONS}
         if to != "video":
             named = [k for k, v in given.items() if v is not None]
             if named:
                 raise UsageError(
                     f"{', '.join(named)} apply to to='video' only (--to video), not to={to!r}"
                 )
-            return cls(to, side, q, subsampling)  # type: ignore[arg-type]  # checked above
-        g = DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1)
-        c = DEFAULT_CRF if crf is None else check_real("crf", crf)
-        if not 0 <= c <= 51:
-            raise ValueError(f"crf ({c}) must be in [0, 51]")
-        p = DEFAULT_PRESET if preset is None else check_choice("preset", preset, PRESETS)
-        t = DEFAULT_TUNE if tune is None else check_choice("tune", tune, TUNES)
-        return cls(to, side, q, subsampling, g, float(c), p, t)  # type: ignore[arg-type]
+        else:
+            gop, crf, preset, tune = given.values()
+            put("gop", DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1))
+            c = DEFAULT_CRF if crf is None else check_real("crf", crf)
+            if not 0 <= c <= 51:
+                raise ValueError(f"crf ({c}) must be in [0, 51]")
+            put("crf", float(c))
+            put(
+                "preset",
+                DEFAULT_PRESET if preset is None else check_choice("preset", preset, PRESETS),
+            )
+            put("tune", DEFAULT_TUNE if tune is None else check_choice("tune", tune, TUNES))
+        put("overwrite", check_bool("overwrite", self.overwrite))
+        put("shard_size", check_optional_int("shard_size", self.shard_size, minimum=1))
 
     def recorded(self) -> dict[str, object]:
         """What the options file holds: `to`, `short_side` and the format's own options."""
-        options = dataclasses.asdict(self)
-        other = _JPEG_OPTIONS if self.to == "video" else VIDEO_OPTIONS
-        return {k: v for k, v in options.items() if k not in other}
+        own = VIDEO_OPTIONS if self.to == "video" else _JPEG_OPTIONS
+        return {k: getattr(self, k) for k in ("to", "short_side", *own)}
 
     def record(self, out: Path | Location, *, overwrite: bool) -> None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
@@ -179,3 +209,8 @@ class ConvertOptions:
             path.write_bytes(data)
         else:
             write_bytes_atomic(path, data)
+
+
+def _default(f: Field[Any]) -> object:
+    """A field's default (None for `to`, which has none: `plan_convert`'s default)."""
+    return None if f.default is MISSING else f.default

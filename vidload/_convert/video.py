@@ -104,6 +104,7 @@ def write_video(
 
 def _encoder_options(options: ConvertOptions) -> dict[str, str]:
     gop = options.gop
+    assert options.preset is not None and options.tune is not None  # to="video": set
     params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
     out = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
     if options.tune != "none":
