@@ -106,7 +106,8 @@ class Nginx:
                 "  keepalive_requests 1000000; keepalive_timeout 300s;",
                 "  open_file_cache max=100000 inactive=600s;",
                 "  default_type application/octet-stream;",
-                "  log_format counted '$request_method $uri $status $bytes_sent \"$http_range\"';",
+                "  log_format counted '$msec $request_time $request_method $uri $status "
+                "$bytes_sent \"$http_range\"';",
                 f"  access_log {self.log} counted;",
                 *(
                     f"  {k}_temp_path {self.dir}/{k};"
@@ -140,6 +141,18 @@ class Nginx:
         """Requests answered so far (lines of its log)."""
         with open(self.log, "rb") as f:
             return sum(1 for _ in f)
+
+    def rounds(self, since: int, gap_s: float) -> int:
+        """Rounds of requests among the log's lines from line `since` on: their start times
+        (when answered less how long it took), sorted, split where two lie more than `gap_s`
+        apart (at 20 ms a request starts at least 20 ms after the round before it was sent;
+        within a round they start together). Meaningful for one client process (0 workers)."""
+        with open(self.log, "rb") as f:
+            lines = f.readlines()[since:]
+        starts = sorted(float(x.split()[0]) - float(x.split()[1]) for x in lines if x.strip())
+        return sum(1 for a, b in zip(starts, starts[1:], strict=False) if b - a > gap_s) + (
+            1 if starts else 0
+        )
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -282,8 +295,8 @@ def _source(storage: str, root: str, cache: Path | None) -> Any:
         return NpySource(root)
     if storage == "jpeg":
         return JpegSource(root)
-    remote = root.startswith("http")
-    return VideoSource(root, cache_dir=cache if remote else None)
+    # over a URL by byte ranges (the persisted index), no cache: what issue 23 measures
+    return VideoSource(root)
 
 
 @dataclass
@@ -293,12 +306,14 @@ class Run:
     workers: int
     loader: Any
     sampler: Slice
+    batch_size: int
     best_s: float = float("inf")
     cpu_s: float = float("inf")
     clips: int = 0
     requests: float = 0.0
     server_requests: float = 0.0
     nbytes: float = 0.0
+    rounds_per_batch: float = 0.0
 
 
 def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
@@ -325,6 +340,10 @@ def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
     if server is not None and run.backend != "local":
         time.sleep(0.05)  # nginx writes its log line after the answer
         run.server_requests = (server.requests() - served) / n
+        latency = float(run.backend.split()[0]) / 1000
+        if run.workers == 0 and latency > 0:
+            batches = -(-n // run.batch_size)
+            run.rounds_per_batch = server.rounds(served, latency / 2) / batches
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
@@ -364,7 +383,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                         num_workers=w,
                         persistent_workers=w > 0,
                     )
-                    runs.append(Run(s.name, backend, w, loader, sampler))
+                    runs.append(Run(s.name, backend, w, loader, sampler, args.batch_size))
         for r in range(rounds):
             for run in runs:
                 n = per_round[run.storage]
@@ -387,6 +406,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "cpu_ms_per_clip": run.cpu_s / run.clips * 1e3 if run.workers == 0 else None,
                 "requests_per_clip": run.requests if run.workers == 0 else None,
                 "server_requests_per_clip": run.server_requests,
+                "rounds_per_batch": run.rounds_per_batch if run.workers == 0 else None,
                 "bytes_per_clip": run.nbytes if run.workers == 0 else None,
                 "object_bytes": sum(s.sizes) / len(s.sizes),
             }
@@ -403,7 +423,7 @@ def render(result: dict[str, Any], workers: list[int]) -> str:
         head += [f"{b}, {w}w" for b in backends]
         head += [f"ratio {b}, {w}w" for b in remote]
     head += ["CPU ms/clip local", *(f"CPU ms/clip {b}" for b in remote)]
-    head += ["req/clip (server)", "KiB/clip", "KiB/object"]
+    head += ["req/clip (server)", "rounds/batch", "KiB/clip", "KiB/object"]
     lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
     for storage in dict.fromkeys(r["storage"] for r in rows):
         mine = {(r["backend"], r["workers"]): r for r in rows if r["storage"] == storage}
@@ -423,6 +443,8 @@ def render(result: dict[str, Any], workers: list[int]) -> str:
         cells.append(
             f"{req:.2f} ({last['server_requests_per_clip']:.2f})" if req is not None else "-"
         )
+        rounds = last.get("rounds_per_batch")
+        cells.append(f"{rounds:.2f}" if rounds else "-")
         nbytes = last["bytes_per_clip"]
         cells.append(f"{nbytes / 1024:.0f}" if nbytes is not None else "-")
         cells.append(f"{last['object_bytes'] / 1024:.0f}")

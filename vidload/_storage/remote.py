@@ -180,6 +180,13 @@ class RemoteLocation(Location):
 
         def ls() -> list[dict[str, Any]]:
             count(1)
+            if self._protocol in ("http", "https") and not path.endswith("/"):
+                # a server answers a folder's URL without the slash by a redirect to the
+                # slash form (nginx, Apache): a second round trip per listing
+                try:
+                    return fs.ls(path + "/", detail=True)
+                except FileNotFoundError:
+                    count(1)  # not a folder (a file, or nothing): its own answer
             return fs.ls(path, detail=True)
 
         entries = self.call("list the folder", ls)
