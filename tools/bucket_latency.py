@@ -107,7 +107,7 @@ class Nginx:
                 "  open_file_cache max=100000 inactive=600s;",
                 "  default_type application/octet-stream;",
                 "  log_format counted '$msec $request_time $request_method $uri $status "
-                "$bytes_sent \"$http_range\"';",
+                '$bytes_sent "$http_range"\';',
                 f"  access_log {self.log} counted;",
                 *(
                     f"  {k}_temp_path {self.dir}/{k};"

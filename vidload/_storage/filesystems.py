@@ -88,6 +88,7 @@ async def _http_client(**kwargs: Any) -> Any:
         kwargs["connector"] = aiohttp.TCPConnector(limit=HTTP_CONNECTIONS)
     return aiohttp.ClientSession(**kwargs)
 
+
 _FS_LOCK = threading.Lock()
 _FS: dict[tuple[int, str, str, str], Any] = {}
 #: The filesystems a forked child inherited from its parent, kept alive (see `filesystem`).
