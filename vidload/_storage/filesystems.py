@@ -18,6 +18,7 @@ Nothing here imports fsspec until a URL is used: `import vidload` loads no fsspe
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
@@ -26,7 +27,15 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["EXTRAS", "MissingExtraError", "filesystem", "is_url", "options_key", "redact_url"]
+__all__ = [
+    "EXTRAS",
+    "MissingExtraError",
+    "filesystem",
+    "is_url",
+    "options_key",
+    "redact_url",
+    "whole_read_kwargs",
+]
 
 #: A URL: a scheme of two or more characters, then "://" (one letter is a Windows drive).
 _URL_RE = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]+)://")
@@ -156,6 +165,37 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
         # attribute); botocore still retries as the AWS configuration says
         fs.retries = 1
     return fs
+
+
+def whole_read_kwargs(fs: Any) -> dict[str, Any]:
+    """What `fs.cat_file` / `cat` / `cat_ranges` need to read a whole object in ONE request.
+
+    s3fs's `cat_file` without a range first asks the object's size (a HEAD: one more round
+    trip) so as to fetch an object larger than its block size (50 MiB) in concurrent parts;
+    with `max_concurrency=1` it sends the GET alone. The whole objects read here are small
+    (manifests, sidecars, a JPEG folder's frames): a round trip each matters, parts do not.
+    (A video copied whole into the cache goes through `get_file`, which starts with its GET
+    and still splits a large object.) HTTP and GCS already send one GET: nothing to add."""
+    cls = type(fs)
+    splits = _SPLITS.get(cls)
+    if splits is None:
+        splits = _SPLITS[cls] = _takes_max_concurrency(cls)
+    return {"max_concurrency": 1} if splits else {}
+
+
+#: {filesystem class: whether its `_cat_file` takes `max_concurrency`} (`whole_read_kwargs`).
+_SPLITS: dict[type, bool] = {}
+
+
+def _takes_max_concurrency(cls: type) -> bool:
+    """Whether `cls._cat_file` takes `max_concurrency` (s3fs; adlfs, where 1 is harmless)."""
+    cat_file = getattr(cls, "_cat_file", None)
+    if cat_file is None:
+        return False
+    try:
+        return "max_concurrency" in inspect.signature(cat_file).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def endpoint(options: Mapping[str, Any] | None) -> str:

@@ -17,7 +17,13 @@ from typing import IO, Any, TypeVar
 
 from vidload._storage import faults
 from vidload._storage.batch import held
-from vidload._storage.filesystems import filesystem, options_key, redact_url, scheme
+from vidload._storage.filesystems import (
+    filesystem,
+    options_key,
+    redact_url,
+    scheme,
+    whole_read_kwargs,
+)
 from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
 from vidload._storage.ranges import COALESCE_GAP, coalesce, split_blocks
 from vidload.errors import VideoReadError
@@ -223,7 +229,7 @@ class RemoteLocation(Location):
         fs, path = self.fs()
 
         def cat() -> bytes:
-            data = fs.cat_file(path)
+            data = fs.cat_file(path, **whole_read_kwargs(fs))
             count(1, len(data))
             return data
 
@@ -344,7 +350,7 @@ class RemoteLocation(Location):
                 stops.append(b)
         if not paths:
             return [[] for _ in requests]
-        got = fs.cat_ranges(paths, starts, stops, on_error="return")
+        got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
         count(len(got), sum(len(b) for b in got if isinstance(b, bytes)))
         out: list[list[bytes] | Exception] = []
         k = 0
@@ -373,7 +379,7 @@ class RemoteLocation(Location):
         paths = [loc.fs()[1] for loc in locations]  # type: ignore[attr-defined]
 
         def cat() -> Any:
-            got = fs.cat(paths, on_error="return")
+            got = fs.cat(paths, on_error="return", **whole_read_kwargs(fs))
             count(len(paths), sum(len(b) for b in got.values() if isinstance(b, bytes)))
             return got
 
