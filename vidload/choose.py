@@ -39,7 +39,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,8 +68,9 @@ from vidload._choose.storages import (
     open_storage,
 )
 from vidload._measure.timing import settled_heap
-from vidload._measure.videos import link_user_videos, require_videos
+from vidload._measure.videos import UserVideos, link_videos, local_copies, user_videos
 from vidload._parallel import run_parallel
+from vidload._storage import is_url, redact_url
 from vidload.sampling import SamplingMode
 
 __all__ = [
@@ -104,6 +105,7 @@ def _why(e: BaseException) -> str:
 def choose(
     data: str | os.PathLike[str],
     *,
+    storage_options: Mapping[str, Any] | None = None,
     sample: int = 8,
     storages: Sequence[StorageSpec] = DEFAULT_STORAGES,
     short_side: int | None = None,
@@ -130,7 +132,13 @@ def choose(
     (module doc).
 
     Args:
-        data: a folder of videos (searched recursively, by extension).
+        data: a folder of videos (searched recursively, by extension), local or in a bucket
+            (`s3://bucket/videos`, any fsspec URL that lists): the sample's videos are then
+            copied to the scratch folder, and every storage is built and measured on local
+            disk, as from a local folder (what reading each from a bucket costs is
+            `vidload bench --bucket`'s and `tools/bucket_latency.py`'s measure).
+        storage_options: for a `data` URL, what its filesystem takes (credentials,
+            `client_kwargs={"endpoint_url": ...}`); the AWS configuration applies without.
         sample: how many videos to take, spread over the folder.
         storages: the candidates (`StorageSpec`); `DEFAULT_STORAGES` by default. "original"
             is always measured (the reference of `size_ratio`), first, whether named or not.
@@ -160,10 +168,13 @@ def choose(
         a ChooseResult.
 
     Raises:
-        FileNotFoundError: `data` does not exist.
-        NotADirectoryError: `data` is not a folder.
-        ValueError: a bad argument, no video under `data`, no video of the sample that can be
-            read and built in every storage, or a non-empty `workdir`.
+        FileNotFoundError: a local `data` does not exist.
+        NotADirectoryError: a local `data` is not a folder.
+        ValueError: a bad argument, no video under `data`, an `http(s)://` `data` (a web
+            server's folders cannot be listed), `storage_options` for a local `data`, no video
+            of the sample that can be read and built in every storage, or a non-empty
+            `workdir`.
+        VideoReadError: a `data` URL that cannot be listed or read (naming the URL).
     """
     cfg = ChooseOptions(
         sample=sample,
@@ -187,17 +198,15 @@ def choose(
         progress=progress,
     )
     specs = _checked_storages(storages)
-    root = Path(data)
-    if not root.exists():
-        raise FileNotFoundError(f"DATA ({str(root)!r}) does not exist")
-    if not root.is_dir():
-        raise NotADirectoryError(f"DATA ({str(root)!r}) must be a folder of videos")
-    all_ids = require_videos(root, f"DATA ({str(root)!r})", ValueError)
+    if storage_options and not is_url(os.fspath(data)):
+        raise ValueError(f"storage_options are for a DATA URL; {os.fspath(data)!r} is a path")
+    shown = redact_url(os.fspath(data)) if is_url(os.fspath(data)) else os.fspath(data)
+    videos = user_videos(data, storage_options, f"DATA ({shown!r})", ValueError)
     scratch, made = _scratch(workdir)
     log = _Log(cfg.progress)
     try:
         with _one_torch_thread(), settled_heap():
-            result = _measure_all(root, all_ids, specs, scratch, cfg, log)
+            result = _measure_all(videos, specs, scratch, cfg, log)
     except BaseException:
         if not cfg.keep:
             _remove(scratch, made)
@@ -270,8 +279,7 @@ def _one_torch_thread() -> Iterator[None]:
 
 
 def _measure_all(
-    root: Path,
-    all_ids: list[str],
+    videos: UserVideos,
     specs: list[StorageSpec],
     scratch: Path,
     cfg: ChooseOptions,
@@ -286,7 +294,7 @@ def _measure_all(
         )
         specs = [s for s in specs if s not in missing]
     sample_dir = scratch / "sample"
-    original, readable, left_out = _readable_sample(root, all_ids, sample_dir, cfg, log)
+    original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
     for b in built.values():
         for vid, why in b.failed.items():
@@ -329,19 +337,19 @@ def _measure_all(
         }
         colds = cold_rates(rows, clips, batch_size=cfg.batch_size, rounds=cfg.cold_rounds)
 
-    data_bytes = float(sum((root / v).stat().st_size for v in all_ids))
+    data_bytes = float(videos.total_bytes)
     table = _rows(specs, sources, built, quality, warm, colds, kept, data_bytes, cfg)
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
-    notes += _notes(cfg, scratch)
+    notes += _notes(cfg, scratch, remote=videos.root.local_file() is None)
     log("done")
     config = cfg.as_config()
     config["storages"] = [s.name for s in specs]
     return ChooseResult(
         rows=tuple(table),
         pick=pick,
-        data={"path": str(root), "videos": len(all_ids), "bytes": data_bytes},
+        data={"path": str(videos.root), "videos": len(videos.ids), "bytes": data_bytes},
         sample=tuple(kept),
         left_out=left_out,
         config=config,
@@ -350,16 +358,21 @@ def _measure_all(
 
 
 def _readable_sample(
-    root: Path, all_ids: list[str], sample_dir: Path, cfg: ChooseOptions, log: _Log
+    videos: UserVideos, scratch: Path, cfg: ChooseOptions, log: _Log
 ) -> tuple[Any, list[str], dict[str, str]]:
-    """Link the sample's videos into `sample_dir` and decode each once (its actual count): a
-    video that does not decode is left out (unlinked, so no conversion sees it) and named.
+    """Link the sample's videos into `scratch/sample` (a bucket's: their copies, fetched into
+    `scratch/downloads`) and decode each once (its actual count): a video that does not
+    decode is left out (unlinked, so no conversion sees it) and named.
     Returns (a VideoSource of the sample, the readable ids, {left-out id: why})."""
     from vidload.sources.video import VideoSource
 
-    chosen = spread(all_ids, cfg.sample)
-    link_user_videos(root, sample_dir, chosen)
-    log(f"sample: {len(chosen)} of {len(all_ids)} videos under {root}")
+    chosen = spread(videos.ids, cfg.sample)
+    if videos.root.local_file() is None:
+        log(f"copying {len(chosen)} videos from {videos.root} to local disk")
+    files = local_copies(videos, chosen, scratch / "downloads")
+    sample_dir = scratch / "sample"
+    link_videos(sample_dir, files)
+    log(f"sample: {len(chosen)} of {len(videos.ids)} videos under {videos.root}")
     original = VideoSource(sample_dir)
     left_out: dict[str, str] = {}
     for vid in chosen:
@@ -374,7 +387,7 @@ def _readable_sample(
             + "; ".join(f"{v}: {why}" for v, why in left_out.items())
         )
     if left_out:
-        link_user_videos(root, sample_dir, kept)  # same links: `original`'s counts hold
+        link_videos(sample_dir, {v: files[v] for v in kept})  # same links: counts hold
         for vid, why in left_out.items():
             log(f"left out {vid}: {why}")
     return original, kept, left_out
@@ -506,7 +519,7 @@ def _psnr_all(
     return out
 
 
-def _notes(cfg: ChooseOptions, scratch: Path) -> list[str]:
+def _notes(cfg: ChooseOptions, scratch: Path, *, remote: bool) -> list[str]:
     from vidload._measure.timing import filesystem_of
 
     notes = [
@@ -525,6 +538,12 @@ def _notes(cfg: ChooseOptions, scratch: Path) -> list[str]:
         "DATA size: the sample's size ratio times DATA's total bytes; convert core-hours "
         "likewise scaled by bytes",
     ]
+    if remote:
+        notes.append(
+            "DATA is in a bucket: the sample's videos were copied to local disk, and every "
+            "storage is built and read there; read from a bucket each costs more (requests, "
+            "latency): `vidload bench --bucket URL`, tools/bucket_latency.py"
+        )
     if cfg.short_side is not None:
         notes.append(
             f"the originals are read with the resize to short side {cfg.short_side} fused "

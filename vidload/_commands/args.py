@@ -15,6 +15,7 @@ from vidload.errors import UsageError
 
 __all__ = [
     "add_common",
+    "add_storage_option",
     "add_input",
     "check_paths",
     "dask_executor",
@@ -107,6 +108,11 @@ def add_common(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="videos per task (default 16, fewer for small runs)",
     )
+    add_storage_option(p)
+
+
+def add_storage_option(p: argparse.ArgumentParser) -> None:
+    """`--storage-option KEY=VALUE` (repeatable): `storage_options(args.storage_option)`."""
     p.add_argument(
         "--storage-option",
         type=storage_option,

@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from vidload._commands.args import check_paths, positive_int, positive_number, quick_or
+from vidload._commands.args import (
+    add_storage_option,
+    check_paths,
+    positive_int,
+    positive_number,
+    quick_or,
+    storage_options,
+)
 from vidload._exit import EXIT_OK
 from vidload.errors import UsageError
 
@@ -40,10 +47,16 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
             "first pass, and PSNR against the original decode. Prints one table marking the "
             "frontier (rows no other row beats on size, speed and PSNR together) and DATA's "
             "size in each storage; with --need and --cores, the smallest storage that meets "
-            "the need. Progress goes to stderr."
+            "the need. DATA may be a folder in a bucket (s3://bucket/videos): the sample is "
+            "copied to local disk and measured there. Progress goes to stderr."
         ),
     )
-    ch.add_argument("input", metavar="DATA", help="folder of videos (searched recursively)")
+    ch.add_argument(
+        "input",
+        metavar="DATA",
+        help="folder of videos (searched recursively), local or in a bucket (s3://bucket/videos)",
+    )
+    add_storage_option(ch)
     ch.add_argument(
         "--sample", type=positive_int, metavar="K", help="videos to measure, spread over DATA (8)"
     )
@@ -120,7 +133,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Measure the storages as `args` say; 0 when done."""
-    check_paths(args, name="DATA", url=False)
+    check_paths(args, name="DATA")
     import json
 
     from vidload._choose import report
@@ -131,8 +144,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
     if args.min_psnr is not None and args.need is None:
         raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
-    if not Path(args.input).is_dir():
-        raise UsageError(f"DATA ({args.input!r}) must be a folder of videos")
+    from vidload._storage import is_url
+
+    options = storage_options(args.storage_option)
+    if not is_url(args.input):
+        if options is not None:
+            raise UsageError("--storage-option is for a DATA URL (s3://bucket/videos)")
+        if not Path(args.input).is_dir():
+            raise UsageError(f"DATA ({args.input!r}) must be a folder of videos")
     if args.plot is not None:
         try:
             report.check_plotting()
@@ -142,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
 
     result = choose(
         args.input,
+        storage_options=options,
         sample=pick(args.sample, 8, 2),
         storages=args.storages if args.storages is not None else default_storages(),
         short_side=args.short_side,
