@@ -23,10 +23,13 @@ from typing import Any, TypeVar
 from vidload._storage.filesystems import MissingExtraError
 from vidload.errors import VideoReadError
 
-__all__ = ["BACKOFF_S", "RETRIES", "call"]
+__all__ = ["BACKOFF_S", "CHANGED", "RETRIES", "call"]
 
 T = TypeVar("T")
 
+#: The reason of a read of a versioned location (`RemoteLocation.versioned`) whose answer
+#: came from another version of the object than its earlier reads: rewritten in between.
+CHANGED = "changed since it was first read"
 #: Extra attempts after a transient failure, and the wait before each (seconds).
 RETRIES = 3
 BACKOFF_S = (0.1, 0.3, 1.0)

@@ -186,6 +186,14 @@ class Location:
         object; `tail` 0 gives b""."""
         raise NotImplementedError
 
+    def versioned(self) -> Location:
+        """This file or object, its range reads checked to come from one version of it: a
+        read answered by another version than the first raises `VideoReadError(location,
+        faults.CHANGED)` (rewritten since). For a reader that keeps an object's header and
+        reads its body later (`sources._video_remote`). A local file is itself: its readers
+        open it by path and compare its stat."""
+        return self
+
     def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
         """A binary file-like object (remote: read in blocks of `block_size` with read-ahead)."""
         raise NotImplementedError

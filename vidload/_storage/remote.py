@@ -18,6 +18,7 @@ from typing import IO, Any, TypeVar
 from vidload._storage import faults
 from vidload._storage.batch import held
 from vidload._storage.filesystems import (
+    cat_reporting,
     filesystem,
     options_key,
     redact_url,
@@ -56,9 +57,13 @@ def _version(info: Mapping[str, Any]) -> str:
 class RemoteLocation(Location):
     """A URL as a `Location` (see the module docstring)."""
 
-    __slots__ = ("_path", "_protocol")
+    __slots__ = ("_path", "_protocol", "_seen", "_versioned")
     _path: str
     _protocol: str
+    #: `versioned()`: reads report their answers' versions, and must all report one
+    _versioned: bool
+    #: the version a versioned location's reads reported first (None: none yet)
+    _seen: str | None
 
     def __init__(
         self,
@@ -74,6 +79,8 @@ class RemoteLocation(Location):
         self._protocol = scheme(url)
         self._url = url.rstrip("/") if url.count("/") > 3 else url
         self._path = ""
+        self._versioned = False
+        self._seen = None
 
     def __setstate__(self, state: Any) -> None:  # pragma: no cover - __reduce__ rebuilds
         raise TypeError("rebuilt by __reduce__")
@@ -248,6 +255,15 @@ class RemoteLocation(Location):
         fs, path = self.fs()
         merged = coalesce(ranges, COALESCE_GAP)
 
+        if self._versioned:
+            answers = self.call(
+                "read byte ranges", lambda: self._fetch_reporting(merged), index=index
+            )
+            error = self._version_error([version for _, version in answers])
+            if error is not None:
+                raise error
+            return split_blocks(ranges, merged, [data for data, _ in answers])
+
         def fetch() -> list[bytes]:
             if len(merged) == 1:
                 data = fs.cat_file(path, start=merged[0][0], end=merged[0][1])
@@ -265,6 +281,40 @@ class RemoteLocation(Location):
 
         blocks = self.call("read byte ranges", fetch, index=index)
         return split_blocks(ranges, merged, blocks)
+
+    # -- versions (`versioned`)
+
+    def versioned(self) -> Location:
+        """This object, its range reads checked against its version: each read takes the
+        version the store reports with every answer (`filesystems.cat_reporting`: ETag), the
+        first one it meets is kept, and a read answered from another version raises
+        `VideoReadError(location, faults.CHANGED)`: the object was rewritten since it was
+        first read. No request of its own: the GETs report it. Where the filesystem reports no
+        version (not S3 or HTTP) nothing is checked. Per process (not kept by pickling)."""
+        loc = RemoteLocation(self._url, self._options)
+        loc._versioned = True
+        return loc
+
+    def _fetch_reporting(self, merged: Sequence[tuple[int, int]]) -> list[tuple[bytes, Any]]:
+        fs, path = self.fs()
+        got = cat_reporting(fs, [(path, a, b) for a, b in merged])
+        count(len(got), sum(len(g[0]) for g in got if isinstance(g, tuple)))
+        for item in got:
+            if isinstance(item, BaseException):
+                raise item
+        return got  # type: ignore[return-value]
+
+    def _version_error(self, versions: Sequence[str | None]) -> VideoReadError | None:
+        """CHANGED where `versions` (reported by this location's answers) differ from each
+        other or from the first one seen; else None, the first one now seen."""
+        seen = {v for v in versions if v is not None}
+        if self._seen is not None:
+            seen.add(self._seen)
+        if len(seen) > 1:
+            return VideoReadError(self, faults.CHANGED)
+        if seen and self._seen is None:
+            self._seen = seen.pop()
+        return None
 
     def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
         """Errors from the returned file's reads are fsspec's own."""
@@ -350,7 +400,14 @@ class RemoteLocation(Location):
                 stops.append(b)
         if not paths:
             return [[] for _ in requests]
-        got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
+        got: list[Any]
+        versions: list[Any] | None = None
+        if any(loc._versioned for loc in locs):  # type: ignore[attr-defined]
+            reported = cat_reporting(fs, list(zip(paths, starts, stops, strict=True)))
+            got = [r if isinstance(r, BaseException) else r[0] for r in reported]
+            versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
+        else:
+            got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
         count(len(got), sum(len(b) for b in got if isinstance(b, bytes)))
         out: list[list[bytes] | Exception] = []
         k = 0
@@ -359,7 +416,12 @@ class RemoteLocation(Location):
             blocks = got[k : k + n]
             k += n
             if all(isinstance(b, bytes) for b in blocks):
-                if ranges is None or m is None:
+                error = None
+                if versions is not None and loc._versioned:  # type: ignore[attr-defined]
+                    error = loc._version_error(versions[k - n : k])  # type: ignore[attr-defined]
+                if error is not None:
+                    out.append(error)
+                elif ranges is None or m is None:
                     out.append(list(blocks))
                 else:
                     out.append(split_blocks(ranges, m, blocks))

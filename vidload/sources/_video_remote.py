@@ -25,6 +25,15 @@ silent download of the whole object.
 Where this cannot be used (no sidecar, a format 1 sidecar without byte positions, one that does
 not describe the object: rewritten since), `VideoSource` downloads the object whole, as before,
 and says so in a warning (`warn_whole`).
+
+An object rewritten while a process holds its header (a dataset re-converted in place) is
+noticed by the next read that fetches its bytes: the video's reads go through a versioned
+location (`Location.versioned`), whose GETs report the object's version (ETag) and must all
+report the one its header came with; another one (`faults.CHANGED`) makes the video open again
+(`RemoteVideo.reopen`: sidecar, then header, checked as the first time) and fetch the clip
+from the new object, so an old header never meets new bytes. Its `stat` changes with it, so
+the source's caches of that video (open handles, frame counts) start again. (A read that
+fetches nothing, all its bytes held from the last clip, sees the video as it was.)
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ from typing import Any
 from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
 from vidload._storage.cache import SeekableReader
+from vidload._storage.faults import CHANGED
 from vidload.errors import VideoReadError
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, parse_index
 from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, span_digest
@@ -64,7 +74,7 @@ class RemoteVideo:
 
     def __init__(self, location: Location, persisted: PersistedIndex, size: int) -> None:
         assert persisted.layout is not None
-        self.location = location
+        self.location = location.versioned()
         self.persisted = persisted
         self.layout: ByteLayout = persisted.layout
         self.size = size
@@ -74,6 +84,10 @@ class RemoteVideo:
         self._missed: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=_MISS_BLOCKS)
         #: Requests sent for reads of bytes not held (see the module docstring).
         self.misses = 0
+        #: Times this video was opened again after its object changed (`reopen`).
+        self.generation = 0
+        #: A read met another version of the object: open it again before the next one.
+        self._stale = False
 
     def __str__(self) -> str:
         return str(self.location)
@@ -84,8 +98,9 @@ class RemoteVideo:
 
     @property
     def stat(self) -> tuple[int, int]:
-        """What stands for (st_mtime_ns, st_size) in the source's caches."""
-        return (0, self.size)
+        """What stands for (st_mtime_ns, st_size) in the source's caches: it changes when the
+        video is opened again on a changed object (`reopen`)."""
+        return (self.generation, self.size)
 
     # -- fetching
 
@@ -94,10 +109,38 @@ class RemoteVideo:
         fetching what is not held in one round of concurrent range requests.
 
         Raises:
-            UnusableIndex: the first time, when the digest of the object's size and opening
-                bytes is not the one the sidecar describes (the object was rewritten since).
+            UnusableIndex: the first time (or after the object changed), when the digest of
+                the object's size and opening bytes is not the one the sidecar describes (the
+                object was rewritten since), or the changed object has no usable sidecar.
             VideoReadError: a request failed (naming the URL).
         """
+        if self._stale:
+            self.reopen()
+        try:
+            self._fetch(wanted)
+        except VideoReadError as e:
+            if e.reason != CHANGED:
+                raise
+            self.reopen()
+            self._fetch(wanted)
+
+    def reopen(self) -> None:
+        """Open the video again from its sidecar as it is now, dropping every byte held: its
+        object changed since its header was read (see the module docstring).
+
+        Raises:
+            UnusableIndex: the object has no usable sidecar now (the caller downloads it).
+        """
+        found = load_remote(self.location)
+        if isinstance(found, str):
+            raise UnusableIndex(f"it was rewritten since it was opened, and {found}")
+        self.location, self.persisted, self.layout = found.location, found.persisted, found.layout
+        self.size, self.verified, self._stale = found.size, False, False
+        self._header, self._clip = [], []
+        self._missed.clear()
+        self.generation += 1
+
+    def _fetch(self, wanted: Any) -> None:
         header, kept, missing, needed = self._plan(wanted)
         if not needed:
             self._clip = kept
@@ -111,8 +154,9 @@ class RemoteVideo:
 
     def needed(self, wanted: Any = ()) -> list[tuple[int, int]]:
         """The [start, stop) ranges `fetch(wanted)` would request now (none when all is held):
-        what a batch fetches ahead for it (`VideoSource.fetch_plan`)."""
-        return self._plan(wanted)[3]
+        what a batch fetches ahead for it (`VideoSource.fetch_plan`); none while it must be
+        opened again (its own read does that)."""
+        return [] if self._stale else self._plan(wanted)[3]
 
     def _plan(self, wanted: Any) -> tuple[Ranges, list[tuple[int, bytes]], Ranges, Ranges]:
         """(header ranges to fetch, clip blocks kept, clip ranges missing, ranges to request)."""
@@ -165,7 +209,12 @@ class RemoteVideo:
                     return data[pos - start : pos - start + n]
         stop = min(self.size, pos + max(n, MISS_FETCH))
         self.misses += 1
-        data = self.location.read_range(pos, stop)
+        try:
+            data = self.location.read_range(pos, stop)
+        except VideoReadError as e:
+            if e.reason == CHANGED:  # this read fails; the next one opens the video again
+                self._stale = True
+            raise
         if data:
             self._missed.append((pos, data))
         return data[:n]
