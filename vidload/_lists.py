@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_int
-from vidload._storage import Location, is_url
+from vidload._storage import Location
 from vidload._windows import check_window
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
@@ -306,12 +306,10 @@ def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list
 def text_location(
     path: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None
 ) -> Path | Location:
-    """A list's or manifest's path: a `Path`, or a `Location` for a URL (never a local path)."""
-    if isinstance(path, Location):
-        return path if not path.is_local else path.local_path
-    if is_url(path):
-        return Location(path, storage_options)
-    return Path(path)
+    """A list's or manifest's path: a `Path` where it is a local file (read by `open`), else
+    the `Location` of its URL (read by ranges; `Location.local_file`, the storage's one seam)."""
+    where = path if isinstance(path, Location) else Location(path, storage_options)
+    return where.local_file() or where
 
 
 def read_text(path: Path | Location) -> str:

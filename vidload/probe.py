@@ -20,8 +20,6 @@ be read or no frame decodes. The rows make a manifest `ClipDataset` accepts (`wr
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import closing
@@ -30,14 +28,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import InputItem, find_inputs, label_inputs
+from vidload._convert.inputs import InputItem
 from vidload._convert.job import count_status, failure_reason, path_bytes
+from vidload._convert.remote import input_copy, shard_staging, unstage
 from vidload._convert.report import print_failures
+from vidload._convert.source import open_input
 from vidload._kinds import container_kinds, get_kind
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.errors import UsageError, VideoReadError, VidloadError
-from vidload.labels import label_by_folder
+from vidload.errors import VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.progress import Progress
 from vidload.sources.base import FrameSource
@@ -104,24 +103,9 @@ def probe(
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
     kinds = ("video", *(k.name for k in container_kinds()))  # originals and every container
-    source = Location(os.fspath(input_path), storage_options)
-    url: Location | None = None
-    if source.is_local:
-        base, items = find_inputs(input_path, root=root, kinds=kinds)
-        items, _ = label_inputs(input_path, items, labels)
-    else:
-        from vidload._convert.remote import find_remote_inputs, folder_labels
-
-        if root is not None:
-            raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
-        with tempfile.TemporaryDirectory(prefix="vidload-probe-") as scratch:
-            url, items = find_remote_inputs(source, kinds, Path(scratch))
-        base = Path()
-        class_map = folder_labels(items, labels) if url == source else None
-        if class_map is not None:
-            found = label_by_folder([it.video_id for it in items], class_map, where="labels")
-            items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-    jobs = [_ProbeJob(item, base, threads, write_index, url) for item in items]
+    found = open_input(input_path, storage_options).find(kinds, root=root, labels=labels)
+    items = found.items
+    jobs = [_ProbeJob(item, found.base, threads, write_index, found.url) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
@@ -135,21 +119,16 @@ def probe(
 
 def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
     prepare_task_process()
-    if not any(job.source is not None for job in jobs):
-        return [_probe_job(job) for job in jobs]
-    from vidload._convert.remote import stage_input, staging, unstage
+    with shard_staging(any(job.source is not None for job in jobs)) as stage:
+        return [_probe_copy(job, stage) for job in jobs]
 
-    rows = []
-    with staging() as stage:
-        for job in jobs:
-            assert job.source is not None
-            root, item = stage_input(job.item, job.source, stage)
-            try:
-                row = _probe_job(replace(job, root=root, item=item))
-            finally:
-                shutil.rmtree(root, ignore_errors=True)
-            rows.append(replace(row, error=unstage(row.error, stage, job.source)))
-    return rows
+
+def _probe_copy(job: _ProbeJob, stage: Path | None) -> ManifestRow:
+    """`_probe_job(job)`, for an INPUT URL on a copy of the input staged in `stage` (removed
+    after), the row naming the URL (`vidload._convert.remote.input_copy`)."""
+    with input_copy(job.item, job.root, job.source, stage) as (root, item):
+        row = _probe_job(replace(job, root=root, item=item))
+    return replace(row, error=unstage(row.error, stage, job.source))
 
 
 def _probe_job(job: _ProbeJob) -> ManifestRow:

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Executor
@@ -51,29 +50,20 @@ from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_bool, check_int
-from vidload._convert.inputs import (
-    InputItem,
-    check_no_overlap,
-    find_inputs,
-    label_inputs,
-    sharing_a_name,
-)
+from vidload._convert.inputs import InputItem, Inputs
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput, open_output, shard_output
-from vidload._convert.remote import (
-    find_remote_inputs,
-    folder_labels,
-    staging,
-)
+from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
+from vidload._convert.source import open_input
 from vidload._layout import (
     PARTS_DIR,
 )
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.errors import DiskFullError, UsageError
-from vidload.labels import is_contiguous, label_by_folder
+from vidload.errors import DiskFullError
+from vidload.labels import is_contiguous
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -198,66 +188,19 @@ def plan_convert(
     """
     options = ConvertOptions.from_arguments(locals())
     threads = check_int("threads", threads, minimum=1)
-    target = Location(os.fspath(output), options.storage_options)
-    source = Location(os.fspath(input_path), options.storage_options)
-    if source.is_local and target.is_local:
-        out = open_output(target)  # an OUTPUT that is a file is refused before any work
-        base, items = find_inputs(input_path, root=options.root, kinds=("video", "jpeg"))
-        items, class_map = label_inputs(input_path, items, options.labels)
-        full_names = sharing_a_name(items)
-        check_no_overlap(Path(input_path), base, out.folder, items, options.to, full_names)
-        src = None
-    else:
-        base, items, class_map, src = _url_inputs(source, target, options.root, options.labels)
-        full_names = sharing_a_name(items)
-        out = open_output(target)
-    return _plan(base, out, items, full_names, class_map, options, threads, src)
+    source = open_input(input_path, options.storage_options)
+    # an OUTPUT that is a file is refused before any work
+    out = open_output(Location(os.fspath(output), options.storage_options))
+    found = source.find(("video", "jpeg"), root=options.root, labels=options.labels)
+    source.check_output(out, found, options.to)
+    return _plan(found, out, options, threads)
 
 
-def _url_inputs(
-    source: Location,
-    target: Location,
-    root: str | os.PathLike[str] | None,
-    labels: str | os.PathLike[str] | None,
-) -> tuple[Path, list[InputItem], dict[str, int] | None, Location | None]:
-    """(base, items, class map, INPUT URL or None) where INPUT or OUTPUT (or both) is a URL
-    (`vidload._convert.remote`)."""
-    if source.is_local:
-        base, items = find_inputs(source.local_path, root=root, kinds=("video", "jpeg"))
-        items, class_map = label_inputs(source.local_path, items, labels)
-        return base, items, class_map, None
-    if root is not None:
-        raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
-    with tempfile.TemporaryDirectory(prefix="vidload-convert-") as scratch:
-        src, items = find_remote_inputs(source, ("video", "jpeg"), Path(scratch))
-    if not target.is_local:
-        a, b = src.url.rstrip("/") + "/", target.url.rstrip("/") + "/"
-        if a.startswith(b) or b.startswith(a):
-            raise UsageError(
-                f"OUTPUT ({target}) and the INPUT folder ({src}) overlap: the containers "
-                "would be written among the inputs; choose an OUTPUT outside it"
-            )
-    class_map = folder_labels(items, labels) if src == source else None
-    if labels is not None and class_map is None:
-        raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
-    if class_map is not None:
-        found = label_by_folder([it.video_id for it in items], class_map, where="labels")
-        items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-    return Path(), items, class_map, src
-
-
-def _plan(
-    base: Path,
-    out: Output,
-    items: list[InputItem],
-    full_names: frozenset[str],
-    class_map: dict[str, int] | None,
-    options: ConvertOptions,
-    threads: int,
-    source: Location | None,
-) -> ConvertPlan:
+def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> ConvertPlan:
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
     the shards of what is left. The lock is held by the plan, released on any error here."""
+    base, items, class_map, source = found.base, found.items, found.class_map, found.url
+    full_names = found.full_names
     overwrite = options.overwrite
     out.lock()
     try:
@@ -452,10 +395,9 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     prepare_task_process()
     out = shard_output(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
-    if shard.output is not None or any(job.source is not None for job in shard.jobs):
-        with staging() as stage:
-            return _convert_shard(shard, out, stage)
-    return _convert_shard(shard, out, None)
+    staged = shard.output is not None or any(job.source is not None for job in shard.jobs)
+    with shard_staging(staged) as stage:
+        return _convert_shard(shard, out, stage)
 
 
 def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) -> ShardResult:

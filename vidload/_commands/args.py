@@ -160,10 +160,10 @@ def storage_options(pairs: Sequence[tuple[list[str], Any]] | None) -> dict[str, 
 def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = True) -> None:
     """The paths given on the command line exist: a missing one is a usage error. An INPUT
     URL (where `url` allows one) is checked where it is read (a missing one names the URL)."""
-    from vidload._storage import is_url
+    from vidload._storage import Location
 
-    remote = url and is_url(args.input)
-    if not remote and not Path(args.input).exists():
+    local = Location(args.input).local_file() if url else Path(args.input)  # None: a URL
+    if local is not None and not local.exists():
         raise UsageError(f"{name} ({args.input!r}) does not exist")
     if args.labels is not None and not Path(args.labels).is_file():
         raise UsageError(f"--labels ({args.labels!r}) is not a file")

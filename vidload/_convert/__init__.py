@@ -2,7 +2,11 @@
 
 * `inputs`: what to read (`find_inputs`, `label_inputs`) and the check that no container lands on
   or around an input;
-* `options`: what to store (`ConvertOptions`), checked once and recorded in the output folder;
+* `source`: where a run reads, a local INPUT or an INPUT URL behind one interface (`open_input`);
+* `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
+  output folder;
+* `output`: where a run writes, a local folder or a bucket prefix behind one interface
+  (`open_output`); `remote` what a bucket needs (staging, uploads) and INPUT URLs' search;
 * `frames`: the JPEG byte streams a container stores;
 * `job`: one video's conversion, as a worker runs it;
 * `resume`: what a run resumes from (the manifest, part manifests, stale temporaries);

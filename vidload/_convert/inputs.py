@@ -8,6 +8,7 @@ is written, `check_no_overlap` makes sure no container lands on or around an inp
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from vidload._checks import check_choice
 from vidload._kinds import container_kinds, file_kind, get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, container_path, output_container_path
+from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import load_videos
@@ -25,6 +27,7 @@ from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_vid
 __all__ = [
     "InputItem",
     "InputKind",
+    "Inputs",
     "check_no_overlap",
     "entry_listed_frames",
     "file_input_kind",
@@ -328,3 +331,27 @@ def check_no_overlap(
             )
     if out_r in inputs:
         raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What `InputRoot.find` found.
+
+    Attributes:
+        base: the folder the items' paths are relative to (`Path()` for a URL: see `url`).
+        items: every input, in input order (sorted ids for a folder).
+        class_map: a folder INPUT's class map (None for another input, or no class folder).
+        url: the INPUT URL the items' paths are relative to (a job downloads its item from
+            there into its staging folder, `vidload._convert.remote.input_copy`); None for a
+            local INPUT.
+    """
+
+    base: Path
+    items: list[InputItem]
+    class_map: dict[str, int] | None
+    url: Location | None = None
+
+    @functools.cached_property
+    def full_names(self) -> frozenset[str]:
+        """The ids whose containers keep their video extension (`sharing_a_name`)."""
+        return sharing_a_name(self.items)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from vidload._atomic import is_disk_full
+from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import (
@@ -118,6 +119,14 @@ class Output(ABC):
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         """Check the options against those recorded (a resumed run), then record them."""
 
+    def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:  # noqa: B027
+        """UsageError where a container would land on or around a local input
+        (`vidload._convert.source.LocalInput.check_output`); a bucket cannot overlap one."""
+
+    def check_url_input(self, source: Location) -> None:  # noqa: B027
+        """UsageError where this output overlaps the INPUT URL folder `source`; a local
+        folder cannot overlap one."""
+
     @abstractmethod
     def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
@@ -197,6 +206,9 @@ class LocalOutput(Output):
                 raise DiskFullError(self.folder) from e
             raise
         return OutputLock(self.folder)
+
+    def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:
+        check_no_overlap(input_path, found.base, self.folder, found.items, to, found.full_names)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         options.record(self.folder, overwrite=overwrite)
@@ -284,6 +296,14 @@ class BucketOutput(Output):
     def _released(self) -> None:
         if self._scratch is not None:
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def check_url_input(self, source: Location) -> None:
+        a, b = source.url.rstrip("/") + "/", self.target.url.rstrip("/") + "/"
+        if a.startswith(b) or b.startswith(a):
+            raise UsageError(
+                f"OUTPUT ({self.target}) and the INPUT folder ({source}) overlap: the "
+                "containers would be written among the inputs; choose an OUTPUT outside it"
+            )
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         options.record(self.target, overwrite=overwrite)

@@ -50,12 +50,18 @@ __all__ = [
     "is_folder_format",
     "download_manifest",
     "fetch",
+    "find_remote_inputs",
+    "folder_labels",
+    "input_copy",
     "publish",
     "publish_sidecar",
     "run_job",
     "read_remote_parts",
     "remote_container_exists",
+    "shard_staging",
+    "stage_input",
     "staging",
+    "unstage",
     "write_remote_manifest",
 ]
 
@@ -285,22 +291,44 @@ def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, I
     return root, replace(item, path=local)
 
 
-def unstage(text: str | None, stage: Path, source: Location | None) -> str | None:
+def unstage(text: str | None, stage: Path | None, source: Location | None) -> str | None:
     """`text` (an error for the manifest) naming the URL instead of the staged copy."""
-    if text is None or source is None:
+    if text is None or source is None or stage is None:
         return text
     return text.replace(str(stage / "in"), str(source))
+
+
+@contextlib.contextmanager
+def input_copy(
+    item: InputItem, root: Path, source: Location | None, stage: Path | None
+) -> Iterator[tuple[Path, InputItem]]:
+    """(root, item) to read: as given for a local INPUT (`source` None); for an INPUT URL, a
+    copy of the item downloaded into `stage` (`stage_input`), removed after. A job's reader
+    (convert's, probe's) then names the URL through `unstage`."""
+    if source is None or stage is None:
+        yield root, item
+        return
+    local_root, local_item = stage_input(item, source, stage)
+    try:
+        yield local_root, local_item
+    finally:
+        shutil.rmtree(local_root, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def shard_staging(needed: bool) -> Iterator[Path | None]:
+    """`staging()` for a shard that needs one (a bucket OUTPUT, an INPUT URL), else None."""
+    if not needed:
+        yield None
+        return
+    with staging() as stage:
+        yield stage
 
 
 def run_job(job: Job, stage: Path | None) -> Outcome:
     """`convert_job(job)`, for an INPUT URL on a copy of the input staged in `stage` (removed
     after), the manifest row naming the URL."""
-    if job.source is None or stage is None:
-        return convert_job(job)
-    root, item = stage_input(job.item, job.source, stage)
-    try:
+    with input_copy(job.item, job.root, job.source, stage) as (root, item):
         outcome = convert_job(replace(job, root=root, item=item))
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
     row = replace(outcome.row, error=unstage(outcome.row.error, stage, job.source))
     return replace(outcome, row=row)
