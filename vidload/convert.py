@@ -174,29 +174,30 @@ def convert(
     """
     options = ConvertOptions.from_arguments(locals())
     return run_convert(
-        input_path, output, options, workers=workers, executor=executor, progress=progress
+        options, input_path, output, executor=executor, workers=workers, progress=progress
     )
 
 
 def run_convert(
+    options: ConvertOptions,
     input_path: str | os.PathLike[str],
     output: str | os.PathLike[str],
-    options: ConvertOptions,
     *,
-    workers: int | None = None,
     executor: Executor | None = None,
+    workers: int | None = None,
     progress: bool = True,
 ) -> ConvertReport:
-    """`convert` with its options made beforehand, as one `ConvertOptions` (what `convert`
-    makes of its keywords, and `vidload convert` of its command line): plan
-    (`vidload.shards.plan_convert`), run the shards on the local pool or `executor`, finish.
+    """Run the conversion `options` says from `input_path` into `output`: `convert` with its
+    options made beforehand, as one `ConvertOptions` (what `convert` makes of its keywords, and
+    `vidload convert` of its command line): plan (`vidload.shards.plan_convert`), run the
+    shards on the local pool or `executor`, finish.
 
     Args:
+        options: what to convert into and how (`ConvertOptions(to="hdf5", ...)`).
         input_path: as for `convert`.
         output: as for `convert`.
-        options: what to convert into and how (`ConvertOptions(to="hdf5", ...)`).
-        workers: as for `convert`.
         executor: as for `convert`.
+        workers: as for `convert`.
         progress: as for `convert`.
 
     Returns:

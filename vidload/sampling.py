@@ -17,7 +17,7 @@ not torch `Sampler`s: those choose dataset items, these choose frames inside one
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import numpy as np
 
@@ -177,41 +177,23 @@ def sample_clip(
     Returns:
         int64 (num_frames,) frame indices in [0, num_available).
     """
+    # where the clip lies: what every mode and a sampling function take alike
+    where: dict[str, Any] = {
+        "train": train, "rng": rng, "clip_index": clip_index, "num_clips": num_clips
+    }  # fmt: skip
     if sampling == "segment":
         if stride != 1:
             raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
-        return segment_indices(
-            num_available,
-            num_frames,
-            train=train,
-            rng=rng,
-            clip_index=clip_index,
-            num_clips=num_clips,
-            short_policy=short_policy,
-        )
+        return segment_indices(num_available, num_frames, short_policy=short_policy, **where)
     if sampling == "consecutive":
         return consecutive_indices(
-            num_available,
-            num_frames,
-            stride=stride,
-            train=train,
-            rng=rng,
-            clip_index=clip_index,
-            num_clips=num_clips,
-            short_policy=short_policy,
+            num_available, num_frames, stride=stride, short_policy=short_policy, **where
         )
     if isinstance(sampling, str) or not callable(sampling):
         raise ValueError(f"sampling ({sampling!r}) must be one of {SAMPLING_MODES} or a callable")
     _check_counts(num_available, num_frames, "repeat_last")
     _check_position(train, rng, clip_index, num_clips)
-    out = sampling(
-        num_available,
-        num_frames,
-        train=train,
-        rng=rng,
-        clip_index=clip_index,
-        num_clips=num_clips,
-    )
+    out = sampling(num_available, num_frames, **where)
     who = f"sampling function {qualname(sampling)}"
     return check_indices(out, num_available, num_frames, who=who)
 

@@ -40,6 +40,13 @@ from vidload.synth import SynthSpec
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
 
 
+#: The settings `measure_geometry` takes by the names `BenchConfig` has for them.
+_GEOMETRY_SETTINGS = (
+    "clips", "frames", "repeats", "min_time", "seed", "quality", "only", "convert_workers",
+    "progress",
+)  # fmt: skip
+
+
 @dataclass
 class BenchConfig:
     """Settings of one benchmark run (the command line's options)."""
@@ -277,15 +284,7 @@ def _measure(
             short_side=cfg.geometry_short_side,
             hd_size=cfg.geometry_hd,
             hd_seconds=cfg.geometry_hd_seconds,
-            clips=cfg.clips,
-            frames=cfg.frames,
-            repeats=cfg.repeats,
-            min_time=cfg.min_time,
-            seed=cfg.seed,
-            quality=cfg.quality,
-            only=cfg.only,
-            convert_workers=cfg.convert_workers,
-            progress=cfg.progress,
+            **{name: getattr(cfg, name) for name in _GEOMETRY_SETTINGS},
         )
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])

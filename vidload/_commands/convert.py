@@ -21,23 +21,24 @@ from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload._kinds import kind_names
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["INTERRUPTED", "add_parser", "run"]
+__all__ = ["DESCRIPTION", "HELP", "INTERRUPTED", "add_parser", "run"]
 
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 
 
+#: What `vidload --help` and `vidload convert --help` say the command does.
+HELP = "build JPEG folders, HDF5 or npy containers from videos or JPEG folders"
+DESCRIPTION = (
+    "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
+    "JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
+    "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+)
+
+
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """The `convert` subcommand's parser, added to `sub`."""
-    conv = sub.add_parser(
-        "convert",
-        help="build JPEG folders, HDF5 or npy containers from videos or JPEG folders",
-        description=(
-            "Convert every video of INPUT into one container per video under OUTPUT, laid out "
-            "so JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
-            "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
-        ),
-    )
+    """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`."""
+    conv = sub.add_parser("convert", help=HELP, description=DESCRIPTION)
     add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
@@ -109,13 +110,9 @@ def run(args: argparse.Namespace) -> int:
     options = opts.ConvertOptions.from_arguments(given)  # the arguments' names are its fields
     with dask_executor(args) as (executor, workers):
         report = run_convert(
-            args.input,
-            args.output,
-            options,
-            workers=workers,
-            executor=executor,
+            options, args.input, args.output, executor=executor, workers=workers,
             progress=not args.quiet,
-        )
+        )  # fmt: skip
     print_convert_summary(report, sys.stdout)
     if report.stopped is not None:
         print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)

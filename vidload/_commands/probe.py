@@ -16,19 +16,20 @@ from vidload._commands.args import (
 )
 from vidload._exit import EXIT_FAILED, EXIT_OK
 
-__all__ = ["add_parser", "run"]
+__all__ = ["DESCRIPTION", "HELP", "add_parser", "run"]
+
+
+#: What `vidload --help` and `vidload probe --help` say the command does.
+HELP = "reported vs actual frame counts of videos or containers"
+DESCRIPTION = (
+    "Print each video's frame count as its metadata reports it and as it really decodes, "
+    "marking mismatches with '!' and failures with 'x'."
+)
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `probe` subcommand's parser, added to `sub`."""
-    prb = sub.add_parser(
-        "probe",
-        help="reported vs actual frame counts of videos or containers",
-        description=(
-            "Print each video's frame count as its metadata reports it and as it really "
-            "decodes, marking mismatches with '!' and failures with 'x'."
-        ),
-    )
+    prb = sub.add_parser("probe", help=HELP, description=DESCRIPTION)
     add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     prb.add_argument(

@@ -28,6 +28,7 @@ __all__ = [
     "decoded_jpeg_folder",
     "encoded_frames",
     "jpeg_folder_bytes",
+    "one_size",
     "resize_short_side",
 ]
 
@@ -42,6 +43,19 @@ def resize_short_side(rgb: np.ndarray, short_side: int) -> np.ndarray:
     return cv2.resize(rgb, (size[1], size[0]), interpolation=cv2.INTER_AREA)
 
 
+def one_size(
+    first: tuple[int, int] | None, rgb: np.ndarray, path: Path, index: int
+) -> tuple[int, int]:
+    """The (height, width) of frame `index`, `rgb`, which must be `first` (the first frame's;
+    None for the first frame): a container stores frames of one size, so a change is a
+    VideoReadError naming `path` and the frame."""
+    shape = (int(rgb.shape[0]), int(rgb.shape[1]))
+    if first is not None and shape != first:
+        why = f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}"
+        raise VideoReadError(path, why, index)
+    return shape
+
+
 def encoded_frames(
     path: Path,
     frames: Iterable[np.ndarray],
@@ -53,15 +67,7 @@ def encoded_frames(
     `resize_short_side` when a `short_side` is asked for."""
     first: tuple[int, int] | None = None
     for i, rgb in enumerate(frames):
-        shape = (int(rgb.shape[0]), int(rgb.shape[1]))
-        if first is None:
-            first = shape
-        elif shape != first:
-            raise VideoReadError(
-                path,
-                f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}",
-                i,
-            )
+        first = one_size(first, rgb, path, i)
         if short_side is not None:
             rgb = resize_short_side(rgb, short_side)
         yield encode_jpeg(rgb, quality, subsampling=subsampling)

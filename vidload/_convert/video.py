@@ -32,7 +32,7 @@ import av.error
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
-from vidload._convert.frames import resize_short_side
+from vidload._convert.frames import one_size, resize_short_side
 from vidload._convert.options import ConvertOptions
 from vidload.errors import VideoReadError
 from vidload.sources._video_persist import PersistedIndex, write_index
@@ -125,19 +125,12 @@ def _encode(
     timescale = str(den)
     mux_options = {"movie_timescale": timescale, "video_track_timescale": timescale}
     size: tuple[int, int] | None = None
+    first: tuple[int, int] | None = None
     count = 0
     with av.open(str(tmp), "w", format="mp4", options=mux_options) as out:
         stream = None
         for rgb in frames:
-            shape = (int(rgb.shape[0]), int(rgb.shape[1]))
-            if size is None:
-                first = shape
-            elif shape != first:
-                raise VideoReadError(
-                    source,
-                    f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}",
-                    count,
-                )
+            shape = first = one_size(first, rgb, source, count)
             if options.short_side is not None:
                 rgb = resize_short_side(rgb, options.short_side)
             rgb = even_crop(rgb)
