@@ -4,6 +4,7 @@ with If-None-Match, and a killed run resumes. Skipped without moto[server]/s3fs.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -19,7 +20,7 @@ from test_shards import FRAMES, H, W, make_inputs, output_files
 
 from vidload.cli import main
 from vidload.convert import convert
-from vidload.errors import OutputLockedError
+from vidload.errors import OutputLockedError, UsageError
 from vidload.manifest import read_manifest
 
 pytest.importorskip("s3fs")
@@ -307,6 +308,12 @@ def test_convert_and_probe_from_a_list_url(s3_bucket, inputs, tmp_path):
     report = convert(f"{s3_bucket.url}/videos/train.txt", tmp_path / "o", to="hdf5", workers=1,
                      progress=False, storage_options=opts)  # fmt: skip
     assert sorted(report.converted) == ["a/v0.mp4", "b/v2.mkv"]
+    # a list carries its own labels: probe refuses labels= there as convert does (one search)
+    (tmp_path / "classes.txt").write_text("a\nb\n")
+    for run in (probe, functools.partial(convert, output=tmp_path / "p", to="npy")):
+        with pytest.raises(UsageError, match="applies to a folder INPUT only"):
+            run(f"{s3_bucket.url}/videos/train.txt", labels=tmp_path / "classes.txt",
+                workers=1, progress=False, storage_options=opts)  # fmt: skip
 
 
 def test_a_missing_input_url_names_it(s3_bucket, tmp_path, capsys):
