@@ -3,8 +3,8 @@
 - `RangeFile`: a remote object as a read-only seekable file that serves reads from the blocks
   it holds (`open_prefetched`: head and tail in one round), for readers that walk metadata in
   many small reads (h5py);
-- `LocalCache`: whole objects copied into a local folder on first use, shared by processes;
-- `SourceRoot`: where a source's files are, and the local file to read by the fast path.
+- `LocalCache`: whole objects copied into a local folder on first use, shared by processes
+  (`roots.BucketRoot` reads through one).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,6 @@ __all__ = [
     "LocalCache",
     "RangeFile",
     "SeekableReader",
-    "SourceRoot",
     "open_prefetched",
     "temporary_cache",
 ]
@@ -327,70 +326,6 @@ class LocalCache:
                 os.unlink(full)
             total -= size
         return total
-
-
-class SourceRoot:
-    """Where a source's files are: a local folder, or a bucket prefix read by ranges or
-    through a `LocalCache`. The one thing a source asks storage: `local(rel)` is a local file
-    to read by the fast path (under a local root, or the cached copy of a remote object), or
-    None, and then `remote(rel)` is the object to read by byte ranges. Picklable."""
-
-    def __init__(
-        self,
-        root: str | os.PathLike[str] | Location,
-        storage_options: Mapping[str, Any] | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        cache_max_bytes: int | None = None,
-    ) -> None:
-        self.location = Location(root, storage_options)
-        if self.location.is_local and storage_options:
-            raise ValueError(f"storage_options are for URLs; {root!s} is a local path")
-        self.cache: LocalCache | None = None
-        if cache_dir is not None:
-            if self.location.is_local:
-                raise ValueError(f"cache_dir is for URL roots; {root!s} is a local path")
-            self.cache = LocalCache(cache_dir, cache_max_bytes)
-
-    @property
-    def is_local(self) -> bool:
-        return self.location.is_local
-
-    @property
-    def reads_by_ranges(self) -> bool:
-        """True where reads wait on a network: a URL root without a cache (its reads are
-        worth fetching ahead, a batch at once); a local root or a cached one reads locally."""
-        return self.location.local_file() is None and self.cache is None
-
-    def __str__(self) -> str:
-        return str(self.location)
-
-    def remote(self, rel: str) -> Location:
-        return self.location / rel
-
-    def local(self, rel: str) -> Path | None:
-        """The local file to read for `rel` (see the class docstring)."""
-        location = self.location / rel
-        local = location.local_file()
-        if local is None and self.cache is not None:
-            return self.cache.get(location)
-        return local
-
-    def local_copy(self, rel: str) -> Path:
-        """A local file for `rel` in any case: under a local root, else the object's copy in
-        the cache, or (no `cache_dir`) in this user's shared temporary cache
-        (`temporary_cache`), for readers that need a local file (FFmpeg's seeks)."""
-        local = self.local(rel)
-        if local is not None:
-            return local
-        return temporary_cache().get(self.location / rel)
-
-    def read_remote_files(self, rels: Sequence[str]) -> list[bytes]:
-        """The whole objects `rels` of a URL root, fetched concurrently (through the cache
-        when there is one)."""
-        locations = [self.location / rel for rel in rels]
-        if self.cache is not None:
-            return self.cache.read_many(locations)
-        return read_many(locations)
 
 
 #: The bound of `temporary_cache`.

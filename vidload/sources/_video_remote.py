@@ -102,6 +102,19 @@ class RemoteVideo:
         video is opened again on a changed object (`reopen`)."""
         return (self.generation, self.size)
 
+    def persisted_index(self, stream_index: int) -> PersistedIndex | None:
+        """The persisted index of the video, where it is for `stream_index` (its digest was
+        checked when the header was fetched), else None, said in a warning."""
+        if self.persisted.stream_index != stream_index:
+            warnings.warn(
+                f"{self}{INDEX_SUFFIX}: frame index not used: it is for video stream "
+                f"{self.persisted.stream_index}, not {stream_index}; building it from the video "
+                f"instead (its bytes fetched as FFmpeg reads them)",
+                stacklevel=4,
+            )
+            return None
+        return self.persisted
+
     # -- fetching
 
     def fetch(self, wanted: Any = ()) -> None:

@@ -20,11 +20,11 @@ from typing import Any, TypeVar
 import numpy as np
 
 from vidload._checks import check_positive_number
-from vidload._layout import container_name, found_container_name, join_root
+from vidload._layout import container_name
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
-from vidload.errors import VideoReadError, VidloadError
+from vidload.errors import VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._listing import missing_names
@@ -141,10 +141,9 @@ class ContainerSource(ABC):
     A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` and
     implements `read_encoded`.
 
-    The root may be a URL (`vidload._storage`): `store.local(name)` is then None (read the
-    object `store.remote(name)` by byte ranges) or, with a `cache_dir`, the cached local copy.
-    A subclass never looks at a scheme; it reads a local file by its fast path or a remote
-    object by ranges (`_open_container` finds which).
+    The root may be a URL: `store` (a `vidload._storage.SourceRoot`) finds a video's
+    container and opens it by the local fast path (a local root, or the cached copy of a
+    remote object) or by byte ranges (`_open_container`). A subclass never asks which.
     """
 
     suffix: str = ""
@@ -164,27 +163,17 @@ class ContainerSource(ABC):
         self.fps = None if fps is None else check_positive_number("fps", fps)
         self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = (
-            self.store.location.local_path if self.store.is_local else self.store.location
-        )
-        #: a URL root: the container name found in the bucket, by the full id's name
-        self._container_names: dict[str, str] = {}
+        self.root: Path | Location = self.store.root
 
     def path(self, video_id: str) -> Path:
         """The container of `video_id`: `root/<id without video extension><suffix>` (see
-        `vidload._layout.container_path`); a local root only (a URL root: `_open_container`)."""
+        `vidload._layout.container_path`); a local root only (a URL root: `_open_container`;
+        ValueError)."""
         return Path(self._local_name(video_id))
 
     def _local_name(self, video_id: str) -> str:
         """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
-        root = str(self._local_root())
-        return join_root(root, found_container_name(root, video_id, self.suffix))
-
-    def _local_root(self) -> Path:
-        root = self.root
-        if not isinstance(root, Path):
-            raise ValueError(f"{root}: a URL root has no local paths")
-        return root
+        return self.store.local_name(video_id, self.suffix)
 
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
         """The ids of `video_ids` with no container under the root (by either name
@@ -204,57 +193,25 @@ class ContainerSource(ABC):
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
         none for a URL root (nothing local to hint)."""
-        if not self.store.is_local:
-            return []
-        return [self.path(video_id)]
+        return self.store.hints(lambda: [self.path(video_id)])
 
     def _open_container(
         self,
         video_id: str,
-        open_local: Callable[[Path], T],
+        open_local: Callable[[str], T],
         open_remote: Callable[[Location], T],
     ) -> T:
         """`open_local(path)` of `video_id`'s container under a local root or in the cache,
-        else `open_remote(location)` of the object in the bucket.
-
-        In a bucket the name without the video extension is tried first and the full id's
-        (`x.mp4.h5`, see `vidload._layout`) when that is not found: a local root looks for
-        the full name first, which costs a request per video in a bucket (convert writes
-        only one of the two)."""
-        if self.store.is_local:
-            return open_local(self.path(video_id))
-        short = container_name(video_id, self.suffix)
-        full = container_name(video_id, self.suffix, keep_extension=True)
-        try:
-            out = self._open_named(short, open_local, open_remote)
-            self._container_names[full] = short
-            return out
-        except VideoReadError as e:
-            if full == short or e.reason != "not found":
-                raise
-            try:
-                out = self._open_named(full, open_local, open_remote)
-            except VideoReadError as e2:
-                if e2.reason != "not found":
-                    raise
-                raise e from None
-            self._container_names[full] = full
-            return out
-
-    def _open_named(self, name: str, open_local: Callable[[Path], T], open_remote) -> T:
-        local = self.store.local(name)
-        return open_local(local) if local is not None else open_remote(self.store.remote(name))
+        else `open_remote(location)` of the object in the bucket
+        (`vidload._storage.SourceRoot.open_container`: in a bucket the name without the video
+        extension is tried first, a local root looks for the full id's name first)."""
+        return self.store.open_container(video_id, self.suffix, open_local, open_remote)
 
     def _container(self, video_id: str) -> Path | Location:
         """Where `video_id`'s container is named: its local path, or its object in the bucket
         (the name found by the last open, else the name without the video extension); for
         its sidecar files (`_timestamps`)."""
-        if self.store.is_local:
-            return self.path(video_id)
-        full = container_name(video_id, self.suffix, keep_extension=True)
-        return self.store.remote(
-            self._container_names.get(full) or container_name(video_id, self.suffix)
-        )
+        return self.store.container(video_id, self.suffix)
 
     # -- a batch in one round (`vidload._dataset.batch`)
 

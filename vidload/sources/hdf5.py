@@ -78,9 +78,10 @@ class _Handle:
     # An object in a bucket: where it is; frames are byte ranges of it (`_frame_bytes`).
     location: Location | None = None
     fps: float | None = None  # the file's `fps` attribute (kept for a closed remote file)
+    name: str = ""  # the file or object, as errors name it
 
 
-def _direct_offset(path: Path, f: h5py.File, frames: h5py.Dataset) -> int | None:
+def _direct_offset(path: Path | Location, f: h5py.File, frames: h5py.Dataset) -> int | None:
     """The file offset of the `frames` bytes when they lie as one plain block in the file.
 
     Why: an h5py slice `frames[a:b]` (selection, type conversion, a new array) costs more than
@@ -153,13 +154,14 @@ def _open_remote(location: Location) -> _Handle:
     return handle
 
 
-def _open(path: Path) -> _Handle:
+def _open(name: str) -> _Handle:
     """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it.
 
     h5py reports damaged metadata with whatever its C library met first (OSError, KeyError,
     RuntimeError "Unable to synchronously check link existence", ...): every exception from
     opening and validating becomes a VideoReadError, chained to it.
     """
+    path = Path(name)
     check_regular_file(path)
     try:
         f = h5py.File(path, "r")
@@ -252,8 +254,10 @@ def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _H
         )
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
-    data_offset = _direct_offset(path, f, frames) if direct and isinstance(path, Path) else None
-    return _Handle(f, frames, offsets, reported, width, height, data_offset, fps=fps)
+    data_offset = _direct_offset(path, f, frames) if direct else None
+    return _Handle(
+        f, frames, offsets, reported, width, height, data_offset, fps=fps, name=str(path)
+    )
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -328,22 +332,24 @@ class Hdf5Source(ContainerSource):
         touch. Indices out of range are left out (the read reports them). A file whose frames
         are not one plain block (chunked or filtered, read through h5py) gives the whole file
         (length 0: to its end). None for a URL root (nothing local to hint)."""
-        if not self.store.is_local:
-            return []
-        with self._handle(video_id) as (handle, path):
-            assert isinstance(path, Path) and handle.file is not None
-            base = handle.data_offset
-            if base is None:
-                return [(path, 0, 0)]
-            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-        offsets = handle.offsets
-        idx = np.unique(as_index_array(indices))
-        idx = idx[idx < offsets.shape[0] - 1]
-        end = base + int(offsets[-1])
-        starts = np.concatenate([[0, end], base + offsets[idx]])
-        lengths = np.concatenate([[base, size - end], offsets[idx + 1] - offsets[idx]])
-        keep = lengths > 0
-        return frame_ranges(path, 0, starts[keep], lengths[keep])
+
+        def ranges() -> list[tuple[Path, int, int]]:
+            with self._handle(video_id) as (handle, path):
+                assert isinstance(path, Path) and handle.file is not None
+                base = handle.data_offset
+                if base is None:
+                    return [(path, 0, 0)]
+                size = os.fstat(handle.file.id.get_vfd_handle()).st_size
+            offsets = handle.offsets
+            idx = np.unique(as_index_array(indices))
+            idx = idx[idx < offsets.shape[0] - 1]
+            end = base + int(offsets[-1])
+            starts = np.concatenate([[0, end], base + offsets[idx]])
+            lengths = np.concatenate([[base, size - end], offsets[idx + 1] - offsets[idx]])
+            keep = lengths > 0
+            return frame_ranges(path, 0, starts[keep], lengths[keep])
+
+        return self.store.hints(ranges)
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
@@ -353,21 +359,7 @@ class Hdf5Source(ContainerSource):
     def _handle(self, video_id: str) -> Iterator[tuple[_Handle, Path | Location]]:
         """(handle, where): an open, validated file (or a remote object's frame table), from
         this process's cache, closed on exit when the cache keeps none (`cache_size=0`)."""
-        if self.store.is_local:
-            key = self._local_name(video_id)  # the key read_encoded's fast path uses
-            path = Path(key)
-            handle = self._handles.get(key)
-            if handle is None:
-                handle = _open(path)
-                if not self._handles.put(key, handle):
-                    try:
-                        yield handle, path
-                    finally:
-                        _close_handle(handle)
-                    return
-            yield handle, path
-            return
-        key = video_id
+        key = self.store.handle_key(video_id, self.suffix)
         handle = self._handles.get(key)
         if handle is None:
             handle = self._open_container(video_id, _open, _open_remote)
@@ -422,13 +414,11 @@ class Hdf5Source(ContainerSource):
         for a chunked or filtered `frames` dataset, see `_direct_offset`).
         """
         idx = as_index_array(indices)
-        if self.store.is_local:  # the per-clip path: a cached handle, no pathlib
-            key = self._local_name(video_id)
-            cached = self._handles.get(key)
-            if cached is not None:
-                return _read_frames(cached, key, video_id, idx)
-        with self._handle(video_id) as (handle, path):
-            return _read_frames(handle, str(path), video_id, idx)
+        cached = self._handles.get(self.store.handle_key(video_id, self.suffix))
+        if cached is not None:  # the per-clip path: a cached handle, no pathlib
+            return _read_frames(cached, cached.name, video_id, idx)
+        with self._handle(video_id) as (handle, _):
+            return _read_frames(handle, handle.name, video_id, idx)
 
 
 def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) -> EncodedFrames:

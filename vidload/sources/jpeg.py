@@ -35,7 +35,8 @@ import numpy as np
 from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
-from vidload._layout import container_name, found_container_name, join_root
+from vidload._layout import container_name
+from vidload._storage import Location
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -149,67 +150,32 @@ class JpegSource(ContainerSource):
 
     def _key(self, video_id: str) -> str:
         """The frame folder of `video_id`, relative to the root (see `container_path`; in a
-        bucket the name found by its listing, `_remote_key`)."""
-        if not self.store.is_local:
-            return self._remote_key(video_id)
-        return found_container_name(str(self._local_root()), video_id, self.suffix)
-
-    def _remote_key(self, video_id: str) -> str:
-        """In a bucket: the folder without the video extension, else (no such folder) the
-        full id's, found by listing it (`_scan`), once per video and process."""
-        full = container_name(video_id, "", keep_extension=True)
-        known = self._container_names.get(full)
-        if known is not None:
-            return known
-        short = container_name(video_id, "")
-        try:
-            self._scan(short)
-            key = short
-        except VideoReadError as e:
-            if full == short or e.reason != "not found":
-                raise
-            try:
-                self._scan(full)
-            except VideoReadError as e2:
-                if e2.reason != "not found":
-                    raise
-                raise e from None
-            key = full
-        self._container_names[full] = key
-        return key
+        bucket the folder without the video extension, else (no such folder) the full id's,
+        found by listing it (`_scan`), once per video and process:
+        `vidload._storage.SourceRoot.container_key`)."""
+        return self.store.container_key(video_id, self.suffix, self._scan)
 
     def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
         """(file names in the folder `key`, a test for an empty file among them)."""
-        if not self.store.is_local:
-            return _remote_listing(self.store.remote(key).list_dir())
-        folder = self._local_root() / key
-        try:
-            names = set(os.listdir(folder))
-        except FileNotFoundError as e:
-            raise VideoReadError(folder, "frame folder not found") from e
-        except NotADirectoryError as e:
-            raise VideoReadError(folder, "not a folder of frames") from e
-        except OSError as e:
-            raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
-        return names, lambda name: _is_empty(folder / name)
+        return self.store.list_folder(key, _local_listing, _bucket_listing)
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
     def _head_known(self, video_id: str) -> bool:
-        key = self._container_names.get(container_name(video_id, "", keep_extension=True))
+        key = self.store.found_names.get(container_name(video_id, "", keep_extension=True))
         return key is not None and key in self._counts
 
     def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
-        """(folder, its listing): the short name's, else the full id's (`_remote_key`)."""
+        """(folder, its listing): the short name's, else the full id's (`_key`)."""
         short = container_name(video_id, "")
         full = container_name(video_id, "", keep_extension=True)
         try:
-            return short, self.store.remote(short).list_dir()
+            return short, self.store.location_of(short).list_dir()
         except VideoReadError as e:
             if full == short or e.reason != "not found":
                 raise
             try:
-                return full, self.store.remote(full).list_dir()
+                return full, self.store.location_of(full).list_dir()
             except VideoReadError as e2:
                 if e2.reason != "not found":
                     raise
@@ -218,21 +184,20 @@ class JpegSource(ContainerSource):
     def _keep_head(self, video_id: str, head: object) -> None:
         assert isinstance(head, tuple)
         key, entries = head
-        self._container_names[container_name(video_id, "", keep_extension=True)] = key
+        self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
         self._scan(key, _remote_listing(entries))
 
     def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
-        key = self._remote_key(video_id)
+        key = self._key(video_id)
         actual = self._scan(key)[1]
         rows = distinct_frames(idx[idx < actual], actual)[0].tolist()
-        return [(self.store.remote(f"{key}/{self._name(i)}"), None) for i in rows]
+        return [(self.store.location_of(f"{key}/{self._name(i)}"), None) for i in rows]
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
         folder (`<folder>.timestamps`), else frame i at i / fps."""
         actual = self.actual_frames(video_id)
-        where = self.folder(video_id) if self.store.is_local else self._container(video_id)
-        return container_timestamps(where, actual, self.fps, "pass fps=")
+        return container_timestamps(self._container(video_id), actual, self.fps, "pass fps=")
 
     def folder(self, video_id: str) -> Path:
         """The folder holding `video_id`'s frames (`path`); a local root only."""
@@ -246,11 +211,13 @@ class JpegSource(ContainerSource):
         """The frame files of `video_id` that `read` can open (the `actual_frames` run), from
         the cached directory listing (for read-ahead hints; none for a URL root). Raises
         VideoReadError like `read` for a missing folder."""
-        if not self.store.is_local:
-            return []
-        key = self._key(video_id)
-        folder = self._local_root() / key
-        return [folder / self._name(i) for i in range(self._scan(key)[1])]
+
+        def files() -> list[Path]:
+            key = self._key(video_id)
+            folder = self.store.local_path(key)
+            return [folder / self._name(i) for i in range(self._scan(key)[1])]
+
+        return self.store.hints(files)
 
     def byte_ranges(
         self, video_id: str, indices: Sequence[int] | np.ndarray
@@ -259,13 +226,15 @@ class JpegSource(ContainerSource):
         opens, in frame order, for read-ahead hints; indices past the frames that exist are
         left out (the read reports them). Raises VideoReadError like `read` for a missing
         folder. None for a URL root."""
-        if not self.store.is_local:
-            return []
-        key = self._key(video_id)
-        folder = self._local_root() / key
-        idx = np.unique(as_index_array(indices))
-        idx = idx[idx < self._scan(key)[1]]
-        return [(folder / self._name(i), 0, 0) for i in idx.tolist()]
+
+        def ranges() -> list[tuple[Path, int, int]]:
+            key = self._key(video_id)
+            folder = self.store.local_path(key)
+            idx = np.unique(as_index_array(indices))
+            idx = idx[idx < self._scan(key)[1]]
+            return [(folder / self._name(i), 0, 0) for i in idx.tolist()]
+
+        return self.store.hints(ranges)
 
     def _name(self, index: int) -> str:
         """File name of frame `index` (0-based); names are made once per source and process."""
@@ -323,16 +292,28 @@ class JpegSource(ContainerSource):
         check_in_range(video_id, idx, actual, lambda: self.reported_frames(video_id))
         frames, order = distinct_frames(idx, actual)
         rows = frames.tolist()
-        buffers: list[bytes | np.ndarray]
-        if not self.store.is_local:
-            rels = [f"{key}/{self._name(i)}" for i in rows]
-            buffers = list(self.store.read_remote_files(rels))
-            paths = [str(self.store.remote(r)) for r in rels]
-            return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
-        folder = join_root(str(self._local_root()), key) + "/"
-        paths = [folder + self._name(i) for i in rows]
-        buffers = [read_frame_file(p, i) for p, i in zip(paths, rows, strict=True)]
+        names = [self._name(i) for i in rows]
+        buffers, paths = self.store.read_files(key, names, rows, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+
+
+def _local_listing(folder: Path) -> tuple[set[str], Callable[[str], bool]]:
+    """A local frame folder's listing (`JpegSource._listing`): one `os.listdir`, a stat only
+    for the files asked about."""
+    try:
+        names = set(os.listdir(folder))
+    except FileNotFoundError as e:
+        raise VideoReadError(folder, "frame folder not found") from e
+    except NotADirectoryError as e:
+        raise VideoReadError(folder, "not a folder of frames") from e
+    except OSError as e:
+        raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
+    return names, lambda name: _is_empty(folder / name)
+
+
+def _bucket_listing(folder: Location) -> tuple[set[str], Callable[[str], bool]]:
+    """A frame folder's listing in a bucket (one request: names and sizes)."""
+    return _remote_listing(folder.list_dir())
 
 
 def _remote_listing(entries: dict[str, int | None]) -> tuple[set[str], Callable[[str], bool]]:

@@ -201,17 +201,19 @@ class NpySource(ContainerSource):
         touch (indices out of range are left out: the read reports them); in "read" mode the
         whole file (length 0: to its end), which that mode reads per clip. None for a URL
         root (nothing local to hint)."""
-        if not self.store.is_local:
-            return []
-        path = self.path(video_id)
-        if self.mode == "read":
-            return [(path, 0, 0)]
-        header = self._header(video_id)
-        idx = np.unique(as_index_array(indices))
-        idx = idx[idx < header.rows]
-        starts = np.concatenate([[0], header.data_offset + idx * header.cols])
-        lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
-        return frame_ranges(path, 0, starts, lengths)
+
+        def ranges() -> list[tuple[Path, int, int]]:
+            path = self.path(video_id)
+            if self.mode == "read":
+                return [(path, 0, 0)]
+            header = self._header(video_id)
+            idx = np.unique(as_index_array(indices))
+            idx = idx[idx < header.rows]
+            starts = np.concatenate([[0], header.data_offset + idx * header.cols])
+            lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
+            return frame_ranges(path, 0, starts, lengths)
+
+        return self.store.hints(ranges)
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
@@ -240,8 +242,6 @@ class NpySource(ContainerSource):
             raise
 
     def _header(self, video_id: str) -> _Header:
-        if self.store.is_local:
-            return self._local_header(self._local_name(video_id))
         return self._open_container(video_id, self._local_header, self._remote_header)
 
     def _local_header(self, path: str | Path) -> _Header:
@@ -304,8 +304,6 @@ class NpySource(ContainerSource):
         pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
-        if self.store.is_local:
-            return self._read_local(self._local_name(video_id), video_id, idx)
         return self._open_container(
             video_id,
             lambda path: self._read_local(path, video_id, idx),

@@ -140,9 +140,7 @@ class VideoSource(VideoRoot):
         )
         self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = (
-            self.store.location.local_path if self.store.is_local else self.store.location
-        )
+        self.root: Path | Location = self.store.root
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._reset_caches()
 
@@ -204,7 +202,7 @@ class VideoSource(VideoRoot):
 
     def _try_load_remote(self, vid: str) -> RemoteVideo | str | None:
         try:
-            return load_remote(self.store.remote(vid))
+            return load_remote(self.store.location_of(vid))
         except VidloadError:
             return None
 
@@ -328,7 +326,7 @@ class VideoSource(VideoRoot):
         finally:
             if own:
                 self._release(handle)
-        found = self._load_index(path, stream_index)
+        found = path.persisted_index(stream_index)
         if found is not None:
             self._store_exact(key, found.index)
             self._orientations.put(key, found.orientation)

@@ -1,0 +1,363 @@
+"""A source's root: a local folder (`LocalRoot`) or a bucket prefix (`BucketRoot`, read by byte
+ranges or through a `LocalCache`), two implementations of one interface. `SourceRoot(root, ...)`
+returns the one that fits, as `Location(...)` does, so a source asks its root what it needs
+(the container of a video, a folder's listing, a clip's frame files, what to hint for
+read-ahead) and never which kind it holds.
+
+Names below are relative to the root, `/`-separated. A video's container has two possible
+names (`vidload._layout`: `a/x1.h5`, or `a/x1.mp4.h5` where two ids shared a stem): a local root
+looks for the full id's name first (one stat, per call: the answer can change), a bucket tries
+the name without the video extension first (convert writes only one of the two; a request per
+try) and keeps the name it found for the process.
+
+The local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
+work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per clip
+(`vidload._layout.found_container_name`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+from vidload._layout import container_name, found_container_name, join_root
+from vidload._lru import ProcessLRU
+from vidload._storage.batch import read_many
+from vidload._storage.cache import LocalCache, temporary_cache
+from vidload._storage.location import Location
+from vidload.errors import VideoReadError
+
+__all__ = ["BucketRoot", "LocalRoot", "SourceRoot"]
+
+T = TypeVar("T")
+#: Opens a local file, given its path as a string.
+OpenLocal = Callable[[str], T]
+#: Opens an object at a URL.
+OpenRemote = Callable[[Location], T]
+#: Lists a local folder.
+ListLocal = Callable[[Path], T]
+#: Lists a folder (prefix) at a URL.
+ListRemote = Callable[[Location], T]
+#: Reads a local frame file: (path, frame index) -> its bytes.
+ReadLocal = Callable[[str, int], bytes]
+#: Files read: (their contents, what names each).
+Files = tuple[list[bytes], list[str]]
+#: `storage_options`, `cache_dir`.
+Options = Mapping[str, Any] | None
+CacheDir = str | os.PathLike[str] | None
+#: Folders of a bucket whose listing a process keeps (`BucketRoot.first_existing`).
+_LISTINGS = 256
+
+
+class SourceRoot:
+    """Where a source's files are (see the module docstring). Picklable.
+
+    `SourceRoot(root, storage_options, cache_dir, cache_max_bytes)` is a `LocalRoot` for a
+    local path and a `BucketRoot` for a URL; `storage_options` and `cache_dir` are for URLs.
+    """
+
+    location: Location
+    cache: LocalCache | None
+    #: At a URL: the container name found for each full-id name (`container_key`).
+    found_names: dict[str, str]
+
+    def __new__(
+        cls,
+        root: str | os.PathLike[str] | Location | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
+    ) -> SourceRoot:
+        if cls is not SourceRoot or root is None:  # a subclass, or unpickling
+            return object.__new__(cls)
+        local = Location(root).local_file() is not None
+        return object.__new__(LocalRoot if local else BucketRoot)
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | Location,
+        storage_options: Options = None,
+        cache_dir: CacheDir = None,
+        cache_max_bytes: int | None = None,
+    ) -> None:
+        self.location = Location(root, storage_options)
+        self.cache = None
+        self.found_names = {}
+        self._setup(storage_options, cache_dir, cache_max_bytes)
+
+    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
+        """Check the arguments that fit only one kind of root; set up the rest."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return str(self.location)
+
+    def location_of(self, rel: str) -> Location:
+        """The `Location` of `rel` under the root."""
+        return self.location / rel
+
+    # -- the interface: each implementation's own
+
+    @property
+    def root(self) -> Path | Location:
+        """What a source shows as its root: the local folder, or the URL's `Location`."""
+        raise NotImplementedError
+
+    @property
+    def reads_by_ranges(self) -> bool:
+        """True where reads wait on a network: a URL root without a cache (its reads are
+        worth fetching ahead, a batch at once); a local root or a cached one reads locally."""
+        raise NotImplementedError
+
+    def local(self, rel: str) -> Path | None:
+        """The local file to read for `rel` by the fast path (under a local root, or the
+        cached copy of a remote object), or None: read `location_of(rel)` by byte ranges."""
+        raise NotImplementedError
+
+    def local_copy(self, rel: str) -> Path:
+        """A local file for `rel` in any case: under a local root, else the object's copy in
+        the cache, or (no `cache_dir`) in this user's shared temporary cache
+        (`temporary_cache`), for readers that need a local file (FFmpeg's seeks)."""
+        raise NotImplementedError
+
+    def local_path(self, rel: str) -> Path:
+        """`rel`'s path under a local root; ValueError for a URL root (it has no local paths)."""
+        raise NotImplementedError
+
+    def hints(self, make: Callable[[], list[T]]) -> list[T]:
+        """Read-ahead hints (local files, byte ranges of them): `make()` under a local root;
+        none for a URL root (nothing local to hint)."""
+        raise NotImplementedError
+
+    def local_name(self, video_id: str, suffix: str) -> str:
+        """The local path of `video_id`'s container as a string (a local root only: see
+        `local_path`)."""
+        raise NotImplementedError
+
+    def handle_key(self, video_id: str, suffix: str) -> str:
+        """What a per-process cache of open containers keeps `video_id`'s under: its local
+        path (`local_name`, what the per-clip lookup computes), or at a URL the id itself
+        (the object's name is found when it is opened)."""
+        raise NotImplementedError
+
+    def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
+        """The name of `video_id`'s container (a file, or a folder with `suffix` ""): local,
+        the full id's name where it exists, else the short one; at a URL the name
+        `probe(name)` does not raise VideoReadError "not found" for, short name first, kept
+        for the process. `probe` runs only at a URL."""
+        raise NotImplementedError
+
+    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
+        """`local(path)` of the file `rel` under a local root or in the cache, else
+        `remote(location)` of the object in the bucket."""
+        raise NotImplementedError
+
+    def open_container(
+        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
+    ) -> T:
+        """`local(path)` of `video_id`'s container under a local root or in the cache, else
+        `remote(location)` of the object in the bucket (its name found as `container_key`
+        says)."""
+        raise NotImplementedError
+
+    def container(self, video_id: str, suffix: str) -> Path | Location:
+        """Where `video_id`'s container is named, for its sidecar files: its local path, or
+        its object in the bucket (the name found by the last open, else the short name)."""
+        raise NotImplementedError
+
+    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
+        """`local(path)` of the folder `rel` under a local root, else `remote(location)` of
+        its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
+        raise NotImplementedError
+
+    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
+        """(contents, what names each) of the files `names` in `folder` (frame `rows[i]` in
+        `names[i]`): each by `read(path, row)` under a local root; at a URL fetched
+        concurrently (through the cache when there is one)."""
+        raise NotImplementedError
+
+    def first_existing(self, names: Sequence[str]) -> str:
+        """The first of `names` that exists under the root, else `names[0]`: local, a stat
+        each (per call); at a URL, from one listing of the folder per process (kept with the
+        answer), and `names[0]` where the store cannot list (HTTP)."""
+        raise NotImplementedError
+
+
+class LocalRoot(SourceRoot):
+    """A local folder as a source's root."""
+
+    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
+        if storage_options:
+            raise ValueError(f"storage_options are for URLs; {self.location} is a local path")
+        if cache_dir is not None:
+            raise ValueError(f"cache_dir is for URL roots; {self.location} is a local path")
+        self._path = self.location.local_path
+        self._str = str(self._path)
+
+    @property
+    def root(self) -> Path:
+        return self._path
+
+    @property
+    def reads_by_ranges(self) -> bool:
+        return False
+
+    def local(self, rel: str) -> Path | None:
+        return self._path / rel
+
+    def local_copy(self, rel: str) -> Path:
+        return self._path / rel
+
+    def local_path(self, rel: str) -> Path:
+        return self._path / rel
+
+    def hints(self, make: Callable[[], list[T]]) -> list[T]:
+        return make()
+
+    def local_name(self, video_id: str, suffix: str) -> str:
+        root = self._str
+        return join_root(root, found_container_name(root, video_id, suffix))
+
+    def handle_key(self, video_id: str, suffix: str) -> str:
+        return self.local_name(video_id, suffix)
+
+    def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
+        return found_container_name(self._str, video_id, suffix)
+
+    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
+        return local(join_root(self._str, rel))
+
+    def open_container(
+        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
+    ) -> T:
+        return local(self.local_name(video_id, suffix))
+
+    def container(self, video_id: str, suffix: str) -> Path | Location:
+        return Path(self.local_name(video_id, suffix))
+
+    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
+        return local(self._path / rel)
+
+    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
+        base = join_root(self._str, folder) + "/"
+        paths = [base + name for name in names]
+        return [read(p, i) for p, i in zip(paths, rows, strict=True)], paths
+
+    def first_existing(self, names: Sequence[str]) -> str:
+        root = self._str
+        return next((n for n in names if os.path.exists(join_root(root, n))), names[0])
+
+
+class BucketRoot(SourceRoot):
+    """A bucket prefix (any URL) as a source's root, read by byte ranges or, with a
+    `cache_dir`, through a `LocalCache` of whole objects."""
+
+    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
+        if cache_dir is not None:
+            self.cache = LocalCache(cache_dir, max_bytes)
+        self._first: ProcessLRU[tuple[str, ...], str] = ProcessLRU(None)
+        self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(_LISTINGS)
+
+    @property
+    def root(self) -> Location:
+        return self.location
+
+    @property
+    def reads_by_ranges(self) -> bool:
+        return self.cache is None
+
+    def local(self, rel: str) -> Path | None:
+        if self.cache is None:
+            return None
+        return self.cache.get(self.location / rel)
+
+    def local_copy(self, rel: str) -> Path:
+        local = self.local(rel)
+        if local is not None:
+            return local
+        return temporary_cache().get(self.location / rel)
+
+    def local_path(self, rel: str) -> Path:
+        raise ValueError(f"{self.location}: a URL root has no local paths")
+
+    def hints(self, make: Callable[[], list[T]]) -> list[T]:
+        return []
+
+    def local_name(self, video_id: str, suffix: str) -> str:
+        raise ValueError(f"{self.location}: a URL root has no local paths")
+
+    def handle_key(self, video_id: str, suffix: str) -> str:
+        return video_id
+
+    def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
+        full = container_name(video_id, suffix, keep_extension=True)
+        known = self.found_names.get(full)
+        if known is None:
+            known = self._find(video_id, suffix, probe)[0]
+        return known
+
+    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
+        path = self.local(rel)
+        return local(os.fspath(path)) if path is not None else remote(self.location / rel)
+
+    def open_container(
+        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
+    ) -> T:
+        return self._find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+
+    def _find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
+        """(name, `probe(name)`) for the short name, else (not found) the full id's; the
+        name kept in `found_names`."""
+        short = container_name(video_id, suffix)
+        full = container_name(video_id, suffix, keep_extension=True)
+        try:
+            out = short, probe(short)
+        except VideoReadError as e:
+            if full == short or e.reason != "not found":
+                raise
+            try:
+                out = full, probe(full)
+            except VideoReadError as e2:
+                if e2.reason != "not found":
+                    raise
+                raise e from None
+        self.found_names[full] = out[0]
+        return out
+
+    def container(self, video_id: str, suffix: str) -> Path | Location:
+        full = container_name(video_id, suffix, keep_extension=True)
+        return self.location / (self.found_names.get(full) or container_name(video_id, suffix))
+
+    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
+        return remote(self.location / rel)
+
+    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
+        locations = [self.location / f"{folder}/{name}" for name in names]
+        data = self.cache.read_many(locations) if self.cache is not None else read_many(locations)
+        return list(data), [str(loc) for loc in locations]
+
+    def first_existing(self, names: Sequence[str]) -> str:
+        key = tuple(names)
+        known = self._first.get(key)
+        if known is not None:
+            return known
+        name = names[0]
+        if len(names) > 1:
+            folder, _, _ = name.rpartition("/")
+            entry = self._listings.get(folder)
+            if entry is None:
+                where = self.location / folder if folder else self.location
+                entry = (None,)
+                if where.can_list:
+                    try:
+                        entry = (frozenset(where.list_dir()),)
+                    except VideoReadError:
+                        entry = (frozenset(),)  # no such folder: the first name's read says so
+                self._listings.put(folder, entry)
+            listed = entry[0]
+            if listed is not None:
+                name = next((n for n in names if n.rsplit("/", 1)[-1] in listed), names[0])
+        self._first.put(key, name)
+        return name
