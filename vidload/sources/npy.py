@@ -47,7 +47,7 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location
+from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -172,14 +172,8 @@ class NpySource(ContainerSource):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(
-            root,
-            decode_size=decode_size,
-            fps=fps,
-            storage_options=storage_options,
-            cache_dir=cache_dir,
-            cache_max_bytes=cache_max_bytes,
-        )
+        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        super().__init__(store, decode_size=decode_size, fps=fps)
         self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
         self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
