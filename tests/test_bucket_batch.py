@@ -170,7 +170,9 @@ def _heads_then_frames(kind, ds, faults, indices):
         getitems(ds, indices)
     finally:
         faults.delay_s = 0.0
-    return faults.requests(), faults.peak_in_flight
+    # the sidecar of heads (or its absence) is asked once per process, before the first batch
+    reqs = [r for r in faults.requests() if not r.path.endswith("/manifest-heads.npz")]
+    return reqs, faults.peak_in_flight
 
 
 def _is_head(r) -> bool:
@@ -212,3 +214,86 @@ def test_a_missing_video_fails_only_its_own_item(tree, s3_bucket):
     with pytest.raises(VideoReadError, match=r"a/x3.h5: not found"):
         getitems(ds, [0, 1, 2, 3])
     assert len(getitems(ds, [0, 1, 2])) == 3
+
+
+# -- a cold batch in one round: the heads sidecar (`vidload.sources._heads`)
+
+HEAD_KINDS = ["hdf5", "npy-mmap", "npy-read"]
+
+
+def _with_heads(kind, tree, tmp_path):
+    """A copy of `tree`'s folder for `kind` with the sidecar of heads written (as convert
+    writes it)."""
+    import shutil
+
+    from vidload.sources._heads import HEADS_NAME, write_heads
+
+    root = tmp_path / "data"
+    shutil.copytree(tree[storage(kind)], root)
+    assert write_heads(source(kind, root), [v for v, _ in VIDEO_LIST]) == VIDEOS
+    assert (root / HEADS_NAME).is_file()
+    return root
+
+
+@pytest.mark.parametrize("kind", HEAD_KINDS)
+def test_a_cold_batch_is_one_round_with_the_heads_sidecar(kind, tree, s3_bucket, tmp_path):
+    """Never-opened videos listed in the sidecar: no round before the frames. The batch's
+    requests (frames and the check of each head) are all in flight at once: one round; the
+    sidecar itself is read once per process. (The video list gives the counts, as a manifest
+    does: a count asked of the source opens the head, the sidecar's heads wait for their
+    check.)"""
+    url = s3_bucket.upload(_with_heads(kind, tree, tmp_path), f"heads-{kind}")
+    opts = s3_bucket.storage_options
+    listed = [(v, label, N) for v, label in VIDEO_LIST]  # counts as a manifest lists them
+    ds = ClipDataset(listed, source(kind, url, storage_options=opts), num_frames=4, seed=3)
+    one = ClipDataset(listed, source(kind, url, storage_options=opts), num_frames=4, seed=3)
+    assert ds.source._sidecar() is not None  # read once per process, before the batch
+    batch = list(range(VIDEOS))
+    reqs, peak = _heads_then_frames(kind, ds, s3_bucket.faults, batch)
+    assert all(r.method == "GET" for r in reqs), reqs  # no size request
+    assert len(reqs) >= VIDEOS and peak == len(reqs), (peak, len(reqs))  # one round
+    assert ds.source._pending_heads().get(VIDEO_LIST[0][0]) is None  # checked and kept
+    ds.set_epoch(0)
+    _check_equal(ds, one, batch[::-1])
+    ds.set_epoch(1)  # warm: one round, frames only
+    reqs, peak = _heads_then_frames(kind, ds, s3_bucket.faults, batch)
+    assert peak == len(reqs) == VIDEOS
+
+
+@pytest.mark.parametrize("kind", HEAD_KINDS)
+def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
+    kind, tree, s3_bucket, tmp_path
+):
+    """The sidecar is stale for one container (rewritten with other frames): its head fails
+    the check, its items open it themselves, and every item equals a read without the
+    sidecar; the others keep the sidecar's heads."""
+    root = _with_heads(kind, tree, tmp_path)
+    jpegs = [encode_jpeg(paint(i + 7, W, H), quality=70) for i in range(N - 5)]
+    (write_hdf5 if kind == "hdf5" else write_npy)(
+        root / f"a/x1{'.h5' if kind == 'hdf5' else '.npy'}", jpegs
+    )
+    url = s3_bucket.upload(root, f"stale-{kind}")
+    opts = s3_bucket.storage_options
+    plain = tmp_path / "plain"
+    import shutil
+
+    shutil.copytree(root, plain)
+    (plain / "manifest-heads.npz").unlink()
+    url_plain = s3_bucket.upload(plain, f"plain-{kind}")
+    listed = [(v, label, N) for v, label in VIDEO_LIST]
+    ds = ClipDataset(listed, source(kind, url, storage_options=opts), num_frames=4, seed=5)
+    ref = ClipDataset(listed, source(kind, url_plain, storage_options=opts), num_frames=4, seed=5)
+    s3_bucket.faults.clear_log()
+    _check_equal(ds, ref, list(range(VIDEOS)))
+    heads_of = sorted(
+        r.path.rsplit("/", 1)[-1]
+        for r in s3_bucket.faults.requests()
+        if f"/stale-{kind}/" in r.path and _is_head(r) and "heads" not in r.path
+    )
+    # only the rewritten one is opened from itself (the sidecar aside: read once)
+    assert set(heads_of) == {f"x1{'.h5' if kind == 'hdf5' else '.npy'}"}, heads_of
+    assert "a/x1.mp4" not in ds.source._pending_heads()._own()
+    kept = ds.source._handles if kind == "hdf5" else None
+    if kept is not None:  # the rewritten one was opened from itself: its own frame count
+        assert kept.get("a/x1.mp4").offsets.shape[0] - 1 == N - 5
+        assert kept.get("a/x0.mp4").offsets.shape[0] - 1 == N

@@ -247,7 +247,8 @@ def _spread(storage: Storage, data: Path, copies: int) -> None:
     names = [
         p.name
         for p in storage.base.iterdir()
-        if p.name not in ("manifest.csv", "classes.txt") and not p.name.startswith(".")
+        if p.name not in ("manifest.csv", "classes.txt", "manifest-heads.npz")
+        and not p.name.startswith(".")
     ]
     for k in range(copies):
         sub = folder / f"c{k:04d}"
@@ -265,6 +266,17 @@ def _spread(storage: Storage, data: Path, copies: int) -> None:
         for k in range(copies)
         for vid, count in zip(storage.ids, storage.counts, strict=True)
     ]
+
+
+def _heads(storage: Storage, data: Path, write: bool) -> None:
+    """The sidecar of heads `vidload convert` writes beside its manifest (HDF5, npy), for the
+    spread names (`write`), or none (`--no-heads`: each new container's head is a round)."""
+    from vidload.sources._heads import HEADS_NAME, write_heads
+
+    folder = data / storage.name
+    (folder / HEADS_NAME).unlink(missing_ok=True)
+    if write and storage.name in ("hdf5", "npy"):
+        write_heads(_source(storage.name, str(folder), None), [e[0] for e in storage.entries])
 
 
 # --- measuring ----------------------------------------------------------------------------------
@@ -360,6 +372,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     for s in storages:
         copies = -(-per_round[s.name] * rounds // len(s.ids))
         _spread(s, work / "data", copies)
+        _heads(s, work / "data", args.heads)
     server = Nginx(work / "data", args.latency_ms)
     print(f"nginx {server.url}, latencies {args.latency_ms} ms, data {work / 'data'}", flush=True)
     cache = Path(tempfile.mkdtemp(prefix="vidload-bench-cache-"))
@@ -474,6 +487,12 @@ def main(argv: list[str] | None = None) -> int:
         type=lambda t: [s for s in t.split(",") if s],
         default=list(ALL_STORAGES),
         help=",".join(ALL_STORAGES),
+    )
+    parser.add_argument(
+        "--no-heads",
+        dest="heads",
+        action="store_false",
+        help="without the sidecar of heads convert writes (HDF5, npy: a round per new container)",
     )
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vidload-nginx"))
     parser.add_argument("--json", help="write the figures here too")

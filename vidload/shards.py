@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_bool, check_int
+from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
@@ -314,8 +315,11 @@ class ConvertPlan:
             raise RuntimeError("this ConvertPlan has already been finished")
         try:
             outcomes = self._outcomes(results)
-            not_written = self._out.finish(self._merged(outcomes))
+            merged = self._merged(outcomes)
+            not_written = self._out.finish(merged)
             stopped = stopped or not_written
+            if not_written is None:  # the containers' heads beside the manifest (issue 23)
+                write_output_heads(self.to, self._out, merged)
         finally:
             self._finished = True
             self.close()

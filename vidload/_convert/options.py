@@ -13,6 +13,7 @@ from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_bool, check_choice, check_int, check_optional_int, check_real
 from vidload._convert.report import ConvertFormat
 from vidload._kinds import kind_names
@@ -170,12 +171,11 @@ class ConvertOptions:
         own = VIDEO_OPTIONS if self.to == "video" else _JPEG_OPTIONS
         return {k: getattr(self, k) for k in ("to", "short_side", *own)}
 
-    def to_record(self, out: Path | Location, *, overwrite: bool) -> bytes | None:
+    def record(self, out: Path | Location, *, overwrite: bool) -> None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
-        `overwrite`); else what to record in `out/OPTIONS_NAME` (the output writes it, as it
-        writes: `vidload._convert.output`), None when these options are recorded there
-        already. An options file without `subsampling` (written before it existed) means
-        "420". `out` is a local folder or an OUTPUT URL's `Location`: it is only read here."""
+        `overwrite`); else record these ones in `out/OPTIONS_NAME`. An options file without
+        `subsampling` (written before it existed) means "420". `out` may be an OUTPUT URL's
+        `Location` (the file is then one object, written whole)."""
         path = out / OPTIONS_NAME
         options = self.recorded()
         if path.exists() and not overwrite:
@@ -203,8 +203,12 @@ class ConvertOptions:
                     f"in {path.name}): use the same options to resume, or --overwrite "
                     f"(overwrite=True) to convert everything again"
                 )
-            return None
-        return (json.dumps(options) + "\n").encode()
+            return
+        data = (json.dumps(options) + "\n").encode()
+        if isinstance(path, Location):
+            path.write_bytes(data)
+        else:
+            write_bytes_atomic(path, data)
 
 
 def _default(f: Field[Any]) -> object:

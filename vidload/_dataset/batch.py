@@ -63,4 +63,7 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
         return [dataset[i] for i in indices]
     fetched = fetch(requests)
     with holding(requests, fetched):
+        settle = getattr(source, "settle", None)
+        if settle is not None:  # heads taken from a sidecar: checked by the fetched bytes
+            settle()
         return [dataset[i] for i in indices]

@@ -10,22 +10,25 @@ these same functions.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from vidload._checks import check_positive_number
 from vidload._layout import container_name
+from vidload._lru import ProcessLRU
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
 from vidload.errors import VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
+from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
 from vidload.sources._listing import missing_names
 from vidload.sources.base import as_index_array
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
@@ -137,8 +140,8 @@ class ContainerSource(ABC):
     """What the container sources share: where a video's container is, and `read` as
     `read_encoded` followed by the shared decode (one code path for all of them).
 
-    A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` with
-    its root (`vidload._storage.SourceRoot`) and implements `read_encoded`.
+    A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` and
+    implements `read_encoded`.
 
     The root may be a URL: `store` (a `vidload._storage.SourceRoot`) finds a video's
     container and opens it by the local fast path (a local root, or the cached copy of a
@@ -148,14 +151,19 @@ class ContainerSource(ABC):
     suffix: str = ""
 
     def __init__(
-        self, store: SourceRoot, *, decode_size: tuple[int, int] | None, fps: float | None
+        self,
+        root: str | os.PathLike[str],
+        *,
+        decode_size: tuple[int, int] | None,
+        fps: float | None,
+        storage_options: Mapping[str, Any] | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int | None = None,
     ) -> None:
         check_size("decode_size", decode_size)
         self.decode_size = decode_size
         self.fps = None if fps is None else check_positive_number("fps", fps)
-        #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
-        #: cache_max_bytes)`, built by the subclass from its own arguments).
-        self.store = store
+        self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
 
@@ -209,19 +217,34 @@ class ContainerSource(ABC):
 
     # -- a batch in one round (`vidload._dataset.batch`)
 
+    #: The sidecar of heads this source reads (`_heads`: "hdf5", "npy"), None for none.
+    heads_kind: str | None = None
+
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Open what a read needs first (frame table, header, listing) for the videos of
         `video_ids` this process has not opened yet, all at once: one concurrent round for
         a batch instead of one per video (`ClipDataset.__getitems__`). A failure is left for
         the video's own read to raise. Nothing to do where reads do not wait on a network
-        (a local root, a cached one)."""
+        (a local root, a cached one).
+
+        Where the root has a sidecar of heads (`vidload.sources._heads`, read once per
+        process) that lists a video's container, its head is taken from there instead,
+        pending the check its batch's round fetches with the frames (`settle`): no round
+        before the frames."""
         if not self.store.reads_by_ranges:
             return
+        pending = self._pending_heads()
+        pending.clear()
         todo = [v for v in dict.fromkeys(video_ids) if not self._head_known(v)]
         if not todo:
             return
-        heads = run_concurrently(self._try_fetch_head, todo)
-        for vid, head in zip(todo, heads, strict=True):
+        heads = self._sidecar() if self.heads_kind is not None else None
+        if heads is not None:
+            todo = [v for v in todo if not self._pend_from(heads, v, pending)]
+        if not todo:
+            return
+        found = run_concurrently(self._try_fetch_head, todo)
+        for vid, head in zip(todo, found, strict=True):
             if head is not None:
                 self._keep_head(vid, head)
 
@@ -229,10 +252,93 @@ class ContainerSource(ABC):
         """The storage requests `read_encoded(video_id, indices)` will make, as
         `(location, [(start, stop), ...] or None for the whole object)`, when its head is
         open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
-        Indices past the end are left out: the read reports them."""
-        if not self.store.reads_by_ranges or not self._head_known(video_id):
+        A head pending its check (from the sidecar) adds the check's spans. Indices past the
+        end are left out: the read reports them."""
+        if not self.store.reads_by_ranges:
             return []
-        return self._plan(video_id, as_index_array(indices))
+        idx = as_index_array(indices)
+        pending = self._pending_heads().get(video_id)
+        if pending is not None:
+            location, record, head = pending
+            return [*self._plan(video_id, idx, head), (location, check_spans(record.size))]
+        if not self._head_known(video_id):
+            return []
+        return self._plan(video_id, idx, None)
+
+    def settle(self) -> None:
+        """Check the heads taken from the sidecar against the bytes the batch's round fetched
+        (`vidload._dataset.batch`: inside `holding`, so no request is sent): a container
+        unchanged since the sidecar was written keeps its head, as if opened; one rewritten
+        since is opened by its own read, as without a sidecar."""
+        pending = self._pending_heads()
+        items = list(pending.items())
+        pending.clear()
+        for vid, (location, record, head) in items:
+            try:
+                spans = location.read_ranges(check_spans(record.size))
+            except VidloadError:
+                continue  # its own read meets the error
+            if record.checks(spans):
+                self._keep_head(vid, head)
+
+    def _sidecar(self) -> Heads | None:
+        """This process's sidecar of heads of the root (`_heads.read_heads`: one request, the
+        first time), None where there is none."""
+        lru = self.__dict__.get("_heads_lru")
+        if lru is None:
+            lru = self.__dict__["_heads_lru"] = ProcessLRU(1)
+        got = lru.get("heads")
+        if got is None:
+            assert self.heads_kind is not None
+            got = (read_heads(self.store.location, self.heads_kind),)
+            lru.put("heads", got)
+        return got[0]
+
+    def _pending_heads(self) -> ProcessLRU[str, tuple[Location, HeadRecord, object]]:
+        """Heads from the sidecar waiting for their check (`settle`), by video id."""
+        lru = self.__dict__.get("_pending_lru")
+        if lru is None:
+            lru = self.__dict__["_pending_lru"] = ProcessLRU(None)
+        return lru
+
+    def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
+        """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
+        does not list its container (by the short name first, as `_open_container`)."""
+        short = container_name(video_id, self.suffix)
+        full = container_name(video_id, self.suffix, keep_extension=True)
+        for name in dict.fromkeys((short, full)):
+            record = heads.get(name)
+            if record is None:
+                continue
+            location = self.store.location / name
+            head = self._head_of_record(location, record)
+            if head is None:
+                return False
+            self.store.found_names[full] = name  # as an open that found it there
+            pending.put(video_id, (location, record, head))
+            return True
+        return False
+
+    def _head_of_record(self, location: Location, record: HeadRecord) -> object | None:
+        """What `_keep_head` keeps, made from a sidecar's record (None: not usable)."""
+        return None
+
+    def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
+        """(container name relative to the root, its record) for the sidecar of heads
+        (`_heads.write_heads`), None where the container does not open or has nothing to
+        record. Opens the container as a read would (local or in a bucket)."""
+        try:
+            fields = self._head_fields(video_id)
+            if fields is None:
+                return None
+            name = self.store.container_key(video_id, self.suffix, _opened)
+            return name, head_record(self.store.location / name, *fields)
+        except VidloadError:
+            return None
+
+    def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
+        """(int fields, float fields, frame lengths) of the head `_head_of_record` rebuilds."""
+        return None
 
     def _try_fetch_head(self, video_id: str) -> object | None:
         try:
@@ -250,7 +356,8 @@ class ContainerSource(ABC):
     def _keep_head(self, video_id: str, head: object) -> None:
         raise NotImplementedError
 
-    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
+        """The requests of a read of `idx`, with `head` (pending its check) or the head kept."""
         return []
 
     @abstractmethod
@@ -281,3 +388,8 @@ class ContainerSource(ABC):
         out (`ClipDataset` builds its tensor from them), never to hand to a user."""
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)
+
+
+def _opened(name: str) -> None:
+    """`SourceRoot.container_key`'s probe for a container already opened (its name is kept):
+    never called there."""

@@ -46,11 +46,12 @@ import numpy as np
 from vidload._checks import check_int
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location, SourceRoot, open_prefetched
+from vidload._storage import Location, open_prefetched
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._hdf5_write import FORMAT_VERSION, write_hdf5
+from vidload.sources._heads import HeadRecord
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
@@ -299,8 +300,14 @@ class Hdf5Source(ContainerSource):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
     ) -> None:
-        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
-        super().__init__(store, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
         self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 
@@ -378,8 +385,43 @@ class Hdf5Source(ContainerSource):
         if not self._handles.put(video_id, head):
             _close_handle(head)
 
-    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
-        handle = self._handles.get(video_id)
+    heads_kind = "hdf5"
+
+    def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
+        with self._handle(video_id) as (handle, _):
+            if handle.data_offset is None:
+                return None  # chunked or filtered: read through h5py, nothing to record
+            ints = {
+                "data_offset": handle.data_offset,
+                "reported": -1 if handle.reported is None else handle.reported,
+                "width": handle.width,
+                "height": handle.height,
+            }
+            lengths = np.diff(handle.offsets)
+        if lengths.size and int(lengths.max()) >= 1 << 32:
+            return None  # a frame of 4 GiB or more: not in the sidecar's uint32 lengths
+        return ints, {"fps": handle.fps}, lengths.astype(np.uint32)
+
+    def _head_of_record(self, location: Location, record: HeadRecord) -> _Handle | None:
+        if record.lengths is None or "data_offset" not in record.ints:
+            return None
+        offsets = np.zeros(record.lengths.size + 1, np.int64)
+        np.cumsum(record.lengths, out=offsets[1:])
+        reported = record.ints.get("reported", -1)
+        return _Handle(
+            None,
+            None,  # the file is not opened: its frames are byte ranges
+            offsets,
+            None if reported < 0 else reported,
+            record.ints.get("width", 0),
+            record.ints.get("height", 0),
+            record.ints["data_offset"],
+            location,
+            record.floats.get("fps"),
+        )
+
+    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
+        handle = head if isinstance(head, _Handle) else self._handles.get(video_id)
         if handle is None or handle.location is None or handle.data_offset is None:
             return []  # not open, or read through h5py (chunked, filtered)
         offsets, base = handle.offsets, handle.data_offset

@@ -36,7 +36,7 @@ from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload._layout import container_name
-from vidload._storage import Location, SourceRoot
+from vidload._storage import Location
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -121,8 +121,14 @@ class JpegSource(ContainerSource):
         cache_max_bytes: int | None = None,
     ) -> None:
         fps = check_positive_number("fps", fps)  # not None: folders do not say their rate
-        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
-        super().__init__(store, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self._name_re = _template_regex(template)
         self.template = template
         self.start_index = _checked_start_index(start_index)
@@ -181,7 +187,7 @@ class JpegSource(ContainerSource):
         self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
         self._scan(key, _remote_listing(entries))
 
-    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         key = self._key(video_id)
         actual = self._scan(key)[1]
         rows = distinct_frames(idx[idx < actual], actual)[0].tolist()

@@ -47,10 +47,11 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location, SourceRoot
+from vidload._storage import Location
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
+from vidload.sources._heads import HeadRecord
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
@@ -172,8 +173,14 @@ class NpySource(ContainerSource):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
     ) -> None:
-        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
-        super().__init__(store, decode_size=decode_size, fps=fps)
+        super().__init__(
+            root,
+            decode_size=decode_size,
+            fps=fps,
+            storage_options=storage_options,
+            cache_dir=cache_dir,
+            cache_max_bytes=cache_max_bytes,
+        )
         self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
         self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
@@ -268,9 +275,24 @@ class NpySource(ContainerSource):
         assert isinstance(head, tuple)
         self._headers.put(head[0], head[1])
 
-    def _plan(self, video_id: str, idx: np.ndarray) -> list[Request]:
+    heads_kind = "npy"
+
+    def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
+        header = self._header(video_id)
+        ints = {"data_offset": header.data_offset, "rows": header.rows, "cols": header.cols}
+        return ints, {}, None
+
+    def _head_of_record(self, location: Location, record: HeadRecord) -> tuple | None:
+        f = record.ints
+        if not {"data_offset", "rows", "cols"} <= f.keys():
+            return None
+        return location.url, _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
+
+    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         location = self._container(video_id)
-        header = self._headers.get(location.url)  # type: ignore[union-attr]
+        header = (
+            head[1] if isinstance(head, tuple) else self._headers.get(location.url)  # type: ignore[union-attr]
+        )
         if header is None or not isinstance(location, Location):
             return []
         base, cols = header.data_offset, header.cols

@@ -1,0 +1,51 @@
+"""The sidecar of heads a conversion writes beside its manifest (`vidload.sources._heads`).
+
+When `vidload convert --to hdf5` or `--to npy` has written its manifest, it records every
+container's head (HDF5's frame table, npy's header) with a check of its bytes in one file,
+`manifest-heads.npz`, so that a reader in a bucket plans a batch of containers it never opened
+in one round of requests (issue 23). The containers are opened as a reader opens them, local or
+in the bucket; one that does not open is left out (its reader opens it, as without a sidecar).
+Writing it is best effort: the data is complete without it, so a failure warns and the
+conversion stands.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from vidload._storage import Location
+from vidload.errors import VidloadError
+from vidload.manifest import ManifestRow
+
+__all__ = ["write_output_heads"]
+
+#: The formats whose heads are recorded (a frame folder has none; a video has its own index).
+FORMATS = ("hdf5", "npy")
+
+
+def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
+    """Write the sidecar for the containers of `rows` (every video but the failed ones) in
+    the convert `output` (a `LocalOutput` or `BucketOutput`); the number recorded (0 for a
+    format without heads)."""
+    if to not in FORMATS:
+        return 0
+    from vidload.sources._heads import write_heads
+    from vidload.sources.hdf5 import Hdf5Source
+    from vidload.sources.npy import NpySource
+
+    target = getattr(output, "target", None)
+    root = target if isinstance(target, Location) else Location(output.folder)
+    make = Hdf5Source if to == "hdf5" else NpySource
+    ids = [vid for vid, row in rows.items() if row.status != "failed"]
+    try:
+        source = make(root.url, storage_options=root.storage_options)
+        return write_heads(source, ids)
+    except (VidloadError, OSError) as e:
+        warnings.warn(
+            f"{root}: the sidecar of heads was not written ({e}); readers in a bucket open "
+            f"each container first (one more round per batch of new containers)",
+            stacklevel=2,
+        )
+        return 0

@@ -1,0 +1,206 @@
+"""What a reader needs to open a container, kept beside the data: a cold batch in one round.
+
+Read from a bucket, a container never opened in this process costs a round trip before its
+frames can be asked for: HDF5's frame table (`offsets`, where `frames` starts), npy's header
+(rows, row length, where the rows start). At 20 ms a round, a batch of cold containers then
+waits two rounds, not one (issue 23). `vidload convert` therefore writes every container's
+head into one sidecar beside `manifest.csv`, `HEADS_NAME`, which a source reads once per
+process (one GET, the first batch); a batch's containers listed there are planned from it, and
+their frames fetched in the batch's one round (`vidload._dataset.batch`).
+
+A head from the sidecar is checked before it is used: the round also fetches the container's
+first and last `CHECK_BYTES` (`check_spans`, coalesced with nearby frames), and their digest
+with the size the writer saw (`_video_ranges.span_digest`, as the persisted video index does)
+must be the one recorded. A container rewritten since (another size, header, frame table or
+last frame) fails the check, and its items open its head themselves (the round before its
+frames, as without a sidecar); a container the sidecar does not list, or no sidecar, too.
+
+Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` ("hdf5", "npy"),
+`names` (each container's name relative to the root, `/`-separated), `size` and `digest` per
+container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n, m) float64
+(NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths: `lengths`
+uint32, container i's in `lengths[starts[i]:starts[i + 1]]`. Per container a few dozen bytes
+and 4 bytes a frame (HDF5), read whole by every process: ~1.2 MB for 1,000 videos of 300
+frames (Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from vidload._storage import Location
+from vidload._storage.batch import run_concurrently
+from vidload.errors import VidloadError
+from vidload.sources._video_ranges import span_digest
+
+__all__ = [
+    "CHECK_BYTES",
+    "HEADS_NAME",
+    "HeadRecord",
+    "Heads",
+    "check_spans",
+    "head_record",
+    "parse_heads",
+    "read_heads",
+    "record_digest",
+    "render_heads",
+    "write_heads",
+]
+
+#: The sidecar's name, in the root beside `manifest.csv`.
+HEADS_NAME = "manifest-heads.npz"
+FORMAT = 1
+#: Bytes at each end of a container that a head from the sidecar is checked by.
+CHECK_BYTES = 4096
+
+
+def check_spans(size: int) -> list[tuple[int, int]]:
+    """The [start, stop) spans of an object of `size` bytes whose digest checks a head."""
+    if size <= 2 * CHECK_BYTES:
+        return [(0, size)]
+    return [(0, CHECK_BYTES), (size - CHECK_BYTES, size)]
+
+
+def record_digest(size: int, spans: Sequence[bytes]) -> str:
+    """The digest of an object's `size` and the bytes of its `check_spans`."""
+    return span_digest(size, spans)
+
+
+@dataclass
+class HeadRecord:
+    """One container's head: its `size` and `digest` (the check), its scalar fields, and for
+    HDF5 its frame lengths."""
+
+    size: int
+    digest: str
+    ints: dict[str, int] = field(default_factory=dict)
+    floats: dict[str, float | None] = field(default_factory=dict)
+    lengths: np.ndarray | None = None
+
+    def checks(self, spans: Sequence[bytes]) -> bool:
+        """Whether the object's bytes at `check_spans(self.size)` are the recorded ones."""
+        want = check_spans(self.size)
+        if len(spans) != len(want) or any(
+            len(s) != b - a for s, (a, b) in zip(spans, want, strict=True)
+        ):
+            return False  # the object ends before them: it changed
+        return record_digest(self.size, spans) == self.digest
+
+
+class Heads:
+    """A parsed sidecar: the record of a container by its name (`get`)."""
+
+    def __init__(self, kind: str, arrays: Mapping[str, np.ndarray]) -> None:
+        self.kind = kind
+        self._a = arrays
+        self._row = {str(n): i for i, n in enumerate(arrays["names"].tolist())}
+
+    def __len__(self) -> int:
+        return len(self._row)
+
+    def get(self, name: str) -> HeadRecord | None:
+        i = self._row.get(name)
+        if i is None:
+            return None
+        a = self._a
+        ints = {
+            str(k): int(v)
+            for k, v in zip(a["int_fields"].tolist(), a["ints"][i].tolist(), strict=True)
+        }
+        floats: dict[str, float | None] = {
+            str(k): (None if math.isnan(v) else float(v))
+            for k, v in zip(a["float_fields"].tolist(), a["floats"][i].tolist(), strict=True)
+        }
+        lengths = None
+        if "lengths" in a:
+            lengths = a["lengths"][int(a["starts"][i]) : int(a["starts"][i + 1])]
+        return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths)
+
+
+def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
+    """The sidecar's bytes for `records` by container name (see the module docstring)."""
+    names = sorted(records)
+    rows = [records[n] for n in names]
+    int_fields = sorted({k for r in rows for k in r.ints})
+    float_fields = sorted({k for r in rows for k in r.floats})
+    arrays: dict[str, np.ndarray] = {
+        "format": np.array(FORMAT),
+        "kind": np.array(kind),
+        "names": np.array(names, dtype=str),
+        "size": np.array([r.size for r in rows], np.int64),
+        "digest": np.array([r.digest for r in rows], dtype=str),
+        "int_fields": np.array(int_fields, dtype=str),
+        "ints": np.array([[r.ints.get(k, -1) for k in int_fields] for r in rows], np.int64).reshape(
+            len(rows), len(int_fields)
+        ),
+        "float_fields": np.array(float_fields, dtype=str),
+        "floats": np.array(
+            [[_nan(r.floats.get(k)) for k in float_fields] for r in rows], np.float64
+        ).reshape(len(rows), len(float_fields)),
+    }
+    if any(r.lengths is not None for r in rows):
+        parts = [np.asarray(r.lengths if r.lengths is not None else [], np.uint32) for r in rows]
+        arrays["lengths"] = np.concatenate(parts) if parts else np.empty(0, np.uint32)
+        arrays["starts"] = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(
+            np.int64
+        )
+    out = io.BytesIO()
+    # `numpy.savez`'s layout, but each member dated 1980-01-01: the same heads give the same
+    # bytes (a local run and one into a bucket write identical sidecars)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for name, arr in arrays.items():
+            with z.open(zipfile.ZipInfo(f"{name}.npy"), "w", force_zip64=True) as f:
+                np.lib.format.write_array(f, np.asanyarray(arr), allow_pickle=False)
+    return out.getvalue()
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def parse_heads(raw: bytes, kind: str) -> Heads | None:
+    """The sidecar in `raw`, or None when it is not one of `kind` in a format this reads."""
+    try:
+        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        if int(arrays["format"]) != FORMAT or str(arrays["kind"]) != kind:
+            return None
+        return Heads(kind, arrays)
+    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return None
+
+
+def read_heads(root: Location, kind: str) -> Heads | None:
+    """The sidecar under `root` (one request), or None where there is none or it is not
+    readable as one of `kind` (the heads are then read from the containers, as without it)."""
+    try:
+        raw = (root / HEADS_NAME).read_bytes()  # once per process
+    except VidloadError:
+        return None
+    return parse_heads(raw, kind)
+
+
+def head_record(location: Location, ints, floats, lengths=None) -> HeadRecord:
+    """The record of the container at `location` with these fields: its size and the digest
+    of its `check_spans` read now (local or remote alike)."""
+    size = location.size()
+    spans = location.read_ranges(check_spans(size))
+    return HeadRecord(size, record_digest(size, spans), dict(ints), dict(floats), lengths)
+
+
+def write_heads(source: Any, video_ids: Sequence[str]) -> int:
+    """Write the sidecar of `source`'s root (an `Hdf5Source` or `NpySource`, local or in a
+    bucket) for the containers of `video_ids` that open (`source.head_record`; the others
+    are left out: their readers open them as without a sidecar); the number recorded. What
+    `vidload convert` runs when it has written the manifest."""
+    got = run_concurrently(source.head_record, list(dict.fromkeys(video_ids)))
+    records = {name: rec for item in got if item is not None for name, rec in [item]}
+    (source.store.location / HEADS_NAME).write_bytes(render_heads(source.heads_kind, records))
+    return len(records)
