@@ -399,7 +399,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     prepare_task_process()
     out = shard_output(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
-    staged = shard.output is not None or any(job.source is not None for job in shard.jobs)
+    staged = out.stages or any(job.source is not None for job in shard.jobs)
     with shard_staging(staged) as stage:
         return _convert_shard(shard, out, stage)
 

@@ -396,6 +396,9 @@ class ShardOutput(ABC):
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
         """Convert (or verify) `job` and put its container in place."""
 
+    #: Whether its containers are written in the shard's staging folder first (then moved).
+    stages: bool = False
+
     def stops(self, e: Exception) -> str | None:
         """Why an error writing into this output stops the shard (None: it does not)."""
         return None
@@ -427,6 +430,8 @@ class BucketShardOutput(ShardOutput):
     """Each container written in the shard's staging folder, uploaded once complete, then
     deleted there; the part manifest one object, rewritten after each video. A failed upload
     stops the shard: it is the bucket's fault, not the video's."""
+
+    stages = True
 
     def __init__(self, target: Location) -> None:
         self.target = target
