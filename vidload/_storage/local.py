@@ -14,9 +14,23 @@ from typing import IO, Any
 from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
 from vidload.errors import VideoReadError
 
-__all__ = ["LocalLocation"]
+__all__ = ["LocalLocation", "file_kind"]
 
 _FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular file is ("a FIFO", "a directory", ...), for errors."""
+    for test, kind in (
+        (stat_module.S_ISDIR, "a directory"),
+        (stat_module.S_ISFIFO, "a FIFO"),
+        (stat_module.S_ISSOCK, "a socket"),
+        (stat_module.S_ISCHR, "a character device"),
+        (stat_module.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return "not a regular file"
 
 
 class LocalLocation(Location):
@@ -115,6 +129,28 @@ class LocalLocation(Location):
             raise VideoReadError(self, "not found") from None
         except OSError as e:
             raise VideoReadError(self, f"cannot read: {e}") from e
+
+    def read_optional(self) -> bytes | None:
+        """Opened non-blocking and checked before reading: a FIFO (or any file that is not a
+        regular one) is a VideoReadError ("not a regular file: a FIFO"), never a read that
+        blocks."""
+        try:
+            fd = os.open(self._local, _FLAGS | getattr(os, "O_NONBLOCK", 0))
+        except FileNotFoundError:
+            return None
+        except OSError as e:
+            raise VideoReadError(self, f"cannot open: {e}") from e
+        try:
+            st = os.fstat(fd)
+            if not stat_module.S_ISREG(st.st_mode):
+                raise VideoReadError(self, f"not a regular file: {file_kind(st.st_mode)}")
+            os.set_blocking(fd, True)
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                return f.read()
+        except OSError as e:
+            raise VideoReadError(self, f"cannot read: {e}") from e
+        finally:
+            os.close(fd)
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, index: int | None = None

@@ -162,6 +162,16 @@ class Location:
         """The whole file or object."""
         raise NotImplementedError
 
+    def read_optional(self) -> bytes | None:
+        """The whole file or object, or None where there is none (a sidecar that may be
+        absent: one request, no existence check first)."""
+        try:
+            return self.read_bytes()
+        except VideoReadError as e:
+            if e.reason != "not found":
+                raise
+            return None
+
     def read_text(self) -> str:
         """The file as UTF-8 text, without a byte order mark."""
         return self.read_bytes().decode("utf-8").lstrip("\ufeff")

@@ -162,8 +162,8 @@ class SourceRoot:
         says)."""
         raise NotImplementedError
 
-    def container(self, video_id: str, suffix: str) -> Path | Location:
-        """Where `video_id`'s container is named, for its sidecar files: its local path, or
+    def container(self, video_id: str, suffix: str) -> Location:
+        """Where `video_id`'s container is named, for its sidecar files: its local file, or
         its object in the bucket (the name found by the last open, else the short name)."""
         raise NotImplementedError
 
@@ -234,8 +234,8 @@ class LocalRoot(SourceRoot):
     ) -> T:
         return local(self.local_name(video_id, suffix))
 
-    def container(self, video_id: str, suffix: str) -> Path | Location:
-        return Path(self.local_name(video_id, suffix))
+    def container(self, video_id: str, suffix: str) -> Location:
+        return self.location / found_container_name(self._str, video_id, suffix)
 
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
         return local(self._path / rel)
@@ -326,7 +326,7 @@ class BucketRoot(SourceRoot):
         self.found_names[full] = out[0]
         return out
 
-    def container(self, video_id: str, suffix: str) -> Path | Location:
+    def container(self, video_id: str, suffix: str) -> Location:
         full = container_name(video_id, suffix, keep_extension=True)
         return self.location / (self.found_names.get(full) or container_name(video_id, suffix))
 

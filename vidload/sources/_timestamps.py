@@ -13,7 +13,6 @@ stored times, and its source falls back to a frame rate (`fps`), or raises.
 from __future__ import annotations
 
 import io
-import os
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +21,6 @@ from vidload._atomic import write_bytes_atomic
 from vidload._layout import TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location
 from vidload.errors import VideoReadError
-from vidload.sources.base import open_regular_file
 
 
 def write_timestamps(container: Path, timestamps: np.ndarray) -> Path:
@@ -39,35 +37,23 @@ def write_timestamps(container: Path, timestamps: np.ndarray) -> Path:
 
 
 def container_timestamps(
-    container: Path | Location, num_frames: int, fps: float | None, what: str
+    container: Location, num_frames: int, fps: float | None, what: str
 ) -> np.ndarray:
-    """float64 (num_frames,) seconds of the frames of `container` (a local path, or an object
-    in a bucket): its sidecar when there is one, else frame i at i / fps.
+    """float64 (num_frames,) seconds of the frames of `container` (a local file or folder, or
+    an object in a bucket): its sidecar when there is one, else frame i at i / fps.
 
     Raises:
-        VideoReadError: the sidecar is unreadable or its length is not `num_frames`, or there
-            is neither a sidecar nor an `fps` (`what` says how to give one).
+        VideoReadError: the sidecar is unreadable (a FIFO, say) or its length is not
+            `num_frames`, or there is neither a sidecar nor an `fps` (`what` says how to
+            give one).
     """
-    if isinstance(container, Location):
-        sidecar = container.with_name(container.name + TIMESTAMPS_SUFFIX)
-        try:
-            data = sidecar.read_bytes()
-        except VideoReadError as e:
-            if e.reason != "not found":
-                raise
-        else:
-            return _parse(sidecar, io.BytesIO(data), num_frames)
-        name = sidecar.name
-    else:
-        path = sidecar_path(container)
-        if path.exists():
-            fd = open_regular_file(path)  # a FIFO would block np.load
-            with os.fdopen(fd, "rb") as f:
-                return _parse(path, f, num_frames)
-        name = path.name
+    sidecar = container.with_name(container.name + TIMESTAMPS_SUFFIX)
+    data = sidecar.read_optional()
+    if data is not None:
+        return _parse(sidecar, io.BytesIO(data), num_frames)
     if fps is None:
         raise VideoReadError(
-            container, f"no stored timestamps ({name} is missing) and no frame rate: {what}"
+            container, f"no stored timestamps ({sidecar.name} is missing) and no frame rate: {what}"
         )
     return np.arange(num_frames, dtype=np.float64) / float(fps)
 

@@ -11,6 +11,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from vidload._ids import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
+from vidload._storage.local import file_kind as _file_kind
 from vidload._storage.ranges import coalesce
 from vidload.errors import FrameCountError, VideoReadError
 
@@ -69,19 +70,6 @@ def as_index_array(indices: Sequence[int] | np.ndarray) -> np.ndarray:
     if arr.size and arr.min() < 0:
         raise IndexError(f"frame indices must be >= 0, got {int(arr.min())}")
     return arr
-
-
-def _file_kind(mode: int) -> str:
-    for test, kind in (
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return kind
-    return "not a regular file"
 
 
 def check_regular_file(path: Path) -> os.stat_result:

@@ -10,12 +10,11 @@ these same functions.
 
 from __future__ import annotations
 
-import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
@@ -140,8 +139,8 @@ class ContainerSource(ABC):
     """What the container sources share: where a video's container is, and `read` as
     `read_encoded` followed by the shared decode (one code path for all of them).
 
-    A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` and
-    implements `read_encoded`.
+    A subclass sets `suffix` (".h5", ".npy"; "" for a frame folder), calls `__init__` with
+    its root (`vidload._storage.SourceRoot`) and implements `read_encoded`.
 
     The root may be a URL: `store` (a `vidload._storage.SourceRoot`) finds a video's
     container and opens it by the local fast path (a local root, or the cached copy of a
@@ -151,19 +150,14 @@ class ContainerSource(ABC):
     suffix: str = ""
 
     def __init__(
-        self,
-        root: str | os.PathLike[str],
-        *,
-        decode_size: tuple[int, int] | None,
-        fps: float | None,
-        storage_options: Mapping[str, Any] | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        cache_max_bytes: int | None = None,
+        self, store: SourceRoot, *, decode_size: tuple[int, int] | None, fps: float | None
     ) -> None:
         check_size("decode_size", decode_size)
         self.decode_size = decode_size
         self.fps = None if fps is None else check_positive_number("fps", fps)
-        self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
+        #: cache_max_bytes)`, built by the subclass from its own arguments).
+        self.store = store
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
 
@@ -209,7 +203,7 @@ class ContainerSource(ABC):
         extension is tried first, a local root looks for the full id's name first)."""
         return self.store.open_container(video_id, self.suffix, open_local, open_remote)
 
-    def _container(self, video_id: str) -> Path | Location:
+    def _container(self, video_id: str) -> Location:
         """Where `video_id`'s container is named: its local path, or its object in the bucket
         (the name found by the last open, else the name without the video extension); for
         its sidecar files (`_timestamps`)."""

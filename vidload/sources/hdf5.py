@@ -46,7 +46,7 @@ import numpy as np
 from vidload._checks import check_int
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location, open_prefetched
+from vidload._storage import Location, SourceRoot, open_prefetched
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -300,14 +300,8 @@ class Hdf5Source(ContainerSource):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(
-            root,
-            decode_size=decode_size,
-            fps=fps,
-            storage_options=storage_options,
-            cache_dir=cache_dir,
-            cache_max_bytes=cache_max_bytes,
-        )
+        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        super().__init__(store, decode_size=decode_size, fps=fps)
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
         self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 

@@ -36,7 +36,7 @@ from vidload._atomic import replace_folder_durably, temp_path
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload._layout import container_name
-from vidload._storage import Location
+from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -121,14 +121,8 @@ class JpegSource(ContainerSource):
         cache_max_bytes: int | None = None,
     ) -> None:
         fps = check_positive_number("fps", fps)  # not None: folders do not say their rate
-        super().__init__(
-            root,
-            decode_size=decode_size,
-            fps=fps,
-            storage_options=storage_options,
-            cache_dir=cache_dir,
-            cache_max_bytes=cache_max_bytes,
-        )
+        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        super().__init__(store, decode_size=decode_size, fps=fps)
         self._name_re = _template_regex(template)
         self.template = template
         self.start_index = _checked_start_index(start_index)

@@ -47,7 +47,7 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
-from vidload._storage import Location
+from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
@@ -173,14 +173,8 @@ class NpySource(ContainerSource):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int | None = None,
     ) -> None:
-        super().__init__(
-            root,
-            decode_size=decode_size,
-            fps=fps,
-            storage_options=storage_options,
-            cache_dir=cache_dir,
-            cache_max_bytes=cache_max_bytes,
-        )
+        store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
+        super().__init__(store, decode_size=decode_size, fps=fps)
         self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
         self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
@@ -263,7 +257,7 @@ class NpySource(ContainerSource):
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
     def _head_known(self, video_id: str) -> bool:
-        return self._headers.get(self._container(video_id).url) is not None  # type: ignore[union-attr]
+        return self._headers.get(self._container(video_id).url) is not None
 
     def _fetch_head(self, video_id: str) -> tuple[str, _Header]:
         def remote(location: Location) -> tuple[str, _Header]:
@@ -290,10 +284,8 @@ class NpySource(ContainerSource):
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         location = self._container(video_id)
-        header = (
-            head[1] if isinstance(head, tuple) else self._headers.get(location.url)  # type: ignore[union-attr]
-        )
-        if header is None or not isinstance(location, Location):
+        header = head[1] if isinstance(head, tuple) else self._headers.get(location.url)
+        if header is None:
             return []
         base, cols = header.data_offset, header.cols
         if self.mode == "read":
