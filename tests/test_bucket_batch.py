@@ -297,3 +297,18 @@ def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
     if kept is not None:  # the rewritten one was opened from itself: its own frame count
         assert kept.get("a/x1.mp4").offsets.shape[0] - 1 == N - 5
         assert kept.get("a/x0.mp4").offsets.shape[0] - 1 == N
+
+
+def test_a_head_from_the_sidecar_names_its_object(tree, s3_bucket, tmp_path):
+    """An HDF5 container read through the sidecar's head (never opened) names its object in
+    its clip's frames, as one opened from itself does (errors name it from there)."""
+    url = s3_bucket.upload(_with_heads("hdf5", tree, tmp_path), "heads-names")
+    opts = s3_bucket.storage_options
+    listed = [(v, label, N) for v, label in VIDEO_LIST]
+    ds = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
+    getitems(ds, list(range(VIDEOS)))  # the heads come from the sidecar
+    vid = VIDEO_LIST[0][0]
+    assert ds.source._pending_heads().get(vid) is None  # checked and kept
+    named = ds.source.read_encoded(vid, [0]).paths
+    opened = source("hdf5", url, storage_options=opts).read_encoded(vid, [0]).paths
+    assert named == opened and str(named).startswith("s3://"), (named, opened)

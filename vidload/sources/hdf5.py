@@ -329,8 +329,9 @@ class Hdf5Source(ContainerSource):
         (length 0: to its end). None for a URL root (nothing local to hint)."""
 
         def ranges() -> list[tuple[Path, int, int]]:
-            with self._handle(video_id) as (handle, path):
-                assert isinstance(path, Path) and handle.file is not None
+            with self._handle(video_id) as (handle, _):
+                assert handle.file is not None  # a local file's handle keeps it open
+                path = Path(handle.name)
                 base = handle.data_offset
                 if base is None:
                     return [(path, 0, 0)]
@@ -351,20 +352,21 @@ class Hdf5Source(ContainerSource):
         self._handles.clear()
 
     @contextmanager
-    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, Path | Location]]:
-        """(handle, where): an open, validated file (or a remote object's frame table), from
-        this process's cache, closed on exit when the cache keeps none (`cache_size=0`)."""
+    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, str]]:
+        """(handle, what names it): an open, validated file (or a remote object's frame
+        table), from this process's cache, closed on exit when the cache keeps none
+        (`cache_size=0`)."""
         key = self.store.handle_key(video_id, self.suffix)
         handle = self._handles.get(key)
         if handle is None:
             handle = self._open_container(video_id, _open, _open_remote)
             if not self._handles.put(key, handle):
                 try:
-                    yield handle, _where(handle)
+                    yield handle, handle.name
                 finally:
                     _close_handle(handle)
                 return
-        yield handle, _where(handle)
+        yield handle, handle.name
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
@@ -412,6 +414,7 @@ class Hdf5Source(ContainerSource):
             record.ints["data_offset"],
             location,
             record.floats.get("fps"),
+            str(location),
         )
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
@@ -458,13 +461,6 @@ def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) ->
     frames, order = distinct_frames(idx, actual)
     buffers = _frame_bytes(handle, where, frames.tolist())
     return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
-
-
-def _where(handle: _Handle) -> Path | Location:
-    """The file (or object) a handle reads, for errors."""
-    if handle.location is not None:
-        return handle.location
-    return Path(handle.file.filename) if handle.file is not None else Path("?")
 
 
 def _frame_bytes(handle: _Handle, path: str | Path | Location, frames: list[int]) -> list:
