@@ -75,12 +75,7 @@ def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
 
 
 def add_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--workers",
-        type=positive_int,
-        metavar="N",
-        help="processes to use (default: the CPUs this process may use)",
-    )
+    _add_count(p, "--workers", "processes to use (default: the CPUs this process may use)")
     p.add_argument(
         "--root",
         metavar="DIR",
@@ -102,13 +97,13 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "'local' for a local cluster of --workers processes; needs `pip install "
         '"vidload[dask]"`',
     )
-    p.add_argument(
-        "--shard-size",
-        type=positive_int,
-        metavar="N",
-        help="videos per task (default 16, fewer for small runs)",
-    )
+    _add_count(p, "--shard-size", "videos per task (default 16, fewer for small runs)")
     add_storage_option(p)
+
+
+def _add_count(p: argparse.ArgumentParser, flag: str, text: str) -> None:
+    """An option taking a count N >= 1 (`positive_int`)."""
+    p.add_argument(flag, type=positive_int, metavar="N", help=text)
 
 
 def add_storage_option(p: argparse.ArgumentParser) -> None:

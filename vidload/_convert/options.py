@@ -13,7 +13,6 @@ from dataclasses import MISSING, Field, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_bool, check_choice, check_int, check_optional_int, check_real
 from vidload._convert.report import ConvertFormat
 from vidload._kinds import kind_names
@@ -171,11 +170,12 @@ class ConvertOptions:
         own = VIDEO_OPTIONS if self.to == "video" else _JPEG_OPTIONS
         return {k: getattr(self, k) for k in ("to", "short_side", *own)}
 
-    def record(self, out: Path | Location, *, overwrite: bool) -> None:
+    def to_record(self, out: Path | Location, *, overwrite: bool) -> bytes | None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
-        `overwrite`); else record these ones in `out/OPTIONS_NAME`. An options file without
-        `subsampling` (written before it existed) means "420". `out` may be an OUTPUT URL's
-        `Location` (the file is then one object, written whole)."""
+        `overwrite`); else what to record in `out/OPTIONS_NAME` (the output writes it, as it
+        writes: `vidload._convert.output`), None when these options are recorded there
+        already. An options file without `subsampling` (written before it existed) means
+        "420". `out` is a local folder or an OUTPUT URL's `Location`: it is only read here."""
         path = out / OPTIONS_NAME
         options = self.recorded()
         if path.exists() and not overwrite:
@@ -203,12 +203,8 @@ class ConvertOptions:
                     f"in {path.name}): use the same options to resume, or --overwrite "
                     f"(overwrite=True) to convert everything again"
                 )
-            return
-        data = (json.dumps(options) + "\n").encode()
-        if isinstance(path, Location):
-            path.write_bytes(data)
-        else:
-            write_bytes_atomic(path, data)
+            return None
+        return (json.dumps(options) + "\n").encode()
 
 
 def _default(f: Field[Any]) -> object:

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full
+from vidload._atomic import is_disk_full, write_bytes_atomic
 from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
@@ -51,6 +51,7 @@ from vidload._layout import (
     CLASSES_NAME,
     FIRST_FRAME_NAME,
     MANIFEST_NAME,
+    OPTIONS_NAME,
     PARTS_DIR,
     output_container_path,
     sidecar_path,
@@ -211,7 +212,9 @@ class LocalOutput(Output):
         check_no_overlap(input_path, found.base, self.folder, found.items, to, found.full_names)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
-        options.record(self.folder, overwrite=overwrite)
+        data = options.to_record(self.folder, overwrite=overwrite)
+        if data is not None:
+            write_bytes_atomic(self.folder / OPTIONS_NAME, data)  # a full disk: DiskFullError
         remove_stale_temporaries(self.folder)  # safe: the lock says no other run is writing
 
     def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
@@ -306,7 +309,9 @@ class BucketOutput(Output):
             )
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
-        options.record(self.target, overwrite=overwrite)
+        data = options.to_record(self.target, overwrite=overwrite)
+        if data is not None:
+            (self.target / OPTIONS_NAME).write_bytes(data)  # one object, written whole
 
     def _scratch_folder(self) -> Path:
         if self._scratch is None:
