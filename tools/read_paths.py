@@ -298,9 +298,10 @@ def item_rows(work: Path, repeats: int, num_items: int) -> None:
     """`ClipDataset` items of 8 frames, full-size and with short_side=128, crop=112, from each
     container: decoded into the per-thread scratch (`read_transient`, what the dataset does)
     against the public `read` (forced by a subclass that overrides it; a new array per clip).
-    Each row runs in a fresh process (forked from a fork server that has done the imports): what glibc's allocator does with a freed clip
-    depends on what the process allocated before, so rows sharing a process would measure
-    each other's leftovers (with them, the public path's faults came and went between runs)."""
+    Each row runs in a fresh process (forked from a fork server that has done the imports):
+    what glibc's allocator does with a freed clip depends on what the process allocated
+    before, so rows sharing a process would measure each other's leftovers (with them, the
+    public path's faults came and went between runs)."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
