@@ -155,7 +155,7 @@ def test_getitems_on_local_disk_is_the_items_one_by_one(kind, option, tree, monk
     from vidload._dataset import batch as _batch
 
     calls = []
-    monkeypatch.setattr(_batch, "fetch", lambda *a: calls.append(a))
+    monkeypatch.setattr(_batch, "fetch_started", lambda *a: calls.append(a))
     batch_ds, one_ds = _pair(kind, tree[storage(kind)], option)
     _check_equal(batch_ds, one_ds, list(range(len(batch_ds))))
     assert calls == []

@@ -296,7 +296,7 @@ def test_dataloader_workers_read_by_ranges_like_local_disk(long_video, http_dir)
 def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch, tmp_path):
     """`ClipDataset.__getitems__` (`vidload._dataset.batch.getitems`) over videos never opened:
     their indexes in one concurrent round (`VideoSource.prepare`), then every clip's header and
-    packets in one `fetch`; decoding then makes no request. The items equal local disk's."""
+    packets in one round (`fetch_started`); decoding then makes no request. The items equal local disk's."""
     pytest.importorskip("torch")
     import vidload._dataset.batch as batch
     from vidload import ClipDataset
@@ -320,15 +320,18 @@ def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch,
     faults.delay_s = 0.02
     faults.clear_log()
     seen = {}
-    real_fetch = batch.fetch
+    real_fetch = batch.fetch_started
 
-    def fetch(requests):
+    def fetch_started(groups):  # the batch's requests, sent at once in groups
         seen["before"] = list(faults.requests())
-        got = real_fetch(requests)
+        futures = real_fetch(groups)
+        for f in futures:
+            if f is not None:
+                f.result()
         seen["after"] = len(faults.requests())
-        return got
+        return futures
 
-    monkeypatch.setattr(batch, "fetch", fetch)
+    monkeypatch.setattr(batch, "fetch_started", fetch_started)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         items = batch.getitems(remote, [0, 1, 2, 3])

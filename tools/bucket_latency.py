@@ -326,6 +326,7 @@ class Run:
     server_requests: float = 0.0
     nbytes: float = 0.0
     rounds_per_batch: float = 0.0
+    client_rounds: float = 0.0
 
 
 def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
@@ -349,6 +350,7 @@ def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
         run.cpu_s = min(run.cpu_s, cpu)
         run.requests = (STATS["requests"] - before["requests"]) / n
         run.nbytes = (STATS["bytes"] - before["bytes"]) / n
+        run.client_rounds = (STATS["rounds"] - before["rounds"]) / -(-n // run.batch_size)
     if server is not None and run.backend != "local":
         time.sleep(0.05)  # nginx writes its log line after the answer
         run.server_requests = (server.requests() - served) / n
@@ -420,6 +422,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "requests_per_clip": run.requests if run.workers == 0 else None,
                 "server_requests_per_clip": run.server_requests,
                 "rounds_per_batch": run.rounds_per_batch if run.workers == 0 else None,
+                "client_rounds_per_batch": run.client_rounds if run.workers == 0 else None,
                 "bytes_per_clip": run.nbytes if run.workers == 0 else None,
                 "object_bytes": sum(s.sizes) / len(s.sizes),
             }
@@ -436,7 +439,7 @@ def render(result: dict[str, Any], workers: list[int]) -> str:
         head += [f"{b}, {w}w" for b in backends]
         head += [f"ratio {b}, {w}w" for b in remote]
     head += ["CPU ms/clip local", *(f"CPU ms/clip {b}" for b in remote)]
-    head += ["req/clip (server)", "rounds/batch", "KiB/clip", "KiB/object"]
+    head += ["req/clip (server)", "rounds/batch (server)", "KiB/clip", "KiB/object"]
     lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
     for storage in dict.fromkeys(r["storage"] for r in rows):
         mine = {(r["backend"], r["workers"]): r for r in rows if r["storage"] == storage}
@@ -456,8 +459,9 @@ def render(result: dict[str, Any], workers: list[int]) -> str:
         cells.append(
             f"{req:.2f} ({last['server_requests_per_clip']:.2f})" if req is not None else "-"
         )
-        rounds = last.get("rounds_per_batch")
-        cells.append(f"{rounds:.2f}" if rounds else "-")
+        rounds = last.get("client_rounds_per_batch")
+        served = last.get("rounds_per_batch")
+        cells.append(f"{rounds:.2f} ({served:.2f})" if rounds is not None and served else "-")
         nbytes = last["bytes_per_clip"]
         cells.append(f"{nbytes / 1024:.0f}" if nbytes is not None else "-")
         cells.append(f"{last['object_bytes'] / 1024:.0f}")

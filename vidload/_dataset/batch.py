@@ -26,8 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vidload._storage import fetch
-from vidload._storage.batch import Request, holding
+from vidload._storage.batch import Request, fetch_started, holding
 from vidload.errors import VidloadError
 
 __all__ = ["getitems"]
@@ -48,22 +47,51 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     except IndexError:
         return [dataset[i] for i in indices]  # the bad index raises there, as alone
     prepare(wanted)
-    requests: list[Request] = []
+    chunks: list[list[Request]] = []  # the requests of each item
+    videos_of: list[list[str]] = []
     for i in indices:
+        mine: list[Request] = []
+        vids: list[str] = []
+        chunks.append(mine)
+        videos_of.append(vids)
         try:
             reads = dataset.planned_reads(i)
         except (LookupError, ValueError, TypeError, VidloadError):
             continue  # not known without decoding, or an error its own read will raise
         for vid, idx in reads:
+            vids.append(vid)
             try:
-                requests.extend(plan(vid, idx))
+                mine.extend(plan(vid, idx))
             except VidloadError:
                 continue
-    if not requests:
+    if not any(chunks):
         return [dataset[i] for i in indices]
-    fetched = fetch(requests)
-    with holding(requests, fetched):
-        settle = getattr(source, "settle", None)
-        if settle is not None:  # heads taken from a sidecar: checked by the fetched bytes
-            settle()
-        return [dataset[i] for i in indices]
+    # the items in up to _GROUPS groups, all sent at once (one round); each item is built as
+    # soon as its group (and those before it) has been answered
+    size = -(-len(indices) // _GROUPS)
+    starts = range(0, len(indices), size)
+    groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
+    futures = fetch_started(groups)
+    settle = getattr(source, "settle", None)
+    requests: list[Request] = []
+    fetched: list[list[bytes] | Exception] = []
+    out = []
+    for k, i in enumerate(indices):
+        if k % size == 0 and futures[k // size] is not None:
+            group = groups[k // size]
+            try:
+                got = futures[k // size].result()  # type: ignore[union-attr]
+            except Exception as e:  # not held: its items' reads meet it themselves
+                got = [e] * len(group)
+            requests += group
+            fetched += got
+        with holding(requests, fetched):
+            if settle is not None:  # heads taken from a sidecar: checked by the bytes held
+                settle(videos_of[k])
+            out.append(dataset[i])
+    return out
+
+
+#: The groups a batch's requests are sent in (at once): its first items are built while the
+#: answers to the others arrive.
+_GROUPS = 4

@@ -14,12 +14,12 @@ import contextlib
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from vidload._storage.location import Location
 
-__all__ = ["fetch", "held", "holding", "put_many", "read_many", "run_concurrently"]
+__all__ = ["fetch", "fetch_started", "held", "holding", "put_many", "read_many", "run_concurrently"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -48,6 +48,25 @@ def fetch(requests: Sequence[Request]) -> list[list[bytes] | Exception]:
         for i, item in zip(members, got, strict=True):
             out[i] = item
     return out
+
+
+def fetch_started(groups: Sequence[Sequence[Request]]) -> list[Future | None]:
+    """`fetch(group)` of each group started at once in threads (None for an empty group): one
+    round for all of them, whose results arrive as each group is answered, so that a caller
+    decodes the first items of a batch while the rest are on the way. A future's result is
+    `fetch`'s list, or its exception."""
+    if sum(1 for g in groups if g) <= 1:
+        return [_done(fetch(g)) if g else None for g in groups]
+    pool = _pool()
+    _GROUPS[0] += 1
+    number = _GROUPS[0]
+    return [pool.submit(_in_group, number, fetch, g) if g else None for g in groups]
+
+
+def _done(value: object) -> Future:
+    f: Future = Future()
+    f.set_result(value)
+    return f
 
 
 def read_many(locations: Sequence[Location]) -> list[bytes]:
@@ -133,15 +152,41 @@ _POOL_THREADS = 16
 _POOL: dict[int, ThreadPoolExecutor] = {}
 
 
+def _pool() -> ThreadPoolExecutor:
+    pid = os.getpid()
+    pool = _POOL.get(pid)
+    if pool is None:
+        _POOL.clear()  # a parent's: its threads are not in this process
+        pool = _POOL[pid] = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="vidload-io")
+    return pool
+
+
+_GROUP = threading.local()
+_GROUPS = [0]
+
+
+def concurrent_group() -> int | None:
+    """The number of the `run_concurrently` call this thread is running a call of, else None
+    (what `remote.count` counts its rounds by: the calls of one group wait together)."""
+    return getattr(_GROUP, "number", None)
+
+
 def run_concurrently(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     """`[fn(x) for x in items]` with the calls in threads at once, for calls that wait on
     storage (opening the heads of a batch's objects: one round for all of them). `fn` must
     not touch shared state; its exceptions propagate."""
     if len(items) <= 1:
         return [fn(x) for x in items]
-    pid = os.getpid()
-    pool = _POOL.get(pid)
-    if pool is None:
-        _POOL.clear()  # a parent's: its threads are not in this process
-        pool = _POOL[pid] = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="vidload-io")
-    return list(pool.map(fn, items))
+    pool = _pool()
+    _GROUPS[0] += 1
+    number = _GROUPS[0]
+    return list(pool.map(lambda x: _in_group(number, fn, x), items))
+
+
+def _in_group(number: int, fn: Callable[[T], R], x: T) -> R:
+    """`fn(x)` as a call of the concurrent group `number` (see `concurrent_group`)."""
+    _GROUP.number = number
+    try:
+        return fn(x)
+    finally:
+        _GROUP.number = None

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import IO, Any, TypeVar
 
 from vidload._storage import faults
-from vidload._storage.batch import held
+from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     cat_reporting,
     filesystem,
@@ -34,13 +34,22 @@ __all__ = ["STATS", "RemoteLocation"]
 T = TypeVar("T")
 
 #: Requests this process sent for remote reads and the bytes they returned (for `vidload
-#: bench --bucket`; a request retried counts once per attempt). Not thread-safe: a count.
-STATS = {"requests": 0, "bytes": 0}
+#: bench --bucket`; a request retried counts once per attempt), and the rounds it waited: a
+#: call that sends requests and waits for them is one, and the calls one `run_concurrently`
+#: runs in threads at once (a batch's heads) are one together. Not thread-safe: a count.
+STATS = {"requests": 0, "bytes": 0, "rounds": 0}
+_COUNTED_GROUP = [-1]
 
 
 def count(requests: int, data: int = 0) -> None:
     STATS["requests"] += requests
     STATS["bytes"] += data
+    group = concurrent_group()
+    if group is None:
+        STATS["rounds"] += 1
+    elif group != _COUNTED_GROUP[0]:
+        _COUNTED_GROUP[0] = group
+        STATS["rounds"] += 1
 
 
 def _version(info: Mapping[str, Any]) -> str:

@@ -259,14 +259,19 @@ class ContainerSource(ABC):
             return []
         return self._plan(video_id, idx, None)
 
-    def settle(self) -> None:
+    def settle(self, video_ids: Sequence[str] | None = None) -> None:
         """Check the heads taken from the sidecar against the bytes the batch's round fetched
         (`vidload._dataset.batch`: inside `holding`, so no request is sent): a container
         unchanged since the sidecar was written keeps its head, as if opened; one rewritten
-        since is opened by its own read, as without a sidecar."""
+        since is opened by its own read, as without a sidecar. Those of `video_ids`, or all."""
         pending = self._pending_heads()
-        items = list(pending.items())
-        pending.clear()
+        if video_ids is None:
+            items = list(pending.items())
+            pending.clear()
+        else:
+            items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
+            for v, _ in items:
+                pending.discard(v)
         for vid, (location, record, head) in items:
             try:
                 spans = location.read_ranges(check_spans(record.size))

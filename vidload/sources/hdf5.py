@@ -384,7 +384,9 @@ class Hdf5Source(ContainerSource):
     heads_kind = "hdf5"
 
     def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
-        with self._handle(video_id) as (handle, _):
+        # opened apart from the cache of handles: `write_heads` runs this in threads
+        handle = self._open_container(video_id, _open, _open_remote)
+        try:
             if handle.data_offset is None:
                 return None  # chunked or filtered: read through h5py, nothing to record
             ints = {
@@ -394,6 +396,8 @@ class Hdf5Source(ContainerSource):
                 "height": handle.height,
             }
             lengths = np.diff(handle.offsets)
+        finally:
+            _close_handle(handle)
         if lengths.size and int(lengths.max()) >= 1 << 32:
             return None  # a frame of 4 GiB or more: not in the sidecar's uint32 lengths
         return ints, {"fps": handle.fps}, lengths.astype(np.uint32)
