@@ -296,7 +296,8 @@ def test_dataloader_workers_read_by_ranges_like_local_disk(long_video, http_dir)
 def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch, tmp_path):
     """`ClipDataset.__getitems__` (`vidload._dataset.batch.getitems`) over videos never opened:
     their indexes in one concurrent round (`VideoSource.prepare`), then every clip's header and
-    packets in one round (`fetch_started`); decoding then makes no request. The items equal local disk's."""
+    packets in one round (`fetch_started`); decoding then makes no request. The items equal
+    local disk's."""
     pytest.importorskip("torch")
     import vidload._dataset.batch as batch
     from vidload import ClipDataset
