@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from vidload._storage import faults
+from vidload._storage import faults, objectstore
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     cat_reporting,
@@ -245,6 +245,9 @@ class RemoteLocation(Location):
         fs, path = self.fs()
 
         def cat() -> bytes:
+            fast = self._fast()
+            if fast is not None:
+                return self._answers(fast.cat([(path, None, None)]))[0][0]
             data = fs.cat_file(path, **whole_read_kwargs(fs))
             count(1, len(data))
             return data
@@ -274,6 +277,9 @@ class RemoteLocation(Location):
             return split_blocks(ranges, merged, [data for data, _ in answers])
 
         def fetch() -> list[bytes]:
+            fast = self._fast()
+            if fast is not None:
+                return [d for d, _ in self._answers(fast.cat([(path, a, b) for a, b in merged]))]
             if len(merged) == 1:
                 data = fs.cat_file(path, start=merged[0][0], end=merged[0][1])
                 count(1, len(data))
@@ -306,12 +312,22 @@ class RemoteLocation(Location):
 
     def _fetch_reporting(self, merged: Sequence[tuple[int, int]]) -> list[tuple[bytes, Any]]:
         fs, path = self.fs()
-        got = cat_reporting(fs, [(path, a, b) for a, b in merged])
+        spans = [(path, a, b) for a, b in merged]
+        fast = self._fast()
+        return self._answers(fast.cat(spans) if fast is not None else cat_reporting(fs, spans))
+
+    def _fast(self) -> objectstore.S3Reader | None:
+        """obstore's reader for this location's reads, where it serves them (`objectstore`)."""
+        return objectstore.reader(self._protocol, self._options)
+
+    @staticmethod
+    def _answers(got: Sequence[Any]) -> list[tuple[bytes, Any]]:
+        """`cat_reporting`'s answers, counted; the first failure raised."""
         count(len(got), sum(len(g[0]) for g in got if isinstance(g, tuple)))
         for item in got:
             if isinstance(item, BaseException):
                 raise item
-        return got  # type: ignore[return-value]
+        return list(got)
 
     def _version_error(self, versions: Sequence[str | None]) -> VideoReadError | None:
         """CHANGED where `versions` (reported by this location's answers) differ from each
@@ -411,8 +427,10 @@ class RemoteLocation(Location):
             return [[] for _ in requests]
         got: list[Any]
         versions: list[Any] | None = None
-        if any(loc._versioned for loc in locs):  # type: ignore[attr-defined]
-            reported = cat_reporting(fs, list(zip(paths, starts, stops, strict=True)))
+        fast = first._fast()
+        if fast is not None or any(loc._versioned for loc in locs):  # type: ignore[attr-defined]
+            spans = list(zip(paths, starts, stops, strict=True))
+            reported = fast.cat(spans) if fast is not None else cat_reporting(fs, spans)
             got = [r if isinstance(r, BaseException) else r[0] for r in reported]
             versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
         else:
@@ -450,6 +468,14 @@ class RemoteLocation(Location):
         paths = [loc.fs()[1] for loc in locations]  # type: ignore[attr-defined]
 
         def cat() -> Any:
+            fast = first._fast()
+            if fast is not None:
+                answers = fast.cat([(p, None, None) for p in paths])
+                count(len(paths), sum(len(a[0]) for a in answers if isinstance(a, tuple)))
+                return {
+                    p: a[0] if isinstance(a, tuple) else a
+                    for p, a in zip(paths, answers, strict=True)
+                }
             got = fs.cat(paths, on_error="return", **whole_read_kwargs(fs))
             count(len(paths), sum(len(b) for b in got.values() if isinstance(b, bytes)))
             return got
