@@ -18,8 +18,6 @@ Nothing here imports fsspec until a URL is used: `import vidload` loads no fsspe
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import os
 import re
@@ -191,6 +189,8 @@ _SPLITS: dict[type, bool] = {}
 
 def _takes_max_concurrency(cls: type) -> bool:
     """Whether `cls._cat_file` takes `max_concurrency` (s3fs; adlfs, where 1 is harmless)."""
+    import inspect
+
     cat_file = getattr(cls, "_cat_file", None)
     if cat_file is None:
         return False
@@ -223,6 +223,8 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
             except Exception as e:  # noqa: BLE001 - returned in place, as cat_ranges does
                 out.append(e)
         return out
+    import asyncio
+
     from fsspec.asyn import sync
 
     async def gather() -> list[Any]:

@@ -27,7 +27,6 @@ built-in ones `faults.kind` reads (not found, permission), so every message is t
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import threading
@@ -133,7 +132,7 @@ class S3Reader:
         self._config: Any = dict(config)
         self._client: Any = {"allow_http": True} if allow_http else None
         self._stores: dict[str, Any] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop: Any = None  # an asyncio loop, made on first use
 
     def _store(self, bucket: str) -> Any:
         store = self._stores.get(bucket)
@@ -149,6 +148,8 @@ class S3Reader:
         return store
 
     def _run(self, coro: Any) -> Any:
+        import asyncio
+
         with _LOCK:
             if not _RUNTIME_PID:
                 _RUNTIME_PID.append(os.getpid())
@@ -166,6 +167,8 @@ class S3Reader:
         """Each (fsspec path "bucket/key", start, stop) span's bytes (the whole object where
         start and stop are None) with the ETag its answer reported, in one concurrent round;
         an exception in place of a failed one."""
+        import asyncio
+
         import obstore
 
         async def one(path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
