@@ -42,6 +42,8 @@ ListLocal = Callable[[Path], T]
 ListRemote = Callable[[Location], T]
 #: Reads a local frame file: (path, frame index) -> its bytes.
 ReadLocal = Callable[[str, int], bytes]
+#: The file name of a frame, from its index.
+NameOf = Callable[[int], str]
 #: Files read: (their contents, what names each).
 Files = tuple[list[bytes], list[str]]
 #: `storage_options`, `cache_dir`.
@@ -172,10 +174,10 @@ class SourceRoot:
         its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
         raise NotImplementedError
 
-    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
-        """(contents, what names each) of the files `names` in `folder` (frame `rows[i]` in
-        `names[i]`): each by `read(path, row)` under a local root; at a URL fetched
-        concurrently (through the cache when there is one)."""
+    def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
+        """(contents, what names each) of the files of frames `rows` in `folder` (frame i in
+        `name(i)`): each by `read(path, i)` under a local root; at a URL fetched concurrently
+        (through the cache when there is one)."""
         raise NotImplementedError
 
     def first_existing(self, names: Sequence[str]) -> str:
@@ -240,9 +242,9 @@ class LocalRoot(SourceRoot):
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
         return local(self._path / rel)
 
-    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
+    def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
         base = join_root(self._str, folder) + "/"
-        paths = [base + name for name in names]
+        paths = [base + name(i) for i in rows]
         return [read(p, i) for p, i in zip(paths, rows, strict=True)], paths
 
     def first_existing(self, names: Sequence[str]) -> str:
@@ -333,8 +335,8 @@ class BucketRoot(SourceRoot):
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
         return remote(self.location / rel)
 
-    def read_files(self, folder: str, names: list[str], rows: list[int], read: ReadLocal) -> Files:
-        locations = [self.location / f"{folder}/{name}" for name in names]
+    def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
+        locations = [self.location / f"{folder}/{name(i)}" for i in rows]
         data = self.cache.read_many(locations) if self.cache is not None else read_many(locations)
         return list(data), [str(loc) for loc in locations]
 

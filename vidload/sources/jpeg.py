@@ -286,8 +286,7 @@ class JpegSource(ContainerSource):
         check_in_range(video_id, idx, actual, lambda: self.reported_frames(video_id))
         frames, order = distinct_frames(idx, actual)
         rows = frames.tolist()
-        names = [self._name(i) for i in rows]
-        buffers, paths = self.store.read_files(key, names, rows, read_frame_file)
+        buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
 
 
