@@ -1,8 +1,8 @@
 """S3 reads through obstore (`pip install "vidload[obstore]"`), where it is installed.
 
-s3fs spends ~1.3-1.4 ms of the client's CPU per request (botocore's hooks, user-agent string,
-signing and response parsing), obstore (Rust's object_store) ~0.15 ms: at 8 ranges a clip
-that is ~11 ms against ~1.2 ms per clip, more than decoding the clip costs
+s3fs spends ~1.3-1.7 ms of the client's CPU per request (botocore's hooks, user-agent string,
+signing and response parsing), obstore (Rust's object_store) ~0.15-0.18 ms: at 8 ranges a
+clip that is ~11-13 ms against ~1.3 ms per clip, more than decoding the clip costs
 (`tools/obstore_cost.py`; docs/development.md, "obstore against fsspec"). So where obstore is
 installed, the reads of `s3://` objects (byte ranges, whole objects, and the versions their
 answers report) go through it; everything else (listings, stats, writes, exclusive creates,
