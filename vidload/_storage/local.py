@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import shutil
 import stat as stat_module
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
 from vidload.errors import VideoReadError
@@ -40,18 +40,11 @@ class LocalLocation(Location):
     _local: Path
     is_local = True
 
-    def __init__(
-        self,
-        target: str | os.PathLike[str] | Location,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        if isinstance(target, Location):
-            target = target.url
-        if isinstance(target, str) and target[:7].lower() == "file://":
+    def _init(self, target: str) -> None:
+        if target[:7].lower() == "file://":
             target = target[len("file://") :]
         self._local = Path(target)
         self._url = str(self._local)
-        self._options = dict(storage_options) if storage_options else None
 
     @property
     def local_path(self) -> Path:

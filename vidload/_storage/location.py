@@ -65,6 +65,22 @@ class Location:
             raise TypeError(f"a path or URL is needed, got {type(target).__name__}")
         return object.__new__(IMPLEMENTATIONS["local"])
 
+    def __init__(
+        self,
+        target: str | os.PathLike[str] | Location,
+        storage_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        if isinstance(target, Location):  # another's path or URL, and its options by default
+            if storage_options is None:
+                storage_options = target.storage_options
+            target = target.url
+        self._options = dict(storage_options) if storage_options else None
+        self._init(os.fspath(target))
+
+    def _init(self, target: str) -> None:
+        """Set this implementation's own state from the path or URL `target`."""
+        raise NotImplementedError
+
     def __reduce__(self) -> tuple[Any, tuple[str, dict[str, Any] | None]]:
         return (Location, (self._url, self._options))
 

@@ -74,17 +74,7 @@ class RemoteLocation(Location):
     #: the version a versioned location's reads reported first (None: none yet)
     _seen: str | None
 
-    def __init__(
-        self,
-        target: str | os.PathLike[str] | Location,
-        storage_options: Mapping[str, Any] | None = None,
-    ) -> None:
-        if isinstance(target, Location):
-            if storage_options is None:
-                storage_options = target.storage_options
-            target = target.url
-        url = os.fspath(target)
-        self._options = dict(storage_options) if storage_options else None
+    def _init(self, url: str) -> None:
         self._protocol = scheme(url)
         self._url = url.rstrip("/") if url.count("/") > 3 else url
         self._path = ""
