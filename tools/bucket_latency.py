@@ -22,7 +22,12 @@ What it does, so that the figure is vidload's and not the server's:
   the best of `--rounds` epochs, each over objects not read before. Clock: wall
   (`time.perf_counter`) for clips/s; process CPU time (`time.process_time`, all threads of
   the one process) per clip with 0 workers; requests and bytes per clip from vidload's own
-  count and nginx's log.
+  count and nginx's log; rounds per batch (0 workers) from vidload's count (`STATS["rounds"]`:
+  the waits a process made) and, in parentheses, from nginx's log (request start times more
+  than half the latency apart: noisy on a loaded machine).
+* writes the heads sidecar `vidload convert` writes (`manifest-heads.npz`, HDF5 and npy) for
+  the spread names, so that a batch of containers never opened is one round (`--no-heads`:
+  without it, a round for the heads before the frames).
 
 Needs nginx with the lua module (Debian/Ubuntu: `apt-get install nginx-light
 libnginx-mod-http-lua`); without it the tool says so and exits 2. The tests never need nginx:
