@@ -126,3 +126,25 @@ def test_dataloader_workers_read_through_it_and_forks_never_hang(s3_bucket, monk
         os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.WEXITSTATUS(status) == 0
+
+
+def test_read_ends_is_the_same_and_two_gets_through_obstore(client, s3_bucket):
+    data = bytes(range(256)) * 40
+    s3_bucket.put("k/e", data)
+    s3_bucket.put("k/empty", b"")
+    opts = s3_bucket.storage_options
+    loc = Location(f"{s3_bucket.url}/k/e", opts)
+    s3_bucket.faults.clear_log()
+    st, first, last = loc.read_ends(100, 50)
+    assert (st.size, first, last) == (len(data), data[:100], data[-50:])
+    methods = sorted(r.method for r in s3_bucket.faults.requests())
+    assert methods == (["GET", "GET"] if client == "obstore" else ["GET", "GET", "HEAD"])
+    assert loc.read_ends(1 << 20, 1 << 20)[1:] == (data, data)  # ends past the object's
+    s3_bucket.faults.clear_log()
+    with pytest.raises(
+        VideoReadError, match=r"/k/empty: cannot read the ends: .*(416|not satisfiable)"
+    ):
+        Location(f"{s3_bucket.url}/k/empty", opts).read_ends(100, 50)  # as s3fs says it
+    assert len(s3_bucket.faults.requests()) <= 5  # a 416 is not retried
+    with pytest.raises(VideoReadError, match=r"/k/nope: not found$"):
+        Location(f"{s3_bucket.url}/k/nope", opts).read_ends(100, 50)

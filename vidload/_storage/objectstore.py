@@ -28,6 +28,7 @@ built-in ones `faults.kind` reads (not found, permission), so every message is t
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -114,13 +115,24 @@ def _make(options: Mapping[str, Any]) -> S3Reader | None:
     return S3Reader(config, allow_http=url.startswith("http://"))
 
 
+#: The HTTP status in an obstore error's message ("... non-2xx status code: 503 ...").
+_STATUS = re.compile(r"status code: (\d{3})")
+
+
 def _builtin(e: BaseException) -> BaseException:
-    """obstore's error as the built-in one `faults.kind` knows (not found, denied)."""
+    """obstore's error as one `faults.kind` knows: not found, denied, or an OSError carrying
+    the HTTP status of its message (`status`: a 503 retried, a 416 not)."""
     name = type(e).__name__
+    text = (str(e).splitlines() or [name])[0]
     if name == "NotFoundError":
-        return FileNotFoundError(str(e).splitlines()[0] if str(e) else name)
+        return FileNotFoundError(text)
     if name in ("PermissionDeniedError", "UnauthenticatedError"):
-        return PermissionError(str(e).splitlines()[0] if str(e) else name)
+        return PermissionError(text)
+    found = _STATUS.search(str(e))
+    if found is not None and not isinstance(e, OSError):
+        error = OSError(text)
+        error.status = int(found.group(1))  # type: ignore[attr-defined]
+        return error
     return e
 
 
@@ -160,6 +172,34 @@ class S3Reader:
                 ).start()
                 self._loop = loop
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    def ends(self, path: str, head: int, tail: int) -> tuple[int, Any, bytes, bytes]:
+        """(size, ETag, the first `head` bytes, the last `tail` bytes) of the object at the
+        fsspec path "bucket/key": two GETs in one round, the size from their answers (s3fs
+        needs a third request, a HEAD, for it)."""
+        import asyncio
+
+        import obstore
+
+        bucket, _, key = path.partition("/")
+
+        async def get(options: Any) -> Any:
+            try:
+                got = await obstore.get_async(self._store(bucket), key, options=options)
+                return got, bytes(await got.bytes_async())
+            except Exception as e:
+                raise _builtin(e) from None
+
+        async def both() -> list[Any]:
+            jobs = [get({"range": (0, head)})]
+            if tail:
+                jobs.append(get({"range": {"suffix": tail}}))
+            return await asyncio.gather(*jobs)
+
+        answers = self._run(both())
+        meta = answers[0][0].meta
+        last = answers[1][1] if tail else b""
+        return int(meta["size"]), meta.get("e_tag"), answers[0][1], last
 
     def cat(
         self, spans: Sequence[tuple[str, int | None, int | None]]
