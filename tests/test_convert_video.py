@@ -100,6 +100,21 @@ def test_every_good_video_converts_and_the_damaged_one_fails(converted):
     }  # fmt: skip
 
 
+def test_the_sidecar_of_heads_holds_every_videos_index(converted):
+    """`manifest-heads.npz` (`vidload.sources._heads`, kind "video"): each converted video's
+    persisted index, so that a cold batch in a bucket is one round (tests/test_video_heads.py)."""
+    from vidload._storage import Location
+    from vidload.sources._heads import read_heads
+
+    out, _ = converted
+    heads = read_heads(Location(out), "video")
+    assert heads is not None and len(heads) == len(GOOD)
+    for vid in GOOD:
+        name = vid.rsplit(".", 1)[0] + ".mp4"
+        record = heads.get(name)
+        assert record is not None and record.raw == index_path(out / name).read_bytes()
+
+
 @pytest.mark.parametrize("vid", GOOD)
 def test_frames_counts_and_timestamps_are_the_sources(hard, converted, vid):
     out, _ = converted

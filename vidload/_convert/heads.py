@@ -1,12 +1,12 @@
 """The sidecar of heads a conversion writes beside its manifest (`vidload.sources._heads`).
 
-When `vidload convert --to hdf5` or `--to npy` has written its manifest, it records every
-container's head (HDF5's frame table, npy's header) with a check of its bytes in one file,
-`manifest-heads.npz`, so that a reader in a bucket plans a batch of containers it never opened
-in one round of requests (issue 23). The containers are opened as a reader opens them, local or
-in the bucket; one that does not open is left out (its reader opens it, as without a sidecar).
-Writing it is best effort: the data is complete without it, so a failure warns and the
-conversion stands.
+When `vidload convert --to hdf5`, `--to npy` or `--to video` has written its manifest, it
+records every container's head (HDF5's frame table, npy's header, a video's persisted frame
+index) with a check of its bytes in one file, `manifest-heads.npz`, so that a reader in a bucket
+plans a batch of containers it never opened in one round of requests (issue 23). The containers
+are opened as a reader opens them, local or in the bucket; one that does not open is left out
+(its reader opens it, as without a sidecar). Writing it is best effort: the data is complete
+without it, so a failure warns and the conversion stands.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from vidload.manifest import ManifestRow
 
 __all__ = ["write_output_heads"]
 
-#: The formats whose heads are recorded (a frame folder has none; a video has its own index).
-FORMATS = ("hdf5", "npy")
+#: The formats whose heads are recorded (a frame folder has none; a video's is its persisted
+#: frame index, which tells its header's and every packet's byte ranges).
+FORMATS = ("hdf5", "npy", "video")
 
 
 def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
@@ -34,10 +35,11 @@ def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) ->
     from vidload.sources._heads import write_heads
     from vidload.sources.hdf5 import Hdf5Source
     from vidload.sources.npy import NpySource
+    from vidload.sources.video import VideoSource
 
     target = getattr(output, "target", None)
     root = target if isinstance(target, Location) else Location(output.folder)
-    make = Hdf5Source if to == "hdf5" else NpySource
+    make = {"hdf5": Hdf5Source, "npy": NpySource, "video": VideoSource}[to]
     ids = [vid for vid, row in rows.items() if row.status != "failed"]
     try:
         source = make(root.url, storage_options=root.storage_options)

@@ -13,12 +13,13 @@ and `fetch_plan`), it
 4. runs `__getitem__` on each index with the fetched bytes held (`vidload._storage.batch.
    holding`): the remote reads are answered from them without a request.
 
-So a worker waits one round-trip per batch (two for videos it never opened), not one per
-clip, and each item is built by the very code that builds it alone: the same bytes, errors,
-`on_error` skips, learned counts, `return_info` and views. A read the plan did not foresee (a
-resample after a short count, a skip to another video) goes to storage as usual. Where reads
-do not wait on a network (a local root, a cached one) the source plans nothing and this is a
-plain loop over `__getitem__`: local disk pays nothing for it.
+So a worker waits one round-trip per batch (two for videos it never opened, one where the root's
+sidecar of heads lists them: `vidload.sources._heads`), not one per clip, and each item is built
+by the very code that builds it alone: the same bytes, errors, `on_error` skips, learned counts,
+`return_info` and views. A read the plan did not foresee (a resample after a short count, a skip
+to another video) goes to storage as usual. Where reads do not wait on a network (a local root,
+a cached one) the source plans nothing and this is a plain loop over `__getitem__`: local disk
+pays nothing for it.
 """
 
 from __future__ import annotations

@@ -15,13 +15,16 @@ must be the one recorded. A container rewritten since (another size, header, fra
 last frame) fails the check, and its items open its head themselves (the round before its
 frames, as without a sidecar); a container the sidecar does not list, or no sidecar, too.
 
-Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` ("hdf5", "npy"),
-`names` (each container's name relative to the root, `/`-separated), `size` and `digest` per
-container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n, m) float64
-(NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths: `lengths`
-uint32, container i's in `lengths[starts[i]:starts[i + 1]]`. Per container a few dozen bytes
-and 4 bytes a frame (HDF5), read whole by every process: ~1.2 MB for 1,000 videos of 300
-frames (Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy).
+Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` ("hdf5", "npy",
+"video"), `names` (each container's name relative to the root, `/`-separated), `size` and
+`digest` per container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n,
+m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths:
+`lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video (kind
+"video", `vidload convert --to video`) its persisted frame index's bytes (`raw`: where its
+header and every packet lie, `_video_remote.from_record`), `blobs` uint8 with `blob_starts` as
+`starts`. Per container a few dozen bytes and 4 bytes a frame (HDF5; a video's index, ~25), read
+whole by every process: ~1.2 MB for 1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290
+MB for HDF5, a few MB for npy).
 """
 
 from __future__ import annotations
@@ -83,6 +86,8 @@ class HeadRecord:
     ints: dict[str, int] = field(default_factory=dict)
     floats: dict[str, float | None] = field(default_factory=dict)
     lengths: np.ndarray | None = None
+    #: Bytes of the container's own (a video's persisted frame index: `_video_remote`).
+    raw: bytes | None = None
 
     def checks(self, spans: Sequence[bytes]) -> bool:
         """Whether the object's bytes at `check_spans(self.size)` are the recorded ones."""
@@ -121,7 +126,13 @@ class Heads:
         lengths = None
         if "lengths" in a:
             lengths = a["lengths"][int(a["starts"][i]) : int(a["starts"][i + 1])]
-        return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths)
+        raw = None
+        if "blobs" in a:
+            raw = a["blobs"][int(a["blob_starts"][i]) : int(a["blob_starts"][i + 1])].tobytes()
+        return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths, raw)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._row
 
 
 def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
@@ -149,6 +160,12 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
         parts = [np.asarray(r.lengths if r.lengths is not None else [], np.uint32) for r in rows]
         arrays["lengths"] = np.concatenate(parts) if parts else np.empty(0, np.uint32)
         arrays["starts"] = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(
+            np.int64
+        )
+    if any(r.raw is not None for r in rows):
+        blobs = [np.frombuffer(r.raw or b"", np.uint8) for r in rows]
+        arrays["blobs"] = np.concatenate(blobs) if blobs else np.empty(0, np.uint8)
+        arrays["blob_starts"] = np.concatenate([[0], np.cumsum([b.size for b in blobs])]).astype(
             np.int64
         )
     out = io.BytesIO()

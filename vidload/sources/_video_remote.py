@@ -14,6 +14,15 @@ this process costs two rounds of requests:
    before anything is decoded: an object rewritten since (another `moov`) is not read through
    it.
 
+Where the root has a sidecar of heads (`vidload.sources._heads`: `vidload convert --to video`
+writes every video's persisted index into `manifest-heads.npz` beside the manifest, read once per
+process), round 1 is not needed: `from_record` builds the video from its record, and the round
+of step 2 also fetches the record's check spans (its first and last 4 KiB), so a batch of
+never-opened videos is one round (`VideoSource.prepare`). The object must show the record's size
+and digest there and then the index's own digest; one rewritten since the sidecar was written
+is opened from its own index instead (`RemoteVideo.fetch`), so a stale record never meets new
+bytes.
+
 The header's bytes are kept for the process (`RemoteVideo`, in the source's per-process cache),
 so a later clip of the same video is one round: its packets. FFmpeg reads the object through a
 `RangeReader`, a read-only file object that serves reads from the bytes held; a read of bytes
@@ -46,11 +55,20 @@ from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
 from vidload._storage.cache import SeekableReader
 from vidload._storage.faults import CHANGED
-from vidload.errors import VideoReadError
+from vidload.errors import VideoReadError, VidloadError
+from vidload.sources._heads import HeadRecord, check_spans, head_record
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, parse_index
 from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, span_digest
 
-__all__ = ["MISS_FETCH", "RangeReader", "RemoteVideo", "load_remote", "warn_whole"]
+__all__ = [
+    "MISS_FETCH",
+    "RangeReader",
+    "RemoteVideo",
+    "from_record",
+    "load_remote",
+    "record_of",
+    "warn_whole",
+]
 
 Ranges = list[tuple[int, int]]
 
@@ -72,7 +90,13 @@ class RemoteVideo:
     Per process: never pickled, dropped after a fork with the source's caches.
     """
 
-    def __init__(self, location: Location, persisted: PersistedIndex, size: int) -> None:
+    def __init__(
+        self,
+        location: Location,
+        persisted: PersistedIndex,
+        size: int,
+        check: HeadRecord | None = None,
+    ) -> None:
         assert persisted.layout is not None
         self.location = location.versioned()
         self.persisted = persisted
@@ -88,6 +112,10 @@ class RemoteVideo:
         self.generation = 0
         #: A read met another version of the object: open it again before the next one.
         self._stale = False
+        #: The index came from the sidecar of heads (`from_record`): its `_heads.HeadRecord`,
+        #: whose check spans the header's round also fetches (None once verified or opened
+        #: from the object's own index).
+        self.check = check
 
     def __str__(self) -> str:
         return str(self.location)
@@ -131,8 +159,13 @@ class RemoteVideo:
             self.reopen()
         try:
             self._fetch(wanted)
-        except VideoReadError as e:
-            if e.reason != CHANGED:
+        except (UnusableIndex, VideoReadError) as e:
+            if self.check is not None:  # the sidecar of heads is stale: the object's own index
+                self.check = None
+                self.reopen()
+                self._fetch(wanted)
+                return
+            if isinstance(e, UnusableIndex) or e.reason != CHANGED:
                 raise
             self.reopen()
             self._fetch(wanted)
@@ -174,12 +207,20 @@ class RemoteVideo:
     def _plan(self, wanted: Any) -> tuple[Ranges, list[tuple[int, bytes]], Ranges, Ranges]:
         """(header ranges to fetch, clip blocks kept, clip ranges missing, ranges to request)."""
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
-        header = [] if self.verified else coalesce(self.layout.opened, 0)
+        header = [] if self.verified else coalesce(self.layout.opened + self._check_spans(), 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
         missing = [r for r in clip if not self._holds(*r, self._header + kept)]
         return header, kept, missing, coalesce(missing + header, SHORT_GAP)
 
+    def _check_spans(self) -> Ranges:
+        return [] if self.check is None else check_spans(self.check.size)
+
     def _verify(self, blocks: list[tuple[int, bytes]]) -> None:
+        if self.check is not None:  # the sidecar of heads' check: size and both ends
+            ends = [self._slice(blocks, a, b) for a, b in self._check_spans()]
+            if any(e is None for e in ends) or not self.check.checks([e or b"" for e in ends]):
+                raise UnusableIndex("the sidecar of heads describes another file: rewritten since")
+            self.check = None
         spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]
         if any(span is None for span in spans):  # the object ends before them
             found = f"{self.name} is shorter now"
@@ -289,6 +330,39 @@ def load_remote(location: Location) -> RemoteVideo | str:
     except UnusableIndex as e:
         return f"its frame index is not used: {e}"
     return RemoteVideo(location, persisted, size)
+
+
+def record_of(location: Location) -> HeadRecord | None:
+    """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
+    what `vidload convert --to video` writes): its persisted index's bytes (format 2), with the
+    object's size and the digest of its ends read now; None where it has no such index or the
+    index describes another size."""
+    try:
+        raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
+        persisted, size, _ = parse_index(raw)
+    except (VidloadError, UnusableIndex):
+        return None
+    record = head_record(location, {}, {})
+    if persisted.layout is None or record.size != size:
+        return None
+    record.raw = raw
+    return record
+
+
+def from_record(location: Location, record: HeadRecord) -> RemoteVideo | None:
+    """The `RemoteVideo` of the object at `location` from its record in the sidecar of heads
+    (no request), its check pending: the header's round fetches the record's check spans too,
+    and a video whose object fails the check (or the index's own digest) is opened from its
+    own index instead (`RemoteVideo.fetch`). None where the record holds no usable index."""
+    if record.raw is None:
+        return None
+    try:
+        persisted, size, _ = parse_index(record.raw)
+    except UnusableIndex:
+        return None
+    if persisted.layout is None or size != record.size:
+        return None
+    return RemoteVideo(location, persisted, size, check=record)
 
 
 def warn_whole(location: object, reason: str) -> None:

@@ -7,7 +7,9 @@ The naming rule: the id's own file (the id keeps its extension), else the video 
 `vidload._layout`), so a converted folder is read with the originals' ids. The root finds it
 (`vidload._storage.SourceRoot.first_existing`): on local disk by a stat per candidate; at a URL
 by one listing of each folder (a bucket prefix) per process, kept with each id's answer; a store
-that cannot list (HTTP) reads the id's own file.
+that cannot list (HTTP) reads the id's own file. Where a process read the root's sidecar of
+heads (`_heads`, a URL root's batches: `VideoSource.prepare`), the first candidate it lists is
+taken without a listing: convert recorded the name this rule found.
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from vidload._kinds import get_kind
 from vidload._layout import container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
+from vidload.errors import VidloadError
+from vidload.sources._heads import HeadRecord, Heads, read_heads
 from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index
-from vidload.sources._video_remote import RemoteVideo, load_remote, warn_whole
+from vidload.sources._video_remote import RemoteVideo, load_remote, record_of, warn_whole
 from vidload.sources.base import check_regular_file, normalize_video_id
 
 __all__ = ["LocalVideo", "VideoFile", "VideoRoot"]
@@ -89,6 +93,8 @@ class VideoRoot:
         # URL root: each video read by ranges, or why it is downloaded whole
         self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
         self._said_whole = False
+        # URL root: the sidecar of heads (`_heads`: every video's persisted index), once
+        self._heads_lru: ProcessLRU[str, tuple[Heads | None]] = ProcessLRU(1)
 
     def close(self) -> None:
         """Close the files this process keeps open (they reopen on demand)."""
@@ -129,12 +135,43 @@ class VideoRoot:
         return LocalVideo(self.store.local_copy(vid))
 
     def _object_name(self, vid: str) -> str:
-        """The file or object the root reads for the id `vid` (the module docstring's rule)."""
+        """The file or object the root reads for the id `vid` (the module docstring's rule;
+        where this process read a sidecar of heads, the first candidate it lists)."""
         suffix = get_kind("video").suffix
         candidates = dict.fromkeys(
             (vid, container_name(vid, suffix, keep_extension=True), container_name(vid, suffix))
         )
+        got = self._heads_lru.get("heads")
+        heads = None if got is None else got[0]
+        if heads is not None:
+            listed = next((n for n in candidates if n in heads), None)
+            if listed is not None:
+                return listed
         return self.store.first_existing(list(candidates))
+
+    # -- the sidecar of heads (`_heads`, kind "video": each video's persisted index)
+
+    #: The kind of sidecar of heads this source reads and `_heads.write_heads` writes.
+    heads_kind = "video"
+
+    def _video_heads(self) -> Heads | None:
+        """This process's sidecar of heads of the root (one request, the first time), None
+        where there is none. Only asked where reads wait on a network (`prepare`)."""
+        got = self._heads_lru.get("heads")
+        if got is None:
+            got = (read_heads(self.store.location, self.heads_kind),)
+            self._heads_lru.put("heads", got)
+        return got[0]
+
+    def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
+        """(object name relative to the root, its record: the persisted index's bytes) for
+        the sidecar of heads (`_heads.write_heads`), None where it has no usable index."""
+        vid = self._object_name(normalize_video_id(video_id))
+        try:
+            record = record_of(self.store.location_of(vid))
+        except VidloadError:
+            return None
+        return None if record is None else (vid, record)
 
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
         """The ids of `video_ids` with no file under the root, in list order: neither the id's

@@ -55,7 +55,7 @@ from vidload.sources._video_index import (
     index_from_packets,
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
-from vidload.sources._video_remote import RemoteVideo, load_remote
+from vidload.sources._video_remote import RemoteVideo, from_record, load_remote
 from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_root import VideoFile, VideoRoot
 from vidload.sources._video_seek import Mismatch, read_seeking
@@ -186,15 +186,26 @@ class VideoSource(VideoRoot):
     # ------------------------------------------------------------------ a batch in one round
 
     def prepare(self, video_ids: Sequence[str]) -> None:
-        """Fetch the persisted indexes of the videos of `video_ids` this process has not looked
-        up yet, all at once: one concurrent round for a batch instead of one per video
-        (`ClipDataset.__getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not
-        wait on a network (a local root, `cache_dir`). A failure is left for the video's own
-        read."""
+        """Find the persisted indexes of the videos of `video_ids` this process has not looked
+        up yet: from the root's sidecar of heads (`_heads`, written by `vidload convert --to
+        video`; read once per process) where it lists them, so their header and packets are
+        the batch's one round (with the sidecar's check spans: a video rewritten since is
+        opened from its own index, `RemoteVideo.fetch`); the others' own indexes all at once,
+        one concurrent round for the batch instead of one per video (`ClipDataset.
+        __getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not wait on a
+        network (a local root, `cache_dir`). A failure is left for the video's own read."""
         if not self.store.reads_by_ranges:
             return
+        heads = self._video_heads()
         ids = dict.fromkeys(self._object_name(normalize_video_id(v)) for v in video_ids)
         todo = [v for v in ids if self._remote.get(v) is None]
+        if heads is not None:
+            for vid in list(todo):
+                record = heads.get(vid)
+                known = None if record is None else from_record(self.store.location_of(vid), record)
+                if known is not None:
+                    self._keep_remote(vid, known)
+                    todo.remove(vid)
         found = run_concurrently(self._try_load_remote, todo)
         for vid, got in zip(todo, found, strict=True):
             if got is not None:
