@@ -2,6 +2,7 @@
 
     python tools/bucket_latency.py [--latency-ms 0,20] [--workers 0,2] [--batch-size 16]
         [--rounds 3] [--storages hdf5,npy,jpeg,video,original] [--work DIR] [--json FILE]
+    python tools/bucket_latency.py --long-video 120 [--copies 20] [--latency-ms 0,20] [--rounds 2]
 
 What it does, so that the figure is vidload's and not the server's:
 
@@ -474,6 +475,124 @@ def render(result: dict[str, Any], workers: list[int]) -> str:
     return "\n".join(lines)
 
 
+# --- one clip of a long video: byte ranges against a whole download (--long-video) -------------
+
+
+def _long_video(work: Path, seconds: float, short_side: int) -> tuple[Path, list[str]]:
+    """(folder, names): the real clips converted `--to video` at `short_side`, and one video of
+    their frames end to end (`seconds` long at 25 fps, 456x256) converted the same way, each
+    with its persisted index; made once under `work/long`."""
+    import av
+    import cv2
+
+    from vidload.convert import convert
+
+    inputs = _inputs(work)
+    src = work / "long" / "in"
+    out = work / "long" / f"video-{seconds:g}s"
+    if not (out / "manifest.csv").is_file():
+        shutil.rmtree(src, ignore_errors=True)
+        src.mkdir(parents=True)
+        for p in sorted(inputs.iterdir()):
+            os.symlink(p.resolve(), src / p.name)
+        needed = int(seconds * 25)
+        with av.open(str(src / "long.mp4"), "w") as dst:
+            stream = dst.add_stream("libx264", rate=25)
+            stream.width, stream.height, stream.pix_fmt = 456, 256, "yuv420p"
+            stream.options = {"preset": "ultrafast", "crf": "18"}
+            done = 0
+            while done < needed:
+                for p in sorted(inputs.iterdir()):
+                    with av.open(str(p)) as c:
+                        for f in c.decode(video=0):
+                            rgb = cv2.resize(f.to_ndarray(format="rgb24"), (456, 256))
+                            for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, "rgb24")):
+                                dst.mux(packet)
+                            done += 1
+                            if done >= needed:
+                                break
+                    if done >= needed:
+                        break
+            for packet in stream.encode(None):
+                dst.mux(packet)
+        print(f"converting {src} to video (short side {short_side}) ...", flush=True)
+        convert(src, out, to="video", short_side=short_side, workers=2, progress=False)
+    names = sorted(p.name for p in out.iterdir() if p.suffix == ".mp4")
+    return out, names
+
+
+def long_video(args: argparse.Namespace) -> str:
+    """The `--long-video` section: per video, one 8-frame clip (the centres of 8 segments) from
+    each of `--copies` names of it, each an object not opened before: local disk, http by byte
+    ranges (the persisted index), and http with the object downloaded whole (`cache_dir`, as
+    every video over a URL was read before), at each `--latency-ms`; one process, wall clock,
+    best of `--rounds`; CPU, requests and bytes per clip from this process's count."""
+    import warnings
+
+    from vidload._storage import STATS
+    from vidload.sources.video import VideoSource
+
+    warnings.simplefilter("error")  # a fallback to a whole download would be a bug here
+    conv, names = _long_video(Path(args.work), args.long_video, args.short_side)
+    served = Path(args.work) / "long" / "served"
+    shutil.rmtree(served, ignore_errors=True)
+    served.mkdir()
+    for name in names:
+        for k in range(args.copies):
+            for suffix in ("", ".vidload-index"):
+                os.symlink(conv / (name + suffix), served / f"c{k}_{name}{suffix}")
+    frames = {name: VideoSource(conv).actual_frames(name) for name in names}
+    server = Nginx(served, args.latency_ms)
+    best: dict[tuple[str, str, float], tuple[float, float, int, int]] = {}
+    try:
+        for _ in range(args.rounds):
+            for name in names:
+                ids = [f"c{k}_{name}" for k in range(args.copies)]
+                clip = [int((i + 0.5) * frames[name] / 8) for i in range(8)]
+                rows: list[tuple[str, float, Any]] = [("local disk", 0, lambda: str(served))]
+                for ms in args.latency_ms:
+                    url = f"{server.url}/ms{ms:g}"
+                    rows.append(("http, byte ranges", ms, lambda u=url: u))
+                    rows.append(("http, whole download", ms, lambda u=url: (u, "cache")))
+                for mode, ms, root in rows:
+                    where = root()
+                    src = (
+                        VideoSource(where[0], cache_dir=tempfile.mkdtemp(dir=args.work))
+                        if isinstance(where, tuple)
+                        else VideoSource(where)
+                    )
+                    r0, b0 = STATS["requests"], STATS["bytes"]
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    for vid in ids:
+                        src.read(vid, clip)
+                    got = (
+                        time.perf_counter() - t0,
+                        time.process_time() - c0,
+                        STATS["requests"] - r0,
+                        STATS["bytes"] - b0,
+                    )
+                    key = (name, mode, ms)
+                    if key not in best or got[0] < best[key][0]:
+                        best[key] = got
+    finally:
+        server.stop()
+    k = args.copies
+    lines = [
+        f"one 8-frame clip per object, {k} objects a video, best of {args.rounds}, 0 workers",
+        "| video | size | frames | read | latency | clips/s | CPU ms/clip | requests/clip "
+        "| bytes/clip | of the file |",
+        "|---|--:|--:|---|--:|--:|--:|--:|--:|--:|",
+    ]
+    for (name, mode, ms), (wall, cpu, req, nbytes) in sorted(best.items()):
+        size = (conv / name).stat().st_size
+        lines.append(
+            f"| {name} | {size / 1e6:.2f} MB | {frames[name]} | {mode} | {ms:g} ms | "
+            f"{k / wall:.1f} | {1000 * cpu / k:.1f} | {req / k:.1f} | "
+            f"{nbytes / k / 1e3:.0f} KB | {100 * nbytes / k / size:.1f} % |"
+        )
+    return "\n".join(lines)
+
+
 def _floats(text: str) -> list[float]:
     return [float(x) for x in text.split(",") if x]
 
@@ -503,6 +622,15 @@ def main(argv: list[str] | None = None) -> int:
         action="store_false",
         help="without the sidecar of heads convert writes (HDF5, npy: a round per new container)",
     )
+    parser.add_argument(
+        "--long-video",
+        type=float,
+        metavar="SECONDS",
+        help="instead of the table: what one clip of a --to video file costs, by byte ranges "
+        "against a whole download, for the real clips and one video of them end to end this "
+        "long (bytes and requests per clip, and of the file)",
+    )
+    parser.add_argument("--copies", type=int, default=20, help="--long-video: objects a video")
     parser.add_argument("--work", default=os.path.join(tempfile.gettempdir(), "vidload-nginx"))
     parser.add_argument("--json", help="write the figures here too")
     args = parser.parse_args(argv)
@@ -511,6 +639,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--storages: unknown {bad}; choose from {ALL_STORAGES}")
     find_nginx()  # says how to install it before any conversion
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # nginx is stopped on the way out
+    if args.long_video is not None:
+        print(long_video(args))
+        return 0
     result = measure(args)
     print(render(result, args.workers))
     if args.json:
