@@ -21,10 +21,11 @@ Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` (
 m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths:
 `lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video (kind
 "video", `vidload convert --to video`) its persisted frame index's bytes (`raw`: where its
-header and every packet lie, `_video_remote.from_record`), `blobs` uint8 with `blob_starts` as
-`starts`. Per container a few dozen bytes and 4 bytes a frame (HDF5; a video's index, ~25), read
-whole by every process: ~1.2 MB for 1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290
-MB for HDF5, a few MB for npy).
+header and every packet lie, `_video_remote.from_record`), each zlib-compressed, `zblobs` uint8
+with `blob_starts` as `starts`. Per container a few dozen bytes and 4 bytes a frame (HDF5; a
+video's index, ~10 compressed: ~27 as JSON), read whole by every process: ~1.2 MB for 1,000
+videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy, ~720 MB
+for `--to video`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from __future__ import annotations
 import io
 import math
 import zipfile
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -127,8 +129,9 @@ class Heads:
         if "lengths" in a:
             lengths = a["lengths"][int(a["starts"][i]) : int(a["starts"][i + 1])]
         raw = None
-        if "blobs" in a:
-            raw = a["blobs"][int(a["blob_starts"][i]) : int(a["blob_starts"][i + 1])].tobytes()
+        if "zblobs" in a:
+            blob = a["zblobs"][int(a["blob_starts"][i]) : int(a["blob_starts"][i + 1])]
+            raw = zlib.decompress(blob.tobytes()) if blob.size else None
         return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths, raw)
 
     def __contains__(self, name: object) -> bool:
@@ -163,8 +166,8 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
             np.int64
         )
     if any(r.raw is not None for r in rows):
-        blobs = [np.frombuffer(r.raw or b"", np.uint8) for r in rows]
-        arrays["blobs"] = np.concatenate(blobs) if blobs else np.empty(0, np.uint8)
+        blobs = [np.frombuffer(zlib.compress(r.raw) if r.raw else b"", np.uint8) for r in rows]
+        arrays["zblobs"] = np.concatenate(blobs) if blobs else np.empty(0, np.uint8)
         arrays["blob_starts"] = np.concatenate([[0], np.cumsum([b.size for b in blobs])]).astype(
             np.int64
         )
