@@ -103,3 +103,17 @@ def test_no_module_imports_another_modules_private_names():
 def test_layer_of(module, layer):
     index = layer_of(module)
     assert index is not None and LAYERS[index][0] == layer
+
+
+MAX_MODULE_LINES = 550
+
+
+def test_no_module_is_over_550_lines():
+    """One idea per module: a module that grows past 550 lines holds two (issue 25's rule);
+    split it into parts beside it (as sources/video.py's `_video_*.py`) before it lands."""
+    over = {
+        str(path.relative_to(PACKAGE_ROOT.parent)): n
+        for path in sorted(PACKAGE_ROOT.rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES
+    }
+    assert not over, f"modules over {MAX_MODULE_LINES} lines: {over}"

@@ -176,27 +176,7 @@ def choose(
             `workdir`.
         VideoReadError: a `data` URL that cannot be listed or read (naming the URL).
     """
-    cfg = ChooseOptions(
-        sample=sample,
-        short_side=short_side,
-        num_frames=num_frames,
-        sampling=sampling,
-        stride=stride,
-        clips=clips,
-        batch_size=batch_size,
-        rounds=rounds,
-        min_time=min_time,
-        cold=cold,
-        cold_rounds=cold_rounds,
-        psnr_frames=psnr_frames,
-        need=need,
-        cores=cores,
-        min_psnr=min_psnr,
-        keep=keep,
-        jobs=jobs,
-        seed=seed,
-        progress=progress,
-    )
+    cfg = ChooseOptions.from_arguments(locals())
     specs = _checked_storages(storages)
     if storage_options and not is_url(os.fspath(data)):
         raise ValueError(f"storage_options are for a DATA URL; {os.fspath(data)!r} is a path")

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._kinds import get_kind, kind_names
@@ -160,7 +161,8 @@ def prepare(
             link_user_videos(data, videos, ids)
             state = {}
     fingerprint = _fingerprint(videos, ids)
-    settings = {"quality": quality, "short_side": short_side}
+    # convert's keywords, and what the state file records of each format
+    settings: dict[str, Any] = {"quality": quality, "short_side": short_side}
     if state.get("origin") != origin or state.get("videos") != fingerprint:
         state = {"origin": origin, "videos": fingerprint, "formats": {}}
     state["spec"] = asdict(spec) if data is None else None
@@ -177,14 +179,7 @@ def prepare(
             if out.exists():  # ours (the state file says so): no stale container may linger
                 shutil.rmtree(out)
             convert(
-                videos,
-                out,
-                to=fmt,
-                workers=workers,
-                short_side=short_side,
-                quality=quality,
-                overwrite=True,
-                progress=progress,
+                videos, out, to=fmt, workers=workers, overwrite=True, progress=progress, **settings
             )
             state["formats"][fmt] = settings
             _save_state(work, state)

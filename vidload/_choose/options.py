@@ -8,6 +8,7 @@ object as a dict (`as_config`).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +53,12 @@ class ChooseOptions:
     jobs: int | None = None
     seed: int = 0
     progress: bool = True
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, Any]) -> ChooseOptions:
+        """The options from a mapping holding every field's name (`choose` passes its
+        `locals()`), checked."""
+        return cls(**{f.name: arguments[f.name] for f in dataclasses.fields(cls)})
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:
