@@ -130,3 +130,25 @@ def test_a_video_rewritten_since_the_sidecar_is_read_from_its_own_index(
     assert _same(got, [local[i] for i in range(VIDEOS)])
     assert frame_number(src.read(IDS[1], [0])[0]) == 100  # the new object's frames
     assert all(src._remote.get(v).check is None for v in IDS)  # each checked
+
+
+def test_originals_with_an_index_are_one_round_too(s3_bucket, tmp_path):
+    """The same sidecar over original videos with a persisted index (B-frames, long GOPs:
+    `vidload probe --write-index` writes the index; `write_heads` the sidecar): a cold batch
+    is one round and equals local disk's items."""
+    root = tmp_path / "orig"
+    ids = [f"o{k}.mp4" for k in range(3)]
+    for vid in ids:
+        make_video(root / vid, 60, options={"g": "20", "bf": "3"})
+        VideoSource(root).write_index(vid)
+    assert write_heads(VideoSource(root), ids) == len(ids)
+    url = s3_bucket.upload(root, "orig")
+    listed = [(vid, 0, 60) for vid in ids]
+    src = VideoSource(url, storage_options=s3_bucket.storage_options)
+    ds = ClipDataset(listed, src, num_frames=4, seed=7)
+    local = ClipDataset(listed, VideoSource(root), num_frames=4, seed=7)
+    assert src._video_heads() is not None
+    reqs, peak, items = _round(ds, s3_bucket.faults, list(range(len(ids))))
+    assert not any(r.path.endswith(".vidload-index") for r in reqs)
+    assert len(reqs) >= len(ids) and peak == len(reqs), (peak, len(reqs))  # one round
+    assert _same(items, [local[i] for i in range(len(ids))])
