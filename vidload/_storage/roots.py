@@ -107,10 +107,16 @@ class SourceRoot:
         """What a source shows as its root: the local folder, or the URL's `Location`."""
         raise NotImplementedError
 
-    @property
-    def reads_by_ranges(self) -> bool:
-        """True where reads wait on a network: a URL root without a cache (its reads are
-        worth fetching ahead, a batch at once); a local root or a cached one reads locally."""
+    def ahead(self, video_ids: Sequence[str]) -> list[str]:
+        """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
+        ones of `video_ids`) where reads wait on a network (a URL root without a cache);
+        none where they do not (a local root, a cached one): nothing to plan there."""
+        raise NotImplementedError
+
+    def plans(self, make: Callable[[], list[T]]) -> list[T]:
+        """A batch's storage requests (`fetch_plan`): `make()` where reads wait on a network
+        (a URL root without a cache), fetched in the batch's one round; none where they do
+        not (a local root, a cached one)."""
         raise NotImplementedError
 
     def local(self, rel: str) -> Path | None:
@@ -202,9 +208,11 @@ class LocalRoot(SourceRoot):
     def root(self) -> Path:
         return self._path
 
-    @property
-    def reads_by_ranges(self) -> bool:
-        return False
+    def ahead(self, video_ids: Sequence[str]) -> list[str]:
+        return []
+
+    def plans(self, make: Callable[[], list[T]]) -> list[T]:
+        return []
 
     def local(self, rel: str) -> Path | None:
         return self._path / rel
@@ -266,9 +274,11 @@ class BucketRoot(SourceRoot):
     def root(self) -> Location:
         return self.location
 
-    @property
-    def reads_by_ranges(self) -> bool:
-        return self.cache is None
+    def ahead(self, video_ids: Sequence[str]) -> list[str]:
+        return list(dict.fromkeys(video_ids)) if self.cache is None else []
+
+    def plans(self, make: Callable[[], list[T]]) -> list[T]:
+        return make() if self.cache is None else []
 
     def local(self, rel: str) -> Path | None:
         if self.cache is None:

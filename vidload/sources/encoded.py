@@ -225,11 +225,12 @@ class ContainerSource(ABC):
         process) that lists a video's container, its head is taken from there instead,
         pending the check its batch's round fetches with the frames (`settle`): no round
         before the frames."""
-        if not self.store.reads_by_ranges:
+        ahead = self.store.ahead(video_ids)  # none where reads do not wait on a network
+        if not ahead:
             return
         pending = self._pending_heads()
         pending.clear()
-        todo = [v for v in dict.fromkeys(video_ids) if not self._head_known(v)]
+        todo = [v for v in ahead if not self._head_known(v)]
         if not todo:
             return
         heads = self._sidecar() if self.heads_kind is not None else None
@@ -248,9 +249,9 @@ class ContainerSource(ABC):
         open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
         A head pending its check (from the sidecar) adds the check's spans. Indices past the
         end are left out: the read reports them."""
-        if not self.store.reads_by_ranges:
-            return []
-        idx = as_index_array(indices)
+        return self.store.plans(lambda: self._planned(video_id, as_index_array(indices)))
+
+    def _planned(self, video_id: str, idx: np.ndarray) -> list[Request]:
         pending = self._pending_heads().get(video_id)
         if pending is not None:
             location, record, head = pending
