@@ -312,3 +312,27 @@ def test_a_head_from_the_sidecar_names_its_object(tree, s3_bucket, tmp_path):
     named = ds.source.read_encoded(vid, [0]).paths
     opened = source("hdf5", url, storage_options=opts).read_encoded(vid, [0]).paths
     assert named == opened and str(named).startswith("s3://"), (named, opened)
+
+
+def test_a_sidecar_over_the_limit_is_said_and_not_used(tree, s3_bucket, tmp_path, monkeypatch):
+    """Every process would hold its own copy: a sidecar over `HEADS_MAX_BYTES` is dropped
+    with a ResourceWarning naming it, and the batch opens its containers as without one (a
+    round of heads before the frames), with the same items."""
+    from vidload.sources import _heads
+
+    url = s3_bucket.upload(_with_heads("hdf5", tree, tmp_path), "big-heads")
+    opts = s3_bucket.storage_options
+    listed = [(v, label, N) for v, label in VIDEO_LIST]
+    size = len((tmp_path / "data" / _heads.HEADS_NAME).read_bytes())
+    monkeypatch.setattr(_heads, "HEADS_MAX_BYTES", size - 1)
+    ds = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
+    with pytest.warns(ResourceWarning, match=r"big-heads/manifest-heads\.npz: .* not used"):
+        assert ds.source._sidecar() is None
+    monkeypatch.setattr(_heads, "HEADS_MAX_BYTES", size)
+    one = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
+    assert one.source._sidecar() is not None  # at the limit: used
+    batch = list(range(VIDEOS))
+    reqs, _ = _heads_then_frames("hdf5", ds, s3_bucket.faults, batch)
+    assert sum(map(_is_head, reqs)) >= VIDEOS  # each container opened from itself
+    ds.set_epoch(0)
+    _check_equal(ds, one, batch)

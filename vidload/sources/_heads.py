@@ -25,13 +25,15 @@ header and every packet lie, `_video_remote.from_record`), each zlib-compressed,
 with `blob_starts` as `starts`. Per container a few dozen bytes and 4 bytes a frame (HDF5; a
 video's index, ~10 compressed: ~27 as JSON), read whole by every process: ~1.2 MB for 1,000
 videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy, ~720 MB
-for `--to video`).
+for `--to video`): over `HEADS_MAX_BYTES` (128 MiB, each process holding
+its own copy) a sidecar is dropped once read, said by a `ResourceWarning`.
 """
 
 from __future__ import annotations
 
 import io
 import math
+import warnings
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -47,6 +49,7 @@ from vidload.sources._video_ranges import span_digest
 
 __all__ = [
     "CHECK_BYTES",
+    "HEADS_MAX_BYTES",
     "HEADS_NAME",
     "HeadRecord",
     "Heads",
@@ -197,12 +200,30 @@ def parse_heads(raw: bytes, kind: str) -> Heads | None:
         return None
 
 
+#: The largest sidecar a process loads: every process (each DataLoader worker) holds its own
+#: copy, so a sidecar for hundreds of thousands of videos (Kinetics-400 in HDF5: ~290 MB) would
+#: cost that much memory per worker. A larger one is dropped once read, said once per process:
+#: its containers' heads are read from the containers, a round before their frames.
+HEADS_MAX_BYTES = 128 * 2**20
+
+
 def read_heads(root: Location, kind: str) -> Heads | None:
-    """The sidecar under `root` (one request), or None where there is none or it is not
+    """The sidecar under `root` (one request, once per process), or None where there is none,
+    it is over `HEADS_MAX_BYTES` (dropped once read; a `ResourceWarning` says so), or it is not
     readable as one of `kind` (the heads are then read from the containers, as without it)."""
+    where = root / HEADS_NAME
     try:
-        raw = (root / HEADS_NAME).read_bytes()  # once per process
+        raw = where.read_bytes()  # once per process
     except VidloadError:
+        return None
+    if len(raw) > HEADS_MAX_BYTES:
+        warnings.warn(
+            f"{where}: {len(raw) / 2**20:.0f} MiB, over the {HEADS_MAX_BYTES // 2**20} MiB a "
+            "process keeps (each DataLoader worker would hold a copy): not used; the "
+            "containers' heads are read from the containers (a round before their frames)",
+            ResourceWarning,
+            stacklevel=2,
+        )
         return None
     return parse_heads(raw, kind)
 
