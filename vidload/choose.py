@@ -68,9 +68,8 @@ from vidload._choose.storages import (
     open_storage,
 )
 from vidload._measure.timing import settled_heap
-from vidload._measure.videos import UserVideos, link_videos, local_copies, user_videos
+from vidload._measure.videos import UserVideos, link_videos, open_videos
 from vidload._parallel import run_parallel
-from vidload._storage import is_url, redact_url
 from vidload.sampling import SamplingMode
 
 __all__ = [
@@ -178,10 +177,9 @@ def choose(
     """
     cfg = ChooseOptions.from_arguments(locals())
     specs = _checked_storages(storages)
-    if storage_options and not is_url(os.fspath(data)):
-        raise ValueError(f"storage_options are for a DATA URL; {os.fspath(data)!r} is a path")
-    shown = redact_url(os.fspath(data)) if is_url(os.fspath(data)) else os.fspath(data)
-    videos = user_videos(data, storage_options, f"DATA ({shown!r})", ValueError)
+    videos = open_videos(data, storage_options)  # LocalVideos or BucketVideos
+    videos.check_options(storage_options)
+    videos.find(f"DATA ({videos.shown!r})", ValueError)
     scratch, made = _scratch(workdir)
     log = _Log(cfg.progress)
     try:
@@ -322,7 +320,7 @@ def _measure_all(
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
-    notes += _notes(cfg, scratch, remote=videos.root.local_file() is None)
+    notes += _notes(cfg, scratch, videos.notes)
     log("done")
     config = cfg.as_config()
     config["storages"] = [s.name for s in specs]
@@ -347,9 +345,10 @@ def _readable_sample(
     from vidload.sources.video import VideoSource
 
     chosen = spread(videos.ids, cfg.sample)
-    if videos.root.local_file() is None:
-        log(f"copying {len(chosen)} videos from {videos.root} to local disk")
-    files = local_copies(videos, chosen, scratch / "downloads")
+    copying = videos.copying(len(chosen))
+    if copying is not None:
+        log(copying)
+    files = videos.local_copies(chosen, scratch / "downloads")
     sample_dir = scratch / "sample"
     link_videos(sample_dir, files)
     log(f"sample: {len(chosen)} of {len(videos.ids)} videos under {videos.root}")
@@ -499,7 +498,7 @@ def _psnr_all(
     return out
 
 
-def _notes(cfg: ChooseOptions, scratch: Path, *, remote: bool) -> list[str]:
+def _notes(cfg: ChooseOptions, scratch: Path, data_notes: list[str]) -> list[str]:
     from vidload._measure.timing import filesystem_of
 
     notes = [
@@ -518,12 +517,7 @@ def _notes(cfg: ChooseOptions, scratch: Path, *, remote: bool) -> list[str]:
         "DATA size: the sample's size ratio times DATA's total bytes; convert core-hours "
         "likewise scaled by bytes",
     ]
-    if remote:
-        notes.append(
-            "DATA is in a bucket: the sample's videos were copied to local disk, and every "
-            "storage is built and read there; read from a bucket each costs more (requests, "
-            "latency): `vidload bench --bucket URL`, tools/bucket_latency.py"
-        )
+    notes += data_notes  # DATA in a bucket: copied to local disk
     if cfg.short_side is not None:
         notes.append(
             f"the originals are read with the resize to short side {cfg.short_side} fused "

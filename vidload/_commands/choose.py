@@ -144,14 +144,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
     if args.min_psnr is not None and args.need is None:
         raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
-    from vidload._storage import is_url
+    from vidload._measure.videos import open_videos
 
     options = storage_options(args.storage_option)
-    if not is_url(args.input):
-        if options is not None:
-            raise UsageError("--storage-option is for a DATA URL (s3://bucket/videos)")
-        if not Path(args.input).is_dir():
-            raise UsageError(f"DATA ({args.input!r}) must be a folder of videos")
+    wrong = open_videos(args.input, options).usage_error(options)
+    if wrong is not None:
+        raise UsageError(wrong)
     if args.plot is not None:
         try:
             report.check_plotting()

@@ -3,10 +3,11 @@ folder (recursive, sorted, hidden and partial files skipped), required (an error
 folder where there is none), and linked into a work folder one symlink per chosen video, so a
 run converts and reads them without copying a byte.
 
-`vidload choose` also takes videos in a bucket (`UserVideos`: DATA a URL prefix): found by
-one listing per folder (the folders of one depth listed concurrently), with their sizes, and
-the chosen ones copied to local disk (`local_copies`), where the run builds and measures every
-storage as it does from a local folder.
+`vidload choose` also takes videos in a bucket (`BucketVideos`, beside `LocalVideos`; the
+one place that picks is `open_videos`): found by one listing per folder (the folders of one
+depth listed concurrently), with their sizes, and the chosen ones copied to local disk
+(`local_copies`), where the run builds and measures every storage as it does from a local
+folder.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -76,59 +76,170 @@ def link_videos(videos: Path, targets: Mapping[str, Path]) -> None:
         link.symlink_to(target)
 
 
-@dataclass(frozen=True)
 class UserVideos:
-    """The videos under DATA, a local folder or a folder in a bucket.
+    """The videos under DATA: one interface, two implementations (`LocalVideos`: a local
+    folder; `BucketVideos`: a folder in a bucket), picked in one place, `open_videos`.
 
     Attributes:
         root: DATA as a `vidload._storage.Location`.
-        ids: the videos, as sorted `/`-separated paths relative to DATA.
-        sizes: {id: bytes}.
+        data: DATA as given (a path or URL).
+        ids: the videos, as sorted `/`-separated paths relative to DATA (after `find`).
+        sizes: {id: bytes} (after `find`).
     """
 
-    root: Any
-    ids: list[str]
-    sizes: dict[str, int]
+    def __init__(self, data: str, root: Any) -> None:
+        self.data = data
+        self.root = root
+        self.ids: list[str] = []
+        self.sizes: dict[str, int] = {}
 
     @property
     def total_bytes(self) -> int:
         return sum(self.sizes.values())
 
+    @property
+    def shown(self) -> str:
+        """DATA as messages show it (a URL without its credentials)."""
+        raise NotImplementedError
 
-def user_videos(
-    data: str | os.PathLike[str],
-    storage_options: Mapping[str, Any] | None,
-    where: str,
-    error: type[Exception],
-) -> UserVideos:
-    """The videos under `data` (`find_videos`' rule; in a bucket one listing per folder, the
-    folders of one depth concurrently), raising `error` naming `where` when there is none.
+    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
+        """What is wrong with DATA and `--storage-option`s on the command line, or None."""
+        raise NotImplementedError
 
-    Raises:
-        FileNotFoundError, NotADirectoryError: a local `data` that is not a folder.
-        VideoReadError: a bucket folder that cannot be listed (denied, ...).
-        ValueError: an `http(s)://` DATA (a web server's folders cannot be listed).
-    """
-    from vidload._storage import Location
+    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
+        """ValueError for `storage_options` that DATA does not take."""
+        raise NotImplementedError
 
-    root = Location(data, storage_options)
-    base = root.local_file()
-    if base is not None:
+    def find(self, where: str, error: type[Exception]) -> UserVideos:
+        """Find the videos (`find_videos`' rule) and their sizes; `error` naming `where`
+        where there is none. Returns self.
+
+        Raises:
+            FileNotFoundError, NotADirectoryError: a local DATA that is not a folder.
+            VideoReadError: a bucket folder that cannot be listed (denied, ...).
+            ValueError: an `http(s)://` DATA (a web server's folders cannot be listed).
+        """
+        raise NotImplementedError
+
+    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+        """{id: a local file of that video} (copies go to `downloads`, a cache folder of this
+        run; errors about a copy name the video's URL)."""
+        raise NotImplementedError
+
+    def copying(self, count: int) -> str | None:
+        """The progress line before `local_copies` of `count` videos, or None (no copy)."""
+        raise NotImplementedError
+
+    @property
+    def notes(self) -> list[str]:
+        """What a report says about where DATA is."""
+        raise NotImplementedError
+
+
+class LocalVideos(UserVideos):
+    """The videos under a local folder: read in place."""
+
+    def __init__(self, data: str, root: Any, base: Path) -> None:
+        super().__init__(data, root)
+        self.base = base
+
+    @property
+    def shown(self) -> str:
+        return self.data
+
+    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
+        if storage_options is not None:
+            return "--storage-option is for a DATA URL (s3://bucket/videos)"
+        if not self.base.is_dir():
+            return f"DATA ({self.data!r}) must be a folder of videos"
+        return None
+
+    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
+        if storage_options:
+            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
+
+    def find(self, where: str, error: type[Exception]) -> UserVideos:
+        base = self.base
         if not base.exists():
             raise FileNotFoundError(f"{where} does not exist")
         if not base.is_dir():
             raise NotADirectoryError(f"{where} must be a folder of videos")
-        ids = require_videos(base, where, error)
-        return UserVideos(root, ids, {v: (base / v).stat().st_size for v in ids})
-    if not root.can_list:
-        raise ValueError(
-            f"{where}: the videos of an {root.url.split(':', 1)[0]}:// folder cannot be listed; "
-            "give a bucket (s3://, gs://, ...) or a local folder"
-        )
-    sizes = _walk_sizes(root)
-    if not sizes:
-        raise error(_none_found(where))
-    return UserVideos(root, sorted(sizes), sizes)
+        self.ids = require_videos(base, where, error)
+        self.sizes = {v: (base / v).stat().st_size for v in self.ids}
+        return self
+
+    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+        return {vid: (self.base / vid).resolve() for vid in ids}
+
+    def copying(self, count: int) -> str | None:
+        return None
+
+    @property
+    def notes(self) -> list[str]:
+        return []
+
+
+class BucketVideos(UserVideos):
+    """The videos under a folder in a bucket: found by one listing per folder (the folders
+    of one depth listed concurrently), the chosen ones copied to local disk."""
+
+    @property
+    def shown(self) -> str:
+        from vidload._storage import redact_url
+
+        return redact_url(self.data)
+
+    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
+        return None  # checked where it is listed (a missing one names the URL)
+
+    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
+        return None
+
+    def find(self, where: str, error: type[Exception]) -> UserVideos:
+        root = self.root
+        if not root.can_list:
+            raise ValueError(
+                f"{where}: the videos of an {root.url.split(':', 1)[0]}:// folder cannot be "
+                "listed; give a bucket (s3://, gs://, ...) or a local folder"
+            )
+        sizes = _walk_sizes(root)
+        if not sizes:
+            raise error(_none_found(where))
+        self.ids, self.sizes = sorted(sizes), sizes
+        return self
+
+    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+        from vidload._storage import LocalCache
+        from vidload._storage.batch import run_concurrently
+
+        cache = LocalCache(downloads, _NO_BOUND)
+        paths = run_concurrently(lambda vid: cache.get(self.root / vid), list(ids))
+        return {vid: path.resolve() for vid, path in zip(ids, paths, strict=True)}
+
+    def copying(self, count: int) -> str | None:
+        return f"copying {count} videos from {self.root} to local disk"
+
+    @property
+    def notes(self) -> list[str]:
+        return [
+            "DATA is in a bucket: the sample's videos were copied to local disk, and every "
+            "storage is built and read there; read from a bucket each costs more (requests, "
+            "latency): `vidload bench --bucket URL`, tools/bucket_latency.py"
+        ]
+
+
+def open_videos(
+    data: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> UserVideos:
+    """DATA's videos, not yet found (`find`: in a bucket one listing per folder, the folders
+    of one depth concurrently): the one place that picks `LocalVideos` (a path,
+    a file:// URL) or `BucketVideos` (any other URL)."""
+    from vidload._storage import Location
+
+    base = Location(data).local_file()
+    if base is not None:
+        return LocalVideos(os.fspath(data), Location(data), base)
+    return BucketVideos(os.fspath(data), Location(data, storage_options))
 
 
 def _walk_sizes(root: Any) -> dict[str, int]:
@@ -151,18 +262,3 @@ def _walk_sizes(root: Any) -> dict[str, int]:
                     sizes[path] = size
         level = deeper
     return sizes
-
-
-def local_copies(videos: UserVideos, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
-    """{id: a local file of that video}: the file itself under a local DATA, else its copy
-    fetched (concurrently, each object whole) into `downloads`, a cache folder of this run
-    (errors about a copy name the video's URL)."""
-    base = videos.root.local_file()
-    if base is not None:
-        return {vid: (base / vid).resolve() for vid in ids}
-    from vidload._storage import LocalCache
-    from vidload._storage.batch import run_concurrently
-
-    cache = LocalCache(downloads, _NO_BOUND)
-    paths = run_concurrently(lambda vid: cache.get(videos.root / vid), list(ids))
-    return {vid: path.resolve() for vid, path in zip(ids, paths, strict=True)}
