@@ -15,31 +15,24 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from vidload._storage import Location
+from vidload._kinds import get_kind
 from vidload.errors import VidloadError
 from vidload.manifest import ManifestRow
 
 __all__ = ["write_output_heads"]
 
-#: The formats whose heads are recorded (a frame folder has none; a video's is its persisted
-#: frame index, which tells its header's and every packet's byte ranges).
-FORMATS = ("hdf5", "npy", "video")
-
 
 def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
     """Write the sidecar for the containers of `rows` (every video but the failed ones) in
     the convert `output` (a `LocalOutput` or `BucketOutput`); the number recorded (0 for a
-    format without heads)."""
-    if to not in FORMATS:
+    kind whose source keeps no heads: a frame folder has none; a video's is its persisted
+    frame index, which tells its header's and every packet's byte ranges)."""
+    make = get_kind(to).source_class()
+    if getattr(make, "heads_kind", None) is None:
         return 0
     from vidload.sources._heads import write_heads
-    from vidload.sources.hdf5 import Hdf5Source
-    from vidload.sources.npy import NpySource
-    from vidload.sources.video import VideoSource
 
-    target = getattr(output, "target", None)
-    root = target if isinstance(target, Location) else Location(output.folder)
-    make = {"hdf5": Hdf5Source, "npy": NpySource, "video": VideoSource}[to]
+    root = output.location
     ids = [vid for vid, row in rows.items() if row.status != "failed"]
     try:
         source = make(root.url, storage_options=root.storage_options)

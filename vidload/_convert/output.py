@@ -84,6 +84,8 @@ class Output(ABC):
     the report do (a local path; for a URL, the URL without credentials as a path)."""
 
     folder: Path
+    #: The OUTPUT as storage (what its readers will open: the heads sidecar's writer reads it)
+    location: Location
     _lock: OutputLock | RemoteOutputLock | None = None
 
     @property
@@ -198,6 +200,7 @@ class LocalOutput(Output):
         if folder.exists() and not folder.is_dir():
             raise UsageError(f"OUTPUT ({str(folder)!r}) exists and is not a folder")
         self.folder = folder
+        self.location = Location(folder)
 
     def _new_lock(self) -> OutputLock:
         try:
@@ -280,7 +283,7 @@ class BucketOutput(Output):
     there is known from one listing when the plan is made."""
 
     def __init__(self, target: Location) -> None:
-        self.target = target
+        self.target = self.location = target
         self.folder = Path(str(target))
         self._scratch: Path | None = None
         self._present: set[str] | None = None
