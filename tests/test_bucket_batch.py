@@ -336,3 +336,123 @@ def test_a_sidecar_over_the_limit_is_said_and_not_used(tree, s3_bucket, tmp_path
     assert sum(map(_is_head, reqs)) >= VIDEOS  # each container opened from itself
     ds.set_epoch(0)
     _check_equal(ds, one, batch)
+
+
+# -- JPEG folders: the frame files' names from the sidecar, no listing first
+
+
+def test_a_cold_jpeg_batch_is_one_round_with_the_heads_sidecar(tree, s3_bucket, tmp_path):
+    """Folders `vidload convert --to jpeg` wrote, listed in the sidecar (kind "jpeg": each
+    folder's count and its last frame's check): the batch GETs the frame files by name, with
+    the check, in one round; no listing. Equal to per-item reads byte for byte."""
+    from vidload.sources._heads import read_heads
+
+    root = _with_heads("jpeg", tree, tmp_path)
+    from vidload._storage import Location
+
+    heads = read_heads(Location(root), "jpeg")
+    assert heads is not None and heads.get("a/x0").ints == {"frames": N, "start_index": 1}
+    url = s3_bucket.upload(root, "heads-jpeg")
+    opts = s3_bucket.storage_options
+    listed = [(v, label, N) for v, label in VIDEO_LIST]
+    ds = ClipDataset(listed, source("jpeg", url, storage_options=opts), num_frames=4, seed=3)
+    one = ClipDataset(listed, source("jpeg", url, storage_options=opts), num_frames=4, seed=3)
+    assert ds.source._sidecar() is not None
+    batch = list(range(VIDEOS))
+    reqs, peak = _heads_then_frames("jpeg", ds, s3_bucket.faults, batch)
+    assert not any("prefix" in r.query for r in reqs), reqs  # no listing
+    assert all(r.method == "GET" for r in reqs) and peak == len(reqs), (peak, len(reqs))
+    assert len(reqs) >= VIDEOS * 4
+    assert ds.source._pending_heads().get(VIDEO_LIST[0][0]) is None  # checked and kept
+    ds.set_epoch(0)
+    _check_equal(ds, one, batch[::-1])
+    ds.set_epoch(1)  # warm: one round, frames only
+    reqs, peak = _heads_then_frames("jpeg", ds, s3_bucket.faults, batch)
+    assert not any("prefix" in r.query for r in reqs) and peak == len(reqs)
+
+
+def _jpeg_stale(tree, s3_bucket, tmp_path, name, change):
+    """(dataset with the sidecar, dataset without it) over a copy of the JPEG tree whose
+    folder `a/x1` was changed by `change(root)` after the sidecar was written."""
+    import shutil
+
+    root = _with_heads("jpeg", tree, tmp_path)
+    plain = tmp_path / "plain"
+    shutil.copytree(root, plain)
+    (plain / "manifest-heads.npz").unlink()
+    url = s3_bucket.upload(root, f"stale-{name}")
+    url_plain = s3_bucket.upload(plain, f"plain-{name}")
+    change(f"stale-{name}")
+    change(f"plain-{name}")
+    opts = s3_bucket.storage_options
+    listed = [(v, label, N) for v, label in VIDEO_LIST]
+    kw = {"num_frames": 4, "seed": 5, "on_error": "skip", "return_info": True}
+    ds = ClipDataset(listed, source("jpeg", url, storage_options=opts), **kw)
+    ref = ClipDataset(listed, source("jpeg", url_plain, storage_options=opts), **kw)
+    return ds, ref
+
+
+def _listings(s3_bucket, prefix):
+    return [r for r in s3_bucket.faults.requests() if "prefix" in r.query and prefix in r.query]
+
+
+def test_a_jpeg_folder_renamed_since_the_sidecar_is_listed(tree, s3_bucket, tmp_path):
+    """The sidecar is stale for `a/x1`: its frames renumbered from 0 (another naming, one
+    frame fewer under the source's template: each frame's painting one off). The last
+    recorded file is absent, the check fails, the folder is listed and its items read as
+    without the sidecar: never a wrong frame."""
+    jpegs = [encode_jpeg(paint(i, W, H), quality=90) for i in range(N)]
+
+    def renumber(prefix):
+        for i in range(N):
+            s3_bucket._admin.delete_object(
+                Bucket=s3_bucket.name, Key=f"{prefix}/a/x1/img_{i + 1:05d}.jpg"
+            )
+        for i in range(N):
+            s3_bucket.put(f"{prefix}/a/x1/img_{i:05d}.jpg", jpegs[i])
+
+    ds, ref = _jpeg_stale(tree, s3_bucket, tmp_path, "renamed", renumber)
+    s3_bucket.faults.clear_log()
+    _check_equal(ds, ref, list(range(VIDEOS)))
+    listed = _listings(s3_bucket, "stale-renamed")
+    assert len(listed) == 1 and "x1" in listed[0].query, listed  # only the stale folder
+    assert ds.source.actual_frames("a/x1.mp4") == N - 1
+    assert ds.source.actual_frames("a/x0.mp4") == N
+
+
+def test_a_jpeg_frame_missing_since_the_sidecar_falls_back(tree, s3_bucket, tmp_path):
+    """Every frame file of `a/x1` but the last is gone (its check passes): the absent
+    planned frames send the folder to its listing; the items equal reads without the
+    sidecar (the folder has no readable frame run: skipped alike)."""
+
+    def holes(prefix):
+        for i in range(N - 1):
+            s3_bucket._admin.delete_object(
+                Bucket=s3_bucket.name, Key=f"{prefix}/a/x1/img_{i + 1:05d}.jpg"
+            )
+
+    ds, ref = _jpeg_stale(tree, s3_bucket, tmp_path, "holes", holes)
+    s3_bucket.faults.clear_log()
+    _check_equal(ds, ref, list(range(VIDEOS)))
+    listed = _listings(s3_bucket, "stale-holes")
+    # x1's folder (an item skipped from it may open another video unplanned, as alone)
+    assert any("x1" in r.query for r in listed) and not any("x0" in r.query for r in listed)
+    assert ds.source.actual_frames("a/x1.mp4") == 0
+
+
+def test_a_jpeg_folder_with_fewer_frames_since_the_sidecar_is_listed(tree, s3_bucket, tmp_path):
+    """`a/x1` rewritten with fewer, other frames (a stale count): the last recorded file is
+    gone, the folder is listed, its own count learned as without the sidecar."""
+    jpegs = [encode_jpeg(paint(i + 7, W, H), quality=70) for i in range(N - 5)]
+
+    def fewer(prefix):
+        for i in range(N):
+            s3_bucket._admin.delete_object(
+                Bucket=s3_bucket.name, Key=f"{prefix}/a/x1/img_{i + 1:05d}.jpg"
+            )
+        for i, data in enumerate(jpegs):
+            s3_bucket.put(f"{prefix}/a/x1/img_{i + 1:05d}.jpg", data)
+
+    ds, ref = _jpeg_stale(tree, s3_bucket, tmp_path, "fewer", fewer)
+    _check_equal(ds, ref, list(range(VIDEOS)))
+    assert ds.source.actual_frames("a/x1.mp4") == N - 5

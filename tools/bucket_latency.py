@@ -26,10 +26,11 @@ What it does, so that the figure is vidload's and not the server's:
   count and nginx's log; rounds per batch (0 workers) from vidload's count (`STATS["rounds"]`:
   the waits a process made) and, in parentheses, from nginx's log (request start times more
   than half the latency apart: noisy on a loaded machine).
-* writes the heads sidecar `vidload convert` writes (`manifest-heads.npz`: HDF5, npy, and
-  `--to video` each video's persisted index) for the spread names, so that a batch of
-  containers never opened is one round (`--no-heads`: without it, a round for the heads, or
-  the videos' own indexes, before the frames).
+* writes the heads sidecar `vidload convert` writes (`manifest-heads.npz`: HDF5, npy,
+  `--to video` each video's persisted index, JPEG folders each folder's count) for the
+  spread names, so that a batch of containers never opened is one round (`--no-heads`:
+  without it, a round for the heads, the videos' own indexes, or the folders' listings,
+  before the frames).
 
 Needs nginx with the lua module (Debian/Ubuntu: `apt-get install nginx-light
 libnginx-mod-http-lua`); without it the tool says so and exits 2. The tests never need nginx:
@@ -277,13 +278,14 @@ def _spread(storage: Storage, data: Path, copies: int) -> None:
 
 def _heads(storage: Storage, data: Path, write: bool) -> None:
     """The sidecar of heads `vidload convert` writes beside its manifest (HDF5, npy, `--to
-    video`: each video's persisted index), for the spread names (`write`), or none
-    (`--no-heads`: each new container's head, each new video's index, is a round)."""
+    video`: each video's persisted index, JPEG folders: each folder's count), for the spread
+    names (`write`), or none (`--no-heads`: each new container's head, each new video's index,
+    each new folder's listing, is a round)."""
     from vidload.sources._heads import HEADS_NAME, write_heads
 
     folder = data / storage.name
     (folder / HEADS_NAME).unlink(missing_ok=True)
-    if write and storage.name in ("hdf5", "npy", "video"):
+    if write and storage.name in ("hdf5", "npy", "video", "jpeg"):
         write_heads(_source(storage.name, str(folder), None), [e[0] for e in storage.entries])
 
 

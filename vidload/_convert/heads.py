@@ -1,9 +1,10 @@
 """The sidecar of heads a conversion writes beside its manifest (`vidload.sources._heads`).
 
-When `vidload convert --to hdf5`, `--to npy` or `--to video` has written its manifest, it
-records every container's head (HDF5's frame table, npy's header, a video's persisted frame
-index) with a check of its bytes in one file, `manifest-heads.npz`, so that a reader in a bucket
-plans a batch of containers it never opened in one round of requests (issue 23). The containers
+When `vidload convert --to hdf5`, `--to npy`, `--to video` or `--to jpeg` has written its
+manifest, it records every container's head (HDF5's frame table, npy's header, a video's
+persisted frame index, a frame folder's count of files named as convert names them) with a
+check of its bytes in one file, `manifest-heads.npz`, so that a reader in a bucket plans a
+batch of containers it never opened in one round of requests (issue 23). The containers
 are opened as a reader opens them, local or in the bucket; one that does not open is left out
 (its reader opens it, as without a sidecar). Writing it is best effort: the data is complete
 without it, so a failure warns and the conversion stands.
@@ -25,8 +26,9 @@ __all__ = ["write_output_heads"]
 def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
     """Write the sidecar for the containers of `rows` (every video but the failed ones) in
     the convert `output` (a `LocalOutput` or `BucketOutput`); the number recorded (0 for a
-    kind whose source keeps no heads: a frame folder has none; a video's is its persisted
-    frame index, which tells its header's and every packet's byte ranges)."""
+    kind whose source keeps no heads; a video's is its persisted frame index, which tells
+    its header's and every packet's byte ranges; a frame folder's, its frame count: the
+    files' names then need no listing)."""
     make = get_kind(to).source_class()
     if getattr(make, "heads_kind", None) is None:
         return 0

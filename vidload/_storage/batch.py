@@ -94,11 +94,13 @@ class Held:
     """Bytes fetched ahead for one object: blocks `[(start, stop asked, bytes)]` and maybe the
     whole object."""
 
-    __slots__ = ("blocks", "whole")
+    __slots__ = ("blocks", "error", "whole")
 
     def __init__(self) -> None:
         self.blocks: list[tuple[int, int, bytes]] = []
         self.whole: bytes | None = None
+        #: The error the round's request met (nothing held: a read asks storage itself).
+        self.error: Exception | None = None
 
     def get(self, a: int, b: int) -> bytes | None:
         """Bytes [a, b) when a held block was asked for them (shorter where the object ended
@@ -131,9 +133,10 @@ def holding(
     identical errors (a failed request is not held, so its reader meets the error itself)."""
     table: dict[str, Held] = {}
     for (loc, ranges), got in zip(requests, fetched, strict=True):
-        if isinstance(got, Exception):
-            continue
         h = table.setdefault(loc.url, Held())
+        if isinstance(got, Exception):
+            h.error = got  # held for `held(url).error`; a read of it goes to storage
+            continue
         if ranges is None:
             h.whole = got[0]
         else:

@@ -16,17 +16,19 @@ last frame) fails the check, and its items open its head themselves (the round b
 frames, as without a sidecar); a container the sidecar does not list, or no sidecar, too.
 
 Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` ("hdf5", "npy",
-"video"), `names` (each container's name relative to the root, `/`-separated), `size` and
+"video", "jpeg"), `names` (each container's name relative to the root, `/`-separated), `size` and
 `digest` per container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n,
 m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths:
 `lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video (kind
 "video", `vidload convert --to video`) its persisted frame index's bytes (`raw`: where its
 header and every packet lie, `_video_remote.from_record`), each zlib-compressed, `zblobs` uint8
-with `blob_starts` as `starts`. Per container a few dozen bytes and 4 bytes a frame (HDF5; a
-video's index, ~10 compressed: ~27 as JSON), read whole by every process: ~1.2 MB for 1,000
-videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy, ~720 MB
-for `--to video`): over `HEADS_MAX_BYTES` (128 MiB, each process holding
-its own copy) a sidecar is dropped once read, said by a `ResourceWarning`.
+with `blob_starts` as `starts`; for a frame folder (kind "jpeg", `vidload convert --to
+jpeg`) the ints `frames` and `start_index`, with the size and digest of its last frame file
+(the files' names then need no listing: `JpegSource`). Per container a few dozen bytes and 4
+bytes a frame (HDF5; a video's index, ~10 compressed: ~27 as JSON), read whole by every
+process: ~1.2 MB for 1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5,
+a few MB for npy or JPEG folders, ~720 MB for `--to video`): over `HEADS_MAX_BYTES` (128 MiB,
+each process holding its own copy) a sidecar is dropped once read, said by a `ResourceWarning`.
 """
 
 from __future__ import annotations
@@ -237,9 +239,10 @@ def head_record(location: Location, ints, floats, lengths=None) -> HeadRecord:
 
 
 def write_heads(source: Any, video_ids: Sequence[str]) -> int:
-    """Write the sidecar of `source`'s root (an `Hdf5Source` or `NpySource`, local or in a
-    bucket) for the containers of `video_ids` that open (`source.head_record`; the others
-    are left out: their readers open them as without a sidecar); the number recorded. What
+    """Write the sidecar of `source`'s root (an `Hdf5Source`, `NpySource`, `VideoSource` or
+    `JpegSource`, local or in a bucket) for the containers of `video_ids` that open
+    (`source.head_record`; the others are left out: their readers open them as without a
+    sidecar); the number recorded. What
     `vidload convert` runs when it has written the manifest."""
     got = run_concurrently(source.head_record, list(dict.fromkeys(video_ids)))
     records = {name: rec for item in got if item is not None for name, rec in [item]}

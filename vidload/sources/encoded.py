@@ -274,12 +274,17 @@ class ContainerSource(ABC):
             for v, _ in items:
                 pending.discard(v)
         for vid, (location, record, head) in items:
-            try:
-                spans = location.read_ranges(check_spans(record.size))
-            except VidloadError:
-                continue  # its own read meets the error
-            if record.checks(spans):
+            if self._head_checks(location, record, head):
                 self._keep_head(vid, head)
+
+    def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
+        """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;
+        a failed read is left for the item's own read to meet)."""
+        try:
+            spans = location.read_ranges(check_spans(record.size))
+        except VidloadError:
+            return False
+        return record.checks(spans)
 
     def _sidecar(self) -> Heads | None:
         """This process's sidecar of heads of the root (`_heads.read_heads`: one request, the
@@ -310,14 +315,22 @@ class ContainerSource(ABC):
             record = heads.get(name)
             if record is None:
                 continue
-            location = self.store.location / name
-            head = self._head_of_record(location, record)
-            if head is None:
+            got = self._pending_of(video_id, name, record)
+            if got is None:
                 return False
             self.store.found_names[full] = name  # as an open that found it there
-            pending.put(video_id, (location, record, head))
+            pending.put(video_id, (got[0], record, got[1]))
             return True
         return False
+
+    def _pending_of(
+        self, video_id: str, name: str, record: HeadRecord
+    ) -> tuple[Location, object] | None:
+        """(the object whose `check_spans` check `record`, the head `_keep_head` keeps) for
+        the container `name`, None where the record is not usable."""
+        location = self.store.location / name
+        head = self._head_of_record(location, record)
+        return None if head is None else (location, head)
 
     def _head_of_record(self, location: Location, record: HeadRecord) -> object | None:
         """What `_keep_head` keeps, made from a sidecar's record (None: not usable)."""

@@ -37,9 +37,10 @@ from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload._layout import container_name
 from vidload._storage import Location, SourceRoot
-from vidload._storage.batch import Request
-from vidload.errors import VideoReadError
+from vidload._storage.batch import Request, held
+from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
+from vidload.sources._heads import HeadRecord, head_record
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
@@ -102,7 +103,10 @@ class JpegSource(ContainerSource):
 
     In a bucket a video costs one listing request when a process first reads it (the counts
     come from the listing's names and sizes), then one GET per distinct frame of a clip, all
-    of a clip's fetched concurrently. With `cache_dir` each frame file is cached.
+    of a clip's fetched concurrently. In a batch (`ClipDataset.__getitems__`) a folder the
+    root's sidecar of heads lists (`vidload convert --to jpeg` writes it) needs no listing:
+    its frames are asked by name in the batch's one round, with a check of its last frame
+    file. With `cache_dir` each frame file is cached.
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable; holds only paths and cached counts.
     """
@@ -154,6 +158,66 @@ class JpegSource(ContainerSource):
         return self.store.list_folder(key, _local_listing, _bucket_listing)
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
+    #
+    # A folder `vidload convert --to jpeg` wrote is listed in the root's sidecar of heads
+    # (`vidload.sources._heads`, kind "jpeg": its frame count, `start_index`, and the size and
+    # digest of its last frame file): a batch then GETs the frame files by name at once, with
+    # the check of the last one, no listing first. A record that does not check (the last
+    # file absent or other bytes: a stale count, another naming), or a planned frame file
+    # that is absent, leaves the folder to its item's own read: a listing, then its frames.
+
+    heads_kind = "jpeg"
+
+    def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
+        """(folder name, its record) for the sidecar of heads (`_heads.write_heads`, run in
+        threads: no shared state but the names found), None where the folder does not list
+        or has no frame."""
+        listed: dict[str, tuple[set[str], Callable[[str], bool]]] = {}
+
+        def probe(key: str) -> None:
+            listed[key] = self._listing(key)
+
+        def name(i: int) -> str:
+            return self.template.format(self.start_index + i)
+
+        try:
+            key = self.store.container_key(video_id, self.suffix, probe)
+            names, is_empty = listed.get(key) or self._listing(key)
+            count = 0
+            while name(count) in names:
+                count += 1
+            while count > 0 and is_empty(name(count - 1)):
+                count -= 1
+            if count == 0:
+                return None
+            last = self.store.location_of(f"{key}/{name(count - 1)}")
+            fields = {"frames": count, "start_index": self.start_index}
+            return key, head_record(last, fields, {})
+        except VidloadError:
+            return None
+
+    def _pending_of(
+        self, video_id: str, name: str, record: HeadRecord
+    ) -> tuple[Location, object] | None:
+        count = record.ints.get("frames", 0)
+        given = self.frame_counts.get(_count_key(video_id))
+        if count < 1 or record.ints.get("start_index") != self.start_index:
+            return None
+        if given is not None and given != count:
+            return None  # the counts given disagree with the record: list the folder
+        head = _Recorded(name, count)
+        return self.store.location_of(f"{name}/{self._name(count - 1)}"), head
+
+    def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
+        """The last frame file as recorded, and no planned frame file absent; read from what
+        the round fetched (`held`): a failure is not asked again here."""
+        assert isinstance(head, _Recorded)
+        h = held(location.url)
+        if h is None or h.error is not None:
+            return False
+        if any((p := held(url)) is not None and p.error is not None for url in head.planned):
+            return False
+        return super()._head_checks(location, record, head)
 
     def _head_known(self, video_id: str) -> bool:
         key = self.store.found_names.get(container_name(video_id, "", keep_extension=True))
@@ -176,16 +240,28 @@ class JpegSource(ContainerSource):
                 raise e from None
 
     def _keep_head(self, video_id: str, head: object) -> None:
+        if isinstance(head, _Recorded):  # from the sidecar, checked: as if listed
+            self.store.found_names[container_name(video_id, "", keep_extension=True)] = head.key
+            self._counts[head.key] = (head.count, head.count)
+            return
         assert isinstance(head, tuple)
         key, entries = head
         self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
         self._scan(key, _remote_listing(entries))
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
-        key = self._key(video_id)
-        actual = self._scan(key)[1]
+        if isinstance(head, _Recorded):
+            key, actual = head.key, head.count
+        else:
+            key = self._key(video_id)
+            actual = self._scan(key)[1]
         rows = distinct_frames(idx[idx < actual], actual)[0].tolist()
-        return [(self.store.location_of(f"{key}/{self._name(i)}"), None) for i in rows]
+        out: list[Request] = [
+            (self.store.location_of(f"{key}/{self._name(i)}"), None) for i in rows
+        ]
+        if isinstance(head, _Recorded):
+            head.planned.extend(loc.url for loc, _ in out)
+        return out
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
@@ -288,6 +364,18 @@ class JpegSource(ContainerSource):
         rows = frames.tolist()
         buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+
+
+class _Recorded:
+    """A folder's head from the sidecar, pending its check: its name, frame count, and the
+    frame files planned from it (`_plan`; `_head_checks` asks whether any was absent)."""
+
+    __slots__ = ("count", "key", "planned")
+
+    def __init__(self, key: str, count: int) -> None:
+        self.key = key
+        self.count = count
+        self.planned: list[str] = []
 
 
 def _local_listing(folder: Path) -> tuple[set[str], Callable[[str], bool]]:
