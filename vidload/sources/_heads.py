@@ -242,8 +242,8 @@ def write_heads(source: Any, video_ids: Sequence[str]) -> int:
     """Write the sidecar of `source`'s root (an `Hdf5Source`, `NpySource`, `VideoSource` or
     `JpegSource`, local or in a bucket) for the containers of `video_ids` that open
     (`source.head_record`; the others are left out: their readers open them as without a
-    sidecar); the number recorded. What
-    `vidload convert` runs when it has written the manifest."""
+    sidecar); the number recorded. What `vidload convert` runs when it has written the
+    manifest."""
     got = run_concurrently(source.head_record, list(dict.fromkeys(video_ids)))
     records = {name: rec for item in got if item is not None for name, rec in [item]}
     (source.store.location / HEADS_NAME).write_bytes(render_heads(source.heads_kind, records))
