@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from vidload._atomic import write_bytes_atomic
 from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
 from vidload.errors import VideoReadError
 
@@ -184,8 +185,10 @@ class LocalLocation(Location):
         shutil.copyfile(local, self._local)
 
     def write_bytes(self, data: bytes) -> None:
+        """Atomically and durably (a temporary, fsync, rename): a reader never sees a part of
+        `data`, and a crash leaves the old file or none (`vidload._atomic`)."""
         self._local.parent.mkdir(parents=True, exist_ok=True)
-        self._local.write_bytes(data)
+        write_bytes_atomic(self._local, data)
 
     def create_bytes(self, data: bytes) -> bool:
         """`O_CREAT | O_EXCL`, then the data, fsynced."""
