@@ -145,7 +145,6 @@ def test_read_ends_is_the_same_and_two_gets_through_obstore(client, s3_bucket):
         VideoReadError, match=r"/k/empty: cannot read the ends: .*(416|not satisfiable)"
     ):
         Location(f"{s3_bucket.url}/k/empty", opts).read_ends(100, 50)  # as s3fs says it
-    if client != "obstore":  # obstore retries an empty object's 416 (a known defect, in the note)
-        assert len(s3_bucket.faults.requests()) <= 5  # a 416 is not retried
+    assert len(s3_bucket.faults.requests()) <= 5  # a 416 is not retried
     with pytest.raises(VideoReadError, match=r"/k/nope: not found$"):
         Location(f"{s3_bucket.url}/k/nope", opts).read_ends(100, 50)
