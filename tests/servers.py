@@ -97,6 +97,10 @@ class Faults:
         self.peak_in_flight = 0
         self._pending: list[tuple[FaultKind, str]] = []
         self._log: collections.deque[Request] = collections.deque(maxlen=LOG_LIMIT)
+        #: The HTTP server answers a Range of several ranges with one `206 multipart/
+        #: byteranges` (as nginx and Apache do); False: it ignores such a Range and answers
+        #: 200 with the whole file (as a server without the feature may).
+        self.multi_ranges = True
 
     def fail_next(self, n: int, kind: FaultKind = "503", *, match: str = "") -> None:
         if kind not in ("503", "403", "reset"):
@@ -116,6 +120,7 @@ class Faults:
             self._pending.clear()
             self._log.clear()
             self.peak_in_flight = 0
+            self.multi_ranges = True
 
     def clear_log(self) -> None:
         with self._lock:
@@ -427,6 +432,9 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
         if rng is None:
             self._reply(200, data, body, rng, self.guess_type(str(local)), headers)
             return
+        if "," in rng:
+            self._multi(data, rng, body, headers, self.guess_type(str(local)))
+            return
         span = _parse_range(rng, len(data))
         if span is None:
             headers["Content-Range"] = f"bytes */{len(data)}"
@@ -435,6 +443,30 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
         start, stop = span
         headers["Content-Range"] = f"bytes {start}-{stop - 1}/{len(data)}"
         self._reply(206, data[start:stop], body, rng, self.guess_type(str(local)), headers)
+
+    def _multi(
+        self, data: bytes, rng: str, body: bool, headers: dict[str, str], ctype: str
+    ) -> None:
+        """Several ranges: a part each (those that can be served), in the order asked."""
+        if not self.server.faults.multi_ranges:
+            self._reply(200, data, body, rng, ctype, headers)
+            return
+        unit, _, specs = rng.partition("=")
+        spans = [_parse_range(f"{unit}={spec}", len(data)) for spec in specs.split(",")]
+        served = [s for s in spans if s is not None]
+        if unit.strip() != "bytes" or not served:
+            headers["Content-Range"] = f"bytes */{len(data)}"
+            self._reply(416, b"", body, rng, "text/plain", headers)
+            return
+        boundary = "vidload-test-boundary"
+        out = bytearray()
+        for start, stop in served:
+            out += f"\r\n--{boundary}\r\nContent-Type: {ctype}\r\n".encode()
+            out += f"Content-Range: bytes {start}-{stop - 1}/{len(data)}\r\n\r\n".encode()
+            out += data[start:stop]
+        out += f"\r\n--{boundary}--\r\n".encode()
+        kind = f"multipart/byteranges; boundary={boundary}"
+        self._reply(206, bytes(out), body, rng, kind, headers)
 
     def _reply(
         self,

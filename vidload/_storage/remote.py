@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from vidload._storage import faults, objectstore
+from vidload._storage import byteranges, faults, objectstore
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     cat_reporting,
@@ -292,10 +292,13 @@ class RemoteLocation(Location):
                 count(1, len(data))
                 return [data]
             n = len(merged)
-            out = fs.cat_ranges(
-                [path] * n, [a for a, _ in merged], [b for _, b in merged], on_error="return"
-            )
-            count(n, sum(len(b) for b in out if isinstance(b, bytes)))
+            starts, stops = [a for a, _ in merged], [b for _, b in merged]
+            if byteranges.is_http(fs):  # in one request where the server serves that
+                out, sent = byteranges.cat_spans(fs, [path] * n, starts, stops)
+            else:
+                out = fs.cat_ranges([path] * n, starts, stops, on_error="return")
+                sent = n
+            count(sent, sum(len(b) for b in out if isinstance(b, bytes)))
             for item in out:
                 if isinstance(item, BaseException):
                     raise item
@@ -440,9 +443,13 @@ class RemoteLocation(Location):
             reported = fast.cat(spans) if fast is not None else cat_reporting(fs, spans)
             got = [r if isinstance(r, BaseException) else r[0] for r in reported]
             versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
+            sent = len(got)
+        elif byteranges.is_http(fs):  # an object's ranges in one request where served
+            got, sent = byteranges.cat_spans(fs, paths, starts, stops)
         else:
             got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
-        count(len(got), sum(len(b) for b in got if isinstance(b, bytes)))
+            sent = len(got)
+        count(sent, sum(len(b) for b in got if isinstance(b, bytes)))
         out: list[list[bytes] | Exception] = []
         k = 0
         for (loc, ranges), m in zip(requests, merged, strict=True):

@@ -1,0 +1,106 @@
+"""Several byte ranges of one HTTP object in one request (`vidload._storage.byteranges`):
+the same bytes as one request per range, one request per object where the server answers
+`multipart/byteranges`, and one per range (after one refused try) where it does not."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from vidload._storage import Location, byteranges, fetch
+from vidload.errors import VideoReadError
+
+pytest.importorskip("aiohttp", reason="aiohttp is not installed (fsspec's HTTP)")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_hosts(monkeypatch):
+    """What this process learned of the (session's) server is this test's alone."""
+    monkeypatch.setattr(byteranges, "_UNSUPPORTED", set())
+
+
+def _object(http_dir, name: str, size: int) -> tuple[bytes, Location]:
+    data = os.urandom(size)
+    (http_dir.path / name).write_bytes(data)
+    return data, Location(f"{http_dir.url}/{name}")
+
+
+RANGES = [(900_000, 900_100), (10, 20), (500_000, 540_000), (2_000_000, 2_000_007)]
+
+
+def test_the_ranges_of_an_object_are_one_request(http_dir):
+    data, loc = _object(http_dir, "a.bin", 3_000_000)
+    http_dir.faults.clear_log()
+    assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
+    (request,) = http_dir.faults.requests()
+    assert (request.method, request.status) == ("GET", 206)
+    assert request.range.count(",") == 3  # the four ranges (none close enough to merge)
+
+
+def test_a_batch_is_one_request_per_object(http_dir):
+    a, la = _object(http_dir, "a.bin", 3_000_000)
+    b, lb = _object(http_dir, "b.bin", 2_500_000)
+    c, lc = _object(http_dir, "c.bin", 1000)
+    http_dir.faults.clear_log()
+    got = fetch([(la, RANGES), (lb, RANGES[:2]), (lc, None), (la, [(1_500_000, 1_500_010)])])
+    assert got == [
+        [a[x:y] for x, y in RANGES],
+        [b[x:y] for x, y in RANGES[:2]],
+        [c],
+        [a[1_500_000:1_500_010]],
+    ]
+    paths = sorted(r.path.rsplit("/", 1)[1] for r in http_dir.faults.requests())
+    assert paths == ["a.bin", "b.bin", "c.bin"]  # a.bin's two requests of the batch as one
+
+
+def test_ranges_at_the_end_are_short_as_alone(http_dir):
+    data, loc = _object(http_dir, "e.bin", 1_000_000)
+    asked = [(0, 10), (999_990, 1_000_500)]
+    assert loc.read_ranges(asked) == [data[:10], data[999_990:]]
+    http_dir.faults.multi_ranges = False
+    byteranges._UNSUPPORTED.add(http_dir.url)  # one request per range: the same answer
+    assert loc.read_ranges(asked) == [data[:10], data[999_990:]]
+
+
+def test_a_server_without_multipart_answers_is_read_one_range_a_request(http_dir):
+    data, loc = _object(http_dir, "a.bin", 3_000_000)
+    http_dir.faults.multi_ranges = False  # a Range of several ranges answered 200, whole
+    http_dir.faults.clear_log()
+    assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
+    statuses = sorted(r.status for r in http_dir.faults.requests())
+    assert statuses == [200, 206, 206, 206, 206]  # the refused try, then one per range
+    assert byteranges.unsupported(f"{http_dir.url}/a.bin")
+    http_dir.faults.clear_log()
+    assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
+    assert sorted(r.status for r in http_dir.faults.requests()) == [206] * 4  # not tried again
+
+
+def test_errors_are_the_objects_own(http_dir):
+    data, loc = _object(http_dir, "a.bin", 3_000_000)
+    http_dir.faults.fail_next(2, "503")
+    assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]  # retried
+    assert not byteranges.unsupported(http_dir.url)  # a failure is not a refusal
+    missing = Location(f"{http_dir.url}/nope.bin")
+    with pytest.raises(VideoReadError, match=r"/nope\.bin: not found$"):
+        missing.read_ranges(RANGES)
+    (got,) = fetch([(missing, RANGES)])
+    assert isinstance(got, VideoReadError) and got.reason == "not found"
+
+
+def test_parse_byteranges():
+    body = (
+        b"\r\n--b1\r\nContent-Type: x\r\nContent-Range: bytes 5-7/100\r\n\r\nabc"
+        b"\r\n--b1\r\ncontent-range: bytes 0-1/100\r\n\r\nde\r\n--b1--\r\n"
+    )
+    assert byteranges.parse_byteranges(body, 'multipart/byteranges; boundary="b1"') == (
+        [(5, b"abc"), (0, b"de")],
+        100,
+    )
+    assert byteranges.parse_byteranges(body, "multipart/byteranges; boundary=b1") is not None
+    assert byteranges.parse_byteranges(body[:-9], "multipart/byteranges; boundary=b1") is None
+    short = body.replace(b"bytes 5-7/100", b"bytes 5-9/100")  # a part shorter than it says
+    assert byteranges.parse_byteranges(short, "multipart/byteranges; boundary=b1") is None
+    assert byteranges.parse_byteranges(body, "multipart/byteranges") is None  # no boundary
+    bare = body.replace(b"Content-Range: bytes 5-7/100\r\n", b"")
+    assert byteranges.parse_byteranges(bare, "multipart/byteranges; boundary=b1") is None
