@@ -24,6 +24,7 @@ pays nothing for it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,19 +75,16 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
     futures = fetch_started(groups)
     settle = getattr(source, "settle", None)
-    requests: list[Request] = []
-    fetched: list[list[bytes] | Exception] = []
     out = []
-    for k, i in enumerate(indices):
-        if k % size == 0 and futures[k // size] is not None:
-            group = groups[k // size]
-            try:
-                got = futures[k // size].result()  # type: ignore[union-attr]
-            except Exception as e:  # not held: its items' reads meet it themselves
-                got = [e] * len(group)
-            requests += group
-            fetched += got
-        with holding(requests, fetched):
+    with contextlib.ExitStack() as held:
+        for k, i in enumerate(indices):
+            if k % size == 0 and futures[k // size] is not None:
+                group = groups[k // size]
+                try:
+                    got = futures[k // size].result()  # type: ignore[union-attr]
+                except Exception as e:  # not held: its items' reads meet it themselves
+                    got = [e] * len(group)
+                held.enter_context(holding(group, got))  # beside the groups before it
             if settle is not None:  # heads taken from a sidecar: checked by the bytes held
                 settle(videos_of[k])
             out.append(dataset[i])

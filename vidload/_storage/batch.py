@@ -142,7 +142,15 @@ def holding(
         else:
             h.blocks.extend((a, b, data) for (a, b), data in zip(ranges, got, strict=True))
     outer = getattr(_HELD, "table", None)
-    _HELD.table = table if outer is None else {**outer, **table}
+    if outer is not None:  # nested: the outer blocks of an object stay held beside these
+        for url, h in table.items():
+            before = outer.get(url)
+            if before is not None:  # as if both groups had been held together
+                h.blocks[:0] = before.blocks
+                h.whole = h.whole if h.whole is not None else before.whole
+                h.error = h.error if h.error is not None else before.error
+        table = {**outer, **table}
+    _HELD.table = table
     try:
         yield
     finally:

@@ -52,5 +52,9 @@ def split_blocks(
     for a, b in ranges:
         k = block_of(merged, a)
         base = merged[k][0]
-        out.append(bytes(memoryview(blocks[k])[a - base : b - base]))
+        block = blocks[k]
+        if a == base and b == merged[k][1] and isinstance(block, bytes):
+            out.append(block)  # the whole block: nothing to cut (or copy)
+        else:
+            out.append(bytes(memoryview(block)[a - base : b - base]))
     return out
