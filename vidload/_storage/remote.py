@@ -3,9 +3,9 @@ scheme fsspec knows), read by byte ranges through this process's fsspec filesyst
 (`filesystems.filesystem`), every failure through `faults.call`.
 
 Reads: `read_ranges` coalesces nearby ranges (`ranges.COALESCE_GAP`) and fetches what is left
-concurrently (`cat_ranges` on an async filesystem: one round trip for a clip's frames);
-`batch.fetch` does the same for the ranges of many objects at once (a batch's clips: one round
-trip for the batch).
+concurrently (`cat_ranges` on an async filesystem: one round trip for a clip's frames; over
+HTTP one request for all of them, `byteranges`); `batch.fetch` does the same for the ranges of
+many objects at once (a batch's clips: one round trip for the batch).
 """
 
 from __future__ import annotations
