@@ -5,10 +5,12 @@ the same bytes as one request per range, one request per object where the server
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
 from vidload._storage import Location, byteranges, fetch
+from vidload._storage.faults import CHANGED
 from vidload.errors import VideoReadError
 
 pytest.importorskip("aiohttp", reason="aiohttp is not installed (fsspec's HTTP)")
@@ -104,3 +106,21 @@ def test_parse_byteranges():
     assert byteranges.parse_byteranges(body, "multipart/byteranges") is None  # no boundary
     bare = body.replace(b"Content-Range: bytes 5-7/100\r\n", b"")
     assert byteranges.parse_byteranges(bare, "multipart/byteranges; boundary=b1") is None
+
+
+def test_versioned_ranges_are_one_request_and_see_a_rewrite(http_dir):
+    data, loc = _object(http_dir, "v.bin", 3_000_000)
+    versioned = loc.versioned()
+    http_dir.faults.clear_log()
+    assert versioned.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
+    assert len(http_dir.faults.requests()) == 1
+    assert fetch([(versioned, RANGES[:2])]) == [[data[a:b] for a, b in RANGES[:2]]]
+    other = os.urandom(len(data))  # the same size: the version is the Last-Modified here
+    (http_dir.path / "v.bin").write_bytes(other)
+    later = os.stat(http_dir.path / "v.bin").st_mtime + 10
+    os.utime(http_dir.path / "v.bin", (later, later))
+    with pytest.raises(VideoReadError, match=re.escape(CHANGED)):
+        versioned.read_ranges(RANGES)
+    (got,) = fetch([(versioned, RANGES)])
+    assert isinstance(got, VideoReadError) and CHANGED in str(got)
+    assert loc.versioned().read_ranges(RANGES) == [other[a:b] for a, b in RANGES]

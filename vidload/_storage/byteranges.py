@@ -118,10 +118,22 @@ def _cover(
     return out
 
 
-async def _multi(fs: Any, path: str, asked: Sequence[tuple[int, int]]) -> list[bytes] | None:
-    """The asked ranges of `path` in one GET, or None where the answer cannot serve them (the
-    caller then sends one request per range). A missing object or a failing server raises as
-    `_cat_file` does."""
+def _version(headers: Any, total: int | None) -> str | None:
+    """The object's version an answer reports, as `filesystems.cat_reporting` reads it from a
+    one-range answer: its ETag, else its size and Last-Modified."""
+    version = headers.get("ETag")
+    modified = headers.get("Last-Modified")
+    if version is None and modified:
+        version = f"{total}:{modified}"
+    return version
+
+
+async def _multi(
+    fs: Any, path: str, asked: Sequence[tuple[int, int]]
+) -> tuple[list[bytes], str | None] | None:
+    """The asked ranges of `path` in one GET with the version its answer reports, or None
+    where the answer cannot serve them (the caller then sends one request per range). A
+    missing object or a failing server raises as `_cat_file` does."""
     kw = dict(fs.kwargs)
     ranges = ",".join(f"{a}-{b - 1}" for a, b in asked)
     headers = {**(kw.pop("headers", None) or {}), "Range": f"bytes={ranges}"}
@@ -143,10 +155,12 @@ async def _multi(fs: Any, path: str, asked: Sequence[tuple[int, int]]) -> list[b
                 parts = [(int(first.group(1)), body)] if first else None
                 total = _total(content_range)
             served = None if parts is None else _cover(asked, parts, total)
-            if served is None and parts is not None:
-                with _LOCK:
-                    _UNSUPPORTED.add(_host(url))
-            return served
+            if served is None:
+                if parts is not None:
+                    with _LOCK:
+                        _UNSUPPORTED.add(_host(url))
+                return None
+            return served, _version(r.headers, total)
         if r.status == 200:  # the ranges ignored: the whole object, not read
             with _LOCK:
                 _UNSUPPORTED.add(_host(url))
@@ -159,15 +173,23 @@ async def _multi(fs: Any, path: str, asked: Sequence[tuple[int, int]]) -> list[b
 
 
 def cat_spans(
-    fs: Any, paths: Sequence[str], starts: Sequence[int | None], stops: Sequence[int | None]
+    fs: Any,
+    paths: Sequence[str],
+    starts: Sequence[int | None],
+    stops: Sequence[int | None],
+    *,
+    report: bool = False,
 ) -> tuple[list[Any], int]:
     """`fs.cat_ranges(paths, starts, stops, on_error="return")` for fsspec's HTTP filesystem
     (`is_http`), the ranges of one object in one request where its server serves that (see
     the module docstring), and the number of requests sent. All of them in one concurrent
-    round on the filesystem's event loop."""
+    round on the filesystem's event loop. `report`: each answer is `(bytes, version)`, as
+    `filesystems.cat_reporting`'s (the version the request's answer reported)."""
     import asyncio
 
     from fsspec.asyn import sync
+
+    from vidload._storage.filesystems import cat_one
 
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []
@@ -190,7 +212,10 @@ def cat_spans(
     async def one(i: int) -> None:
         sent[0] += 1
         try:
-            out[i] = await fs._cat_file(paths[i], start=starts[i], end=stops[i])
+            if report:
+                out[i] = await cat_one(fs, paths[i], starts[i], stops[i])
+            else:
+                out[i] = await fs._cat_file(paths[i], start=starts[i], end=stops[i])
         except Exception as e:  # noqa: BLE001 - returned in place, as cat_ranges does
             out[i] = e
 
@@ -206,8 +231,9 @@ def cat_spans(
         if got is None:
             await asyncio.gather(*(one(i) for i in members))
             return
-        for i, data in zip(members, got, strict=True):
-            out[i] = data
+        blocks, version = got
+        for i, data in zip(members, blocks, strict=True):
+            out[i] = (data, version) if report else data
 
     async def gather() -> None:
         await asyncio.gather(*(one(i) for i in singles), *(several(p, m) for p, m in jobs))

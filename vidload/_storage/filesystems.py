@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 __all__ = [
     "EXTRAS",
     "MissingExtraError",
+    "cat_one",
     "cat_reporting",
     "filesystem",
     "is_url",
@@ -229,7 +230,7 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
 
     async def gather() -> list[Any]:
         return await asyncio.gather(
-            *(_cat_one(fs, path, a, b) for path, a, b in spans), return_exceptions=True
+            *(cat_one(fs, path, a, b) for path, a, b in spans), return_exceptions=True
         )
 
     return sync(fs.loop, gather)
@@ -241,7 +242,9 @@ def _range_header(start: int | None, stop: int | None) -> dict[str, str]:
     return {"Range": f"bytes={start or 0}-{'' if stop is None else stop - 1}"}
 
 
-async def _cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
+async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
+    """One span's bytes and the version its answer reported (`cat_reporting`'s request; the
+    single-range requests of `byteranges.cat_spans(report=True)`)."""
     if start is not None and stop is not None and start >= stop:
         return b"", None
     if hasattr(fs, "_call_s3") and hasattr(fs, "split_path"):  # s3fs

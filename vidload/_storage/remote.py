@@ -324,6 +324,12 @@ class RemoteLocation(Location):
         fs, path = self.fs()
         spans = [(path, a, b) for a, b in merged]
         fast = self._fast()
+        if fast is None and len(spans) > 1 and byteranges.is_http(fs):
+            n = len(merged)  # in one request where the server serves that
+            got, sent = byteranges.cat_spans(
+                fs, [path] * n, [a for a, _ in merged], [b for _, b in merged], report=True
+            )
+            return self._answers(got, sent)
         return self._answers(fast.cat(spans) if fast is not None else cat_reporting(fs, spans))
 
     def _fast(self) -> objectstore.S3Reader | None:
@@ -331,9 +337,12 @@ class RemoteLocation(Location):
         return objectstore.reader(self._protocol, self._options)
 
     @staticmethod
-    def _answers(got: Sequence[Any]) -> list[tuple[bytes, Any]]:
-        """`cat_reporting`'s answers, counted; the first failure raised."""
-        count(len(got), sum(len(g[0]) for g in got if isinstance(g, tuple)))
+    def _answers(got: Sequence[Any], sent: int | None = None) -> list[tuple[bytes, Any]]:
+        """`cat_reporting`'s answers, counted (`sent` requests: one each unless said); the
+        first failure raised."""
+        count(
+            len(got) if sent is None else sent, sum(len(g[0]) for g in got if isinstance(g, tuple))
+        )
         for item in got:
             if isinstance(item, BaseException):
                 raise item
@@ -440,10 +449,14 @@ class RemoteLocation(Location):
         fast = first._fast()
         if fast is not None or any(loc._versioned for loc in locs):  # type: ignore[attr-defined]
             spans = list(zip(paths, starts, stops, strict=True))
-            reported = fast.cat(spans) if fast is not None else cat_reporting(fs, spans)
+            if fast is not None:
+                reported, sent = fast.cat(spans), len(spans)
+            elif byteranges.is_http(fs):  # an object's ranges in one request where served
+                reported, sent = byteranges.cat_spans(fs, paths, starts, stops, report=True)
+            else:
+                reported, sent = cat_reporting(fs, spans), len(spans)
             got = [r if isinstance(r, BaseException) else r[0] for r in reported]
             versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
-            sent = len(got)
         elif byteranges.is_http(fs):  # an object's ranges in one request where served
             got, sent = byteranges.cat_spans(fs, paths, starts, stops)
         else:
