@@ -65,6 +65,19 @@ def test_ranges_at_the_end_are_short_as_alone(http_dir):
     assert loc.read_ranges(asked) == [data[:10], data[999_990:]]
 
 
+def test_a_range_past_the_end_is_answered_as_alone(http_dir):
+    data, loc = _object(http_dir, "p.bin", 1_000_000)
+    asked = [(0, 10), (2_000_000, 2_000_010)]  # the second starts past the end
+    with pytest.raises(VideoReadError) as multi:
+        loc.read_ranges(asked)
+    assert not byteranges.unsupported(http_dir.url)  # a stale range is not a refusal
+    byteranges._UNSUPPORTED.add(http_dir.url)  # one request per range: the same error
+    with pytest.raises(VideoReadError) as alone:
+        loc.read_ranges(asked)
+    assert str(multi.value) == str(alone.value)
+    assert loc.read_ranges([(0, 10)]) == [data[:10]]
+
+
 def test_a_server_without_multipart_answers_is_read_one_range_a_request(http_dir):
     data, loc = _object(http_dir, "a.bin", 3_000_000)
     http_dir.faults.multi_ranges = False  # a Range of several ranges answered 200, whole

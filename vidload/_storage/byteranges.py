@@ -156,7 +156,8 @@ async def _multi(
                 total = _total(content_range)
             served = None if parts is None else _cover(asked, parts, total)
             if served is None:
-                if parts is not None:
+                past_end = total is not None and any(a >= total for a, _ in asked)
+                if parts is not None and not past_end:  # not a refusal: a stale range
                     with _LOCK:
                         _UNSUPPORTED.add(_host(url))
                 return None
