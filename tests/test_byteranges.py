@@ -56,6 +56,19 @@ def test_a_batch_is_one_request_per_object(http_dir):
     assert paths == ["a.bin", "b.bin", "c.bin"]  # a.bin's two requests of the batch as one
 
 
+def test_overlapping_ranges_of_a_batch_are_asked_once(http_dir):
+    data, loc = _object(http_dir, "o.bin", 3_000_000)
+    first = [(0, 100), (1_000_000, 1_000_100)]
+    second = [(50, 150), (1_000_000, 1_000_100)]  # another clip of the same object
+    http_dir.faults.clear_log()
+    assert fetch([(loc, first), (loc, second)]) == [
+        [data[a:b] for a, b in first],
+        [data[a:b] for a, b in second],
+    ]
+    (request,) = http_dir.faults.requests()
+    assert request.range == "bytes=0-149,1000000-1000099"  # merged, each byte asked once
+
+
 def test_ranges_at_the_end_are_short_as_alone(http_dir):
     data, loc = _object(http_dir, "e.bin", 1_000_000)
     asked = [(0, 10), (999_990, 1_000_500)]
@@ -137,3 +150,12 @@ def test_versioned_ranges_are_one_request_and_see_a_rewrite(http_dir):
     (got,) = fetch([(versioned, RANGES)])
     assert isinstance(got, VideoReadError) and CHANGED in str(got)
     assert loc.versioned().read_ranges(RANGES) == [other[a:b] for a, b in RANGES]
+
+
+def test_many_ranges_are_a_request_for_each_max_ranges(http_dir):
+    data, loc = _object(http_dir, "m.bin", 200_000)
+    asked = [[(k * 1000, k * 1000 + 10)] for k in range(byteranges.MAX_RANGES + 6)]
+    http_dir.faults.clear_log()
+    assert fetch([(loc, r) for r in asked]) == [[data[a:b] for a, b in r] for r in asked]
+    counts = sorted(r.range.count(",") + 1 for r in http_dir.faults.requests())
+    assert counts == [6, byteranges.MAX_RANGES]

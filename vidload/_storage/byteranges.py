@@ -4,10 +4,11 @@
 Every request costs the client ~0.2-0.3 ms of CPU whatever the client (aiohttp through fsspec,
 or obstore: `tools/obstore_cost.py`), and a clip of a container is ~8 ranges of one object
 (its frames) plus the checks of its head: ~10 requests, ~3 ms of a worker's CPU per clip,
-half of what decoding the clip costs. A plain HTTP server (nginx, Apache, most CDNs) answers a
+half of what decoding the clip costs. A plain HTTP server (nginx, Apache) answers a
 GET whose Range lists several ranges with one `206 multipart/byteranges` answer carrying
-each range as a part: one request per object instead of one per range. S3 and GCS do not
-serve it (they read `s3://` / `gs://` URLs through their own filesystems, unchanged).
+each range as a part: one request per object instead of one per range. S3 does not serve
+it (its documentation says so); `s3://` and `gs://` URLs are read through their own
+filesystems, one range a request, unchanged.
 
 fsspec's `cat_ranges` sends one GET per range and hands no headers back, so this module sends
 the GETs itself, on the filesystem's own aiohttp session (its headers, auth and connection
@@ -27,6 +28,8 @@ import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
+
+from vidload._storage.ranges import block_of, coalesce, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "is_http", "parse_byteranges", "unsupported"]
 
@@ -195,18 +198,24 @@ def cat_spans(
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []
     for i, (path, a, b) in enumerate(zip(paths, starts, stops, strict=True)):
-        if a is None or b is None or a >= b or unsupported(fs.encode_url(path)):
+        if a is None or b is None or a >= b:
             singles.append(i)
         else:
             by_path.setdefault(path, []).append(i)
-    jobs: list[tuple[str, list[int]]] = []
+    # per object: its spans merged where they overlap or touch (several spans of one object
+    # may come from several clips of a batch; a server may refuse overlapping ranges), at
+    # most MAX_RANGES of them a request, each span cut back out of its block
+    jobs: list[tuple[str, list[tuple[int, int]], list[int]]] = []
     for path, members in by_path.items():
-        if len(members) == 1:
+        if len(members) == 1 or unsupported(fs.encode_url(path)):
             singles.extend(members)
             continue
-        members.sort(key=lambda i: starts[i])  # type: ignore[arg-type, return-value]
-        for k in range(0, len(members), MAX_RANGES):
-            jobs.append((path, members[k : k + MAX_RANGES]))
+        merged = coalesce([(starts[i], stops[i]) for i in members], 0)  # type: ignore[misc]
+        chunks: dict[int, list[int]] = {}
+        for i in members:
+            chunks.setdefault(block_of(merged, starts[i]) // MAX_RANGES, []).append(i)  # type: ignore[arg-type]
+        for k, mine in chunks.items():
+            jobs.append((path, merged[k * MAX_RANGES : (k + 1) * MAX_RANGES], mine))
     out: list[Any] = [None] * len(paths)
     sent = [0]
 
@@ -220,11 +229,10 @@ def cat_spans(
         except Exception as e:  # noqa: BLE001 - returned in place, as cat_ranges does
             out[i] = e
 
-    async def several(path: str, members: list[int]) -> None:
-        asked = [(starts[i], stops[i]) for i in members]
+    async def several(path: str, asked: list[tuple[int, int]], members: list[int]) -> None:
         sent[0] += 1
         try:
-            got = await _multi(fs, path, asked)  # type: ignore[arg-type]
+            got = await _multi(fs, path, asked)
         except Exception as e:  # noqa: BLE001 - the object's failure, for each of its ranges
             for i in members:
                 out[i] = e
@@ -233,11 +241,12 @@ def cat_spans(
             await asyncio.gather(*(one(i) for i in members))
             return
         blocks, version = got
-        for i, data in zip(members, blocks, strict=True):
+        spans = [(starts[i], stops[i]) for i in members]
+        for i, data in zip(members, split_blocks(spans, asked, blocks), strict=True):  # type: ignore[arg-type]
             out[i] = (data, version) if report else data
 
     async def gather() -> None:
-        await asyncio.gather(*(one(i) for i in singles), *(several(p, m) for p, m in jobs))
+        await asyncio.gather(*(one(i) for i in singles), *(several(*job) for job in jobs))
 
     sync(fs.loop, gather)
     return out, sent[0]
