@@ -192,6 +192,7 @@ def test_markers_sit_on_python_fences():
                 assert len(m.group(1)) >= 8, f"{where}: give the reason"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=_id)
 def test_every_python_block_of_a_page_runs(page, snippet_data, tmp_path, monkeypatch, request):
     """The page's blocks, in order, in one namespace, in a fresh copy of the snippet data.
@@ -373,6 +374,7 @@ def test_the_parser_finds_markers_and_indented_blocks(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict`, as .ci/run runs it: a broken link or anchor, a page left out of
     the nav, or a docstring mkdocstrings cannot parse (`a, b:` in an Args section) fails here
