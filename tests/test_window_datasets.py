@@ -267,3 +267,20 @@ def test_charades_errors(chara, tmp_path):
     back = load_videos(tmp_path / "v.txt", multi_label=True)
     assert [e.labels for e in back] == [(10, 92, 147), (147,), (-1,)]
     assert isinstance(videos, DatasetList)
+
+
+def test_frame_windows_from_one_start_frame_keep_their_own_lengths(epic, tmp_path):
+    """Two actions from one start_frame share a count slot (one video, one offset): the count
+    learned when the longer one runs past the video's end must not stretch the shorter one."""
+    lines = (epic / "EPIC_100_train.csv").read_text().splitlines()[:2]
+    lines.append(lines[1].replace(",36,51,", ",36,300,").replace("P01_01_0,", "P01_01_9,"))
+    lines[1] = lines[1].replace(",36,51,", ",36,46,")
+    (tmp_path / "two.csv").write_text("\n".join([lines[0], lines[2], lines[1]]) + "\n")
+    entries = epic_kitchens(tmp_path / "two.csv", window="frames")
+    assert [(e.offset, e.known_frames) for e in entries] == [(35, 264), (35, 10)]
+    source = VideoSource(epic / "EPIC-KITCHENS")
+    ds = ClipDataset(entries, source, num_frames=10, sampling="consecutive", train=False)
+    with pytest.warns(UserWarning, match=r"264 frames from the video list, but only 65 frames"):
+        got = painted(ds[0][0])  # 10 of the 65 frames 35 .. 99 that exist
+    assert got == list(range(got[0], got[0] + 10)) and 35 <= got[0] and got[-1] <= 99
+    assert painted(ds[1][0]) == list(range(35, 45))  # its own 10 frames, not 10 of 65
