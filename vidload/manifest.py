@@ -13,6 +13,9 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
   note) are kept in `ManifestRow.extra` (and `VideoEntry.extra`) and written back after the
   known ones, so a manifest that vidload rewrites (a resumed `convert`) keeps them, and a
   manifest given to `convert` / `probe` as INPUT passes them on to the manifest they write.
+  Window columns are `start` and `end` (seconds), both or neither; another window dataset's
+  (`stop`, `start_timestamp`, `start_frame`, `actions`, ...) is refused naming its reader, when
+  read and when written (`vidload._windows.check_window_columns`).
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
