@@ -247,12 +247,21 @@ def test_charades_errors(chara, tmp_path):
         ("c092 1.37 2.01", "c092 1.37", r"bad.csv:2: action 'c092 1.37' is not `cNNN start end`"),
         ("c092 1.37 2.01", "x092 1.37 2.01", r"bad.csv:2: action 'x092 1.37 2.01' is not"),
         ("c092 1.37 2.01", "c092 1.37 soon", r"bad.csv:2: action 'c092 1.37 soon': its times"),
-        ("c147 0.50 1.70", "c147 1.70 0.50", r"bad.csv:3: window \[1.7, 0.5\) is empty"),
+        ("c147 0.50 1.70", "c147 -0.50 1.70", r"bad.csv:3: window start \(-0.5\) must be"),
         ("c147 0.50 1.70", "c157 0.50 1.70", r"bad.csv:3: action class c157 is beyond classes"),
     ):
         bad.write_text(text.replace(old, new))
         with pytest.raises(ValueError, match=match):
             charades(bad)
+    bad.write_text(text.replace("c147 0.50 1.70", "c147 1.70 0.50;c001 1.00 1.00;c002 0 1"))
+    with pytest.warns(
+        UserWarning,
+        match=r"bad.csv: left out 2 action window\(s\) that end where "
+        r"or before they start \(line 3: c147 1.70 0.50; line 3: c001 1.00 1.00\)",
+    ):
+        kept = charades(bad)  # fmt: skip
+    assert [(e.video_id, e.labels) for e in kept][-1] == ("N11GT.mp4", (2,))
+    assert charades(bad, items="videos")[1].labels == (1, 2, 147)  # their labels still count
     classes = tmp_path / "classes.txt"
     classes.write_text("c000 Holding some clothes\nc002 Putting clothes somewhere\n")
     with pytest.raises(ValueError, match=r"classes.txt:2: .* is not `c001 <name>`"):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from typing import Literal
 
@@ -45,9 +46,11 @@ def charades(
             (`id` and `actions` needed).
         items: "windows": one entry per distinct window of a video, [start, end) in seconds
             from `actions`, its `labels` every class listed with exactly that window (in class
-            order); a video without actions gives none. "videos": one entry per video (the
-            whole file), its `labels` every class of its actions; a video without actions is
-            unlabelled (-1: an all-zero multi-hot vector).
+            order); a video without actions gives none. A window that ends where or before it
+            starts is left out (counted in one warning); one that ends past the video's last
+            frame ends there (as Charades' authors advise: clip to the video). "videos": one
+            entry per video (the whole file), its `labels` every class of its actions; a video
+            without actions is unlabelled (-1: an all-zero multi-hot vector).
         classes: `Charades_v1_classes.txt` (`c000 Holding some clothes` lines, codes from
             c000 in order), or the names in label order: `.classes`. None: the codes
             `c000` .. `c156`.
@@ -55,13 +58,14 @@ def charades(
 
     Raises:
         FileNotFoundError: the CSV or the class file is not there.
-        ValueError: an `actions` cell that is not `cNNN start end;...`, an empty window
-            (items="windows"), a class code beyond `classes` (file and line named).
+        ValueError: an `actions` cell that is not `cNNN start end;...` (negative or not
+            finite times included), a class code beyond `classes` (file and line named).
     """
     check_choice("items", items, ("windows", "videos"))
     names = _class_names(classes)
     rows = read_csv(csv_path, ("id", "actions"), _SHAPE)
-    entries = []
+    entries: list[VideoEntry] = []
+    empty: list[str] = []  # windows with no time (end <= start): no frame to sample
     for line, row in rows:
         where = f"{csv_path}:{line}"
         try:
@@ -76,6 +80,9 @@ def charades(
                 continue
             windows: dict[tuple[float, float], set[int]] = {}
             for k, start, end in actions:
+                if end <= start:
+                    empty.append(f"line {line}: c{k:03d} {start:.2f} {end:.2f}")
+                    continue
                 check_window(start, end)
                 windows.setdefault((start, end), set()).add(k)
             for (start, end), found in windows.items():
@@ -83,6 +90,13 @@ def charades(
                 entries.append(VideoEntry(vid, labels[0], labels=labels, start=start, end=end))
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from e
+    if empty:
+        shown = "; ".join(empty[:3]) + ("; ..." if len(empty) > 3 else "")
+        warnings.warn(
+            f"{csv_path}: left out {len(empty)} action window(s) that end where or before they "
+            f"start ({shown}): no frame lies in them",
+            stacklevel=2,
+        )
     return DatasetList(entries, names)
 
 
@@ -100,6 +114,8 @@ def _actions(cell: str, num_classes: int) -> list[tuple[int, float, float]]:
             start, end = float(fields[1]), float(fields[2])
         except ValueError:
             raise ValueError(f"action {part.strip()!r}: its times are not seconds") from None
+        check_window(start, None)  # finite, >= 0: in both items modes
+        check_window(None, end)
         k = int(code[1])
         if k >= num_classes:
             raise ValueError(f"action class {fields[0]} is beyond classes= ({num_classes} names)")
