@@ -293,3 +293,15 @@ def test_frame_windows_from_one_start_frame_keep_their_own_lengths(epic, tmp_pat
         got = painted(ds[0][0])  # 10 of the 65 frames 35 .. 99 that exist
     assert got == list(range(got[0], got[0] + 10)) and 35 <= got[0] and got[-1] <= 99
     assert painted(ds[1][0]) == list(range(35, 45))  # its own 10 frames, not 10 of 65
+
+
+def test_epic_kitchens_test_csv_is_unlabelled(epic, tmp_path):
+    test = tmp_path / "EPIC_100_test_timestamps.csv"  # the test file: times, no labels
+    test.write_text(
+        "narration_id,participant_id,video_id,start_timestamp,stop_timestamp,start_frame,"
+        "stop_frame\nP01_01_0,P01,P01_01,00:00:01.37,00:00:02.01,36,51\n"
+    )
+    for label in ("verb", "noun", "action"):
+        entries = epic_kitchens(test, label=label)  # type: ignore[arg-type]
+        assert [(e.label, e.start, e.end) for e in entries] == [(-1, 1.37, 2.01)]
+        assert entries.classes == ()
