@@ -32,22 +32,22 @@ _EPIC = "vidload.datasets.epic_kitchens(CSV)"
 _SECONDS = "give each window as `start`,`end` in seconds from the video's first frame"
 #: Columns other datasets use for a window, never read as one: {column: what to do instead}.
 FOREIGN_WINDOW_COLUMNS: dict[str, str] = {
-    "stop": f"EPIC-KITCHENS' name for a window's end: rename it to `end` if it holds seconds; "
+    "stop": f"EPIC-KITCHENS calls a window's end `stop`: rename it to `end` if it holds seconds; "
     f"an EPIC-KITCHENS-100 annotation CSV is read by {_EPIC}",
     **{
-        name: f"EPIC-KITCHENS-100's `HH:MM:SS.ff` times: read its annotation CSV with {_EPIC}; "
-        f"for another list, {_SECONDS}"
+        name: f"It holds EPIC-KITCHENS-100's `HH:MM:SS.ff` times: read its annotation CSV with "
+        f"{_EPIC}; for another list, {_SECONDS}"
         for name in ("start_timestamp", "stop_timestamp", "narration_timestamp")
     },
     **{
-        name: f"EPIC-KITCHENS-100's 1-based frame numbers: read its annotation CSV with "
-        f"vidload.datasets.epic_kitchens(CSV, window='frames'); for another list, {_SECONDS}"
+        name: f"It holds EPIC-KITCHENS-100's 1-based frame numbers: read its annotation CSV "
+        f"with vidload.datasets.epic_kitchens(CSV, window='frames'); for another list, {_SECONDS}"
         for name in ("start_frame", "stop_frame", "end_frame")
     },
-    "actions": "Charades' action windows (`c092 11.90 21.20;...`): read its CSV with "
+    "actions": "It holds Charades' action windows (`c092 11.90 21.20;...`): read its CSV with "
     "vidload.datasets.charades(CSV)",
     **{
-        name: f"rename it to `{'start' if name.startswith('start') else 'end'}` if it holds "
+        name: f"Rename it to `{'start' if name.startswith('start') else 'end'}` if it holds "
         f"seconds from the video's first frame"
         for name in ("start_time", "end_time", "stop_time")
     },
@@ -66,7 +66,7 @@ def check_window_columns(columns: Iterable[str], where: str) -> None:
         if name in names:
             raise ValueError(
                 f"{where}: column {name!r} is not read as a window: a list's window columns are "
-                f"`start` and `end` (seconds from the video's first frame). {name!r} is {instead}"
+                f"`start` and `end` (seconds from the video's first frame). {instead}"
             )
     half = ({"start", "end"} & names) and not {"start", "end"} <= names
     if half:
