@@ -80,7 +80,9 @@ class ClipDataset(Dataset):
             `(video_id, label, num_frames)` (see `load_videos`), or what a
             `vidload.datasets` reader returns. A video listed twice is two items. Windows of
             long videos: `(video_id, label, start, end)` items, `start`/`end` columns in a CSV
-            list, `"start"`/`"end"` keys in a JSON list: seconds from the video's first frame
+            list, `"start"`/`"end"` keys in a JSON list (both or neither; another dataset's
+            window columns, `stop`, `start_frame`, ..., are refused naming its reader,
+            `vidload._windows.check_window_columns`): seconds from the video's first frame
             (its timestamp counts as 0), the entry being the frames in [start, end); every
             sampling mode samples inside the window, with the window's own frame count, found
             from `source.timestamps`. Many windows may name one file: they share its open

@@ -13,6 +13,9 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
   note) are kept in `ManifestRow.extra` (and `VideoEntry.extra`) and written back after the
   known ones, so a manifest that vidload rewrites (a resumed `convert`) keeps them, and a
   manifest given to `convert` / `probe` as INPUT passes them on to the manifest they write.
+  Window columns are `start` and `end` (seconds), both or neither; another window dataset's
+  (`stop`, `start_timestamp`, `start_frame`, `actions`, ...) is refused naming its reader, when
+  read and when written (`vidload._windows.check_window_columns`).
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
@@ -52,7 +55,7 @@ from vidload._lists import (
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window, parse_window
+from vidload._windows import check_window, check_window_columns, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -196,7 +199,9 @@ def read_manifest(
 
     Columns are found by name: known ones that are missing (a manifest from an older version
     has no `rotation`) are None; the others are kept in each row's `extra`, so an extra column
-    never breaks a reader and survives a rewrite. `video_id` is required.
+    never breaks a reader and survives a rewrite. `video_id` is required. Window columns are
+    `start` and `end`, both or neither; another dataset's (`stop`, `start_frame`, `actions`,
+    ...) is refused naming its reader (`vidload._windows.check_window_columns`).
     """
     path = text_location(path, storage_options)
     text = read_text(path)
@@ -215,6 +220,7 @@ def read_manifest(
             + f"; a manifest has the columns {list(MANIFEST_FIELDS)}"
         )
     extra = [h for h in header if h not in MANIFEST_FIELDS]
+    check_window_columns(extra, f"{path}:1")
     rows = []
     while True:
         try:
@@ -246,6 +252,8 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
 
     Raises:
         TypeError: a row is not a ManifestRow.
+        ValueError: an extra column that `read_manifest` would refuse (`stop`, `start`
+            without `end`, ...: `vidload._windows.check_window_columns`); nothing is written.
         DiskFullError: no space left for the manifest (the old one is untouched).
     """
     rows = list(rows)
@@ -253,6 +261,7 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
         if not isinstance(row, ManifestRow):
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
     extra = list(dict.fromkeys(name for row in rows for name in row.extra))
+    check_window_columns(extra, str(path))  # never a manifest that read_manifest refuses
     text = io.StringIO(newline="")
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(MANIFEST_FIELDS + tuple(extra))

@@ -185,6 +185,11 @@ class SharedCounts:
             return int(self._learned[slot]), f"in the window {describe(entry.start, entry.end)}"
         learned = int(self._learned[slot])
         if learned != _UNKNOWN:
+            if entry.known_frames is not None and entry.known_frames < learned:
+                # a slot is shared by the entries of one (video, offset): EPIC's frame windows
+                # from one start_frame list their own lengths, which a longer one's count must
+                # not stretch (issue 31)
+                return entry.known_frames, "from the video list"
             return learned, "learned from an earlier read"
         if entry.known_frames is not None:
             return entry.known_frames, "from the video list"
