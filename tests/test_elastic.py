@@ -17,7 +17,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vidload import ClipDataset, NpySource, epochs, make_loader, set_epoch
+from vidload import ClipDataset, NpySource, make_loader, set_epoch
 from vidload._loader.learned import merge_learned
 from vidload._loader.split import share
 from vidload.loader import EpochShuffleSampler, ResumableDistributedSampler, ShardSampler
@@ -238,7 +238,9 @@ def _ranks_after(root, state, world: int, batch: int, stop: int, **kwargs):
     return loaders, per_epoch
 
 
-@pytest.mark.parametrize(("world", "batch", "world2", "batch2"), [(4, 1, 2, 1), (2, 2, 3, 1), (3, 1, 3, 2)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("world", "batch", "world2", "batch2"), [(4, 1, 2, 1), (2, 2, 3, 1), (3, 1, 3, 2)]
+)
 def test_rank0s_state_resumes_on_other_ranks(root, world, batch, world2, batch2):
     whole = _dataset(root)  # the clip each item gets in each epoch, whatever the ranks
     expected = {}
@@ -327,7 +329,8 @@ def test_a_state_of_another_order_or_an_old_one_from_other_ranks_is_refused(root
     shuffled = make_loader(_dataset(root), 2, num_workers=0, stateful=True)  # no process group
     with pytest.raises(ValueError, match=r"order is 'DistributedSampler.*EpochShuffleSampler"):
         shuffled.load_state_dict(state)
-    old = {k: v for k, v in state.items() if k not in ("batch_size", "sampler", "world_size", "items")}  # fmt: skip
+    split_keys = ("batch_size", "sampler", "world_size", "items")
+    old = {k: v for k, v in state.items() if k not in split_keys}
     old["batches"] = 2  # of 3 on two ranks: not there on four (2 batches of 2 a rank)
     with pytest.raises(ValueError, match="another number of ranks .* older vidload"):
         _loader(root, 4, 0, 2).load_state_dict(old)
@@ -413,8 +416,9 @@ def test_gloo_ranks_resume_on_another_number(broken_root, tmp_path, world, world
     resumed = _group("resume", broken_root, tmp_path, world2, 2)
     found = sorted({v for f in firsts for v in f["broken_at_save"]})
     assert found == ["bad.mp4"], "the seed no longer meets the broken video before the save"
-    assert sum(bool(f["broken_at_save"]) for f in firsts) == 1  # one rank found it
-    assert all(f["state_broken"] == found for f in firsts)  # every rank's state holds it
+    # a rank that did not find it (it read no item of that video) has it in its state too
+    assert any(not f["broken_at_save"] for f in firsts)
+    assert all(f["state_broken"] == found for f in firsts)
     # each item's clip and info in the uninterrupted run, per epoch (the same on any rank)
     uninterrupted: dict[tuple[int, int], tuple] = {}
     for epoch in (0, 1):

@@ -1,7 +1,8 @@
 """torch.distributed awareness: the one home for "is there a process group, and which rank am I".
 
 Used by `ClipDataset` (one seed for every rank), `make_loader` (a `DistributedSampler` by
-default) and a stateful loader's `state_dict()` (what every rank learned, gathered). Nothing here starts or joins a process group; it only looks at one the caller set up
+default) and a stateful loader's `state_dict()` (what every rank learned, gathered). Nothing
+here starts or joins a process group; it only looks at one the caller set up
 (`torch.distributed.init_process_group`, e.g. under torchrun).
 """
 

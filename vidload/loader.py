@@ -17,7 +17,7 @@ import functools
 import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sized
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch

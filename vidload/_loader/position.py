@@ -35,6 +35,7 @@ from vidload._loader.split import handed_out
 
 T = TypeVar("T")
 
+
 def check_state(state: object, owner: str) -> tuple[int, int, int]:
     """(epoch, yielded, begin) from a sampler state (begin 0 when absent); ValueError /
     TypeError naming the rule."""

@@ -197,7 +197,7 @@ class StatefulLoader(StatefulDataLoader):
         if splits is None:
             set_epoch(self, epoch, start_batch=int(state["batches"]))
             return
-        yielded = int(state["batches"]) * int(self.batch_size)  # type: ignore[arg-type]
+        yielded = int(state["batches"]) * int(self.batch_size)
         items = handed_out(splits.global_size(), 0, yielded, splits.world_size)
         resume_at(self, epoch, items=items)
 
@@ -213,7 +213,7 @@ class StatefulLoader(StatefulDataLoader):
         of the pass (None each for a sampler that is not vidload's)."""
         if self._splitter() is None:
             return dict(_NO_SPLIT)
-        return self.sampler.split_state(batches * self.batch_size)  # type: ignore[union-attr, operator]
+        return self.sampler.split_state(batches * self.batch_size)
 
     def _learned(self) -> dict[str, list] | None:
         """The dataset's learned state; under torch.distributed, with the epoch split across
