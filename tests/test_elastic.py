@@ -302,6 +302,40 @@ def test_a_resumed_pass_saves_and_resumes_again(root):
     assert sorted(seen) == list(range(11))
 
 
+def _labels(loader) -> list[list[int]]:
+    return [labels.tolist() for _, labels in loader]
+
+
+def test_a_resumed_pass_resumes_on_its_own_size_and_the_next_epoch_is_whole(root):
+    """A state saved in a pass that began mid-epoch (4 ranks -> 2) resumes on those 2 ranks
+    through torchdata's own restore (the samplers' "begin"); the epoch after it is whole."""
+    first = [_loader(root, 4, r, 1) for r in range(4)]
+    for loader in first:
+        set_epoch(loader, 0)
+        next(iter(loader))
+    state = first[0].state_dict()  # 4 items handed out
+    second = [_loader(root, 2, r, 1) for r in range(2)]
+    rests, states = [], []
+    for loader in second:
+        loader.load_state_dict(state)
+        set_epoch(loader, 0)
+        assert len(loader) == 4  # 7 left: 4 a rank, one padded
+        iterator = iter(loader)
+        next(iterator)
+        states.append(loader.state_dict())
+        rests.append([labels.tolist() for _, labels in iterator])
+    assert states[0]["items"] == 6 and states[0]["batches"] == 1
+    for rank in range(2):
+        resumed = _loader(root, 2, rank, 1)
+        resumed.load_state_dict(states[0])  # same size, batch and workers: torchdata's restore
+        set_epoch(resumed, 0)
+        assert _labels(resumed) == rests[rank]
+        set_epoch(resumed, 1, start_batch=5)  # 11 items on 2 ranks: 6 batches a rank again
+        assert len(resumed) == 6 and len(_labels(resumed)) == 1
+        with pytest.raises(ValueError, match=r"start_batch \(7\) must be <= .* \(6\)"):
+            set_epoch(resumed, 1, start_batch=7)
+
+
 def test_a_same_size_resume_from_rank0_and_from_each_rank(root):
     for own in (True, False):
         whole = [_loader(root, 2, r, 2) for r in range(2)]

@@ -8,7 +8,9 @@ functions of (seed, epoch), so a run resumed at epoch k sees what an uninterrupt
 
 Under torch.distributed (a process group initialised before `make_loader` is called) each rank
 gets its share of the items: a seeded `DistributedSampler` when training, a `ShardSampler`
-(every item exactly once over all ranks) when evaluating.
+(every item exactly once over all ranks) when evaluating. Either deals out one global order
+per epoch step by step, so a run can continue from the items it handed out on another number
+of ranks (`set_epoch(epoch, items=c)` on the samplers; a stateful loader's `load_state_dict`).
 """
 
 from __future__ import annotations
@@ -273,8 +275,9 @@ def make_loader(
             (`vidload._loader.stateful.StatefulLoader`, the optional extra `vidload[stateful]`)
             whose `state_dict()` holds the epoch, the position in it and what the dataset
             learned (frame counts, broken videos), so that `load_state_dict` in a new process
-            continues with exactly the batches the uninterrupted run would have yielded next
-            (docs/guides/resuming.md). Without a
+            continues with exactly the batches the uninterrupted run would have yielded next;
+            rank 0's state resumes on any number of ranks and with any batch size, the rest
+            of the epoch dealt out to the new ranks (docs/guides/resuming.md). Without a
             sampler and without shuffling it loads in order through a `ShardSampler` (one
             that can resume) instead of torch's `SequentialSampler`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
