@@ -107,6 +107,13 @@ class SourceRoot:
         """What a source shows as its root: the local folder, or the URL's `Location`."""
         raise NotImplementedError
 
+    @property
+    def reads_wait(self) -> bool:
+        """Whether reads wait on a network (a URL root without a cache): where a batch's
+        reads are planned (`ahead`, `plans`), and a worker's next batch is worth fetching
+        while it decodes the current one (`make_loader(fetch_ahead=None)`)."""
+        raise NotImplementedError
+
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
         ones of `video_ids`) where reads wait on a network (a URL root without a cache);
@@ -208,6 +215,10 @@ class LocalRoot(SourceRoot):
     def root(self) -> Path:
         return self._path
 
+    @property
+    def reads_wait(self) -> bool:
+        return False
+
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         return []
 
@@ -274,11 +285,15 @@ class BucketRoot(SourceRoot):
     def root(self) -> Location:
         return self.location
 
+    @property
+    def reads_wait(self) -> bool:
+        return self.cache is None
+
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
-        return list(dict.fromkeys(video_ids)) if self.cache is None else []
+        return list(dict.fromkeys(video_ids)) if self.reads_wait else []
 
     def plans(self, make: Callable[[], list[T]]) -> list[T]:
-        return make() if self.cache is None else []
+        return make() if self.reads_wait else []
 
     def local(self, rel: str) -> Path | None:
         if self.cache is None:
