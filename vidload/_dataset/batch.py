@@ -49,7 +49,6 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     plan = getattr(source, "fetch_plan", None)
     if prepare is None or plan is None or len(indices) == 0:
         return [dataset[i] for i in indices]
-    sent = ahead.take(dataset)  # the round sent ahead for this batch, if one was
     try:
         chunks, videos_of = _planned(dataset, prepare, plan, indices)
     except IndexError:
@@ -57,6 +56,7 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     if not any(chunks):
         return [dataset[i] for i in indices]
     ahead.STATS["batches"] += 1
+    sent = ahead.take(dataset)  # the round sent ahead for this batch, if one was
     # the items in up to _GROUPS groups, all sent at once (one round); each item is built as
     # soon as its group (and those before it) has been answered
     size = -(-len(indices) // _GROUPS)
