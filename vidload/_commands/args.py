@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vidload._cpus import default_workers
+from vidload._kinds import get_kind, kind_names
 from vidload.errors import UsageError
 
 __all__ = [
@@ -19,6 +20,8 @@ __all__ = [
     "add_input",
     "check_paths",
     "dask_executor",
+    "kind_reader",
+    "kinds_described",
     "positive_int",
     "positive_number",
     "quality",
@@ -62,6 +65,19 @@ def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
         return value if value is not None else (fast if quick else normal)
 
     return pick
+
+
+def kind_reader(name: str) -> str:
+    """The class that reads storage kind `name` (`Hdf5Source`), from its row of the table
+    (`vidload._kinds`), not imported: a help text names every kind the table holds."""
+    return get_kind(name).source.rpartition(":")[2]
+
+
+def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> str:
+    """What the kinds `names` (default: every kind of the table) are, as a help text lists
+    them: "JPEG frame folders, .h5 files, .npy files or video files"."""
+    words = [get_kind(n).described for n in (kind_names() if names is None else names)]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:

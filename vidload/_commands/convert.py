@@ -11,6 +11,8 @@ from vidload._commands.args import (
     add_input,
     check_paths,
     dask_executor,
+    kind_reader,
+    kinds_described,
     positive_int,
     quality,
     storage_options,
@@ -18,27 +20,35 @@ from vidload._commands.args import (
 from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_FAILED, EXIT_OK
-from vidload._kinds import kind_names
+from vidload._kinds import get_kind, kind_names
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["DESCRIPTION", "HELP", "INTERRUPTED", "add_parser", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
 
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 
 
-#: What `vidload --help` and `vidload convert --help` say the command does.
-HELP = "build JPEG folders, HDF5 or npy containers from videos or JPEG folders"
-DESCRIPTION = (
-    "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
-    "JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
-    "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
-)
+def help_text() -> str:
+    """What `vidload --help` says the command does, naming every kind of the table."""
+    return f"build {kinds_described()} from videos or JPEG folders (--to)"
+
+
+def description() -> str:
+    """What `vidload convert --help` says the command does: each kind and its reader."""
+    kinds = "; ".join(
+        f"--to {n}: {get_kind(n).described}, read by {kind_reader(n)}(OUTPUT)" for n in kind_names()
+    )
+    return (
+        "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
+        f"that the kind's source reads them with the videos' ids ({kinds}). Writes "
+        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`."""
-    conv = sub.add_parser("convert", help=HELP, description=DESCRIPTION)
+    conv = sub.add_parser("convert", help=help_text(), description=description())
     add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
@@ -52,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--to",
         required=True,
         choices=kind_names(),
-        help="format (video: H.264 re-encoded for random access, read by VideoSource(OUTPUT))",
+        help="the storage kind to write (video: H.264 re-encoded for random access)",
     )
     add_common(conv)
     conv.add_argument(

@@ -12,6 +12,7 @@ from vidload._commands.args import (
     add_input,
     check_paths,
     dask_executor,
+    kinds_described,
     storage_options,
 )
 from vidload._exit import EXIT_FAILED, EXIT_OK
@@ -30,7 +31,7 @@ DESCRIPTION = (
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `probe` subcommand's parser, added to `sub`."""
     prb = sub.add_parser("probe", help=HELP, description=DESCRIPTION)
-    add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
+    add_input(prb, f"folder of {kinds_described()} (searched recursively), or one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     prb.add_argument(
         "--write-index",
