@@ -22,6 +22,7 @@ __all__ = [
     "dask_executor",
     "kind_reader",
     "kinds_described",
+    "official_files_for_the_shell",
     "positive_int",
     "positive_number",
     "quality",
@@ -180,6 +181,45 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
+
+
+@contextmanager
+def official_files_for_the_shell(args: argparse.Namespace, command: str) -> Iterator[None]:
+    """An official split file given as INPUT (`vidload._official`) is refused saying what to
+    do from the shell, not which Python function to call: `vidload COMMAND` on the class
+    folder tree where that gives the official numbering (`--labels classInd.txt`), else on the
+    list the reader writes (a one-line `python -c`), with the arguments given."""
+    from vidload._official import OfficialFileError
+
+    try:
+        yield
+    except ValueError as e:
+        found: BaseException | None = e
+        while found is not None and not isinstance(found, OfficialFileError):
+            found = found.__cause__
+        if found is None:
+            raise
+        raise UsageError(_shell_advice(found, args, command)) from e
+
+
+def _shell_advice(e: Any, args: argparse.Namespace, command: str) -> str:
+    videos = args.root or "VIDEOS"
+    rest = f" {args.output} --to {args.to}" if command == "convert" else ""
+    name = f"{Path(args.input).stem}-{e.reader}.txt"
+    call = e.call.replace("root=VIDEOS", f"root={videos!r}")
+    write = f"python -c \"from vidload.datasets import {e.reader}; {call}.write('{name}')\""
+    advice = (
+        f"INPUT {e.what}. From the shell: write the list vidload.datasets.{e.reader}() reads "
+        f"from it, then {command} that list: {write} && vidload {command} {name}{rest} "
+        f"--root {videos}"
+    )
+    if e.labels is not None:
+        labels = f" --labels {e.labels}" if e.labels else ""
+        advice += (
+            f"; or {command} the whole class folder tree, numbered as {e.reader}() numbers it: "
+            f"vidload {command} {videos}{rest}{labels}"
+        )
+    return advice
 
 
 @contextmanager

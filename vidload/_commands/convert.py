@@ -13,6 +13,7 @@ from vidload._commands.args import (
     dask_executor,
     kind_reader,
     kinds_described,
+    official_files_for_the_shell,
     positive_int,
     quality,
     storage_options,
@@ -118,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
 
     given = {**vars(args), "storage_options": storage_options(args.storage_option)}
     options = opts.ConvertOptions.from_arguments(given)  # the arguments' names are its fields
-    with dask_executor(args) as (executor, workers):
+    with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
             options, args.input, args.output, executor=executor, workers=workers,
             progress=not args.quiet,

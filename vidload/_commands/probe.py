@@ -13,6 +13,7 @@ from vidload._commands.args import (
     check_paths,
     dask_executor,
     kinds_described,
+    official_files_for_the_shell,
     storage_options,
 )
 from vidload._exit import EXIT_FAILED, EXIT_OK
@@ -51,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from vidload.manifest import write_manifest
     from vidload.probe import print_probe_table, probe
 
-    with dask_executor(args) as (executor, workers):
+    with official_files_for_the_shell(args, "probe"), dask_executor(args) as (executor, workers):
         rows = probe(
             args.input,
             root=args.root,

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._lists import VideoEntry, read_text, text_location
@@ -49,8 +51,12 @@ class DatasetList(list[VideoEntry]):
         """Save as an annotation list (atomically) for `vidload convert` / `vidload probe`
         (`vidload convert train.txt OUT --root VIDEOS --to hdf5`): mmaction2's `path label`
         lines, or a CSV list (`video_id,label,start,end`) when an entry is a window. Labels
-        are written 0-based, as `ClipDataset` reads them; -1 for unlabelled videos."""
-        if any(e.start is not None or e.end is not None for e in self):
+        are written 0-based, as `ClipDataset` reads them; -1 for unlabelled videos. A path
+        ending in `.json` gets mmaction2's JSON list (`filename`, `label`, and `start`/`end`
+        for a window; no `label` when unlabelled), which reads back the same."""
+        if str(path).lower().endswith(".json"):
+            data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
+        elif any(e.start is not None or e.end is not None for e in self):
             text = io.StringIO(newline="")
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(["video_id", "label", "start", "end"])
@@ -62,6 +68,19 @@ class DatasetList(list[VideoEntry]):
         else:
             data = "".join(f"{e.video_id} {e.label}\n" for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
+
+
+def _json_item(entry: VideoEntry) -> dict[str, Any]:
+    """One entry of a JSON list, as `vidload._lists` reads it back."""
+    item: dict[str, Any] = {"filename": entry.video_id}
+    if entry.labels is not None:
+        item["label"] = list(entry.labels)
+    elif entry.label >= 0:
+        item["label"] = entry.label
+    for key in ("start", "end"):
+        if getattr(entry, key) is not None:
+            item[key] = getattr(entry, key)
+    return item
 
 
 def class_numbering(
