@@ -51,6 +51,8 @@ def test_probe_and_convert_name_the_file_and_the_words(broken, tmp_path, capsys)
     for name in BROKEN:
         assert rows[name].status == "failed" and WORDS in rows[name].error, rows[name].error
         assert "Errno" not in rows[name].error
+    for name in ("cut_early.mp4", "text.mp4"):  # FFmpeg's error: the file named in the reason
+        assert f"{broken / name}'" in rows[name].error
     report = convert(broken, tmp_path / "h5", to="hdf5", workers=1, progress=False)
     failed = {f.video_id: f.error for f in report.failed}
     assert sorted(failed) == BROKEN
@@ -64,11 +66,11 @@ def test_probe_and_convert_name_the_file_and_the_words(broken, tmp_path, capsys)
 def test_ffmpeg_words_say_what_an_error_means():
     invalid = av.error.InvalidDataError(1094995529, "Invalid data found when processing input", "x")
     assert ffmpeg_words(invalid, opening=True) == (
-        "truncated or not a video file (FFmpeg: Invalid data found when processing input)"
+        "truncated or not a video file (FFmpeg: Invalid data found when processing input: 'x')"
     )
     assert ffmpeg_words(invalid) == (
         "the data is damaged or the file truncated (FFmpeg: Invalid data found when processing "
-        "input)"
+        "input: 'x')"
     )
     other = av.error.ExternalError(-542398533, "Generic error in an external library")
     assert ffmpeg_words(other) == "FFmpeg: Generic error in an external library"

@@ -131,9 +131,12 @@ _MEANING: dict[type, tuple[str, str]] = {
 
 def ffmpeg_words(e: av.error.FFmpegError, *, opening: bool = False) -> str:
     """`e` for a VideoReadError's reason: what it means for the file (where known), then
-    FFmpeg's own words without the error number and the path (the error names the file):
-    "truncated or not a video file (FFmpeg: Invalid data found when processing input)"."""
+    FFmpeg's own words and the file it names, without the error number: "truncated or not a
+    video file (FFmpeg: Invalid data found when processing input: 'x.mp4')" (a manifest's
+    error column, which leaves out the error's path, names the file through it)."""
     said = getattr(e, "strerror", None) or str(e)
+    if getattr(e, "filename", None) and str(e.filename) not in said:
+        said = f"{said}: {str(e.filename)!r}"
     for kind, (at_open, at_decode) in _MEANING.items():
         if isinstance(e, kind):
             return f"{at_open if opening else at_decode} (FFmpeg: {said})"
