@@ -179,3 +179,55 @@ def test_a_window_list_written_as_json_is_json_and_reads_back(tmp_path):
     assert [(e.video_id, e.label, e.start, e.end) for e in again] == [
         (e.video_id, e.label, e.start, e.end) for e in entries
     ]
+
+
+# --------------------------------------------------------------------------- CLI arguments
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli_errors")
+    make_video(root / "videos/a/x1.mp4", 2, width=32, height=32)
+    (root / "list.txt").write_text("a/x1.mp4 0\n")
+    return root
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["convert", "{v}", "{o}", "--to", "hdf5", "--crf", "20"],
+         "crf apply to to='video' only (--crf with --to video), not to='hdf5': leave it out"),
+        (["convert", "{v}", "{o}", "--to", "hdf5", "--gop", "4", "--tune", "film"],
+         "gop, tune apply to to='video' only (--gop, --tune with --to video)"),
+        (["convert", "{v}", "{o}", "--to", "video", "--quality", "50"],
+         "--quality sets the stored JPEG frames; --to video stores none: leave it out"),
+        (["convert", "{v}", "{o}", "--to", "video", "--subsampling", "444", "--quality", "9"],
+         "--quality and --subsampling set the stored JPEG frames; --to video stores none"),
+        (["convert", "{v}", "{o}", "--to", "video", "--crf", "60"],
+         "argument --crf: 60.0 must be in [0, 51]"),
+        (["convert", "{v}", "{o}", "--to", "hdf5", "--root", "{v}"],
+         "root / --root ('{v}') applies only to an annotation list INPUT, not to a folder"),
+        (["convert", "{l}", "{o}", "--to", "hdf5", "--labels", "{l}"],
+         "labels / --labels ('{l}') applies to a folder INPUT only"),
+        (["probe", "{v}", "--write", "{n}/counts.csv"],
+         "--write ('{n}/counts.csv'): folder '{n}' does not exist"),
+    ],
+)  # fmt: skip
+def test_a_cli_error_names_the_argument_to_change(folder, argv, said, capsys):
+    names = {"v": folder / "videos", "o": folder / "out", "l": folder / "list.txt",
+             "n": folder / "nowhere"}  # fmt: skip
+    assert main([a.format(**names) for a in argv] + ["-q"]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert said.format(**names) in err, err
+    assert not (folder / "out").exists()  # refused before anything was written
+
+
+def test_quality_left_out_with_video_is_not_refused(folder, tmp_path):
+    assert main(["convert", str(folder / "videos"), str(tmp_path / "v"), "--to", "video",
+                 "-q", "--workers", "1"]) == 0  # fmt: skip
+    assert main(["convert", str(folder / "videos"), str(tmp_path / "h"), "--to", "hdf5",
+                 "-q", "--workers", "1"]) == 0  # fmt: skip
+    from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
+
+    options = json.loads((tmp_path / "h/vidload-convert.json").read_text())
+    assert (options["quality"], options["subsampling"]) == (DEFAULT_QUALITY, DEFAULT_SUBSAMPLING)

@@ -233,7 +233,7 @@ def input_class_map(
     if not Path(input_path).is_dir():
         if labels is not None:
             raise UsageError(
-                f"labels ({str(labels)!r}) applies to a folder INPUT only; "
+                f"labels / --labels ({str(labels)!r}) applies to a folder INPUT only; "
                 f"{str(input_path)!r} is a file (an annotation list carries its own labels)"
             )
         return None

@@ -19,6 +19,7 @@ __all__ = [
     "add_storage_option",
     "add_input",
     "check_paths",
+    "crf",
     "dask_executor",
     "kind_reader",
     "kinds_described",
@@ -52,6 +53,10 @@ def positive_int(text: str) -> int:
 
 def quality(text: str) -> int:
     return _number(text, int, "an integer", lambda v: 1 <= v <= 100, "in [1, 100]")
+
+
+def crf(text: str) -> float:
+    return _number(text, float, "a number", lambda v: 0 <= v <= 51, "in [0, 51]")
 
 
 def positive_number(text: str) -> float:

@@ -10,6 +10,7 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
+    crf,
     dask_executor,
     kind_reader,
     kinds_described,
@@ -22,6 +23,7 @@ from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload._kinds import get_kind, kind_names
+from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
 __all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
@@ -75,14 +77,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     conv.add_argument(
         "--quality",
         type=quality,
-        default=opts.DEFAULT_QUALITY,
         metavar="Q",
         help=f"JPEG quality 1-100 ({opts.DEFAULT_QUALITY})",
     )
     conv.add_argument(
         "--subsampling",
         choices=SUBSAMPLINGS,
-        default=opts.DEFAULT_SUBSAMPLING,
         help=f"JPEG chroma subsampling ({opts.DEFAULT_SUBSAMPLING}; 444 keeps full colour "
         "resolution, see the docs' Benchmarks page)",
     )
@@ -94,7 +94,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     conv.add_argument(
         "--crf",
-        type=float,
+        type=crf,
         metavar="Q",
         help="--to video: libx264 constant rate factor 0-51, lower is better "
         f"({opts.DEFAULT_CRF:g})",
@@ -115,6 +115,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
+    _jpeg_options(args)
     from vidload.convert import run_convert
 
     given = {**vars(args), "storage_options": storage_options(args.storage_option)}
@@ -128,3 +129,19 @@ def run(args: argparse.Namespace) -> int:
     if report.stopped is not None:
         print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _jpeg_options(args: argparse.Namespace) -> None:
+    """`--quality` and `--subsampling` set the stored JPEGs: given with a kind that stores no
+    JPEG (`--to video`) they would be ignored, so they are refused; left out, their defaults."""
+    given = [f"--{k}" for k in ("quality", "subsampling") if getattr(args, k) is not None]
+    if given and not get_kind(args.to).holds_jpeg:
+        raise UsageError(
+            f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the stored JPEG "
+            f"frames; --to {args.to} stores none: leave {'it' if len(given) == 1 else 'them'} "
+            "out (--crf sets a re-encoded video's quality)"
+        )
+    if args.quality is None:
+        args.quality = opts.DEFAULT_QUALITY
+    if args.subsampling is None:
+        args.subsampling = opts.DEFAULT_SUBSAMPLING

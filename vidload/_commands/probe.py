@@ -95,6 +95,8 @@ def _check_not_theirs(path: Path, class_map: dict[str, int] | None, overwrite: b
     from vidload.labels import classes_text
     from vidload.manifest import is_manifest
 
+    if class_map is None and not path.parent.is_dir():
+        raise UsageError(f"--write ({str(path)!r}): folder {str(path.parent)!r} does not exist")
     if overwrite or not path.exists():
         return
     if class_map is None:
