@@ -231,3 +231,12 @@ def test_quality_left_out_with_video_is_not_refused(folder, tmp_path):
 
     options = json.loads((tmp_path / "h/vidload-convert.json").read_text())
     assert (options["quality"], options["subsampling"]) == (DEFAULT_QUALITY, DEFAULT_SUBSAMPLING)
+
+
+def test_multi_label_without_num_classes_says_what_to_give(folder):
+    from vidload import ClipDataset, VideoSource
+
+    with pytest.raises(TypeError, match=r"num_classes must be an int, got None: "
+                       r"multi_label=True needs it \(the number of classes"):  # fmt: skip
+        ClipDataset([("a/x1.mp4", 0)], VideoSource(folder / "videos"), num_frames=2,
+                    multi_label=True)  # fmt: skip
