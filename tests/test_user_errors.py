@@ -211,6 +211,10 @@ def folder(tmp_path_factory):
          "labels / --labels ('{l}') applies to a folder INPUT only"),
         (["probe", "{v}", "--write", "{n}/counts.csv"],
          "--write ('{n}/counts.csv'): folder '{n}' does not exist"),
+        (["convert", "{v}", "{o}", "--to", "npy", "--storage-option", "anon=true"],
+         "--storage-option is for URLs (s3://bucket/videos); INPUT and OUTPUT are local paths"),
+        (["probe", "{v}", "--storage-option", "anon=true"],
+         "--storage-option is for URLs (s3://bucket/videos); INPUT is a local path"),
     ],
 )  # fmt: skip
 def test_a_cli_error_names_the_argument_to_change(folder, argv, said, capsys):
@@ -240,3 +244,15 @@ def test_multi_label_without_num_classes_says_what_to_give(folder):
                        r"multi_label=True needs it \(the number of classes"):  # fmt: skip
         ClipDataset([("a/x1.mp4", 0)], VideoSource(folder / "videos"), num_frames=2,
                     multi_label=True)  # fmt: skip
+
+
+def test_choose_workdir_in_use_names_both_spellings(folder, tmp_path):
+    pytest.importorskip("torch")
+    from vidload.choose import choose
+
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "mine.txt").write_text("mine\n")
+    with pytest.raises(ValueError, match=r"workdir / --workdir \('.*busy'\) must be a new or "
+                       r"empty folder"):  # fmt: skip
+        choose(folder / "videos", workdir=tmp_path / "busy", sample=1, progress=False)
+    assert (tmp_path / "busy" / "mine.txt").read_text() == "mine\n"

@@ -19,6 +19,7 @@ __all__ = [
     "add_storage_option",
     "add_input",
     "check_paths",
+    "check_storage_option",
     "crf",
     "dask_executor",
     "kind_reader",
@@ -186,6 +187,20 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
+
+
+def check_storage_option(args: argparse.Namespace) -> None:
+    """`--storage-option` is for URLs: given where INPUT (and OUTPUT) are local paths it would
+    be ignored, so it is a usage error."""
+    from vidload._storage import is_url
+
+    given = {"INPUT": args.input, "OUTPUT": getattr(args, "output", None)}
+    if args.storage_option and not any(is_url(t) for t in given.values()):
+        paths = " and ".join(n for n, t in given.items() if t is not None)
+        raise UsageError(
+            f"--storage-option is for URLs (s3://bucket/videos); {paths} "
+            f"{'are local paths' if ' and ' in paths else 'is a local path'}: leave it out"
+        )
 
 
 @contextmanager

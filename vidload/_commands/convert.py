@@ -10,6 +10,7 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
+    check_storage_option,
     crf,
     dask_executor,
     kind_reader,
@@ -115,6 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
+    check_storage_option(args)
     _jpeg_options(args)
     from vidload.convert import run_convert
 
