@@ -300,7 +300,7 @@ def _class_files(folder: Path) -> list[Path]:
     try:
         here = folder.resolve()
         parent = folder.parent if folder.name not in ("", ".", "..") else here.parent
-        siblings = []
+        siblings: list[Path] = []
         for p in sorted(parent.iterdir()):
             if len(siblings) == _MAX_FOLDERS:
                 break
