@@ -233,3 +233,27 @@ def test_unlabelled_videos_train_as_the_guides_say(tmp_path):
     ds = ClipDataset([("x.mp4", -1)], VideoSource(tmp_path), num_frames=2, train=True, seed=0)
     clip, label = ds[0]
     assert label == -1 and tuple(clip.shape) == (2, 3, 32, 32)
+
+
+def test_choose_help_defaults_are_choose_s():
+    """`vidload choose --help` says each option's default as "(N)"; it is `choose()`'s, and
+    an option's own default, where it has one, is too."""
+    import argparse
+
+    from vidload._commands import choose as command
+    from vidload.choose import choose
+
+    sub = argparse.ArgumentParser().add_subparsers()
+    parser = command.add_parser(sub)
+    params = inspect.signature(choose).parameters
+    checked = []
+    for action in parser._actions:
+        m = re.search(r"\((\w+)\)$", action.help or "")
+        if m is None or action.dest not in params:
+            continue
+        want = params[action.dest].default
+        assert m.group(1) == str(want), f"--{action.dest}: help says {m.group(1)}, code {want}"
+        if action.default is not None:
+            assert action.default == want, f"--{action.dest}: {action.default} vs {want}"
+        checked.append(action.dest)
+    assert {"sample", "num_frames", "clips", "rounds", "seed", "sampling"} <= set(checked)
