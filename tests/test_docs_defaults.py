@@ -136,13 +136,18 @@ def test_read_ahead_is_on_where_the_docs_say(tmp_path):
 
 
 def test_bucket_defaults():
-    from vidload._storage.cache import DEFAULT_CACHE_BYTES
-    from vidload._storage.filesystems import S3_CONNECTIONS
+    from vidload._storage import cache
+    from vidload._storage.cache import _RESCAN_EVERY, DEFAULT_CACHE_BYTES
+    from vidload._storage.filesystems import HTTP_CONNECTIONS, S3_CONNECTIONS
 
     buckets = _text("docs/guides/buckets.md")
     assert DEFAULT_CACHE_BYTES % (1 << 30) == 0
     assert f"`cache_max_bytes` (default {DEFAULT_CACHE_BYTES >> 30} GiB)" in buckets
     assert f"vidload gives s3fs {S3_CONNECTIONS} pooled connections per process" in buckets
+    assert f"Over HTTP(S) it gives aiohttp {HTTP_CONNECTIONS}" in buckets
+    assert f"its own additions pass the bound or after {_RESCAN_EVERY} of them" in buckets
+    assert "until they fill 90 % of it" in buckets
+    assert "int(self.max_bytes * 0.9)" in inspect.getsource(cache)  # the 90 % the page says
 
 
 def test_augment_defaults_table():
