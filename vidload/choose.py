@@ -222,7 +222,10 @@ def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     path = Path(workdir)
     if path.exists():
         if not path.is_dir() or any(path.iterdir()):
-            raise ValueError(f"workdir ({str(path)!r}) must be a new or empty folder")
+            raise ValueError(
+                f"workdir / --workdir ({str(path)!r}) must be a new or empty folder (it is "
+                "filled with the candidates and removed after)"
+            )
         return path, False
     path.mkdir(parents=True)
     return path, True

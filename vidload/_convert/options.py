@@ -147,15 +147,18 @@ class ConvertOptions:
         if to != "video":
             named = [k for k, v in given.items() if v is not None]
             if named:
+                flags = ", ".join(f"--{k}" for k in named)
                 raise UsageError(
-                    f"{', '.join(named)} apply to to='video' only (--to video), not to={to!r}"
+                    f"{', '.join(named)} apply to to='video' only ({flags} with --to video), "
+                    f"not to={to!r}: leave {'them' if len(named) > 1 else 'it'} out, or "
+                    "convert to video"
                 )
         else:
             gop, crf, preset, tune = given.values()
             put("gop", DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1))
             c = DEFAULT_CRF if crf is None else check_real("crf", crf)
             if not 0 <= c <= 51:
-                raise ValueError(f"crf ({c}) must be in [0, 51]")
+                raise ValueError(f"crf ({c}) must be in [0, 51] (--crf)")
             put("crf", float(c))
             put(
                 "preset",

@@ -131,6 +131,11 @@ class ClipOptions:
         seed = check_optional_int("seed", self.seed, minimum=0)
         check_bool("multi_label", self.multi_label)
         if self.multi_label:
+            if self.num_classes is None:
+                raise TypeError(
+                    "num_classes must be an int, got None: multi_label=True needs it (the "
+                    "number of classes, the length of each multi-hot label)"
+                )
             put("num_classes", check_positive_int("num_classes", self.num_classes))
         elif self.num_classes is not None:
             raise ValueError(f"num_classes ({self.num_classes}) applies only with multi_label=True")
