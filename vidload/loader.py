@@ -35,6 +35,7 @@ from vidload._dist import process_group, shared_seed
 from vidload._loader.epochs import set_epoch, unwrap
 from vidload._loader.position import Position, check_start, check_state
 from vidload.collate import collate_clips
+from vidload.dataset import ClipDataset
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
@@ -416,4 +417,5 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    return not isinstance(getattr(unwrap(dataset), "source", None), JpegSource)
+    clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
+    return isinstance(clips, ClipDataset) and not isinstance(clips.source, JpegSource)
