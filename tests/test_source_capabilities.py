@@ -126,6 +126,10 @@ def test_the_optional_methods_a_plain_source_defines_are_used():
     clip, _, info = ds[1]
     assert _numbers(clip) == [100 + k for k in info["indices"].tolist()]
     assert np.allclose(info["timestamps"].numpy(), info["indices"].numpy() / FPS)
+    copied = pickle.loads(pickle.dumps(ds))  # a spawned worker's copy: the same methods offered
+    assert copied.options.adapted.timestamps is not None
+    assert copied.options.adapted.timestamps.__self__ is copied.source
+    assert torch.equal(copied[1][2]["timestamps"], info["timestamps"])
     # a window, found by the source's own timestamps: every frame inside [1.0, 2.0) s
     windowed = ClipDataset([("v0", 0, 1.0, 2.0)], Timed(), num_frames=4, return_info=True)
     clip, _, info = windowed[0]

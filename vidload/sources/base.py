@@ -87,10 +87,11 @@ class FrameSourceBase(ABC):
     not at the first read; a batch is planned only for a source that plans), and an optional
     Protocol answers that only by `hasattr`. Here each optional method is declared as an
     attribute whose default is None, "not offered"; a subclass offers it by defining the
-    method, and a caller asks `source.timestamps is None`. `FrameSource` stays the Protocol
-    (the type `ClipDataset` takes), so a class that does not subclass this one still type-checks
-    and still works: it is wrapped once, when the dataset is built, by an adapter that answers
-    these defaults (`vidload.sources._adapted`).
+    method (with a mixin that defines them, the base goes after it among the bases, so that
+    these Nones do not hide its methods), and a caller asks `source.timestamps is None`.
+    `FrameSource` stays the Protocol (the type `ClipDataset` takes), so a class that does not
+    subclass this one still type-checks and still works: it is wrapped once, when the dataset
+    is built, by an adapter that answers these defaults (`vidload.sources._adapted`).
 
     Required (abstract): `reported_frames`, `actual_frames`, and `read`, which takes
     `geometry` (None: full frames): a source that cannot apply a `ClipGeometry` while
