@@ -198,6 +198,10 @@ def test_an_object_without_the_three_calls_is_refused():
 
 
 def test_options_are_read_only_attributes():
+    from vidload._dataset.options import OPTION_NAMES, Option, OptionAttributes
+
+    declared = {name for name, value in vars(OptionAttributes).items() if isinstance(value, Option)}
+    assert declared == OPTION_NAMES  # one attribute per option, none forgotten
     ds = ClipDataset(VIDEOS, Plain(), num_frames=3, seed=2)
     assert ClipDataset.num_frames.name == "num_frames"  # declared on the class
     with pytest.raises(AttributeError, match="num_frames is an option of the dataset"):
