@@ -250,3 +250,27 @@ def test_no_module_probes_a_source():
         for hit in _probes(path, root)
     ]
     assert not found, "\n".join(found)
+
+
+def test_a_subclass_whose_read_predates_geometry_reads_full_frames(tmp_path):
+    """A subclass of a vidload source that overrides `read(video_id, indices)` (no geometry)
+    is read by it, as before, when the dataset has no geometry to apply."""
+    from vidload.sources.jpeg_decode import encode_jpeg
+    from vidload.sources.npy import NpySource, write_npy
+
+    write_npy(
+        tmp_path / "v0.npy", [encode_jpeg(paint(i, W, H), 95, subsampling="444") for i in range(N)]
+    )
+
+    class Counted(NpySource):
+        calls = 0
+
+        def read(self, video_id, indices):
+            Counted.calls += 1
+            return super().read(video_id, indices)
+
+    ds = ClipDataset(
+        [("v0", 0)], Counted(tmp_path, fps=FPS), num_frames=4, return_info=True, seed=0
+    )
+    clip, _, info = ds[0]
+    assert Counted.calls == 1 and _numbers(clip) == info["indices"].tolist()

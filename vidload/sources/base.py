@@ -165,7 +165,11 @@ class FrameSourceBase(ABC):
         geometry: ClipGeometry | None = None,
     ) -> np.ndarray:
         """`read`, for a caller that only copies the frames out before its next read
-        (`ClipDataset`): a source may return them in memory it reuses; by default `read`."""
+        (`ClipDataset`): a source may return them in memory it reuses; by default `read`
+        (given `geometry` only when there is one: a subclass's `read` that predates the
+        keyword still reads full frames)."""
+        if geometry is None:
+            return self.read(video_id, indices)
         return self.read(video_id, indices, geometry=geometry)
 
     @property

@@ -399,9 +399,9 @@ class ContainerSource(FrameSourceBase):
         `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next
         `read_transient` of any container source. For a caller that only copies the frames
         out (`ClipDataset` builds its tensor from them), never to hand to a user. A subclass
-        that overrides `read` is read by its own `read`."""
+        that overrides `read` is read by its own `read` (`FrameSourceBase.read_transient`)."""
         if type(self).read is not ContainerSource.read:
-            return self.read(video_id, indices, geometry=geometry)
+            return super().read_transient(video_id, indices, geometry=geometry)
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)
 
