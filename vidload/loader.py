@@ -38,6 +38,7 @@ from vidload._loader.epochs import set_epoch, unwrap
 from vidload._loader.position import Position, Resumable
 from vidload._loader.split import share
 from vidload.collate import collate_clips
+from vidload.dataset import ClipDataset
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
@@ -448,4 +449,5 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    return not isinstance(getattr(unwrap(dataset), "source", None), JpegSource)
+    clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
+    return isinstance(clips, ClipDataset) and not isinstance(clips.source, JpegSource)

@@ -120,8 +120,12 @@ def run(args: argparse.Namespace) -> int:
     _jpeg_options(args)
     from vidload.convert import run_convert
 
-    given = {**vars(args), "storage_options": storage_options(args.storage_option)}
-    options = opts.ConvertOptions.from_arguments(given)  # the arguments' names are its fields
+    options = opts.ConvertOptions(
+        to=args.to, short_side=args.short_side, quality=args.quality,
+        subsampling=args.subsampling, gop=args.gop, crf=args.crf, preset=args.preset,
+        tune=args.tune, overwrite=args.overwrite, root=args.root, labels=args.labels,
+        shard_size=args.shard_size, storage_options=storage_options(args.storage_option),
+    )  # fmt: skip
     with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
             options, args.input, args.output, executor=executor, workers=workers,
