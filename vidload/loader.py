@@ -38,10 +38,10 @@ from vidload._loader.ahead import FetchAheadSampler
 from vidload._loader.epochs import set_epoch, unwrap
 from vidload._loader.position import Position, Resumable
 from vidload._loader.split import share
-from vidload._storage import SourceRoot
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
 from vidload.prefetch import ReadAheadSampler, item_files
+from vidload.sources.base import FrameSourceBase
 from vidload.sources.jpeg import JpegSource
 
 __all__ = [
@@ -476,8 +476,10 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    source = getattr(unwrap(dataset), "source", None)
-    return not isinstance(source, JpegSource) and not _root_waits(source)
+    clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
+    if not isinstance(clips, ClipDataset) or isinstance(clips.source, JpegSource):
+        return False
+    return not _root_waits(clips.options.adapted)
 
 
 def _reads_wait(dataset: Dataset) -> bool:
@@ -485,12 +487,11 @@ def _reads_wait(dataset: Dataset) -> bool:
     root without a cache (`fetch_ahead=None`)."""
     if not isinstance(dataset, ClipDataset):
         return False
-    source = dataset.source
-    plans = getattr(source, "prepare", None) is not None
-    return plans and getattr(source, "fetch_plan", None) is not None and _root_waits(source)
+    source = dataset.options.adapted
+    plans = source.prepare is not None and source.fetch_plan is not None
+    return plans and _root_waits(source)
 
 
-def _root_waits(source: object) -> bool:
+def _root_waits(source: FrameSourceBase) -> bool:
     """Whether `source` reads a root whose reads wait on a network (`SourceRoot.reads_wait`)."""
-    store = getattr(source, "store", None)
-    return isinstance(store, SourceRoot) and store.reads_wait
+    return source.store is not None and source.store.reads_wait

@@ -54,7 +54,7 @@ from torch.utils.data import Dataset, Sampler, Subset
 from vidload._checks import check_int
 from vidload._loader.position import Position, Wrapper
 from vidload.errors import VideoReadError
-from vidload.sources.base import open_regular_file
+from vidload.sources.base import FrameSourceBase, open_regular_file
 
 if TYPE_CHECKING:
     from vidload.dataset import ClipDataset
@@ -81,7 +81,8 @@ class ReadAheadWarning(UserWarning):
 
 @runtime_checkable
 class HasFiles(Protocol):
-    """A source that can say which files a read of a video touches."""
+    """A source that can say which files a read of a video touches (`files`, declared by
+    `vidload.sources.base.FrameSourceBase`, which read-ahead asks; None there: not offered)."""
 
     def files(self, video_id: str) -> list[Path]:
         """The files `read(video_id, ...)` may open (for JPEG folders: every frame file)."""
@@ -90,7 +91,8 @@ class HasFiles(Protocol):
 
 @runtime_checkable
 class HasByteRanges(Protocol):
-    """A source that can say which bytes a read of some frames touches."""
+    """A source that can say which bytes a read of some frames touches (`byte_ranges`,
+    declared by `vidload.sources.base.FrameSourceBase`; None there: whole files are hinted)."""
 
     def byte_ranges(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[ByteRange]:
         """`(path, offset, length)` of what `read(video_id, indices)` reads (length 0: to the
@@ -142,13 +144,14 @@ def _clip_dataset(dataset: Dataset) -> tuple[ClipDataset, list[int] | None]:
     return dataset, mapping
 
 
-def _files_of(source: object) -> Callable[[str], list[Path]]:
-    """The function giving a video's files for `source`, or raise TypeError."""
-    if isinstance(source, HasFiles):
+def _files_of(source: FrameSourceBase) -> Callable[[str], list[Path]]:
+    """The function giving a video's files for `source` (as the dataset asks it: its
+    declared `files`), or raise TypeError."""
+    if source.files is not None:
         return source.files
     raise TypeError(
         f"read-ahead needs a source with files(video_id) -> list[Path] (the HasFiles protocol); "
-        f"{type(source).__name__} has none. Add one, or pass read_ahead=False"
+        f"{source.source_name} has none. Add one, or pass read_ahead=False"
     )
 
 
@@ -159,7 +162,7 @@ def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list
     files it reads.
     """
     ds, mapping = _clip_dataset(dataset)
-    files = _files_of(ds.source)
+    files = _files_of(ds.options.adapted)
     per_video = ds.items_per_video
     videos = ds.videos
 
@@ -187,9 +190,9 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
     files it reads.
     """
     ds, mapping = _clip_dataset(dataset)
-    files = _files_of(ds.source)
+    files = _files_of(ds.options.adapted)
     ranged = None
-    if isinstance(ds.source, HasByteRanges):
+    if ds.options.adapted.byte_ranges is not None:
         # `ranges` runs in the hint thread, where a cold open (HDF5 metadata, an npy header, a
         # directory listing) does not stall the sampler: it gets its own copy of the source
         # (sources are not thread-safe) in a shallow copy of the dataset, which shares the
@@ -205,9 +208,9 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
                 f"{type(ds.source).__name__} is not: {e}. Pass read_ahead=False"
             ) from e
         ds = copy.copy(ds)
-        ds.options = dataclasses.replace(ds.options, source=source)
-        ranged = source.byte_ranges
-        files = source.files
+        ds.options = dataclasses.replace(ds.options, source=source)  # adapted again, once
+        ranged = ds.options.adapted.byte_ranges
+        files = _files_of(ds.options.adapted)
     per_video = ds.items_per_video
     videos = ds.videos
     size = len(mapping) if mapping is not None else len(ds)

@@ -1,8 +1,9 @@
 """A batch of `ClipDataset` items in one concurrent round of storage requests.
 
 `ClipDataset.__getitems__(indices)` (the DataLoader calls it with a batch's indices) is
-`getitems`: for a source that can say which bytes a read needs (`ContainerSource.prepare`
-and `fetch_plan`), it
+`getitems`: for a source that can say which bytes a read needs (one that offers `prepare` and
+`fetch_plan`, declared by `vidload.sources.base.FrameSourceBase`: `ContainerSource`'s,
+`VideoSource`'s), it
 
 1. opens the heads (frame table, npy header, folder listing) of the batch's videos that this
    process has not opened, all at once (`prepare`: one concurrent round, not one per video);
@@ -37,6 +38,7 @@ from typing import Any
 from vidload._dataset import ahead
 from vidload._storage.batch import Request, fetch_started, holding
 from vidload.errors import VidloadError
+from vidload.sources.base import FrameSourceBase
 
 __all__ = ["getitems"]
 
@@ -44,9 +46,9 @@ __all__ = ["getitems"]
 def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     """`[dataset[i] for i in indices]`, the storage reads of all of them in one round (see
     the module docstring). `dataset` is a `ClipDataset`."""
-    source = dataset.source
-    prepare = getattr(source, "prepare", None)
-    plan = getattr(source, "fetch_plan", None)
+    source: FrameSourceBase = dataset.options.adapted
+    prepare = source.prepare
+    plan = source.fetch_plan
     if prepare is None or plan is None or len(indices) == 0:
         return [dataset[i] for i in indices]
     try:
@@ -67,7 +69,7 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     following = ahead.following(indices)
     if following is not None:  # the next batch's round on the wire while this one decodes
         _send_ahead(dataset, prepare, plan, following)
-    settle = getattr(source, "settle", None)
+    settle = source.settle
     out = []
     with contextlib.ExitStack() as held:
         if taken is not None:  # the objects the round sent ahead answers, held throughout
