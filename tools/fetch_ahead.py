@@ -74,11 +74,14 @@ def _epoch(loader: Any, sampler: Slice, indices: list[int]) -> dict[str, float]:
         ["batches", "clips", "waited_s", "taken", "again", "steady_batches", "steady_waited_s"],
         0.0,
     )
+    here = dict(STATS)  # 0 workers: this process, which every row's loader shares
     wall = time.perf_counter()
     for x, _labels, worker, stats in loader:
-        key = (id(loader), worker)
-        before = _BEFORE.get(key, dict(STATS) if worker == -1 else {})
-        _BEFORE[key] = stats
+        if worker == -1:
+            before, here = here, stats
+        else:  # a worker of this loader: its count since its batch before
+            before = _BEFORE.get((id(loader), worker), {})
+            _BEFORE[(id(loader), worker)] = stats
         delta = {k: stats[k] - before.get(k, 0.0) for k in ("waited_s", "taken", "again")}
         out["batches"] += 1
         out["clips"] += x.shape[0]
