@@ -6,6 +6,7 @@ where the import fails).
     hdf5    one `.h5` of encoded JPEG frames per video      `sources._jpeg_kinds.Hdf5Format`
     npy     one padded `.npy` of encoded JPEG frames        `sources._jpeg_kinds.NpyFormat`
     video   a re-encoded video per input (`--to video`)    `sources._video_format.VideoFormat`
+    lmdb    JPEG frames in one LMDB environment             `sources.lmdb.LmdbFormat` (extra lmdb)
 
 A kind's class (`vidload.sources._format.StorageFormat`) carries everything of it: suffix,
 reader, writer or encoder, its own options, verification, head codec, batch planning, bench
@@ -62,6 +63,7 @@ _TABLE: dict[str, _Row] = {
     "hdf5": _Row("vidload.sources._jpeg_kinds:Hdf5Format"),
     "npy": _Row("vidload.sources._jpeg_kinds:NpyFormat"),
     "video": _Row("vidload.sources._video_format:VideoFormat"),
+    "lmdb": _Row("vidload.sources.lmdb:LmdbFormat", extra="lmdb"),
 }
 _MADE: dict[str, StorageFormat] = {}
 
