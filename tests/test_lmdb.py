@@ -158,3 +158,18 @@ def test_lmdb_is_a_bench_row_and_a_choose_candidate(videos, tmp_path):
     assert list(got) == ["original", "lmdb:q90", "hdf5:q90"]
     # the same JPEG bytes: the same pixels
     assert got["lmdb:q90"]["psnr_db"] == pytest.approx(got["hdf5:q90"]["psnr_db"])
+
+
+def test_an_environment_removed_and_made_again_is_not_the_old_one(videos, tmp_path):
+    import shutil
+
+    out = tmp_path / "out"
+    convert(videos, out, to="lmdb", workers=1, progress=False)  # this process has it open now
+    assert LmdbSource(out).actual_frames("b/y2.mkv") == 9
+    shutil.rmtree(out)
+    report = convert(videos, out, to="lmdb", workers=1, progress=False)
+    assert sorted(report.converted) == sorted(COUNTS) and not report.skipped
+    # written into the new files, not the removed ones: another process reads them
+    code = "import sys, vidload; print(vidload.LmdbSource(sys.argv[1]).actual_frames('a/x1.avi'))"
+    got = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True)
+    assert got.stdout.strip() == "7", got.stderr

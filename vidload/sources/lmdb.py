@@ -91,9 +91,10 @@ def _stored(n: int) -> int:
 
 # -- this process's environments (one per path, shared by every source and writer here)
 
-#: realpath -> (pid, environment, opened for writing). LMDB allows one open of an environment
-#: per process (its fcntl locks are the process's): every reader and writer here shares it.
-_OPEN: dict[str, tuple[int, Any, bool]] = {}
+#: realpath -> (pid, environment, opened for writing, its data file's identity). LMDB allows
+#: one open of an environment per process (its fcntl locks are the process's): every reader and
+#: writer here shares it.
+_OPEN: dict[str, tuple[int, Any, bool, tuple[int, int] | None]] = {}
 
 
 def _environment(path: str, *, write: bool) -> Any:
@@ -106,10 +107,10 @@ def _environment(path: str, *, write: bool) -> Any:
     key = os.path.realpath(path)
     got = _OPEN.get(key)
     if got is not None:
-        pid, env, writable = got
-        if pid == os.getpid() and (writable or not write):
+        pid, env, writable, files = got
+        if pid == os.getpid() and (writable or not write) and _files(path) == files:
             return env
-        env.close()
+        env.close()  # forked, to be reopened for writing, or removed and made again since
         del _OPEN[key]
     try:
         if write:
@@ -120,8 +121,18 @@ def _environment(path: str, *, write: bool) -> Any:
         if not write and not os.path.isdir(path):
             raise VideoReadError(path, "no LMDB environment here (not found)") from e
         raise VideoReadError(path, f"cannot open the LMDB environment: {e}") from e
-    _OPEN[key] = (os.getpid(), env, write)
+    _OPEN[key] = (os.getpid(), env, write, _files(path))
     return env
+
+
+def _files(path: str) -> tuple[int, int] | None:
+    """(device, inode) of the environment's data file (one stat): an environment removed and
+    made again at the same path is another environment."""
+    try:
+        st = os.stat(os.path.join(path, "data.mdb"))
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def _forget(path: str) -> None:
