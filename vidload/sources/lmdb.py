@@ -91,24 +91,29 @@ def _stored(n: int) -> int:
 
 # -- this process's environments (one per path, shared by every source and writer here)
 
-#: realpath -> (pid, environment, opened for writing, its data file's identity). LMDB allows
-#: one open of an environment per process (its fcntl locks are the process's): every reader and
-#: writer here shares it.
+#: path (as a source or writer names it) -> (pid, environment, opened for writing, its data
+#: file's identity). LMDB allows one open of an environment per process (its fcntl locks are
+#: the process's): every reader and writer here shares it, whatever path names it (`_ALIASES`).
 _OPEN: dict[str, tuple[int, Any, bool, tuple[int, int] | None]] = {}
+#: realpath -> the path `_OPEN` keeps it under (a realpath costs ~27 us: once per spelling).
+_ALIASES: dict[str, str] = {}
 
 
-def _environment(path: str, *, write: bool) -> Any:
+def _environment(path: str, *, write: bool, fresh: bool = False) -> Any:
     """This process's environment at `path`: opened lock-free read-only for reading, or for
-    writing (which serves reads too); a read-only one is reopened for writing.
+    writing (which serves reads too); a read-only one is reopened for writing. A writer, and a
+    reader asked for a `fresh` one (convert's checks), first compare its data file with the one
+    opened (one stat): an environment removed and made again is reopened.
 
     One a forked child finds open in its parent is closed there, never used: the child's close
     unmaps and closes only its own copies (the parent's map, descriptors and locks are
     untouched), and py-lmdb refuses a second open while the inherited one is registered."""
-    key = os.path.realpath(path)
+    key = path if path in _OPEN else _ALIASES.get(os.path.realpath(path), path)
     got = _OPEN.get(key)
     if got is not None:
         pid, env, writable, files = got
-        if pid == os.getpid() and (writable or not write) and _files(path) == files:
+        same = not (write or fresh) or _files(path) == files
+        if pid == os.getpid() and (writable or not write) and same:
             return env
         env.close()  # forked, to be reopened for writing, or removed and made again since
         del _OPEN[key]
@@ -122,6 +127,7 @@ def _environment(path: str, *, write: bool) -> Any:
             raise VideoReadError(path, "no LMDB environment here (not found)") from e
         raise VideoReadError(path, f"cannot open the LMDB environment: {e}") from e
     _OPEN[key] = (os.getpid(), env, write, _files(path))
+    _ALIASES[os.path.realpath(path)] = key
     return env
 
 
@@ -137,7 +143,7 @@ def _files(path: str) -> tuple[int, int] | None:
 
 def _forget(path: str) -> None:
     """Close this process's environment at `path` (the next use reopens it)."""
-    got = _OPEN.pop(os.path.realpath(path), None)
+    got = _OPEN.pop(_ALIASES.get(os.path.realpath(path), path), None)
     if got is not None and got[0] == os.getpid():
         got[1].close()
 
@@ -390,12 +396,12 @@ class LmdbFormat(JpegFramesFormat):
         environment, name = _split(container)
         if not os.path.isfile(os.path.join(environment, "data.mdb")):
             return False
-        with _environment(environment, write=False).begin() as txn:
+        with _environment(environment, write=False, fresh=True).begin() as txn:
             return txn.get(_meta_key(name.encode())) is not None
 
     def _meta(self, container: Path) -> _Meta:
         environment, name = _split(container)
-        with _environment(environment, write=False).begin() as txn:
+        with _environment(environment, write=False, fresh=True).begin() as txn:
             meta = _read_meta(txn, name)
         if meta is None:
             raise VideoReadError(container, "not found")
