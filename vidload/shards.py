@@ -53,6 +53,7 @@ from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs
 from vidload._convert.job import Job, Outcome
+from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput, open_output, shard_output
 from vidload._convert.remote import shard_staging
@@ -207,16 +208,21 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     try:
         out.record(options, overwrite=overwrite)
         previous = out.previous(overwrite=overwrite)
+        planned = [item.video_id for item in items]
+        previous = name_previous(previous, planned, out, options.to)
         plan = ConvertPlan(base, out, options, items, previous)
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
+            name = container_of(item.video_id, options.to, keep_extension=keep)
+            plan.names[item.video_id] = name
             container = out.container(item.video_id, options.to, keep_extension=keep)
             prev = previous.get(item.video_id)
             exists = out.exists(container, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
+                extra = {**prev.extra, **item.extra}
                 plan.done[item.video_id] = replace(
-                    prev, label=item.label, extra={**prev.extra, **item.extra}
+                    prev, label=item.label, extra=extra, container=name
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
@@ -283,6 +289,8 @@ class ConvertPlan:
         self.previous = previous
         self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
+        #: each input video's container name relative to OUTPUT (the manifest's column)
+        self.names: dict[str, str] = {}
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
         self._out = output  # holds OUTPUT's lock until `finish` or `close`
@@ -301,7 +309,7 @@ class ConvertPlan:
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
-        outcomes = self._outcomes(results) if parts else _by_id(results)
+        outcomes = self._outcomes(results) if parts else name_outcomes(_by_id(results), self.names)
         self._out.write_manifest(self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
@@ -330,7 +338,7 @@ class ConvertPlan:
         outcomes = self._out.outcomes()
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
-        return {vid: o for vid, o in outcomes.items() if vid in wanted}
+        return name_outcomes({v: o for v, o in outcomes.items() if v in wanted}, self.names)
 
     def _merged(self, outcomes: dict[str, Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)

@@ -224,20 +224,9 @@ class JpegSource(ContainerSource):
         return key is not None and key in self._counts
 
     def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
-        """(folder, its listing): the short name's, else the full id's (`_key`)."""
-        short = container_name(video_id, "")
-        full = container_name(video_id, "", keep_extension=True)
-        try:
-            return short, self.store.location_of(short).list_dir()
-        except VideoReadError as e:
-            if full == short or e.reason != "not found":
-                raise
-            try:
-                return full, self.store.location_of(full).list_dir()
-            except VideoReadError as e2:
-                if e2.reason != "not found":
-                    raise
-                raise e from None
+        """(folder, its listing), the folder named as `_key` finds it
+        (`vidload._storage.SourceRoot.find`)."""
+        return self.store.find(video_id, "", lambda key: self.store.location_of(key).list_dir())
 
     def _keep_head(self, video_id: str, head: object) -> None:
         if isinstance(head, _Recorded):  # from the sidecar, checked: as if listed
