@@ -310,6 +310,11 @@ class JpegSource(ContainerSource):
         cached = self._counts.get(key)
         if cached is not None:
             return cached
+        if listing is None and not self.store.location.can_list:
+            recorded = self._recorded_count(key)
+            if recorded is not None:
+                self._counts[key] = (recorded, recorded)
+                return recorded, recorded
         names, is_empty = self._listing(key) if listing is None else listing
         run = 0
         while self._name(run) in names:
@@ -327,6 +332,24 @@ class JpegSource(ContainerSource):
                     matching += 1
         self._counts[key] = (matching, actual)
         return matching, actual
+
+    def _recorded_count(self, key: str) -> int | None:
+        """Where the root cannot list (HTTP): the frame count of the folder `key` as the
+        root's sidecar of heads records it (`_heads`, read once per process), taken once its
+        last frame file is checked (one request: the bytes the record's digest covers); None
+        where there is no record or it does not check (the folder is then listed)."""
+        heads = self._sidecar()
+        record = None if heads is None else heads.get(key)
+        if record is None:
+            return None
+        got = self._pending_of(key, key, record)
+        if got is None:
+            return None
+        location, head = got
+        if not ContainerSource._head_checks(self, location, record, head):
+            return None
+        assert isinstance(head, _Recorded)
+        return head.count
 
     def reported_frames(self, video_id: str) -> int | None:
         """`frame_counts[video_id]` when given, else the number of files matching the template."""
