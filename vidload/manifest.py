@@ -75,6 +75,7 @@ __all__ = [
     "parse_manifest",
     "read_annotation_list",
     "read_manifest",
+    "render_manifest",
     "write_manifest",
 ]
 
@@ -273,6 +274,12 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
         TypeError: a row is not a ManifestRow.
         DiskFullError: no space left for the manifest (the old one is untouched).
     """
+    write_bytes_atomic(path, render_manifest(rows))
+
+
+def render_manifest(rows: Iterable[ManifestRow]) -> bytes:
+    """The bytes `write_manifest` writes for `rows` (TypeError for a row that is not a
+    ManifestRow)."""
     rows = list(rows)
     for row in rows:
         if not isinstance(row, ManifestRow):
@@ -283,7 +290,7 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
     writer.writerow(MANIFEST_FIELDS + tuple(extra))
     for row in rows:
         writer.writerow(_format_row(row) + [row.extra.get(name, "") for name in extra])
-    write_bytes_atomic(path, text.getvalue().encode("utf-8"))
+    return text.getvalue().encode("utf-8")
 
 
 def load_videos(

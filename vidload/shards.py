@@ -53,6 +53,7 @@ from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs
 from vidload._convert.job import Job, Outcome
+from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput, open_output, shard_output
@@ -207,10 +208,12 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
+        if found.listed is not None:  # another list of the same name: refused before any work
+            check_list_manifest(out.location, found.listed)
         previous = out.previous(overwrite=overwrite)
         planned = [item.video_id for item in items]
         previous = name_previous(previous, planned, out, options.to)
-        plan = ConvertPlan(base, out, options, items, previous)
+        plan = ConvertPlan(base, out, options, items, previous, found.listed)
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
@@ -279,6 +282,7 @@ class ConvertPlan:
         options: ConvertOptions,
         items: Sequence[InputItem],
         previous: dict[str, ManifestRow],
+        listed: ListedInput | None = None,
     ) -> None:
         self.input_root = input_root
         self.output = output.folder
@@ -291,6 +295,8 @@ class ConvertPlan:
         self.done: dict[str, ManifestRow] = {}
         #: each input video's container name relative to OUTPUT (the manifest's column)
         self.names: dict[str, str] = {}
+        #: a list INPUT's entries, for its own manifest (`vidload._convert.lists`)
+        self.listed = listed
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
         self._out = output  # holds OUTPUT's lock until `finish` or `close`
@@ -326,12 +332,29 @@ class ConvertPlan:
             merged = self._merged(outcomes)
             not_written = self._out.finish(merged)
             stopped = stopped or not_written
+            listed: tuple[int, str | None] = (0, None)
             if not_written is None:  # the containers' heads beside the manifest (issue 23)
                 write_output_heads(self.to, self._out, merged)
+                if self.listed is not None:  # and the list's own manifest (issue 31)
+                    listed = write_list_manifest(self._out.location, self.listed, merged)
         finally:
             self._finished = True
             self.close()
-        return self._report(outcomes, stopped, not_written is None)
+        report = self._report(outcomes, stopped, not_written is None)
+        if self.listed is None:
+            return report
+        output = report.output
+        name = self.listed.manifest_name
+        path = f"{output}/{name}" if isinstance(output, str) else output / name
+        return replace(
+            report,
+            manifest_rows=len(merged),
+            list_manifest_path=path,
+            list_entries=listed[0],
+            list_total=len(self.listed.entries),
+            list_name=self.listed.name,
+            list_not_written=listed[1] if not_written is None else not_written,
+        )
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
