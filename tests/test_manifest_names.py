@@ -229,3 +229,18 @@ def test_a_bucket_root_reads_its_manifest_at_the_first_miss(outputs, s3_bucket):
     assert missed == {f"/{s3_bucket.name}/npy/a/x.npy"}, missed
     at = [k for k, r in enumerate(reqs) if r.path.endswith("/manifest.csv")]
     assert len(at) == 1 and all(r.status < 400 for r in reqs[at[0] :]), reqs
+
+
+def test_container_names_answer_for_the_ids_listed_only():
+    """A name for each listed id (a collided stem's full name, the stem's otherwise), None for
+    an id not listed (its reader's rules then apply), the same after pickling (a worker's)."""
+    import pickle
+
+    listed = {f"c{i % 7}/v{i}.mp4": f"c{i % 7}/v{i}.npy" for i in range(2000)}
+    listed["a/x.avi"] = "a/x.avi.npy"
+    names = pickle.loads(pickle.dumps(ContainerNames(listed, ".npy")))
+    assert len(names) == len(listed)
+    assert all(names.get(v) == n for v, n in listed.items())
+    assert names.get("a/x.mp4") is None and names.get("c0/v1.mp4") is None
+    with pytest.raises(ValueError, match=r"container 'a/y.h5' of 'a/y.mp4' is not a name of a"):
+        ContainerNames({"a/y.mp4": "a/y.h5"}, ".npy")

@@ -204,7 +204,7 @@ class ContainerNames:
         vid = normalize_video_id(video_id)
         name = self._other.get(vid)
         if name is None and self.lists(vid):
-            name = container_name(vid, self.suffix)
+            name = strip_video_ext(vid) + self.suffix  # `container_name` of a canonical id
         if len(memo) >= self._MEMO:
             memo.clear()
         memo[video_id] = name
@@ -212,9 +212,9 @@ class ContainerNames:
 
     def lists(self, video_id: str) -> bool:
         """Whether the manifest lists `video_id` (canonical)."""
-        key = _digest(video_id)
-        i = int(np.searchsorted(self._listed, key))
-        return i < self._listed.size and int(self._listed[i]) == key
+        key = np.uint64(_digest(video_id))  # a Python int over 2**63 would convert the array
+        i = int(self._listed.searchsorted(key))
+        return i < self._listed.size and self._listed[i] == key
 
 
 def _digest(text: str) -> int:

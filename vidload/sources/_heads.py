@@ -142,9 +142,9 @@ class Heads:
     def _index(self, name: str) -> int | None:
         if self._keys is None:
             return self._row.get(name)
-        key = name_key(name)
-        i = int(np.searchsorted(self._keys, key))
-        return i if i < self._keys.size and int(self._keys[i]) == key else None
+        key = np.uint64(name_key(name))  # a Python int over 2**63 would convert the array
+        i = int(self._keys.searchsorted(key))
+        return i if i < self._keys.size and self._keys[i] == key else None
 
     def get(self, name: str) -> HeadRecord | None:
         i = self._index(name)
