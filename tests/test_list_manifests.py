@@ -110,3 +110,30 @@ def test_a_window_list_keeps_each_entry_and_its_window(ucf, tmp_path):
     first = 10 * [v for v, _ in TRAIN + TEST].index(vid)
     inside = [{frame_number(f.permute(1, 2, 0).numpy()) - first for f in ds[i][0]} for i in (0, 1)]
     assert max(inside[0]) <= 2 and min(inside[1]) >= 3, inside  # 25 fps: 0.12 s is frame 3
+
+
+def test_a_list_into_a_bucket_leaves_its_manifest_there(ucf, s3_bucket, tmp_path):
+    """The same into a bucket OUTPUT: each list's manifest an object beside `manifest.csv`,
+    another list of the same stem refused."""
+    pytest.importorskip("s3fs")
+    out = f"{s3_bucket.url}/out"
+    opts = s3_bucket.storage_options
+    kw = {"to": "npy", "workers": 1, "progress": False, "storage_options": opts}
+    train = convert(ucf / "trainlist01.txt", out, **kw)
+    convert(ucf / "testlist01.txt", out, **kw)
+    assert train.list_manifest_path == f"{out}/manifest-trainlist01.csv"
+
+    def rows(name):
+        path = tmp_path / name
+        path.write_bytes(s3_bucket.get(f"out/{name}"))
+        return [(r.video_id, r.label) for r in read_manifest(path)]
+
+    assert rows("manifest-trainlist01.csv") == TRAIN[::-1]
+    assert rows("manifest-testlist01.csv") == TEST
+    assert sorted(rows("manifest.csv")) == sorted(TRAIN + TEST)
+    other = ucf / "bucket-other"
+    other.mkdir(exist_ok=True)
+    (other / "testlist01.txt").write_text(f"{TRAIN[0][0]} 0\n")
+    with pytest.raises(UsageError, match=r"manifest-testlist01.csv holds the entries of another"):
+        convert(other / "testlist01.txt", out, root=ucf, **kw)
+    assert rows("manifest-testlist01.csv") == TEST
