@@ -64,7 +64,9 @@ def entries_and_containers(
     return entries
 
 
-def _names_it(videos: object, manifest: Location, storage_options: Mapping[str, Any] | None):
+def _names_it(
+    videos: object, manifest: Location, storage_options: Mapping[str, Any] | None
+) -> bool:
     """Whether `videos` is the path or URL of the manifest `manifest` (and is a manifest)."""
     if not isinstance(videos, (str, os.PathLike, Location)):
         return False
