@@ -109,6 +109,7 @@ def test_bad_input():
         _aug(blur_sigma=(2.0, 1.0))
 
 
+@pytest.mark.slow
 def test_augment_bench_quick_run(monkeypatch, tmp_path, capsys):
     """tools/augment_bench.py (the guide's figures) runs end to end and prints every row."""
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "tools"))

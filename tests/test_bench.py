@@ -123,6 +123,7 @@ def quick_run(tmp_path_factory):
     return tmp, argv, out, stdout.getvalue()
 
 
+@pytest.mark.slow
 def test_quick_run_measures_every_source_on_the_same_clips(quick_run):
     tmp, argv, out, text = quick_run
     result = json.loads(out.read_text())
@@ -266,6 +267,7 @@ def test_row_pass_times_read_and_decode_of_the_clips_the_whole_read_reads():
     assert [c[0] for c in calls] == ["read"] * 3  # a reference row: whole reads only
 
 
+@pytest.mark.slow
 def test_round_robin_warms_up_and_keeps_each_rounds_parts_together():
     clock, calls = _FakeClock(), []
     read, raw, decode = _recording_row(clock, calls)

@@ -23,6 +23,9 @@ from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import encode_jpeg
 from vidload.sources.npy import NpySource, write_npy
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 N = 24
 W, H = 96, 72
 VIDEOS = 6

@@ -253,6 +253,7 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
+@pytest.mark.slow
 def test_choose_on_generated_videos_table_is_the_json(footage, tmp_path, capsys):
     js = tmp_path / "r.json"
     rc, out, err = _run(
@@ -396,6 +397,7 @@ def test_choose_plot_without_matplotlib_is_a_usage_error(footage, tmp_path, caps
     assert not (tmp_path / "f.png").exists()
 
 
+@pytest.mark.slow
 @real_clip("mma_test.mp4")
 @real_clip("mma_test.avi")
 def test_choose_on_the_real_clips_smoke(tmp_path, capsys):

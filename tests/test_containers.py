@@ -77,6 +77,7 @@ def _with_decode_size(kind: str, root: Path, size) -> FrameSource:
     return NpySource(root, mode=kind.split("-")[1], decode_size=size)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", KINDS)
 def test_decode_size_uses_dct_scaling(kind, built, jpegs):
     src = _with_decode_size(kind, built[kind], (H // 2, W // 2))

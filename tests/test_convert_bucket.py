@@ -23,6 +23,9 @@ from vidload.convert import convert
 from vidload.errors import OutputLockedError, UsageError
 from vidload.manifest import read_manifest
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("s3fs")
 
 FORMATS = ["jpeg", "hdf5", "npy"]

@@ -284,6 +284,7 @@ def test_cli_to_video(hard, tmp_path):
     assert keys == [0, 3, 6, 9]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="kill -9 of a process group")
 def test_kill_9_and_resume(tmp_path):
     src = tmp_path / "in"
@@ -313,6 +314,7 @@ def test_kill_9_and_resume(tmp_path):
         assert [frame_number(f) for f in conv.read(vid, [59, 0, 31])] == [59, 0, 31]
 
 
+@pytest.mark.slow
 @real_clip("mma_test.avi")
 def test_real_clips(tmp_path):
     report = convert(shared_videos(), tmp_path / "o", to="video", workers=1, progress=False)

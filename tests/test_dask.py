@@ -17,6 +17,9 @@ from vidload.convert import convert
 from vidload.manifest import read_manifest
 from vidload.probe import probe
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 distributed = pytest.importorskip("distributed")
 
 

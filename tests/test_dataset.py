@@ -480,6 +480,7 @@ def _epoch_batches(loader, ds, epoch, log):
     return [(clips.clone(), labels.clone()) for clips, labels in loader]
 
 
+@pytest.mark.slow
 def test_dataloader_workers_give_the_same_clips_and_share_learned_counts(tmp_path):
     """0 workers, 2 persistent workers with pin_memory, 2 workers re-created each epoch: the
     same clips in both epochs; a mismatch found by a worker is published to the main process

@@ -19,6 +19,9 @@ from vidload.loader import ShardSampler
 from vidload.sources.jpeg_decode import encode_jpeg
 from vidload.sources.npy import write_npy
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 RANK_SCRIPT = Path(__file__).with_name("_dist_rank.py")
 NUM_VIDEOS = 7  # odd: 2 ranks need padding when training
 

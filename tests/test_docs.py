@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from media import make_video
+from media import make_video, paint
 from servers import S3Bucket
+
+from vidload.sources.jpeg import write_jpeg_folder
+from vidload.sources.jpeg_decode import encode_jpeg
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -105,7 +108,8 @@ def snippet_data(tmp_path_factory) -> Path:
 
 #: what `official_layouts` adds beside videos/ and train.txt (the Datasets guide, the README)
 OFFICIAL = ("UCF-101", "ucfTrainTestlist", "hmdb51", "testTrainMulti_7030_splits", "kinetics400",
-            "ssv2", "EPIC-KITCHENS", "EPIC_100_train.csv")  # fmt: skip
+            "ssv2", "EPIC-KITCHENS", "EPIC_100_train.csv", "Charades_v1_480",
+            "Charades_v1_train.csv", "Charades_v1_classes.txt")  # fmt: skip
 
 
 def official_layouts(root: Path) -> None:
@@ -169,6 +173,20 @@ def official_layouts(root: Path) -> None:
         "P01_01_0,P01,P01_01,00:00:00.50,00:00:00.20,00:00:01.60,11,80,open door,open,3,door,8\n"
         "P01_01_1,P01,P01_01,00:00:02.00,00:00:01.90,00:00:03.80,95,190,take cup,take,0,cup,13\n"
     )
+    write_jpeg_folder(root / "EPIC-KITCHENS/P01/rgb_frames/P01_01",
+                      [encode_jpeg(paint(i, W, H), quality=90) for i in range(100)],
+                      template="frame_{:010d}.jpg")  # fmt: skip
+    make_video(root / "Charades_v1_480/46GP8.mp4", 100, width=W, height=H)  # 4 s
+    make_video(root / "Charades_v1_480/0IH69.mp4", 25, width=W, height=H)
+    (root / "Charades_v1_train.csv").write_text(
+        "id,subject,scene,quality,relevance,verified,script,objects,descriptions,actions,length\n"
+        '46GP8,HR43,Kitchen,6,7,Yes,"A person opens a door.",door,"Opens.",'
+        "c092 1.00 2.50;c147 0.00 1.20;c001 0.00 1.20,4.00\n"
+        '0IH69,HR44,Bedroom,5,7,Yes,"A person sits.",chair,"Sits.",,1.00\n'
+    )
+    (root / "Charades_v1_classes.txt").write_text(
+        "".join(f"c{k:03d} Class {k}\n" for k in range(157))
+    )
 
 
 def test_the_docs_have_pages_and_python():
@@ -192,6 +210,7 @@ def test_markers_sit_on_python_fences():
                 assert len(m.group(1)) >= 8, f"{where}: give the reason"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", [p for p in PAGES if python_blocks(p)], ids=_id)
 def test_every_python_block_of_a_page_runs(page, snippet_data, tmp_path, monkeypatch, request):
     """The page's blocks, in order, in one namespace, in a fresh copy of the snippet data.
@@ -373,6 +392,7 @@ def test_the_parser_finds_markers_and_indented_blocks(tmp_path):
     ]
 
 
+@pytest.mark.slow
 def test_the_site_builds_strictly(tmp_path):
     """`mkdocs build --strict`, as .ci/run runs it: a broken link or anchor, a page left out of
     the nav, or a docstring mkdocstrings cannot parse (`a, b:` in an Args section) fails here

@@ -219,6 +219,7 @@ class _Zeros:
         return out
 
 
+@pytest.mark.slow
 def test_spawned_workers_give_the_batches_forked_ones_do(tmp_path):
     """make_loader with multiprocessing_context="spawn": the workers receive the dataset as
     shared-memory handles and load the same batches as forked workers, learned counts

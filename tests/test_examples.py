@@ -38,6 +38,7 @@ def test_ray_example_says_what_it_needs_without_ray(tmp_path):
         _load("ray_executor").main([str(tmp_path), str(tmp_path / "out"), "--to", "hdf5"])
 
 
+@pytest.mark.slow
 def test_quickstart_reads_the_same_clips_from_videos_and_hdf5(tmp_path, capsys):
     argv = ["--data", str(tmp_path), "--num-videos", "1", "--workers", "0"]
     assert _load("quickstart").main(argv) == 0

@@ -520,6 +520,7 @@ def test_b_probe_and_convert_agree_on_damaged_counts_for_any_worker_count(damage
 # --------------------------------------------------------------- I: bench on real folders
 
 
+@pytest.mark.slow
 def test_i_bench_drops_a_video_a_row_cannot_read_from_every_row(damaged, tmp_path):
     root, cases = damaged
     stops = sorted(name for name, ref in cases.items() if 0 < len(ref) < 40)

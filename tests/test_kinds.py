@@ -84,6 +84,7 @@ def test_a_registered_kind_is_converted_probed_and_offered_by_the_cli(dummy, vid
     ]
 
 
+@pytest.mark.slow
 def test_a_registered_kind_is_a_bench_row(dummy, tmp_path):
     pytest.importorskip("torch")
     from vidload import bench

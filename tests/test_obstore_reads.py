@@ -12,6 +12,9 @@ from vidload._storage import Location, fetch, objectstore, read_many
 from vidload._storage.faults import CHANGED
 from vidload.errors import VideoReadError
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("obstore", reason="obstore is not installed (vidload[obstore])")
 
 

@@ -103,6 +103,7 @@ def _runs(files: list) -> list:
     lookahead=st.integers(0, 40),
     batch=st.integers(0, 4),
 )
+@pytest.mark.slow
 def test_yields_exactly_the_wrapped_elements_in_order(npy_ds, order, lookahead, batch):
     elements = [order[i : i + batch] for i in range(0, len(order), batch)] if batch else order
     with pytest.MonkeyPatch.context() as mp:

@@ -165,6 +165,7 @@ def test_modes_are_checked_against_their_choices(make, name, bad, tmp_path):
         make(tmp_path, **{name: bad})
 
 
+@pytest.mark.slow
 def test_the_read_paths_tool_runs_every_section(tmp_path, capsys, monkeypatch):
     """tools/read_paths.py reproduces the figures the sources' docstrings quote."""
     import importlib

@@ -77,6 +77,7 @@ def _check(first: dict, resumed: dict, stderr: str, per_epoch: int) -> None:
     assert "skipping video" not in stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [0, 2])
 def test_resume_in_a_fresh_process(root, tmp_path, workers):
     out = tmp_path / "run.pt"
@@ -87,6 +88,7 @@ def test_resume_in_a_fresh_process(root, tmp_path, workers):
     _check(first, torch.load(out, weights_only=False), stderr, per_epoch=8)
 
 
+@pytest.mark.slow
 def test_resume_on_two_gloo_ranks(root, tmp_path):
     world = 2
     outs = [tmp_path / f"rank{r}.pt" for r in range(world)]

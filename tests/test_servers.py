@@ -89,6 +89,7 @@ def test_http_through_fsspec(http_dir):
     assert ranges and all(r is not None and r.startswith("bytes=") for r in ranges)
 
 
+@pytest.mark.slow
 def test_s3_range_faults_and_log(s3_bucket, tmp_path):
     s3fs = pytest.importorskip("s3fs")
     (tmp_path / "tree" / "x").mkdir(parents=True)

@@ -267,6 +267,7 @@ def _session_processes(sid: int) -> list[int]:
     return pids
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl and /proc are Linux's")
 def test_kill_9_of_the_cli_leaves_no_process(tmp_path):
     src = tmp_path / "in"

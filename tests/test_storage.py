@@ -20,6 +20,7 @@ from vidload.errors import VideoReadError
 BACKENDS = ("fsspec", "s3fs", "gcsfs", "aiohttp", "botocore", "aiobotocore")
 
 
+@pytest.mark.slow
 def test_import_vidload_pulls_in_no_fsspec_backend():
     code = (
         "import sys, vidload, vidload.sources, vidload.dataset, vidload._storage, vidload.cli\n"
@@ -176,6 +177,7 @@ def test_s3_write_put_delete(s3, tmp_path):
     target.delete()  # nothing to remove: not an error
 
 
+@pytest.mark.slow
 def test_a_forked_child_s_reads_leave_the_parent_s_connections_working(http_dir):
     """A child forked after the parent read a URL builds its own client and keeps the
     parent's alive: collecting it would unregister the parent's pooled sockets from the epoll

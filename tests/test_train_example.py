@@ -21,6 +21,9 @@ from vidload.synth import (
     render_frames,
 )
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 TRAIN_PY = Path(__file__).parents[1] / "examples" / "train.py"
 
 

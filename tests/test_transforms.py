@@ -44,6 +44,7 @@ scales = st.one_of(
     train=st.booleans(),
     seed=st.integers(0, 2**32 - 1),
 )
+@pytest.mark.slow
 def test_plan_box_inside_the_frame_and_output_shape(
     height, width, short_side, crop, crop_scale, flip, train, seed
 ):

@@ -23,6 +23,9 @@ from vidload.sources.video import VideoSource
 torch = pytest.importorskip("torch")
 from vidload import ClipDataset  # noqa: E402
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 N = 40
 VIDEOS = 6
 IDS = [f"a/x{k}.mp4" for k in range(VIDEOS)]

@@ -25,6 +25,9 @@ from vidload._storage import RemoteLocation
 from vidload.errors import VideoReadError
 from vidload.sources.video import VideoSource
 
+# minutes of servers and subprocesses: the full tier only (`pytest -m "not slow"` skips it)
+pytestmark = pytest.mark.slow
+
 W, H, NOISE = 128, 96, 64  # painted number on top, moving noise below (a realistic bitrate)
 LONG = 3000  # 2 minutes at 25 fps
 GOP = 8

@@ -441,6 +441,7 @@ def _use_inherited_state(vid: str, indices: list[int]) -> list[np.ndarray]:
     return out
 
 
+@pytest.mark.slow
 def test_fork_after_the_parent_decoded_with_threads(hard_video_dir, references):
     """Regression: a decoder opened with threads in the parent and freed in a fork child
     waited forever in avcodec_free_context (the children hung). The garbage collector stays
@@ -524,6 +525,7 @@ def _collect_garbage(worker_id: int) -> None:
     gc.enable()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("num_workers, threads", [(0, 1), (2, 1), (2, 2)])
 def test_dataloader_workers(num_workers, threads, hard_video_dir, references):
     """Fork workers after the parent decoded (with decoder threads too) and left garbage."""
@@ -555,6 +557,7 @@ def test_dataloader_workers(num_workers, threads, hard_video_dir, references):
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=real_clip(n)) for n in ["mma_test.mp4", "mma_test.avi"]]
 )
+@pytest.mark.slow
 def test_real_clips_are_frame_exact(name):
     src = VideoSource(SHARED_VIDEOS)
     ref = sequential_decode(SHARED_VIDEOS / name, src.info(name).stream_index)

@@ -7,12 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
 from media import make_video
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import video_sweep  # noqa: E402
 
 
+@pytest.mark.slow
 def test_tiny_sweep(tmp_path, capsys):
     make_video(tmp_path / "in/a/x.mp4", 20, options={"g": "20", "bf": "2"})
     make_video(tmp_path / "in/b/y.avi", 12, codec="mpeg4")

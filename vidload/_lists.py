@@ -28,7 +28,7 @@ from typing import Any
 
 from vidload._checks import check_int
 from vidload._storage import Location
-from vidload._windows import check_window
+from vidload._windows import check_window, check_window_columns
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 #: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
@@ -109,7 +109,7 @@ def read_annotation_list(
     Errors name the file and line number. An official split file read here is refused
     naming the reader that reads it (`vidload._official`).
     """
-    from vidload._official import check_kinetics_csv, check_plain_list, no_label_hint, ssv2_hint
+    from vidload._official import check_kinetics_csv, check_plain_list, json_list_error, line_error
 
     path = text_location(path, storage_options)
     text = read_text(path)
@@ -117,8 +117,9 @@ def read_annotation_list(
         try:
             return _read_json_list(path, text, multi_label)
         except ValueError as e:
-            raise ValueError(f"{e}{ssv2_hint(text)}") from e
+            raise json_list_error(e, text) from e
     check_kinetics_csv(path, text)
+    _check_csv_header(path, text)
 
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
@@ -128,9 +129,17 @@ def read_annotation_list(
         try:
             entries.append(_parse_line(stripped, multi_label, with_offset, classes))
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{path}:{line_no}: {e}{no_label_hint(path, e)}") from e
+            raise line_error(path, line_no, e) from e
     check_plain_list(path, entries)
     return entries
+
+
+def _check_csv_header(path: Path | Location, text: str) -> None:
+    """Refuse a text list whose first line is a CSV header naming another window dataset's
+    columns (Charades' `id,...,actions,length`), naming its reader."""
+    first = text.lstrip().split("\n", 1)[0]
+    if "," in first:
+        check_window_columns(first.split(","), f"{path}:1")
 
 
 def _parse_line(
@@ -139,13 +148,13 @@ def _parse_line(
     """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
     labels, as `_parse_list_fields` reads them."""
     fields = line.split()
-    if _has_video_ext(fields[0]):  # the usual video line: a path without spaces
+    if has_video_ext(fields[0]):  # the usual video line: a path without spaces
         ext, rest_at = 0, len(fields[0])
     elif len(fields) > 1 and _all_ints(fields[1:]):  # the usual rawframes line
         return _parse_list_fields(fields, multi_label, with_offset)
     else:  # a path with spaces
         spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
-        found = next((k for k, f in enumerate(fields) if _has_video_ext(f)), None)
+        found = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
         if found is None:  # rawframes: the path is what precedes the trailing integers
             ints = len(fields)
             while ints > 1 and _is_int(fields[ints - 1]):
@@ -169,7 +178,7 @@ def _parse_line(
 _FIELD = re.compile(r"\S+")
 
 
-def _has_video_ext(field: str) -> bool:
+def has_video_ext(field: str) -> bool:
     """Whether the field's last path component ends in a video extension (`x.mp4`)."""
     name = field[field.rfind("/") + 1 :]
     dot = name.rfind(".")
@@ -192,7 +201,7 @@ def _parse_list_fields(
     fields: list[str], multi_label: bool, with_offset: bool | None
 ) -> VideoEntry:
     video_id, absolute = _list_id(fields[0])
-    is_video = _has_video_ext(video_id)
+    is_video = has_video_ext(video_id)
     offset, known = 0, None
     if is_video:
         if with_offset:
@@ -281,6 +290,7 @@ def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list
             known = item.get("total_frames")
             offset = item.get("offset", 0)
             start, end = check_window(item.get("start"), item.get("end"))
+            check_window_columns(item, "its keys")  # after the values: their errors first
             for key, value in (("total_frames", known), ("offset", offset)):
                 if value is not None:
                     check_int(key, value)

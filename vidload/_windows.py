@@ -6,17 +6,76 @@ whatever the container's start time: a stream starting at pts 1.4 s has its firs
 that one list serves the original files and every converted container (which store the
 originals' timestamps). The window is the run of frames whose time lies in [start, end); the
 dataset samples inside it with its own frame count, exactly as it samples a whole video.
+
+A list's window columns are `start` and `end`, both or neither (`check_window_columns`). An
+open side is asked for explicitly: both columns present and that row's cell left empty (a JSON
+list: both keys, that one `null`; a tuple: None). The columns other window datasets use for
+something else (EPIC-KITCHENS' `stop`, `start_timestamp`, `start_frame`, ...; Charades'
+`actions`) are refused naming the reader that reads them: read as extra columns they once made
+`video_id,label,start,stop` the window [start, end of video) and `start_frame,stop_frame` whole
+videos, without a word (issue 31).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
 import numpy as np
 
 #: A time within 1 ns of a frame's timestamp counts as reaching it (timestamps are pts x time
 #: base in floating point: 1380 x 0.001 is 1.3800000000000001), as `vidload.sampling` does.
 _TIE_S = 1e-9
+
+
+_EPIC = "vidload.datasets.epic_kitchens(CSV)"
+_SECONDS = "give each window as `start`,`end` in seconds from the video's first frame"
+#: Columns other datasets use for a window, never read as one: {column: what to do instead}.
+FOREIGN_WINDOW_COLUMNS: dict[str, str] = {
+    "stop": f"EPIC-KITCHENS calls a window's end `stop`: rename it to `end` if it holds seconds; "
+    f"an EPIC-KITCHENS-100 annotation CSV is read by {_EPIC}",
+    **{
+        name: f"It holds EPIC-KITCHENS-100's `HH:MM:SS.ff` times: read its annotation CSV with "
+        f"{_EPIC}; for another list, {_SECONDS}"
+        for name in ("start_timestamp", "stop_timestamp", "narration_timestamp")
+    },
+    **{
+        name: f"It holds EPIC-KITCHENS-100's 1-based frame numbers: read its annotation CSV "
+        f"with vidload.datasets.epic_kitchens(CSV, window='frames'); for another list, {_SECONDS}"
+        for name in ("start_frame", "stop_frame", "end_frame")
+    },
+    "actions": "It holds Charades' action windows (`c092 11.90 21.20;...`): read its CSV with "
+    "vidload.datasets.charades(CSV)",
+    **{
+        name: f"Rename it to `{'start' if name.startswith('start') else 'end'}` if it holds "
+        f"seconds from the video's first frame"
+        for name in ("start_time", "end_time", "stop_time")
+    },
+}
+
+
+def check_window_columns(columns: Iterable[str], where: str) -> None:
+    """Refuse a list's columns (a CSV header, a JSON entry's keys) unless its window columns
+    are `start` and `end`, both or neither, and none is another dataset's (see the module doc).
+
+    Raises:
+        ValueError: naming `where` (the file), the column and the reader or rename to use.
+    """
+    names = {str(c).strip() for c in columns}
+    for name, instead in FOREIGN_WINDOW_COLUMNS.items():
+        if name in names:
+            raise ValueError(
+                f"{where}: column {name!r} is not read as a window: a list's window columns are "
+                f"`start` and `end` (seconds from the video's first frame). {instead}"
+            )
+    half = ({"start", "end"} & names) and not {"start", "end"} <= names
+    if half:
+        given, lacking = ("start", "end") if "start" in names else ("end", "start")
+        raise ValueError(
+            f"{where}: column {given!r} without {lacking!r}: a window list has both `start` and "
+            f"`end` (seconds from the video's first frame); leave a cell empty for a window "
+            f"open on that side"
+        )
 
 
 def check_window(start: object, end: object) -> tuple[float | None, float | None]:

@@ -175,7 +175,12 @@ def choose(
             `workdir`.
         VideoReadError: a `data` URL that cannot be listed or read (naming the URL).
     """
-    cfg = ChooseOptions.from_arguments(locals())
+    cfg = ChooseOptions(
+        sample=sample, short_side=short_side, num_frames=num_frames, sampling=sampling,
+        stride=stride, clips=clips, batch_size=batch_size, rounds=rounds, min_time=min_time,
+        cold=cold, cold_rounds=cold_rounds, psnr_frames=psnr_frames, need=need, cores=cores,
+        min_psnr=min_psnr, keep=keep, jobs=jobs, seed=seed, progress=progress,
+    )  # fmt: skip
     specs = _checked_storages(storages)
     videos = open_videos(data, storage_options)  # LocalVideos or BucketVideos
     videos.check_options(storage_options)
@@ -222,7 +227,10 @@ def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     path = Path(workdir)
     if path.exists():
         if not path.is_dir() or any(path.iterdir()):
-            raise ValueError(f"workdir ({str(path)!r}) must be a new or empty folder")
+            raise ValueError(
+                f"workdir / --workdir ({str(path)!r}) must be a new or empty folder (it is "
+                "filled with the candidates and removed after)"
+            )
         return path, False
     path.mkdir(parents=True)
     return path, True

@@ -172,7 +172,11 @@ def convert(
         OutputLockedError: another run is writing into `output` (one run per folder at a time).
         DiskFullError: no room to start (the lock or the options file).
     """
-    options = ConvertOptions.from_arguments(locals())
+    options = ConvertOptions(
+        to=to, short_side=short_side, quality=quality, subsampling=subsampling, gop=gop,
+        crf=crf, preset=preset, tune=tune, overwrite=overwrite, root=root, labels=labels,
+        shard_size=shard_size, storage_options=storage_options,
+    )  # fmt: skip
     return run_convert(
         options, input_path, output, executor=executor, workers=workers, progress=progress
     )

@@ -13,6 +13,9 @@ Three inputs describe the videos of a dataset (`load_videos` takes any of them):
   note) are kept in `ManifestRow.extra` (and `VideoEntry.extra`) and written back after the
   known ones, so a manifest that vidload rewrites (a resumed `convert`) keeps them, and a
   manifest given to `convert` / `probe` as INPUT passes them on to the manifest they write.
+  Window columns are `start` and `end` (seconds), both or neither; another window dataset's
+  (`stop`, `start_timestamp`, `start_frame`, `actions`, ...) is refused naming its reader, when
+  read and when written (`vidload._windows.check_window_columns`).
 * a sequence of `(video_id, label)` or `(video_id, label, num_frames)` tuples, or `VideoEntry`s.
 
 Manifest `status` values:
@@ -52,7 +55,7 @@ from vidload._lists import (
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window, parse_window
+from vidload._windows import check_window, check_window_columns, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -218,7 +221,9 @@ def read_manifest(
 
     Columns are found by name: known ones that are missing (a manifest from an older version
     has no `rotation`) are None; the others are kept in each row's `extra`, so an extra column
-    never breaks a reader and survives a rewrite. `video_id` is required.
+    never breaks a reader and survives a rewrite. `video_id` is required. Window columns are
+    `start` and `end`, both or neither; another dataset's (`stop`, `start_frame`, `actions`,
+    ...) is refused naming its reader (`vidload._windows.check_window_columns`).
     """
     path = text_location(path, storage_options)
     return parse_manifest(read_text(path), path)
@@ -241,6 +246,7 @@ def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
             + f"; a manifest has the columns {list(MANIFEST_FIELDS)}"
         )
     extra = [h for h in header if h not in MANIFEST_FIELDS]
+    check_window_columns(extra, f"{path}:1")
     rows = []
     while True:
         try:
@@ -272,19 +278,22 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
 
     Raises:
         TypeError: a row is not a ManifestRow.
+        ValueError: an extra column that `read_manifest` would refuse (`stop`, `start`
+            without `end`, ...: `vidload._windows.check_window_columns`); nothing is written.
         DiskFullError: no space left for the manifest (the old one is untouched).
     """
-    write_bytes_atomic(path, render_manifest(rows))
+    write_bytes_atomic(path, render_manifest(rows, str(path)))
 
 
-def render_manifest(rows: Iterable[ManifestRow]) -> bytes:
-    """The bytes `write_manifest` writes for `rows` (TypeError for a row that is not a
-    ManifestRow)."""
+def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> bytes:
+    """The bytes `write_manifest` writes for `rows`, raising as it does (`where` names the
+    file in messages)."""
     rows = list(rows)
     for row in rows:
         if not isinstance(row, ManifestRow):
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
     extra = list(dict.fromkeys(name for row in rows for name in row.extra))
+    check_window_columns(extra, where)  # never a manifest that read_manifest refuses
     text = io.StringIO(newline="")
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(MANIFEST_FIELDS + tuple(extra))

@@ -189,7 +189,11 @@ def plan_convert(
         OutputLockedError: another run is writing into `output`.
         DiskFullError: no room for the lock or the options file.
     """
-    options = ConvertOptions.from_arguments(locals())
+    options = ConvertOptions.from_keywords(
+        options, to=to, short_side=short_side, quality=quality, subsampling=subsampling,
+        gop=gop, crf=crf, preset=preset, tune=tune, overwrite=overwrite, root=root,
+        labels=labels, shard_size=shard_size, storage_options=storage_options,
+    )  # fmt: skip
     threads = check_int("threads", threads, minimum=1)
     source = open_input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work

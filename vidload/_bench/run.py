@@ -150,7 +150,7 @@ def usable_clips(
                 if vid in dropped:
                     continue
                 try:
-                    if hasattr(reader, "preload"):  # the in-memory row holds the clip's bytes
+                    if isinstance(reader, MemoryJpeg):  # the row holds the clip's bytes
                         reader.preload(vid, idx)
                     reader.read(vid, idx)
                 except Exception as e:  # noqa: BLE001 - decord, torchcodec, PyAV, vidload

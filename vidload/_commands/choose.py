@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -156,18 +157,19 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             raise UsageError(str(e)) from e
     quick, pick = args.quick, quick_or(args.quick)
+    normal = {k: p.default for k, p in inspect.signature(choose).parameters.items()}
 
     result = choose(
         args.input,
         storage_options=options,
-        sample=pick(args.sample, 8, 2),
+        sample=pick(args.sample, normal["sample"], 2),
         storages=args.storages if args.storages is not None else default_storages(),
         short_side=args.short_side,
         num_frames=args.num_frames,
         sampling=args.sampling,
         stride=args.stride,
-        clips=pick(args.clips, 64, 4),
-        rounds=pick(args.rounds, 3, 1),
+        clips=pick(args.clips, normal["clips"], 4),
+        rounds=pick(args.rounds, normal["rounds"], 1),
         min_time=0.0 if quick else 0.3,
         cold=not args.no_cold,
         cold_rounds=args.cold_rounds,

@@ -30,8 +30,8 @@ def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) ->
     kind whose source keeps no heads; a video's is its persisted frame index, which tells
     its header's and every packet's byte ranges; a frame folder's, its frame count: the
     files' names then need no listing)."""
-    make = get_kind(to).source_class()
-    if getattr(make, "heads_kind", None) is None:
+    make: Any = get_kind(to).source_class()  # a `FrameSourceBase`, which declares heads_kind
+    if make.heads_kind is None:
         return 0
     from vidload.sources._heads import write_heads
 
@@ -44,7 +44,8 @@ def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) ->
     }
     try:
         source = make(root.url, storage_options=root.storage_options)
-        source.use_containers(names)
+        if source.use_containers is not None:  # declared by `FrameSourceBase`
+            source.use_containers(names)
         return write_heads(source, ids)
     except (VidloadError, OSError) as e:
         warnings.warn(

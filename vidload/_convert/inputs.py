@@ -111,7 +111,10 @@ def find_inputs_listed(
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
     if src.is_dir():
         if root is not None:
-            raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
+            raise UsageError(
+                f"root / --root ({str(root)!r}) applies only to an annotation list INPUT, not "
+                f"to a folder ({str(src)!r}), whose videos are found under it: leave it out"
+            )
         items = _walk(src, kinds)
         base = src
         if not items:

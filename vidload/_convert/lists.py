@@ -119,7 +119,8 @@ def write_list_manifest(
     why not) where it could not be written (the run stands: manifest.csv holds the rows)."""
     got = list_rows(listed, rows)
     try:
-        (output / listed.manifest_name).write_bytes(render_manifest(got))
+        where = output / listed.manifest_name
+        where.write_bytes(render_manifest(got, str(where)))
     except (VidloadError, OSError) as e:
         return 0, str(e)
     return len(got), None

@@ -109,33 +109,37 @@ class ConvertOptions:
     storage_options: Mapping[str, Any] | None = None
 
     @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> ConvertOptions:
-        """The options from a mapping holding every field's name (`convert` and
-        `plan_convert` pass their `locals()`, `vidload convert` its parsed arguments), checked;
-        or, where it holds `options` (not None), that `ConvertOptions`, when every field's
-        argument is left at its default (the keywords or one object, not both).
+    def from_keywords(cls, options: ConvertOptions | None, /, **keywords: Any) -> ConvertOptions:
+        """`vidload.shards.plan_convert`'s options: `options` where given (not None), when
+        every field's keyword is left at its default (the keywords or one object, not both);
+        else the options made of `keywords`, checked. `keywords` names every field (what
+        `plan_convert` passes, each by name).
 
         Raises:
             TypeError: `options` is not a ConvertOptions, or given with option keywords, or
                 neither it nor `to` is given.
         """
-        given = arguments.get("options")
-        if given is None:
-            if arguments["to"] is None:
+        names = [f.name for f in fields(cls)]
+        if sorted(keywords) != sorted(names):
+            raise TypeError(f"from_keywords takes every field by name: {', '.join(names)}")
+        if options is None:
+            if keywords["to"] is None:
                 raise TypeError("to= is required (or options=ConvertOptions(...))")
-            return cls(**{f.name: arguments[f.name] for f in fields(cls)})
-        if not isinstance(given, ConvertOptions):
-            raise TypeError(f"options must be a ConvertOptions, got {type(given).__name__}")
-        both = [f.name for f in fields(cls) if arguments[f.name] != _default(f)]
+            return cls(**keywords)
+        if not isinstance(options, ConvertOptions):
+            raise TypeError(f"options must be a ConvertOptions, got {type(options).__name__}")
+        both = [f.name for f in fields(cls) if keywords[f.name] != _default(f)]
         if both:
             raise TypeError(
                 f"pass options= or the option keywords, not both ({', '.join(both)} given)"
             )
-        return given
+        return options
 
     def __post_init__(self) -> None:
         put = functools.partial(object.__setattr__, self)  # frozen: set once, here
         to = self.to
+        if to is None:
+            raise TypeError("to is required: the format to convert into")
         check_choice("to", to, kind_names())
         put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
         q = check_int("quality", self.quality)
@@ -147,15 +151,18 @@ class ConvertOptions:
         if to != "video":
             named = [k for k, v in given.items() if v is not None]
             if named:
+                flags = ", ".join(f"--{k}" for k in named)
                 raise UsageError(
-                    f"{', '.join(named)} apply to to='video' only (--to video), not to={to!r}"
+                    f"{', '.join(named)} apply to to='video' only ({flags} with --to video), "
+                    f"not to={to!r}: leave {'them' if len(named) > 1 else 'it'} out, or "
+                    "convert to video"
                 )
         else:
             gop, crf, preset, tune = given.values()
             put("gop", DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1))
             c = DEFAULT_CRF if crf is None else check_real("crf", crf)
             if not 0 <= c <= 51:
-                raise ValueError(f"crf ({c}) must be in [0, 51]")
+                raise ValueError(f"crf ({c}) must be in [0, 51] (--crf)")
             put("crf", float(c))
             put(
                 "preset",

@@ -44,7 +44,7 @@ from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
 from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
-from vidload.labels import folder_class_map, read_class_map
+from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 from vidload.manifest import ManifestRow, write_manifest
 
 __all__ = [
@@ -262,7 +262,10 @@ def folder_labels(
     """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
     if labels is not None:
         return read_class_map(labels)
-    return folder_class_map([it.video_id for it in items]) or None
+    class_map = folder_class_map([it.video_id for it in items])
+    if class_map:  # a bucket's class list files are not looked for; the order is checked
+        warn_unpinned("the INPUT URL", class_map, None)
+    return class_map or None
 
 
 def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, InputItem]:

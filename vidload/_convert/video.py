@@ -35,6 +35,7 @@ from vidload._atomic import replace_durably, temp_path
 from vidload._convert.frames import one_size, resize_short_side
 from vidload._convert.options import ConvertOptions
 from vidload.errors import VideoReadError
+from vidload.sources._video_file import ffmpeg_words
 from vidload.sources._video_persist import PersistedIndex, write_index
 from vidload.sources.video import VideoSource
 
@@ -186,7 +187,8 @@ def _verify(
         persisted = src.exact_frame_index(tmp.name)
         times = src.timestamps(tmp.name)
     except (VideoReadError, av.error.FFmpegError) as e:
-        raise VideoReadError(source, f"the converted file does not decode: {e}") from e
+        said = ffmpeg_words(e) if isinstance(e, av.error.FFmpegError) else str(e)
+        raise VideoReadError(source, f"the converted file does not decode: {said}") from e
     got = persisted.index.num_frames
     if got != count:
         raise VideoReadError(

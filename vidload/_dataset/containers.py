@@ -31,23 +31,25 @@ from vidload._lists import read_text, text_location
 from vidload._storage import Location
 from vidload.errors import VidloadError
 from vidload.manifest import VideoEntry, is_manifest, manifest_entries, parse_manifest
+from vidload.sources.base import FrameSourceBase
 
 __all__ = ["entries_and_containers"]
 
 
 def entries_and_containers(
     videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
-    source: object,
+    source: FrameSourceBase,
     *,
     multi_label: bool,
     storage_options: Mapping[str, Any] | None,
 ) -> VideoEntries:
-    """The dataset's entries (`entries_of`), the source given the container names of its
-    root's manifest (module doc) where it takes them (`use_containers`)."""
-    use = getattr(source, "use_containers", None)
-    root = getattr(getattr(source, "store", None), "location", None)
-    if use is None or not isinstance(root, Location):
+    """The dataset's entries (`entries_of`), the source (as the dataset asks it) given the
+    container names of its root's manifest (module doc) where it takes them: its
+    `use_containers` (`FrameSourceBase`: None, it does not) and its `store`."""
+    use, store = source.use_containers, source.store
+    if use is None or store is None:
         return entries_of(videos, multi_label=multi_label, storage_options=storage_options)
+    root = store.location
     manifest = root / MANIFEST_NAME
     names: dict[str, str] | None
     if _names_it(videos, manifest, storage_options):

@@ -12,13 +12,14 @@ filesystems, one range a request, unchanged.
 
 fsspec's `cat_ranges` sends one GET per range and hands no headers back, so this module sends
 the GETs itself, on the filesystem's own aiohttp session (its headers, auth and connection
-pool) and event loop, and parses the answer by each part's Content-Range (a server may merge
-adjacent ranges or reorder them: each asked range is cut from the part that covers it). A
-server that does not serve several ranges in one answer (a `200` with the whole object, or a
-single part that does not cover them all) is remembered for this process (`unsupported`) and
-read one range per request from then on, as before; the answer it sent is not read further (a
-whole object is not downloaded to be thrown away). Any other unusable answer (a `416`: a range
-past the end; a part missing) falls back to one request per range for that object alone.
+pool; `http_adapter` holds what that takes of fsspec's undocumented parts) and event loop,
+and parses the answer by each part's Content-Range (a server may merge adjacent ranges or
+reorder them: each asked range is cut from the part that covers it). A server that does not
+serve several ranges in one answer (a `200` with the whole object, or a single part that does
+not cover them all) is remembered for this process (`unsupported`) and read one range per
+request from then on, as before; the answer it sent is not read further (a whole object is
+not downloaded to be thrown away). Any other unusable answer (a `416`: a range past the end; a
+part missing) falls back to one request per range for that object alone.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import urllib.parse
 from collections.abc import Sequence
 from typing import Any
 
+from vidload._storage import http_adapter
 from vidload._storage.ranges import block_of, coalesce, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "is_http", "parse_byteranges", "unsupported"]
@@ -51,7 +53,7 @@ Part = tuple[int, bytes]
 
 def is_http(fs: Any) -> bool:
     """fsspec's HTTP filesystem (the one whose requests this module can send)."""
-    return hasattr(fs, "set_session") and hasattr(fs, "encode_url")
+    return http_adapter.is_http(fs)
 
 
 def _host(url: Any) -> str:
@@ -137,12 +139,9 @@ async def _multi(
     """The asked ranges of `path` in one GET with the version its answer reports, or None
     where the answer cannot serve them (the caller then sends one request per range). A
     missing object or a failing server raises as `_cat_file` does."""
-    kw = dict(fs.kwargs)
     ranges = ",".join(f"{a}-{b - 1}" for a, b in asked)
-    headers = {**(kw.pop("headers", None) or {}), "Range": f"bytes={ranges}"}
-    session = await fs.set_session()
-    url = fs.encode_url(path)
-    async with session.get(url, headers=headers, **kw) as r:
+    url = http_adapter.url_of(fs, path)
+    async with http_adapter.get(fs, path, {"Range": f"bytes={ranges}"}) as r:
         if r.status == 206:
             body = await r.read()
             ctype = r.headers.get("Content-Type", "")
@@ -172,7 +171,7 @@ async def _multi(
             return None
         if r.status == 416:  # a range past the end: each alone says what it gets
             return None
-        fs._raise_not_found_for_status(r, path)  # 404 (not found), 403, 5xx: raised
+        http_adapter.raise_for_status(fs, r, path)  # 404 (not found), 403, 5xx: raised
         return None
 
 
@@ -207,7 +206,7 @@ def cat_spans(
     # most MAX_RANGES of them a request, each span cut back out of its block
     jobs: list[tuple[str, list[tuple[int, int]], list[int]]] = []
     for path, members in by_path.items():
-        if len(members) == 1 or unsupported(fs.encode_url(path)):
+        if len(members) == 1 or unsupported(http_adapter.url_of(fs, path)):
             singles.extend(members)
             continue
         merged = coalesce([(starts[i], stops[i]) for i in members], 0)  # type: ignore[misc]

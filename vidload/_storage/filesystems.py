@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vidload._storage import http_adapter, s3_adapter
+
 __all__ = [
     "EXTRAS",
     "MissingExtraError",
@@ -214,8 +216,8 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
     (then nothing can be compared). This is how a reader that keeps an object's header knows
     that the bytes it fetches later are still that object's, without a request of its own
     (`RemoteLocation.versioned`). fsspec's `cat_ranges` returns the bodies only, so S3 and
-    HTTP are read here by their filesystems' own clients (s3fs's `_call_s3`, fsspec HTTP's
-    aiohttp session), the rest by `_cat_file`."""
+    HTTP are read here by their filesystems' own clients (`s3_adapter`, `http_adapter`: the
+    one home each of what those libraries do not document), the rest by `_cat_file`."""
     if not getattr(fs, "async_impl", False):
         out: list[tuple[bytes, str | None] | Exception] = []
         for path, start, stop in spans:
@@ -247,29 +249,18 @@ async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tu
     single-range requests of `byteranges.cat_spans(report=True)`)."""
     if start is not None and stop is not None and start >= stop:
         return b"", None
-    if hasattr(fs, "_call_s3") and hasattr(fs, "split_path"):  # s3fs
-        bucket, key, version_id = fs.split_path(path)
-        kw = {"VersionId": version_id} if version_id else {}
-        rng = _range_header(start, stop)
-        resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kw, **rng)
-        try:
-            data = await resp["Body"].read()
-        finally:
-            resp["Body"].close()
-        return data, resp.get("ETag")
-    if hasattr(fs, "set_session") and hasattr(fs, "encode_url"):  # fsspec's HTTP
-        kw = dict(fs.kwargs)
-        headers = {**(kw.pop("headers", None) or {}), **_range_header(start, stop)}
-        session = await fs.set_session()
-        async with session.get(fs.encode_url(path), headers=headers, **kw) as r:
+    if s3_adapter.is_s3(fs):
+        return await s3_adapter.get_object(fs, path, start, stop)
+    if http_adapter.is_http(fs):
+        async with http_adapter.get(fs, path, _range_header(start, stop)) as r:
             data = await r.read()
-            fs._raise_not_found_for_status(r, path)
+            http_adapter.raise_for_status(fs, r, path)
             version = r.headers.get("ETag")
             modified = r.headers.get("Last-Modified")
             if version is None and modified:
                 total = r.headers.get("Content-Range", "").rpartition("/")[2]
                 version = f"{total or r.headers.get('Content-Length')}:{modified}"
-            if r.status == 200 and "Range" in headers:  # a server that ignores ranges
+            if r.status == 200 and (start is not None or stop is not None):  # ranges ignored
                 data = data[start or 0 : stop]
         return data, version
     return await fs._cat_file(path, start=start, end=stop), None

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import write_bytes_atomic
-from vidload._lists import VideoEntry, read_text, text_location
+from vidload._lists import VideoEntry, has_video_ext, read_text, text_location
 from vidload.labels import read_class_map
 
 
@@ -48,9 +50,24 @@ class DatasetList(list[VideoEntry]):
     def write(self, path: str | os.PathLike[str]) -> None:
         """Save as an annotation list (atomically) for `vidload convert` / `vidload probe`
         (`vidload convert train.txt OUT --root VIDEOS --to hdf5`): mmaction2's `path label`
-        lines, or a CSV list (`video_id,label,start,end`) when an entry is a window. Labels
-        are written 0-based, as `ClipDataset` reads them; -1 for unlabelled videos."""
-        if any(e.start is not None or e.end is not None for e in self):
+        lines (`path l1 l2 ...` for a multi-label entry, read back with `multi_label=True`;
+        `frame_dir offset total_frames label` for a frame folder's frames from an offset), or
+        a CSV list (`video_id,label,start,end`) when an entry is a window. Labels are written
+        0-based, as `ClipDataset` reads them; -1 for unlabelled videos. A path ending in
+        `.json` gets mmaction2's JSON list (`filename`, `label` (a list for a multi-label
+        entry), and `start`/`end` for a window; no `label` when unlabelled), which reads back
+        the same.
+
+        Raises:
+            ValueError: an entry these formats cannot hold (a multi-label window in a text
+                list, an offset into a video file, beside a window or in a JSON list):
+                written, it would read back as something else.
+        """
+        if str(path).lower().endswith(".json"):
+            self._check_writable(json_list=True)
+            data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
+        elif any(e.start is not None or e.end is not None for e in self):
+            self._check_writable(json_list=False)
             text = io.StringIO(newline="")
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(["video_id", "label", "start", "end"])
@@ -60,8 +77,47 @@ class DatasetList(list[VideoEntry]):
                 writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
             data = text.getvalue()
         else:
-            data = "".join(f"{e.video_id} {e.label}\n" for e in self)
+            self._check_writable(json_list=False)
+            data = "".join(_list_line(e) for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
+
+    def _check_writable(self, *, json_list: bool) -> None:
+        windows = any(e.start is not None or e.end is not None for e in self)
+        for e in self:
+            why = None
+            if json_list:
+                if e.offset:
+                    why = f"starts at frame offset {e.offset} (a JSON list item has none)"
+            elif windows and e.labels is not None and len(e.labels) > 1:
+                why = f"has {len(e.labels)} labels and the list has windows (one label a row)"
+            elif e.offset and (windows or has_video_ext(e.video_id) or e.known_frames is None):
+                why = f"starts at frame offset {e.offset} of " + (
+                    "a list with windows" if windows else "a video file (a list line has none)"
+                )
+            if why is not None:
+                raise ValueError(
+                    f"DatasetList.write: entry {e.video_id!r} {why}; give ClipDataset the "
+                    f"DatasetList itself, or read the windows in seconds"
+                )
+
+
+def _list_line(e: VideoEntry) -> str:
+    labels = " ".join(map(str, e.labels if e.labels else (e.label,)))
+    if e.offset:
+        return f"{e.video_id} {e.offset} {e.known_frames} {labels}\n"
+    return f"{e.video_id} {labels}\n"
+
+
+def _json_item(entry: VideoEntry) -> dict[str, Any]:
+    """One entry of a JSON list, as `vidload._lists` reads it back."""
+    item: dict[str, Any] = {"filename": entry.video_id}
+    if entry.labels is not None:
+        item["label"] = list(entry.labels)
+    elif entry.label >= 0:
+        item["label"] = entry.label
+    if entry.start is not None or entry.end is not None:  # both keys: null for an open side
+        item["start"], item["end"] = entry.start, entry.end
+    return item
 
 
 def class_numbering(
@@ -106,6 +162,36 @@ def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
         raise FileNotFoundError(f"{str(where)!r} is not a file")
     text = read_text(where)
     return [(k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
+
+
+def read_csv(
+    path: str | os.PathLike[str], required: Sequence[str], shape: str
+) -> list[tuple[int, dict[str, str]]]:
+    """(line number, {column: cell}) of a CSV's rows, columns found by name (cells stripped).
+
+    Raises:
+        FileNotFoundError: no such file (named).
+        ValueError: a header without a `required` column, or a row with another number of
+            cells (file and line named; `shape` is the header the dataset writes).
+    """
+    where = text_location(path)
+    if isinstance(where, Path) and not where.is_file():
+        raise FileNotFoundError(f"{str(where)!r} is not a file")
+    reader = csv.reader(io.StringIO(read_text(where), newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    absent = [c for c in required if c not in header]
+    if absent:
+        raise ValueError(f"{where}:1: the header {header} lacks {absent}; expected {shape}")
+    rows = []
+    for cells in reader:
+        if not cells or cells == [""]:
+            continue
+        if len(cells) != len(header):
+            raise ValueError(
+                f"{where}:{reader.line_num}: {len(cells)} cells, the header has {len(header)}"
+            )
+        rows.append((reader.line_num, {h: c.strip() for h, c in zip(header, cells, strict=True)}))
+    return rows
 
 
 def check_subset(subset: object, allowed: Sequence[str]) -> str:

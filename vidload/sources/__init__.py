@@ -1,8 +1,9 @@
 """Frame sources: one interface (FrameSource), four storages.
 
 `from vidload.sources import VideoSource, JpegSource, Hdf5Source, NpySource, FrameSource,
-VideoInfo`: imported on first use (see vidload._lazy), so `import vidload.sources.npy` does
-not import PyAV or h5py.
+FrameSourceBase, VideoInfo`: imported on first use (see vidload._lazy), so `import
+vidload.sources.npy` does not import PyAV or h5py. `FrameSourceBase` declares what a dataset
+may ask of a source beyond `FrameSource`'s three calls (the base class of these four).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from vidload._lazy import lazy_exports
 
 _LAZY = {
     "FrameSource": "vidload.sources.base",
+    "FrameSourceBase": "vidload.sources.base",
     "Hdf5Source": "vidload.sources.hdf5",
     "JpegSource": "vidload.sources.jpeg",
     "NpySource": "vidload.sources.npy",
@@ -20,10 +22,18 @@ _LAZY = {
     "VideoSource": "vidload.sources.video",
 }
 
-__all__ = ["FrameSource", "Hdf5Source", "JpegSource", "NpySource", "VideoInfo", "VideoSource"]
+__all__ = [
+    "FrameSource",
+    "FrameSourceBase",
+    "Hdf5Source",
+    "JpegSource",
+    "NpySource",
+    "VideoInfo",
+    "VideoSource",
+]
 
 if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
-    from vidload.sources.base import FrameSource
+    from vidload.sources.base import FrameSource, FrameSourceBase
     from vidload.sources.hdf5 import Hdf5Source
     from vidload.sources.jpeg import JpegSource
     from vidload.sources.npy import NpySource

@@ -33,7 +33,7 @@ from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index
 from vidload.sources._video_remote import RemoteVideo, load_remote, record_of, warn_whole
-from vidload.sources.base import check_regular_file, normalize_video_id
+from vidload.sources.base import FrameSourceBase, check_regular_file, normalize_video_id
 
 __all__ = ["LocalVideo", "VideoFile", "VideoRoot"]
 
@@ -75,7 +75,7 @@ class LocalVideo:
 VideoFile = LocalVideo | RemoteVideo
 
 
-class VideoRoot:
+class VideoRoot(FrameSourceBase):
     """What `VideoSource` reads its frames from (see the module docstring): its base, holding
     the root, the settings that open a file, and the per-process state of its files
     (`_reset_files`)."""

@@ -10,7 +10,7 @@ these same functions.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +29,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
 from vidload.sources._listing import missing_names
-from vidload.sources.base import as_index_array
+from vidload.sources.base import FrameSourceBase, as_index_array
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -135,7 +135,7 @@ _SMALL_CLIP = 64
 
 
 @shared_docs
-class ContainerSource(ABC):
+class ContainerSource(FrameSourceBase):
     """What the container sources share: where a video's container is, and `read` as
     `read_encoded` followed by the shared decode (one code path for all of them).
 
@@ -157,7 +157,7 @@ class ContainerSource(ABC):
         self.fps = None if fps is None else check_positive_number("fps", fps)
         #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
         #: cache_max_bytes)`, built by the subclass from its own arguments).
-        self.store = store
+        self.store: SourceRoot = store
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
 
@@ -419,7 +419,10 @@ class ContainerSource(ABC):
         """`read`, but into memory reused by this process and thread (`_CLIP`, a
         `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next
         `read_transient` of any container source. For a caller that only copies the frames
-        out (`ClipDataset` builds its tensor from them), never to hand to a user."""
+        out (`ClipDataset` builds its tensor from them), never to hand to a user. A subclass
+        that overrides `read` is read by its own `read` (`FrameSourceBase.read_transient`)."""
+        if type(self).read is not ContainerSource.read:
+            return super().read_transient(video_id, indices, geometry=geometry)
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)
 

@@ -1,0 +1,58 @@
+"""s3fs: the one home of the parts vidload uses that s3fs does not document.
+
+A reader that keeps an object's head and reads its body later needs each GET's ETag with its
+bytes (`filesystems.cat_one`, `RemoteLocation.versioned`), and s3fs's public `cat_file`
+hands the body only. So the GET goes out through `S3FileSystem._call_s3("get_object", ...)`,
+s3fs's own client (its credentials, endpoint, retries and connection pool), with the bucket
+and key from its `split_path`. Every such use is here and nowhere else; `contract_problems()`
+names what changed when an s3fs release moves them, and `tests/test_storage_adapters.py`
+fails on it (and reads a real object through `get_object` at the local S3 server).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+__all__ = ["contract_problems", "get_object", "is_s3"]
+
+
+def is_s3(fs: Any) -> bool:
+    """`fs` is s3fs's filesystem (its public `protocol` says so)."""
+    protocol = getattr(type(fs), "protocol", ())
+    return "s3" in (protocol if isinstance(protocol, tuple) else (protocol,))
+
+
+async def get_object(
+    fs: Any, path: str, start: int | None, stop: int | None
+) -> tuple[bytes, str | None]:
+    """`path`'s bytes `[start, stop)` (the whole object where both are None) and the ETag the
+    GET's answer reported, in one request on s3fs's client."""
+    bucket, key, version_id = fs.split_path(path)
+    kw: dict[str, Any] = {"VersionId": version_id} if version_id else {}
+    if start is not None or stop is not None:
+        kw["Range"] = f"bytes={start or 0}-{'' if stop is None else stop - 1}"
+    resp = await fs._call_s3("get_object", Bucket=bucket, Key=key, **kw)
+    try:
+        data = await resp["Body"].read()
+    finally:
+        resp["Body"].close()
+    return data, resp.get("ETag")
+
+
+def contract_problems() -> list[str]:
+    """What the installed s3fs no longer has of what this module uses (empty: all there)."""
+    from s3fs import S3FileSystem
+
+    problems = []
+    call = getattr(S3FileSystem, "_call_s3", None)
+    if call is None:
+        problems.append("S3FileSystem._call_s3 is gone")
+    else:
+        params = tuple(inspect.signature(call).parameters)
+        if params[:2] != ("self", "method") or not inspect.iscoroutinefunction(call):
+            problems.append(f"S3FileSystem._call_s3 is now {params}, not an async (method, ...)")
+    split = getattr(S3FileSystem, "split_path", None)
+    if split is None or tuple(inspect.signature(split).parameters) != ("self", "path"):
+        problems.append("S3FileSystem.split_path(path) is gone or changed")
+    return problems
