@@ -37,8 +37,9 @@ __all__ = ["STATS", "Lead", "Taken", "following", "send", "split", "take", "wait
 
 #: What this process's planned batches waited for and what they fetched ahead (not
 #: thread-safe: a count; `tools/fetch_ahead.py` reads it in each worker):
-#: `batches` planned, `waited_s` seconds blocked on storage for them (the heads `prepare`
-#: opens, the rounds' answers), `sent_ahead` rounds sent for a next batch, and of the objects
+#: `batches` planned, `waited_s` seconds blocked on storage for them (wall time in `prepare`,
+#: which opens heads, and waiting for the rounds' answers: an upper bound, `prepare`'s CPU
+#: time included), `sent_ahead` rounds sent for a next batch, and of the objects
 #: a batch read, `taken` answered from the round sent ahead and `again` fetched again because
 #: its plan asked other ranges.
 STATS: dict[str, float] = {"batches": 0, "waited_s": 0.0, "sent_ahead": 0, "taken": 0, "again": 0}
