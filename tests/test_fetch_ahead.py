@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 from media import paint
+from test_video_remote import long_video  # noqa: F401 (a fixture)
 from torch.utils.data import DataLoader, Dataset, Subset, get_worker_info
 
 from vidload import ClipDataset, make_loader
@@ -377,3 +378,36 @@ def test_a_resumed_loader_fetching_ahead_reads_what_the_uninterrupted_run_read(t
     assert len(head) + len(rest[True]) == len(whole)
     assert all(_same(a, b) for a, b in zip(rest[True], rest[False], strict=True))
     assert counts[True] == counts[False]
+
+
+@pytest.mark.slow
+def test_videos_by_byte_ranges_take_the_round_sent_ahead(
+    http_dir,
+    tmp_path,
+    long_video,  # noqa: F811 (the fixture imported above)
+):
+    """`VideoSource` at a URL (videos with persisted indexes, read by byte ranges): batch 1's
+    headers and packets go out during batch 0; batch 1 then sends nothing, and its frames
+    equal local disk's."""
+    from test_video_remote import LONG, index_path
+
+    from vidload.sources.video import VideoSource
+
+    copies = [f"v{k}.mp4" for k in range(4)]
+    local_dir = tmp_path / "local"
+    local_dir.mkdir()
+    for name in copies:
+        shutil.copy(long_video, http_dir.path / name)
+        shutil.copy(index_path(long_video), http_dir.path / f"{name}.vidload-index")
+        (local_dir / name).symlink_to(long_video)
+        (local_dir / f"{name}.vidload-index").symlink_to(index_path(long_video))
+    listed = [(name, k, LONG) for k, name in enumerate(copies)]
+    remote, local = (
+        ClipDataset(listed, VideoSource(root), num_frames=8, seed=3)
+        for root in (http_dir.url, local_dir)
+    )
+    _check(getitems(remote, _led([0, 1], [2, 3])), local, [0, 1])
+    assert _sent_round_done(remote) >= 2
+    http_dir.faults.clear_log()
+    _check(getitems(remote, [2, 3]), local, [2, 3])
+    assert http_dir.faults.requests() == []
