@@ -44,9 +44,11 @@ def decode_all(
 ) -> Iterator[av.VideoFrame]:
     """Every frame of the chosen stream that a single-threaded sequential decode gives, from
     freshly opened files (`fresh`; `where` names the file in errors), in output order (see the
-    module docstring); `recorder` sees every packet decoded and every frame."""
+    module docstring); `recorder` sees every packet decoded and every frame. A recorder of
+    digests (`IndexRecorder(digests=True)`) is given a single-threaded decode: the digests are
+    those of the frames a seek read must match."""
     yielded = 0
-    if threads != 1:
+    if threads != 1 and (recorder is None or recorder.digests is None):
         fast = IndexRecorder()
         frames = _decode_file(fresh, where, threads, fast, on_error="stop")
         try:  # a plain loop, to get the return value; closed with this generator
