@@ -43,6 +43,8 @@ def frame_digest(frame: av.VideoFrame) -> int:
         per_pixel = sample * max(1, sum(1 for c in components if c.plane == p))
         height, line = plane.height, plane.line_size
         row = min(plane.width * per_pixel, line)
-        rows = np.frombuffer(plane, np.uint8, height * line).reshape(height, line)
-        crc = zlib.crc32(rows if row == line else np.ascontiguousarray(rows[:, :row]), crc)
+        data = memoryview(plane)[: height * line]
+        if row < line:  # the padding at the end of each row left out
+            data = memoryview(np.frombuffer(data, np.uint8).reshape(height, line)[:, :row].copy())
+        crc = zlib.crc32(data, crc)
     return crc
