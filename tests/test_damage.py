@@ -13,16 +13,26 @@ from __future__ import annotations
 
 import json
 import shutil
+import warnings
 import zlib
 from pathlib import Path
 
 import numpy as np
 import pytest
 from damage import change_slice_bytes, packets, silent_damage, textured_video
-from media import decode_until_bad, real_clip, sequential_decode, shared_videos
+from media import (
+    decode_until_bad,
+    frame_number,
+    make_video,
+    real_clip,
+    sequential_decode,
+    shared_videos,
+)
 
 from vidload._layout import index_path
 from vidload._storage import Location
+from vidload.cli import main
+from vidload.convert import convert
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.sources import video as video_module
 from vidload.sources._heads import read_heads, write_heads
@@ -297,3 +307,56 @@ def test_a_file_changed_since_its_index_is_refused_naming_it(tmp_path):
             continue
         assert np.array_equal(got, healthy[i]), i
     assert refused > 0
+
+
+def test_probe_and_convert_write_digests_probe_decoding_once(tmp_path, monkeypatch):
+    """`vidload probe --write-index` and `convert --to video` write format 3 indexes with every
+    frame's digest; probe counts the frames with the decode that records them (one full
+    decode a video, not two)."""
+    folder = tmp_path / "in"
+    make_video(folder / "a.mp4", 30, options={"g": "8", "bf": "2"})
+    make_video(folder / "b.mkv", 20, options={"g": "5"})
+    full_decodes = []
+    real = VideoSource._decode_all
+
+    def counting(self, path, recorder=None):
+        if recorder is not None:
+            full_decodes.append(str(path))
+        return real(self, path, recorder)
+
+    monkeypatch.setattr(VideoSource, "_decode_all", counting)
+    assert main(["probe", str(folder), "--write-index", "-q", "--workers", "1"]) == 0
+    assert sorted(Path(p).name for p in full_decodes) == ["a.mp4", "b.mkv"]
+    monkeypatch.undo()
+    for name, n in (("a.mp4", 30), ("b.mkv", 20)):
+        found = load_index(folder / name, 0)
+        assert found.index.num_frames == n and len(found.index.digests) == n
+    out = tmp_path / "out"
+    convert(folder, out, to="video", workers=1, progress=False)
+    converted = load_index(out / "a.mp4", 0)
+    assert converted is not None and len(converted.index.digests) == 30
+    record = read_heads(Location(str(out)), "video").get("a.mp4")
+    assert json.loads(record.raw.split(b"\n")[0])["digests"] is not None
+    assert [frame_number(f) for f in VideoSource(out).read("a.mp4", [29, 3, 17])] == [29, 3, 17]
+
+
+@pytest.mark.slow
+def test_damaged_video_over_http_is_read_through_its_index_exactly(damaged, http_dir):
+    """The index (digests and count) read over a URL, the video by byte ranges: the same
+    frames as the local sequential decode, the count refused past."""
+    for case in (("p-slice", "yuv420p"), ("bit", "yuv420p10le")):
+        path, reference, _ = damaged[case]
+        name = f"{case[0]}{path.suffix}"
+        served = _copy_with_index(path, http_dir.path / "local")
+        shutil.copy(served, http_dir.path / name)
+        shutil.copy(index_path(served), http_dir.path / f"{name}.vidload-index")
+        src = VideoSource(http_dir.url)
+        n = len(reference)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # read by byte ranges, not downloaded whole
+            with pytest.raises(FrameCountError):
+                src.read(name, [n])
+            for call in _orders(n, seed=5)[::2]:
+                got = src.read(name, call)
+                for frame, i in zip(got, call, strict=True):
+                    assert np.array_equal(frame, reference[i]), (case, i)
