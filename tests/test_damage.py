@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 import warnings
 import zlib
 from pathlib import Path
@@ -360,3 +361,16 @@ def test_damaged_video_over_http_is_read_through_its_index_exactly(damaged, http
                 got = src.read(name, call)
                 for frame, i in zip(got, call, strict=True):
                     assert np.array_equal(frame, reference[i]), (case, i)
+
+
+@pytest.mark.slow
+def test_the_cost_tool_runs_end_to_end(tmp_path, capsys):
+    """tools/damage_check_cost.py on a tiny video (its figures are not checked: no timing in
+    tests)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+    import damage_check_cost
+
+    video = make_video(tmp_path / "v.mp4", 24, options={"g": "6", "bf": "2"})
+    assert damage_check_cost.main([str(video), "--clips", "2", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "v.mp4" in out and "the check" in out and "recording the digests" in out

@@ -17,7 +17,8 @@ Frame i of a video is the i-th frame a full sequential decode of the chosen stre
 
 Damaged files: the frames of a video are those a single-threaded sequential decode gives, up
 to where it stops; `read`, `iter_frames` and `actual_frames` all give these frames, whatever
-`threads` (`_video_decode` says how).
+`threads` (`_video_decode` says how); a persisted index's frame digests catch what no decode
+error reports (`_video_digest`).
 
 The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
 handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
@@ -105,10 +106,10 @@ class VideoSource(VideoRoot):
         frame_index: how a file's frames are located before the first read in a process.
             "packets" (default): a demux-only packet scan where the container stores pts,
             checked against the decoder on every read; on a damaged file a read of a frame past
-            the point where sequential decoding stops (a corrupt GOP before it) can still
-            return a frame, until `actual_frames` is known. "decode": a full sequential decode
-            of the file first (`actual_frames`), so every read relies on the true count and
-            gives the same result in any call order; costs one full decode per file and
+            the point where sequential decoding stops (a corrupt GOP before it) can still return
+            a frame until `actual_frames` is known (a persisted index knows it). "decode": a
+            full sequential decode of the file first (`actual_frames`), so every read relies on
+            the true count, the same in any call order; costs one full decode per file and
             process (mma_test.mp4, 300 frames: 142 ms of CPU, against 71 ms for one 8-frame
             seek-and-decode read; `python tools/read_paths.py --only video`).
         <<storage>>
