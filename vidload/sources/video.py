@@ -336,8 +336,7 @@ class VideoSource(VideoRoot):
         if done is not None:
             return done
         own = handle is None
-        if handle is None:
-            handle = self._handle(path)
+        handle = self._handle(path) if handle is None else handle
         try:
             stream_index = video_info(handle).stream_index
         finally:
@@ -349,6 +348,13 @@ class VideoSource(VideoRoot):
             self._orientations.put(key, found.orientation)
         self._persisted.put(key, found is not None)
         return found is not None
+
+    def _has_digests(self, path: VideoFile) -> bool:
+        """Whether `path`'s persisted index records each frame's digest: seek reads then check
+        every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
+        key = (str(path), self._stat(path))
+        found = self._indexes.get(key) if self._use_persisted(path) else None
+        return found is not None and found.digests is not None
 
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
@@ -458,7 +464,7 @@ class VideoSource(VideoRoot):
         """
         idx = as_index_array(indices)
         path = self._file(video_id, idx)
-        handle = self._handle(path)
+        handle = self._handle(path, explode=not self._has_digests(path))
         convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
         try:
             if idx.size == 0:
@@ -498,14 +504,8 @@ class VideoSource(VideoRoot):
             if not index.seekable:
                 return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
             try:
-                return read_seeking(
-                    handle,
-                    index,
-                    wanted,
-                    convert,
-                    skip_nonref=self._skip_nonref,
-                    check_corrupt=self._check_corrupt,
-                )
+                checks = {"skip_nonref": self._skip_nonref, "check_corrupt": self._check_corrupt}
+                return read_seeking(handle, index, wanted, convert, **checks)
             except Mismatch:
                 if index.exact:
                     index.seekable = False
