@@ -16,7 +16,7 @@ whatever the buffer pool left there), chained over the planes: the same decoder 
 bytes gives the same pixels, hence the same digest, and any pixel that differs changes it
 (missed with probability 2**-32). 4 bytes a frame. It costs 0.055 ms a frame at 340x256,
 0.095 ms at 640x360, 0.4 ms at 1280x720, against 0.7, 0.7 and 1.6-3.4 ms to decode such a
-frame (H.264, VP9; `python tools/read_paths.py --only video-check` measures a read's share).
+frame (H.264, VP8; `python tools/damage_check_cost.py` measures these and a read's share).
 A seek read pays it only for the frames it returns; recording pays it for every frame, once,
 when the index is written.
 """
