@@ -123,10 +123,10 @@ def test_epic_kitchens_windows_through_videos_frames_and_a_converted_container(e
     videos = VideoSource(data)
     check_windows(epic_kitchens(csv), videos, times)
     check_windows(epic_kitchens(csv, window="frames"), videos, frames)
-    rgb = epic_kitchens(csv, layout="rgb_frames")  # frames by default: no frame rate needed
+    rgb = epic_kitchens(csv, media="rgb_frames")  # frames by default: no frame rate needed
     assert rgb[0].video_id == "P01/rgb_frames/P01_01" and rgb[0].offset == 35
     check_windows(rgb, JpegSource(data, template=EPIC_TEMPLATE), frames)
-    by_times = epic_kitchens(csv, layout="rgb_frames", window="timestamps")
+    by_times = epic_kitchens(csv, media="rgb_frames", window="timestamps")
     check_windows(by_times, JpegSource(data, template=EPIC_TEMPLATE, fps=FPS), times)
     out = tmp_path / "epic_h5"
     assert convert(data, out, to="hdf5", workers=1, progress=False).ok  # videos and folders
@@ -164,7 +164,7 @@ def test_epic_kitchens_errors(epic, tmp_path):
     video = epic_kitchens(csv, window="frames")
     with pytest.raises(ValueError, match=r"'P01/videos/P01_01.MP4' starts at frame offset 35"):
         video.write(tmp_path / "frames.txt")  # a list line cannot hold an offset into a video
-    rgb = epic_kitchens(csv, layout="rgb_frames")
+    rgb = epic_kitchens(csv, media="rgb_frames")
     rgb.write(tmp_path / "rgb.txt")  # rawframes lines with an offset: read back alike
     assert [(e.offset, e.known_frames) for e in load_videos(tmp_path / "rgb.txt")] == [
         (e.offset, e.known_frames) for e in rgb

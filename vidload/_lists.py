@@ -109,7 +109,7 @@ def read_annotation_list(
     Errors name the file and line number. An official split file read here is refused
     naming the reader that reads it (`vidload._official`).
     """
-    from vidload._official import check_kinetics_csv, check_plain_list, no_label_hint, ssv2_hint
+    from vidload._official import check_kinetics_csv, check_plain_list, json_list_error, line_error
 
     path = text_location(path, storage_options)
     text = read_text(path)
@@ -117,7 +117,7 @@ def read_annotation_list(
         try:
             return _read_json_list(path, text, multi_label)
         except ValueError as e:
-            raise ValueError(f"{e}{ssv2_hint(text)}") from e
+            raise json_list_error(e, text) from e
     check_kinetics_csv(path, text)
     _check_csv_header(path, text)
 
@@ -129,7 +129,7 @@ def read_annotation_list(
         try:
             entries.append(_parse_line(stripped, multi_label, with_offset, classes))
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{path}:{line_no}: {e}{no_label_hint(path, e)}") from e
+            raise line_error(path, line_no, e) from e
     check_plain_list(path, entries)
     return entries
 

@@ -7,6 +7,9 @@ one (a smaller model trains on it silently). An HMDB51 `<class>_test_split<N>.tx
 generic reader can recognise; it refuses them naming the reader that reads them right
 (`vidload.datasets`). Any other list whose labels run from 1 with no 0 (a renamed or
 concatenated trainlist, a 1-based manifest) is read as given, with a warning.
+
+The refusal is an `OfficialFileError`: what the file is, and the reader call that reads it, so
+the command line can say what to do from the shell instead (`vidload._commands.args`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,30 @@ _HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
 _UCF101_LIST = re.compile(r"^(train|test)list0?(?P<n>\d+)\.txt$", re.IGNORECASE)
 
 
+class OfficialFileError(ValueError):
+    """An official dataset file read as a plain annotation list.
+
+    Attributes:
+        what: what the file is and why it cannot be read as a list (file named).
+        call: the `vidload.datasets` call that reads it right (`ucf101('ann', split=1, ...)`).
+        labels: where the official numbering comes from for a class folder tree
+            (`ann/classInd.txt`: `--labels` takes it), "" where the sorted class folders give
+            it, None where a tree does not (Kinetics, SSv2).
+    """
+
+    def __init__(self, what: str, call: str, after: str = "", labels: str | None = None) -> None:
+        self.what, self.call, self.labels = what, call, labels
+        super().__init__(f"{what}. Read it with vidload.datasets.{call}{after}")
+
+    @property
+    def reader(self) -> str:
+        """The reader's name (`ucf101`)."""
+        return self.call.partition("(")[0]
+
+    def __reduce__(self):  # a plain ValueError's message across a process boundary
+        return (ValueError, (str(self),))
+
+
 def _beside(path: Path | Location, name: str) -> bool:
     if isinstance(path, Location):
         return False  # one request more per list read; the shape checks below still apply
@@ -41,19 +68,21 @@ def check_plain_list(path: Path | Location, entries: Sequence) -> None:
     labels = {e.label for e in entries}
     hmdb = _HMDB51_SPLIT.match(path.name)
     if hmdb and labels and labels <= {0, 1, 2}:
-        raise ValueError(
+        raise OfficialFileError(
             f"{path}: an HMDB51 split file ({hmdb['cls']!r}, split {hmdb['n']}): its numbers "
-            f"are split tags (1 train, 2 test, 0 unused), not labels. Read the splits with "
-            f"vidload.datasets.hmdb51({str(path.parent)!r}, split={hmdb['n']}, subset='train')"
+            f"are split tags (1 train, 2 test, 0 unused), not labels",
+            f"hmdb51({str(path.parent)!r}, split={hmdb['n']}, subset='train')",
+            labels="",
         )
     if labels and min(labels) == 1 and _beside(path, UCF101_CLASS_INDEX):
         n = _UCF101_LIST.match(path.name)
         split = n["n"] if n else "1"
-        raise ValueError(
+        raise OfficialFileError(
             f"{path}: labels run from 1 (1..{max(labels)}, no 0) and {UCF101_CLASS_INDEX} is "
-            f"beside it: a UCF101 split list, whose labels are 1-based. Read it with "
-            f"vidload.datasets.ucf101({str(path.parent)!r}, split={split}, subset='train'), "
-            f"which numbers the classes 0..N-1 by {UCF101_CLASS_INDEX}"
+            f"beside it: a UCF101 split list, whose labels are 1-based",
+            f"ucf101({str(path.parent)!r}, split={split}, subset='train')",
+            f", which numbers the classes 0..N-1 by {UCF101_CLASS_INDEX}",
+            labels=str(path.parent / UCF101_CLASS_INDEX),
         )
 
 
@@ -65,40 +94,46 @@ def check_kinetics_csv(path: Path | Location, text: str) -> None:
     """
     first = text.lstrip().split("\n", 1)[0]
     if "youtube_id" in first and "time_start" in first:
-        raise ValueError(
+        raise OfficialFileError(
             f"{path}: a Kinetics CSV ({first.strip()!r}), not an annotation list: its rows "
-            f"name YouTube segments, not files. Read it with "
-            f"vidload.datasets.kinetics({str(path)!r}, root=VIDEOS), which finds the "
-            f"downloaded files and counts the missing ones"
+            f"name YouTube segments, not files",
+            f"kinetics({str(path)!r}, root=VIDEOS)",
+            ", which finds the downloaded files and counts the missing ones",
         )
 
 
-def ssv2_hint(text: str) -> str:
-    """What to add to a JSON list's error when the file is Something-Something v2's."""
+def json_list_error(error: Exception, text: str) -> ValueError:
+    """The error for a JSON list that `error` refused: an `OfficialFileError` naming
+    `ssv2()` when the file is Something-Something v2's, else `error`'s message."""
     head = text.lstrip()[:4096]
+    call = "ssv2(LABELS_JSON, ANNOTATIONS_JSON)"
     if '"template"' in head or (head.startswith("[") and '"id"' in head):
-        return (
-            ". This looks like a Something-Something v2 annotation file: read it with "
-            "vidload.datasets.ssv2(LABELS_JSON, ANNOTATIONS_JSON)"
+        return OfficialFileError(
+            f"{error}. This looks like a Something-Something v2 annotation file", call
         )
     if head.startswith("{"):
-        return (
-            ". A JSON object: if it is Something-Something v2's labels file, read the "
-            "annotations with vidload.datasets.ssv2(LABELS_JSON, ANNOTATIONS_JSON)"
+        return OfficialFileError(
+            f"{error}. A JSON object: if it is Something-Something v2's labels file, it is "
+            "read with its annotations",
+            call,
         )
-    return ""
+    return ValueError(str(error))
 
 
-def no_label_hint(path: Path | Location, error: Exception) -> str:
-    """What to add to a "has no label" error on UCF101's `testlist0N.txt` (paths only)."""
+def line_error(path: Path | Location, line_no: int, error: Exception) -> ValueError:
+    """The error for line `line_no` of a list that `error` refused: an `OfficialFileError`
+    naming `ucf101(subset='test')` for a line without a label in UCF101's `testlist0N.txt`
+    (paths only, `classInd.txt` beside it), else the line's error."""
+    where = f"{path}:{line_no}: {error}"
     if "has no label" not in str(error) or not _beside(path, UCF101_CLASS_INDEX):
-        return ""
+        return ValueError(where)
     n = _UCF101_LIST.match(path.name)
     split = n["n"] if n else "1"
-    return (
-        f". {UCF101_CLASS_INDEX} is beside it: a UCF101 test list, labelled by its class "
-        f"folders; read it with vidload.datasets.ucf101({str(path.parent)!r}, split={split}, "
-        f"subset='test')"
+    return OfficialFileError(
+        f"{where}. {UCF101_CLASS_INDEX} is beside it: a UCF101 test list, labelled by its "
+        "class folders",
+        f"ucf101({str(path.parent)!r}, split={split}, subset='test')",
+        labels=str(path.parent / UCF101_CLASS_INDEX),
     )
 
 

@@ -5,8 +5,8 @@
                     [--gop N] [--crf Q] [--preset P] [--tune T] [--overwrite] [--root DIR]
                     [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
-    vidload probe   INPUT [--write MANIFEST] [--write-index] [--workers N] [--root DIR]
-                    [--labels FILE] [--quiet]
+    vidload probe   INPUT [--write MANIFEST [--overwrite]] [--write-index] [--workers N]
+                    [--root DIR] [--labels FILE] [--quiet]
                     [--dask ADDRESS] [--shard-size N]
     vidload choose  DATA [--sample K] [--short-side S] [--num-frames T] [--sampling MODE]
                     [--need R --cores C [--min-psnr DB]] [--storages LIST] [--json FILE]
@@ -30,8 +30,10 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from vidload._commands import bench, choose, convert, probe
+from vidload._commands.args import kind_reader
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_OK, EXIT_USAGE, report_error
+from vidload._kinds import get_kind, kind_names
 
 __all__ = ["COMMANDS", "build_parser", "main", "print_convert_summary"]
 
@@ -52,16 +54,21 @@ def _version() -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     """The `vidload` parser: one subcommand per module of `COMMANDS`."""
-    parser = argparse.ArgumentParser(
-        prog="vidload",
-        description="Fast, frame-exact video clip loading: convert, probe and benchmark datasets.",
-    )
+    parser = argparse.ArgumentParser(prog="vidload")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         # its usage line goes with its errors; its module runs it
         p = command.add_parser(sub)
         p.set_defaults(command_parser=p, command_module=command)
+    # named from the commands and the kinds table, so a command or kind added is in the help
+    names = list(sub.choices)
+    parser.description = (
+        f"Fast, frame-exact video clip loading: {', '.join(names[:-1])} and {names[-1]}. "
+        "Storage kinds (convert --to, probe): "
+        + "; ".join(f"{n}: {get_kind(n).described} ({kind_reader(n)})" for n in kind_names())
+        + "."
+    )
     return parser
 
 

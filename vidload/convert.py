@@ -124,8 +124,9 @@ def convert(
         output: the folder to fill (made if missing); must not overlap a folder `input_path`.
         to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`), "npy"
             (`output/<id>.npy`), or "video" (`output/<id>.mp4`: H.264 re-encoded for random
-            access, read by `VideoSource(output)` with the same ids; `vidload._convert.video`),
-            ids without their video extension.
+            access, read by `VideoSource(output)` with the same ids;
+            `vidload.sources._video_format`), ids without their video extension; or any kind
+            of `vidload._kinds` (`CONVERT_FORMATS`).
         workers: local processes (spawned, they die with this process; default: the CPUs this
             process may use, `vidload._cpus.default_workers`; 1 converts in this process). Not
             with `executor`.
@@ -172,7 +173,11 @@ def convert(
         OutputLockedError: another run is writing into `output` (one run per folder at a time).
         DiskFullError: no room to start (the lock or the options file).
     """
-    options = ConvertOptions.from_arguments(locals())
+    options = ConvertOptions(
+        to=to, short_side=short_side, quality=quality, subsampling=subsampling, gop=gop,
+        crf=crf, preset=preset, tune=tune, overwrite=overwrite, root=root, labels=labels,
+        shard_size=shard_size, storage_options=storage_options,
+    )  # fmt: skip
     return run_convert(
         options, input_path, output, executor=executor, workers=workers, progress=progress
     )

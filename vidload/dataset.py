@@ -16,7 +16,6 @@ import operator
 import os
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 import numpy as np
 import torch
@@ -25,16 +24,17 @@ from torch.utils.data import Dataset
 from vidload._checks import check_int, qualname
 from vidload._dataset import batch as _batch
 from vidload._dataset import items as _items
+from vidload._dataset.containers import entries_and_containers
 from vidload._dataset.counts import FrameCountWarning, SharedCounts
-from vidload._dataset.entries import VideoEntries, entries_of
+from vidload._dataset.entries import VideoEntries
 from vidload._dataset.missing import check_missing
 from vidload._dataset.options import (
-    OPTION_NAMES,
     ClipOptions,
     Layout,
     Missing,
     OnError,
     OnMismatch,
+    OptionAttributes,
     check_video_list,
 )
 from vidload._dataset.sample import clip_indices, entry_timestamps
@@ -60,7 +60,7 @@ class SkippedVideoWarning(UserWarning):
     """A broken video was skipped (on_error="skip"); warned when it is found broken."""
 
 
-class ClipDataset(Dataset):
+class ClipDataset(OptionAttributes, Dataset):
     """Clips of `num_frames` frames from every video of a frame source.
 
     `clip, label = ds[i]`: clip is a contiguous torch.uint8 tensor (T, C, H, W) (or (C, T, H, W)
@@ -173,8 +173,9 @@ class ClipDataset(Dataset):
     `source.actual_frames(video_id)`.
     """
 
-    #: every option but `videos`, checked once (`vidload._dataset.options.ClipOptions`); read
-    #: them as attributes too: `ds.num_frames` is `ds.options.num_frames`
+    #: every option but `videos`, checked once (`vidload._dataset.options.ClipOptions`); each
+    #: is an attribute too (read-only, `OptionAttributes`): `ds.num_frames` is
+    #: `ds.options.num_frames`
     options: ClipOptions
 
     def __init__(
@@ -207,27 +208,29 @@ class ClipDataset(Dataset):
         return_info: bool = False,
         missing: Missing = "error",
     ) -> None:
-        self.options = ClipOptions.from_arguments(locals())
-        store = getattr(source, "store", None)
-        options = getattr(getattr(store, "location", None), "storage_options", None)
+        self.options = ClipOptions(
+            source=source, num_frames=num_frames, sampling=sampling, train=train,
+            clips_per_video=clips_per_video, stride=stride, transform=transform,
+            on_mismatch=on_mismatch, on_error=on_error, seed=seed, short_policy=short_policy,
+            max_attempts=max_attempts, short_side=short_side, crop=crop, crop_scale=crop_scale,
+            flip=flip, layout=layout, spatial_views=spatial_views, stack_views=stack_views,
+            multi_label=multi_label, num_classes=num_classes, fps=fps,
+            clip_seconds=clip_seconds, return_info=return_info, missing=missing,
+        )  # fmt: skip
+        adapted = self.options.adapted  # the source as the dataset asks it
+        store = adapted.store
+        options = None if store is None else store.location.storage_options
         #: the video list, in flat arrays (`vidload._dataset.entries`: no Python object per video
         #: for workers to copy); indexing gives `VideoEntry`s
-        self.videos: VideoEntries = entries_of(
-            videos, multi_label=multi_label, storage_options=options
+        self.videos: VideoEntries = entries_and_containers(
+            videos, adapted, multi_label=multi_label, storage_options=options
         )
-        check_video_list(self.videos, videos, source=source, num_classes=self.num_classes)
-        self.videos = check_missing(self.videos, source, missing=self.missing, where=videos)
+        check_video_list(self.videos, videos, source=adapted, num_classes=self.num_classes)
+        self.videos = check_missing(self.videos, adapted, missing=self.missing, where=videos)
         #: broken videos passed over by this process (on_error="skip"); per process.
         self.num_skipped = 0
         self._counts = SharedCounts(self.videos)
         self._epoch = torch.zeros(1, dtype=torch.int64).share_memory_()
-
-    def __getattr__(self, name: str) -> Any:
-        """The options as attributes: `ds.num_frames` is `ds.options.num_frames`."""
-        options = self.__dict__.get("options")
-        if options is None or name not in OPTION_NAMES:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(options, name)
 
     # ---------------------------------------------------------------- public state
 
@@ -364,7 +367,7 @@ class ClipDataset(Dataset):
                 return []
             v, attempt = (v + alive[0]) % n, alive[0]
         entry = self.videos[v]
-        count = self._counts.known(self.source, entry, v)
+        count = self._counts.known(self.options.adapted, entry, v)
         offset = self._counts.offset(entry, v)
         plans = []
         for j, c, _ in self._clips_of(i):
@@ -438,7 +441,7 @@ class ClipDataset(Dataset):
         for j, c, views in self._clips_of(i):
             key = self._key(j, attempt)
             frames_per_view, indices = self._counts.read(
-                self.source,
+                self.options.adapted,
                 entry,
                 v,
                 functools.partial(self._read_clip, entry, v, c, key, i, views),
@@ -457,7 +460,9 @@ class ClipDataset(Dataset):
         out = clips[0] if not self.stack_views else _items.stack(clips, vid)
         if self.return_info:
             windowed = entry.window is not None
-            info = _items.info(self.source, vid, read, stacked=self.stack_views, windowed=windowed)
+            info = _items.info(
+                self.options.adapted, vid, read, stacked=self.stack_views, windowed=windowed
+            )
             return out, label, {"index": i, **info}
         return out, label
 
@@ -499,7 +504,9 @@ class ClipDataset(Dataset):
                 count,
                 c,
                 rng,
-                lambda: entry_timestamps(self.source, vid, self._counts.offset(entry, v), count),
+                lambda: entry_timestamps(
+                    self.options.adapted, vid, self._counts.offset(entry, v), count
+                ),
             )
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
@@ -513,11 +520,6 @@ class ClipDataset(Dataset):
         offset = self._counts.offset(entry, v)
         wanted = indices + offset if offset else indices
         views = _items.read_views(
-            self.source,
-            entry.video_id,
-            wanted,
-            plans,
-            fused=self.options.fused,
-            crop=self.options.geometry.crop,
+            self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
         )
         return views, indices

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -25,12 +26,14 @@ from vidload.errors import UsageError
 __all__ = [
     "CLASSES_NAME",
     "class_of",
+    "classes_text",
     "folder_class_map",
     "input_class_map",
     "is_contiguous",
     "label_by_folder",
     "read_class_map",
     "read_numbered_classes",
+    "warn_unpinned",
     "write_classes",
 ]
 
@@ -169,8 +172,12 @@ def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) ->
     for name in names:
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
-    path = Path(path)
-    write_bytes_atomic(path, "".join(n + "\n" for n in names).encode("utf-8"))
+    write_bytes_atomic(Path(path), classes_text(class_map).encode("utf-8"))
+
+
+def classes_text(class_map: Mapping[str, int]) -> str:
+    """What `write_classes` writes: the names one per line, in label order."""
+    return "".join(n + "\n" for n in sorted(class_map, key=class_map.__getitem__))
 
 
 def is_contiguous(class_map: Mapping[str, int]) -> bool:
@@ -226,10 +233,101 @@ def input_class_map(
     if not Path(input_path).is_dir():
         if labels is not None:
             raise UsageError(
-                f"labels ({str(labels)!r}) applies to a folder INPUT only; "
+                f"labels / --labels ({str(labels)!r}) applies to a folder INPUT only; "
                 f"{str(input_path)!r} is a file (an annotation list carries its own labels)"
             )
         return None
     if labels is not None:
         return read_class_map(labels)
-    return folder_class_map(video_ids) or None
+    class_map = folder_class_map(video_ids)
+    if class_map:
+        warn_unpinned(str(input_path), class_map, Path(input_path))
+    return class_map or None
+
+
+#: The files a class list is looked for in, beside a folder INPUT converted without `labels`:
+#: UCF101's `classInd.txt`, `classes.txt`, mmaction2's `label_map_*.txt`, and any `.txt` of
+#: `N name` lines; at most this many folders are looked in, files up to this size read.
+_CLASS_FILES = re.compile(r"^(classInd|classes|label_map\w*)\.txt$", re.IGNORECASE)
+_MAX_FOLDERS = 32
+_MAX_BYTES = 1 << 20
+
+
+def warn_unpinned(where: str, class_map: Mapping[str, int], folder: Path | None) -> None:
+    """Warn when a folder INPUT's classes, numbered by their sorted names (`class_map`), may
+    not be numbered as the user expects, naming `--labels`: a class list file in `folder`,
+    beside it, or in a folder beside it (UCF101's `ucfTrainTestlist/classInd.txt`) numbers
+    them otherwise; or the raw character order (`HammerThrow` before `Hammering`) differs
+    from a case-insensitive one, which such files use."""
+    reasons = []
+    if folder is not None:
+        for path in _class_files(folder):
+            try:
+                theirs = read_class_map(path)
+            except (ValueError, OSError):
+                continue  # not a class list after all
+            common = [c for c in class_map if c in theirs]
+            if len(common) * 2 < len(class_map) or not common:
+                continue  # another dataset's classes
+            differ = [c for c in common if theirs[c] != class_map[c]]
+            if differ:
+                c = differ[0]
+                reasons.append(
+                    f"{path} numbers them otherwise ({c!r} is {theirs[c]} there, "
+                    f"{class_map[c]} here): pass --labels {path} (labels= from Python) to "
+                    "number them as it does"
+                )
+    raw = sorted(class_map)
+    folded = sorted(class_map, key=lambda n: (n.casefold(), n))
+    if raw != folded:
+        i = next(k for k, (a, b) in enumerate(zip(raw, folded, strict=True)) if a != b)
+        reasons.append(
+            f"sorted by raw character order, {raw[i]!r} comes before {folded[i]!r} (upper "
+            "case first), which a case-insensitive class list (UCF101's classInd.txt) "
+            "numbers the other way: pass --labels FILE (labels= from Python) to fix the "
+            "numbering"
+        )
+    if reasons:
+        warnings.warn(
+            f"INPUT ({where!r}): its {len(class_map)} class folders are labelled by their "
+            f"sorted names, but {'; and '.join(reasons)}",
+            stacklevel=2,
+        )
+
+
+def _class_files(folder: Path) -> list[Path]:
+    """The class list files in `folder`, beside it and in the folders beside it (bounded)."""
+    try:
+        here = folder.resolve()
+        parent = folder.parent if folder.name not in ("", ".", "..") else here.parent
+        siblings: list[Path] = []
+        for p in sorted(parent.iterdir()):
+            if len(siblings) == _MAX_FOLDERS:
+                break
+            if p.is_dir() and p.resolve() != here:
+                siblings.append(p)
+    except OSError:
+        return []
+    found = []
+    for place in [folder, parent, *siblings]:
+        try:
+            files = sorted(p for p in place.iterdir() if p.suffix.lower() == ".txt")
+        except OSError:
+            continue
+        for path in files:
+            try:
+                if path.is_file() and path.stat().st_size <= _MAX_BYTES and _a_class_file(path):
+                    found.append(path)
+            except OSError:
+                continue
+    return found
+
+
+def _a_class_file(path: Path) -> bool:
+    """Named as a class list is, or its first lines are `N name` lines."""
+    if _CLASS_FILES.match(path.name):
+        return True
+    with path.open("rb") as f:
+        head = f.read(4096).decode("utf-8", "replace").lstrip("\ufeff").split("\n")[:5]
+    lines = [ln.strip() for ln in head if ln.strip()]
+    return bool(lines) and all(_NUMBERED.match(ln) and not _looks_like_entry(ln) for ln in lines)

@@ -8,7 +8,9 @@ functions of (seed, epoch), so a run resumed at epoch k sees what an uninterrupt
 
 Under torch.distributed (a process group initialised before `make_loader` is called) each rank
 gets its share of the items: a seeded `DistributedSampler` when training, a `ShardSampler`
-(every item exactly once over all ranks) when evaluating.
+(every item exactly once over all ranks) when evaluating. Either deals out one global order
+per epoch step by step, so a run can continue from the items it handed out on another number
+of ranks (`set_epoch(epoch, items=c)` on the samplers; a stateful loader's `load_state_dict`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import functools
 import gc
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sized
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,8 +35,10 @@ from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
 from vidload._loader.epochs import set_epoch, unwrap
-from vidload._loader.position import Position, check_start, check_state
+from vidload._loader.position import Position, Resumable
+from vidload._loader.split import share
 from vidload.collate import collate_clips
+from vidload.dataset import ClipDataset
 from vidload.prefetch import ReadAheadSampler, item_files
 from vidload.sources.jpeg import JpegSource
 
@@ -55,38 +59,16 @@ DEFAULT_PREFETCH_FACTOR = 2
 DEFAULT_LOOKAHEAD_BATCHES = 1
 
 
-class _Resumable:
-    """`set_epoch(epoch, start=k)`, `state_dict()` -> `{"epoch", "yielded"}` and
-    `load_state_dict` for a sampler that keeps its `epoch` and a `Position` in `_position`
-    (`vidload._loader.position`): the one copy the samplers below share."""
-
-    epoch: int
-    _position: Position
-
-    if TYPE_CHECKING:  # each sampler's own (a real one here would shadow DistributedSampler's)
-
-        def __len__(self) -> int: ...
-
-    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
-        self.epoch = check_int("epoch", epoch, minimum=0)
-        self._position.reset(check_start("start", start, len(self)))
-
-    def state_dict(self) -> dict[str, int]:
-        return {"epoch": self.epoch, "yielded": self._position.yielded}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        self.epoch, yielded = check_state(state, len(self), type(self).__name__)
-        self._position.reset(yielded)
-
-
-class EpochShuffleSampler(_Resumable, Sampler[int]):
+class EpochShuffleSampler(Resumable, Sampler[int]):
     """A permutation of range(n) drawn from (seed, epoch): the same epoch gives the same order.
 
     `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
     `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
     `state_dict()` -> `{"epoch", "yielded"}` and `load_state_dict` save and restore the
-    position in the epoch (`vidload._loader.position`); `set_epoch(epoch, start=k)` starts the next
-    pass at its k-th index.
+    position in the epoch (`vidload._loader.position`); `set_epoch(epoch, start=k)` starts the
+    next pass at its k-th index, `set_epoch(epoch, items=c)` at the permutation's element c
+    (the items a run with another batch size handed out; `split_state` counts them). One
+    process's order: a run under torch.distributed shuffles with `DistributedSampler`.
     """
 
     def __init__(self, n: int, *, seed: int) -> None:
@@ -95,19 +77,27 @@ class EpochShuffleSampler(_Resumable, Sampler[int]):
         self.epoch = 0
         self._position = Position()
 
-    def __len__(self) -> int:
+    @property
+    def world_size(self) -> int:
+        return 1
+
+    def global_size(self) -> int:
         return self.n
+
+    def _share(self, items: int) -> range:
+        return range(items, self.n)
 
     def __iter__(self) -> Iterator[int]:
         # spawn_key keeps this stream apart from the items' np.random.default_rng([seed, e, i])
         seq = np.random.SeedSequence([self.seed, self.epoch], spawn_key=(1,))
-        yield from self._position.run(np.random.default_rng(seq).permutation(self.n).tolist())
+        order = np.random.default_rng(seq).permutation(self.n).tolist()
+        yield from self._position.run(order[self._position.items :])
 
     def __repr__(self) -> str:
         return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
 
 
-class ShardSampler(_Resumable, Sampler[int]):
+class ShardSampler(Resumable, Sampler[int]):
     """Items `rank, rank + num_replicas, ...` of range(n), in order: every item exactly once
     over all ranks, nothing padded or dropped (for evaluation).
 
@@ -118,7 +108,9 @@ class ShardSampler(_Resumable, Sampler[int]):
     model should be evaluated through `model.module`. `set_epoch` changes no order (it is
     fixed) but is kept, with the position, in `state_dict()` (as `EpochShuffleSampler`'s).
     With `num_replicas=1` it is a sequential sampler that can resume (`make_loader(...,
-    stateful=True)` uses it so).
+    stateful=True)` uses it so). `set_epoch(epoch, items=c)`: items `c + rank, c + rank +
+    num_replicas, ...`, this rank's share of the rest after c items handed out on any number
+    of ranks (`vidload._loader.split`).
     """
 
     def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
@@ -130,29 +122,69 @@ class ShardSampler(_Resumable, Sampler[int]):
         self.epoch = 0
         self._position = Position()
 
-    def __len__(self) -> int:
-        return len(range(self.rank, self.n, self.num_replicas))
+    @property
+    def world_size(self) -> int:
+        return self.num_replicas
+
+    def global_size(self) -> int:
+        return self.n
+
+    def _share(self, items: int) -> range:
+        return share(self.n, items, self.rank, self.num_replicas, pad=False, drop=False)
 
     def __iter__(self) -> Iterator[int]:
-        yield from self._position.run(range(self.rank, self.n, self.num_replicas))
+        yield from self._position.run(self._share(self._position.items))
 
     def __repr__(self) -> str:
         return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
 
 
-class ResumableDistributedSampler(_Resumable, DistributedSampler):
+class ResumableDistributedSampler(Resumable, DistributedSampler):
     """torch's `DistributedSampler` (the same indices, in the same order, for every epoch)
     that also saves and restores its position: `state_dict()` -> `{"epoch", "yielded"}`,
     `load_state_dict`, `set_epoch(epoch, start=k)` (see `EpochShuffleSampler`).
     `make_loader` picks it under torch.distributed when training.
+
+    Its ranks' order is one permutation from (seed, epoch) whatever their number: rank r
+    yields its elements r, r + W, ... (padded with the permutation's first ones to a multiple
+    of W). `set_epoch(epoch, items=c)` yields this rank's share of the permutation's rest
+    after element c the same way, padded with at most W - 1 repeats: a run stopped after c
+    items on other ranks continues with every item once (`vidload._loader.split`).
     """
 
     def __init__(self, dataset: Sized, **kwargs: Any) -> None:
         super().__init__(dataset, **kwargs)  # type: ignore[arg-type]
         self._position = Position()
 
+    @property
+    def order(self) -> str:
+        return f"DistributedSampler(shuffle={self.shuffle}, drop_last={self.drop_last})"
+
+    @property
+    def world_size(self) -> int:
+        return self.num_replicas
+
+    def global_size(self) -> int:
+        return len(self.dataset)  # type: ignore[arg-type]
+
+    def _share(self, items: int) -> range:
+        n, pad, drop = self.global_size(), not self.drop_last, self.drop_last
+        return share(n, items, self.rank, self.num_replicas, pad=pad, drop=drop)
+
     def __iter__(self) -> Iterator[int]:
-        yield from self._position.run(super().__iter__())
+        items = self._position.items
+        if not items:  # torch's own, bit for bit
+            yield from self._position.run(super().__iter__())
+            return
+        # the same permutation as DistributedSampler.__iter__: randperm seeded seed + epoch
+        n = self.global_size()
+        if self.shuffle:
+            generator = torch.Generator()
+            generator.manual_seed(self.seed + self.epoch)
+            order = torch.randperm(n, generator=generator).tolist()
+        else:
+            order = list(range(n))
+        yield from self._position.run(order[p % n] for p in self._share(items))
 
 
 def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:
@@ -244,8 +276,9 @@ def make_loader(
             (`vidload._loader.stateful.StatefulLoader`, the optional extra `vidload[stateful]`)
             whose `state_dict()` holds the epoch, the position in it and what the dataset
             learned (frame counts, broken videos), so that `load_state_dict` in a new process
-            continues with exactly the batches the uninterrupted run would have yielded next
-            (docs/guides/resuming.md). Without a
+            continues with exactly the batches the uninterrupted run would have yielded next;
+            rank 0's state resumes on any number of ranks and with any batch size, the rest
+            of the epoch dealt out to the new ranks (docs/guides/resuming.md). Without a
             sampler and without shuffling it loads in order through a `ShardSampler` (one
             that can resume) instead of torch's `SequentialSampler`.
         **loader_kwargs: passed on to `DataLoader` (collate_fn, timeout,
@@ -416,4 +449,5 @@ def _can_read_ahead(dataset: Dataset) -> bool:
         item_files(dataset)
     except TypeError:
         return False
-    return not isinstance(getattr(unwrap(dataset), "source", None), JpegSource)
+    clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
+    return isinstance(clips, ClipDataset) and not isinstance(clips.source, JpegSource)

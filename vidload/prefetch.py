@@ -52,9 +52,15 @@ import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import Position, check_start, check_state
+from vidload._loader.position import (
+    Position,
+    Resumable,
+    check_start,
+    check_state,
+    position_state,
+)
 from vidload.errors import VideoReadError
-from vidload.sources.base import open_regular_file
+from vidload.sources.base import FrameSourceBase, open_regular_file
 
 if TYPE_CHECKING:
     from vidload.dataset import ClipDataset
@@ -81,7 +87,8 @@ class ReadAheadWarning(UserWarning):
 
 @runtime_checkable
 class HasFiles(Protocol):
-    """A source that can say which files a read of a video touches."""
+    """A source that can say which files a read of a video touches (`files`, declared by
+    `vidload.sources.base.FrameSourceBase`, which read-ahead asks; None there: not offered)."""
 
     def files(self, video_id: str) -> list[Path]:
         """The files `read(video_id, ...)` may open (for JPEG folders: every frame file)."""
@@ -90,7 +97,8 @@ class HasFiles(Protocol):
 
 @runtime_checkable
 class HasByteRanges(Protocol):
-    """A source that can say which bytes a read of some frames touches."""
+    """A source that can say which bytes a read of some frames touches (`byte_ranges`,
+    declared by `vidload.sources.base.FrameSourceBase`; None there: whole files are hinted)."""
 
     def byte_ranges(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[ByteRange]:
         """`(path, offset, length)` of what `read(video_id, indices)` reads (length 0: to the
@@ -142,13 +150,14 @@ def _clip_dataset(dataset: Dataset) -> tuple[ClipDataset, list[int] | None]:
     return dataset, mapping
 
 
-def _files_of(source: object) -> Callable[[str], list[Path]]:
-    """The function giving a video's files for `source`, or raise TypeError."""
-    if isinstance(source, HasFiles):
+def _files_of(source: FrameSourceBase) -> Callable[[str], list[Path]]:
+    """The function giving a video's files for `source` (as the dataset asks it: its
+    declared `files`), or raise TypeError."""
+    if source.files is not None:
         return source.files
     raise TypeError(
         f"read-ahead needs a source with files(video_id) -> list[Path] (the HasFiles protocol); "
-        f"{type(source).__name__} has none. Add one, or pass read_ahead=False"
+        f"{source.source_name} has none. Add one, or pass read_ahead=False"
     )
 
 
@@ -159,7 +168,7 @@ def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list
     files it reads.
     """
     ds, mapping = _clip_dataset(dataset)
-    files = _files_of(ds.source)
+    files = _files_of(ds.options.adapted)
     per_video = ds.items_per_video
     videos = ds.videos
 
@@ -187,9 +196,9 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
     files it reads.
     """
     ds, mapping = _clip_dataset(dataset)
-    files = _files_of(ds.source)
+    files = _files_of(ds.options.adapted)
     ranged = None
-    if isinstance(ds.source, HasByteRanges):
+    if ds.options.adapted.byte_ranges is not None:
         # `ranges` runs in the hint thread, where a cold open (HDF5 metadata, an npy header, a
         # directory listing) does not stall the sampler: it gets its own copy of the source
         # (sources are not thread-safe) in a shallow copy of the dataset, which shares the
@@ -205,9 +214,9 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
                 f"{type(ds.source).__name__} is not: {e}. Pass read_ahead=False"
             ) from e
         ds = copy.copy(ds)
-        ds.options = dataclasses.replace(ds.options, source=source)
-        ranged = source.byte_ranges
-        files = source.files
+        ds.options = dataclasses.replace(ds.options, source=source)  # adapted again, once
+        ranged = ds.options.adapted.byte_ranges
+        files = _files_of(ds.options.adapted)
     per_video = ds.items_per_video
     videos = ds.videos
     size = len(mapping) if mapping is not None else len(ds)
@@ -320,7 +329,10 @@ class ReadAheadSampler(Sampler[T]):
     none); `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass
     skip the first k elements of `sampler`'s pass for that epoch (`vidload._loader.position`), so
     a resumed loader gets the elements the uninterrupted pass yielded next, provided
-    `sampler`'s order is a function of its epoch (every sampler vidload builds).
+    `sampler`'s order is a function of its epoch (every sampler vidload builds). Around one of
+    vidload's samplers, `set_epoch(epoch, items=c)` and `split_state` are passed on to it
+    (a pass that begins after item c of its global order, `vidload._loader.position`), and the
+    state holds its `"begin"` when that is not 0.
 
     Raises:
         TypeError: `dataset` is not a ClipDataset, or its source cannot name its files.
@@ -352,26 +364,44 @@ class ReadAheadSampler(Sampler[T]):
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
 
-    def set_epoch(self, epoch: int, *, start: int = 0) -> None:
-        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`); the next
-        pass starts at element `start` of its order."""
-        set_epoch = getattr(self.sampler, "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)
+    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
+        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`), and
+        `items` (one of vidload's samplers: its pass begins after the first `items` items of its
+        global order); the next pass starts at element `start` of the wrapped one's pass."""
+        self._set_inner(epoch, items)
         self._position.reset(check_start("start", start, len(self)))
 
+    def _set_inner(self, epoch: int, items: int) -> None:
+        inner = self.sampler
+        if isinstance(inner, Resumable):
+            inner.set_epoch(epoch, items=items)
+            return
+        if items:
+            raise TypeError(
+                f"items ({items}) needs one of vidload's samplers inside the "
+                f"ReadAheadSampler, got {type(inner).__name__}"
+            )
+        set_epoch = getattr(inner, "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)
+
+    def split_state(self, yielded: int) -> dict[str, object] | None:
+        """The wrapped sampler's `split_state` (None if it is not one of vidload's)."""
+        inner = self.sampler
+        return inner.split_state(yielded) if isinstance(inner, Resumable) else None
+
     def state_dict(self) -> dict[str, int | None]:
-        epoch = getattr(self.sampler, "epoch", None)
-        return {"epoch": epoch, "yielded": self._position.yielded}
+        inner = self.sampler
+        begin = inner.begin if isinstance(inner, Resumable) else 0
+        return position_state(getattr(inner, "epoch", None), self._position, begin)
 
     def load_state_dict(self, state: dict[str, int | None]) -> None:
         if isinstance(state, dict) and state.get("epoch", 0) is None:
             state = {**state, "epoch": 0}  # a sampler without epochs
-        epoch, yielded = check_state(state, len(self), type(self).__name__)
-        set_epoch = getattr(self.sampler, "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)
-        self._position.reset(yielded)
+        owner = type(self).__name__
+        epoch, yielded, begin = check_state(state, owner)
+        self._set_inner(epoch, begin)
+        self._position.reset(check_start(f"{owner} state 'yielded'", yielded, len(self)))
 
     def __repr__(self) -> str:
         return f"ReadAheadSampler({self.sampler!r}, lookahead={self.lookahead})"

@@ -1,14 +1,13 @@
 """`vidload choose`'s options, held once: a frozen dataclass, checked when made.
 
 `choose(...)` lists them in its signature (the one listing users see) and builds one
-`ChooseOptions`; every step of the run reads its fields, and the result's `config` is the same
-object as a dict (`as_config`).
+`ChooseOptions`, passing each by name; every step of the run reads its fields, and the
+result's `config` is the same object as a dict (`as_config`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +52,6 @@ class ChooseOptions:
     jobs: int | None = None
     seed: int = 0
     progress: bool = True
-
-    @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> ChooseOptions:
-        """The options from a mapping holding every field's name (`choose` passes its
-        `locals()`), checked."""
-        return cls(**{f.name: arguments[f.name] for f in dataclasses.fields(cls)})
 
     def __post_init__(self) -> None:
         def put(name: str, value: Any) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vidload._cpus import default_workers
+from vidload._kinds import get_kind, input_kinds, kind_names
 from vidload.errors import UsageError
 
 __all__ = [
@@ -18,7 +19,13 @@ __all__ = [
     "add_storage_option",
     "add_input",
     "check_paths",
+    "check_storage_option",
+    "crf",
     "dask_executor",
+    "kind_reader",
+    "inputs_described",
+    "kinds_described",
+    "official_files_for_the_shell",
     "positive_int",
     "positive_number",
     "quality",
@@ -50,6 +57,10 @@ def quality(text: str) -> int:
     return _number(text, int, "an integer", lambda v: 1 <= v <= 100, "in [1, 100]")
 
 
+def crf(text: str) -> float:
+    return _number(text, float, "a number", lambda v: 0 <= v <= 51, "in [0, 51]")
+
+
 def positive_number(text: str) -> float:
     return _number(text, float, "a number", lambda v: v > 0, "> 0")
 
@@ -62,6 +73,27 @@ def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
         return value if value is not None else (fast if quick else normal)
 
     return pick
+
+
+def kind_reader(name: str) -> str:
+    """The class that reads storage kind `name` (`Hdf5Source`), from its class in the table
+    (`vidload._kinds`): a help text names every kind the table holds."""
+    return get_kind(name).source.__name__
+
+
+def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> str:
+    """What the kinds `names` (default: every kind of the table) are, as a help text lists
+    them: "JPEG frame folders, .h5 files, .npy files or video files"."""
+    words = [get_kind(n).described for n in (kind_names() if names is None else names)]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def inputs_described() -> str:
+    """What `convert` and `probe` take as INPUT: video files, and the containers of the
+    kinds the table says they take ("video files, JPEG frame folders, .h5 files or .npy
+    files")."""
+    words = ["video files", *(k.described for k in input_kinds())]
+    return f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
@@ -164,6 +196,59 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
+
+
+def check_storage_option(args: argparse.Namespace) -> None:
+    """`--storage-option` is for URLs: given where INPUT (and OUTPUT) are local paths it would
+    be ignored, so it is a usage error."""
+    from vidload._storage import is_url
+
+    given = {"INPUT": args.input, "OUTPUT": getattr(args, "output", None)}
+    if args.storage_option and not any(is_url(t) for t in given.values()):
+        paths = " and ".join(n for n, t in given.items() if t is not None)
+        raise UsageError(
+            f"--storage-option is for URLs (s3://bucket/videos); {paths} "
+            f"{'are local paths' if ' and ' in paths else 'is a local path'}: leave it out"
+        )
+
+
+@contextmanager
+def official_files_for_the_shell(args: argparse.Namespace, command: str) -> Iterator[None]:
+    """An official split file given as INPUT (`vidload._official`) is refused saying what to
+    do from the shell, not which Python function to call: `vidload COMMAND` on the class
+    folder tree where that gives the official numbering (`--labels classInd.txt`), else on the
+    list the reader writes (a one-line `python -c`), with the arguments given."""
+    from vidload._official import OfficialFileError
+
+    try:
+        yield
+    except ValueError as e:
+        found: BaseException | None = e
+        while found is not None and not isinstance(found, OfficialFileError):
+            found = found.__cause__
+        if found is None:
+            raise
+        raise UsageError(_shell_advice(found, args, command)) from e
+
+
+def _shell_advice(e: Any, args: argparse.Namespace, command: str) -> str:
+    videos = args.root or "VIDEOS"
+    rest = f" {args.output} --to {args.to}" if command == "convert" else ""
+    name = f"{Path(args.input).stem}-{e.reader}.txt"
+    call = e.call.replace("root=VIDEOS", f"root={videos!r}")
+    write = f"python -c \"from vidload.datasets import {e.reader}; {call}.write('{name}')\""
+    advice = (
+        f"INPUT {e.what}. From the shell: write the list vidload.datasets.{e.reader}() reads "
+        f"from it, then {command} that list: {write} && vidload {command} {name}{rest} "
+        f"--root {videos}"
+    )
+    if e.labels is not None:
+        labels = f" --labels {e.labels}" if e.labels else ""
+        advice += (
+            f"; or {command} the whole class folder tree, numbered as {e.reader}() numbers it: "
+            f"vidload {command} {videos}{rest}{labels}"
+        )
+    return advice
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,7 @@ def _storages(text: str) -> tuple[Any, ...]:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `choose` subcommand's parser, added to `sub`."""
     # the light modules only: `vidload.choose` imports the timing code, and torch with it
-    from vidload._choose.storages import default_storages
-    from vidload._kinds import container_kinds
+    from vidload._choose.storages import default_storages, storage_forms
     from vidload.sampling import SAMPLING_MODES
 
     ch = sub.add_parser(
@@ -91,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="LIST",
         help="comma-separated candidates (default: "
         + ",".join(s.name for s in default_storages())
-        + "); forms: original, video[:gopN][:crfQ][:PRESET], "
-        + ", ".join(f"{k.name}:qQ" for k in container_kinds()),
+        + "); forms: "
+        + storage_forms(),
     )
     ch.add_argument("--clips", type=positive_int, metavar="N", help="clips per timed pass (64)")
     ch.add_argument("--rounds", type=positive_int, metavar="R", help="interleaved rounds (3)")
@@ -156,18 +156,19 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as e:
             raise UsageError(str(e)) from e
     quick, pick = args.quick, quick_or(args.quick)
+    normal = {k: p.default for k, p in inspect.signature(choose).parameters.items()}
 
     result = choose(
         args.input,
         storage_options=options,
-        sample=pick(args.sample, 8, 2),
+        sample=pick(args.sample, normal["sample"], 2),
         storages=args.storages if args.storages is not None else default_storages(),
         short_side=args.short_side,
         num_frames=args.num_frames,
         sampling=args.sampling,
         stride=args.stride,
-        clips=pick(args.clips, 64, 4),
-        rounds=pick(args.rounds, 3, 1),
+        clips=pick(args.clips, normal["clips"], 4),
+        rounds=pick(args.rounds, normal["rounds"], 1),
         min_time=0.0 if quick else 0.3,
         cold=not args.no_cold,
         cold_rounds=args.cold_rounds,

@@ -10,7 +10,12 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
+    check_storage_option,
+    crf,
     dask_executor,
+    kind_reader,
+    kinds_described,
+    official_files_for_the_shell,
     positive_int,
     quality,
     storage_options,
@@ -18,27 +23,36 @@ from vidload._commands.args import (
 from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_FAILED, EXIT_OK
-from vidload._kinds import kind_names
+from vidload._kinds import get_kind, kind_names
+from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["DESCRIPTION", "HELP", "INTERRUPTED", "add_parser", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
 
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 
 
-#: What `vidload --help` and `vidload convert --help` say the command does.
-HELP = "build JPEG folders, HDF5 or npy containers from videos or JPEG folders"
-DESCRIPTION = (
-    "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
-    "JpegSource/Hdf5Source/NpySource(OUTPUT) read them with the videos' ids. Writes "
-    "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
-)
+def help_text() -> str:
+    """What `vidload --help` says the command does, naming every kind of the table."""
+    return f"build {kinds_described()} from videos or JPEG folders (--to)"
+
+
+def description() -> str:
+    """What `vidload convert --help` says the command does: each kind and its reader."""
+    kinds = "; ".join(
+        f"--to {n}: {get_kind(n).described}, read by {kind_reader(n)}(OUTPUT)" for n in kind_names()
+    )
+    return (
+        "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
+        f"that the kind's source reads them with the videos' ids ({kinds}). Writes "
+        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`."""
-    conv = sub.add_parser("convert", help=HELP, description=DESCRIPTION)
+    conv = sub.add_parser("convert", help=help_text(), description=description())
     add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
@@ -52,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "--to",
         required=True,
         choices=kind_names(),
-        help="format (video: H.264 re-encoded for random access, read by VideoSource(OUTPUT))",
+        help="the storage kind to write (video: H.264 re-encoded for random access)",
     )
     add_common(conv)
     conv.add_argument(
@@ -64,14 +78,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     conv.add_argument(
         "--quality",
         type=quality,
-        default=opts.DEFAULT_QUALITY,
         metavar="Q",
         help=f"JPEG quality 1-100 ({opts.DEFAULT_QUALITY})",
     )
     conv.add_argument(
         "--subsampling",
         choices=SUBSAMPLINGS,
-        default=opts.DEFAULT_SUBSAMPLING,
         help=f"JPEG chroma subsampling ({opts.DEFAULT_SUBSAMPLING}; 444 keeps full colour "
         "resolution, see the docs' Benchmarks page)",
     )
@@ -83,7 +95,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     conv.add_argument(
         "--crf",
-        type=float,
+        type=crf,
         metavar="Q",
         help="--to video: libx264 constant rate factor 0-51, lower is better "
         f"({opts.DEFAULT_CRF:g})",
@@ -104,11 +116,17 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
+    check_storage_option(args)
+    _jpeg_options(args)
     from vidload.convert import run_convert
 
-    given = {**vars(args), "storage_options": storage_options(args.storage_option)}
-    options = opts.ConvertOptions.from_arguments(given)  # the arguments' names are its fields
-    with dask_executor(args) as (executor, workers):
+    options = opts.ConvertOptions(
+        to=args.to, short_side=args.short_side, quality=args.quality,
+        subsampling=args.subsampling, gop=args.gop, crf=args.crf, preset=args.preset,
+        tune=args.tune, overwrite=args.overwrite, root=args.root, labels=args.labels,
+        shard_size=args.shard_size, storage_options=storage_options(args.storage_option),
+    )  # fmt: skip
+    with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
             options, args.input, args.output, executor=executor, workers=workers,
             progress=not args.quiet,
@@ -117,3 +135,19 @@ def run(args: argparse.Namespace) -> int:
     if report.stopped is not None:
         print(f"vidload convert: stopped: {report.stopped}", file=sys.stderr)
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _jpeg_options(args: argparse.Namespace) -> None:
+    """`--quality` and `--subsampling` set the stored JPEGs: given with a kind that stores no
+    JPEG (`--to video`) they would be ignored, so they are refused; left out, their defaults."""
+    given = [f"--{k}" for k in ("quality", "subsampling") if getattr(args, k) is not None]
+    if given and "quality" not in get_kind(args.to).option_names:
+        raise UsageError(
+            f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the stored JPEG "
+            f"frames; --to {args.to} stores none: leave {'it' if len(given) == 1 else 'them'} "
+            "out (--crf sets a re-encoded video's quality)"
+        )
+    if args.quality is None:
+        args.quality = opts.DEFAULT_QUALITY
+    if args.subsampling is None:
+        args.subsampling = opts.DEFAULT_SUBSAMPLING

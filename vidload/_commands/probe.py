@@ -11,10 +11,14 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
+    check_storage_option,
     dask_executor,
+    inputs_described,
+    official_files_for_the_shell,
     storage_options,
 )
 from vidload._exit import EXIT_FAILED, EXIT_OK
+from vidload.errors import UsageError
 
 __all__ = ["DESCRIPTION", "HELP", "add_parser", "run"]
 
@@ -30,7 +34,7 @@ DESCRIPTION = (
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `probe` subcommand's parser, added to `sub`."""
     prb = sub.add_parser("probe", help=HELP, description=DESCRIPTION)
-    add_input(prb, "folder of videos, JPEG frame folders, .h5 or .npy files, one such file")
+    add_input(prb, f"folder of {inputs_described()} (searched recursively), or one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     prb.add_argument(
         "--write-index",
@@ -39,6 +43,12 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "every fresh VideoSource/worker reads it without a scan or decode",
     )
     add_common(prb)
+    prb.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="with --write: replace files there that probe did not write (a MANIFEST that is "
+        "not a vidload manifest, a classes.txt that names other classes)",
+    )
 
     return prb
 
@@ -46,11 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Probe as `args` say; 0 when every video was read, 1 when some failed."""
     check_paths(args)
+    check_storage_option(args)
     from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
     from vidload.manifest import write_manifest
     from vidload.probe import print_probe_table, probe
 
-    with dask_executor(args) as (executor, workers):
+    if args.write:
+        _check_not_theirs(Path(args.write), None, args.overwrite)
+
+    with official_files_for_the_shell(args, "probe"), dask_executor(args) as (executor, workers):
         rows = probe(
             args.input,
             root=args.root,
@@ -65,10 +79,36 @@ def run(args: argparse.Namespace) -> int:
     class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
     print_probe_table(rows, sys.stdout)
     if args.write:
+        classes = Path(args.write).with_name(CLASSES_NAME)
+        if class_map is not None and is_contiguous(class_map):
+            _check_not_theirs(classes, class_map, args.overwrite)
         write_manifest(args.write, rows)
         print(f"manifest: {args.write}", file=sys.stdout)
         if class_map is not None and is_contiguous(class_map):
-            classes = Path(args.write).with_name(CLASSES_NAME)
             write_classes(classes, class_map)
             print(f"classes: {classes}", file=sys.stdout)
     return EXIT_FAILED if any(r.status == "failed" for r in rows) else EXIT_OK
+
+
+def _check_not_theirs(path: Path, class_map: dict[str, int] | None, overwrite: bool) -> None:
+    """probe never replaces a file it did not write without `--overwrite`: the MANIFEST must
+    be a vidload manifest (its header says so), `classes.txt` (`class_map` given) must hold
+    these classes already (what probe writes, byte for byte)."""
+    from vidload.labels import classes_text
+    from vidload.manifest import is_manifest
+
+    if class_map is None and not path.parent.is_dir():
+        raise UsageError(f"--write ({str(path)!r}): folder {str(path.parent)!r} does not exist")
+    if overwrite or not path.exists():
+        return
+    if class_map is None:
+        if path.is_file() and is_manifest(path):
+            return
+        what = "is not a vidload manifest"
+    else:
+        if path.is_file() and path.read_bytes() == classes_text(class_map).encode("utf-8"):
+            return
+        what = "names other classes than this INPUT's (probe writes it beside --write)"
+    raise UsageError(
+        f"{path} exists and {what}: pass --overwrite to replace it, or --write elsewhere"
+    )

@@ -37,13 +37,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem
+from vidload._convert.inputs import VIDEO_INPUT, InputItem, frame_folder_kind
 from vidload._convert.job import Job, Outcome, convert_job
+from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
 from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
-from vidload.labels import folder_class_map, read_class_map
+from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 from vidload.manifest import ManifestRow, write_manifest
 
 __all__ = [
@@ -183,12 +184,13 @@ def read_remote_parts(out: Location) -> dict[str, object]:
 
 def find_remote_inputs(
     src: Location, kinds: tuple[str, ...], scratch: Path
-) -> tuple[Location, list[InputItem]]:
-    """(root, items) of an INPUT URL: a folder (one listing: video files, JPEG frame folders,
-    and `.h5`/`.npy` containers when `kinds` has them; names starting with "." skipped), one
-    file, or an annotation list / manifest (downloaded into `scratch`, its entries relative
-    to its folder). Each item's `path` is relative to the root: a job downloads its input
-    into its staging folder (`stage_input`) and converts or probes that copy.
+) -> tuple[Location, list[InputItem], ListedInput | None]:
+    """(root, items, the list: `inputs.find_inputs_listed`) of an INPUT URL: a folder (one
+    listing: video files, JPEG frame folders, and `.h5`/`.npy` containers when `kinds` has
+    them; names starting with "." skipped), one file, or an annotation list / manifest
+    (downloaded into `scratch`, its entries relative to its folder). Each item's `path` is
+    relative to the root: a job downloads its input into its staging folder (`stage_input`)
+    and converts or probes that copy.
 
     Raises:
         FileNotFoundError: nothing at `src`.
@@ -198,6 +200,7 @@ def find_remote_inputs(
         entry_listed_frames,
         file_input_kind,
         list_entries,
+        listed_input,
         unique_items,
     )
 
@@ -205,9 +208,9 @@ def find_remote_inputs(
     if kind is not None:
         if kind not in kinds or not src.is_file():
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        suffix = "" if kind == "video" else get_kind(kind).suffix
+        suffix = "" if kind == VIDEO_INPUT else get_kind(kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
-        return src.parent, [InputItem(vid, kind, Path(src.name))]
+        return src.parent, [InputItem(vid, kind, Path(src.name))], None
     if src.is_file():  # an annotation list or manifest
         local = scratch / src.name
         local.write_bytes(src.read_bytes())
@@ -217,10 +220,10 @@ def find_remote_inputs(
             if e.absolute:
                 raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
             vid = e.video_id
-            k = file_input_kind(vid) or "jpeg"
+            k = file_input_kind(vid) or frame_folder_kind()
             if k not in kinds:
                 raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
-            if k not in ("video", "jpeg"):
+            if k not in (VIDEO_INPUT, frame_folder_kind()):
                 vid = vid[: len(vid) - len(get_kind(k).suffix)]
                 path = Path(e.video_id)
             else:
@@ -229,27 +232,28 @@ def find_remote_inputs(
             items.append(InputItem(vid, k, path, label, entry_listed_frames(e), e.extra))
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-        return src.parent, unique_items(items, str(src))
+        listed = listed_input(src.name, entries, items)
+        return src.parent, unique_items(items, str(src)), listed
     files = src.walk_files()
     if not files:
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
     frame_dirs = {f.rsplit("/", 1)[0] for f in files if f.endswith("/" + FIRST_FRAME_NAME)}
     items = []
     for rel in sorted(frame_dirs):
-        if "jpeg" in kinds and not any(p.startswith(".") for p in rel.split("/")):
-            items.append(InputItem(rel, "jpeg", Path(rel)))
+        if frame_folder_kind() in kinds and not any(p.startswith(".") for p in rel.split("/")):
+            items.append(InputItem(rel, frame_folder_kind(), Path(rel)))
     for rel in files:
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
             continue
         found = file_input_kind(parts[-1])
         if found is not None and found in kinds:
-            vid = rel if found == "video" else rel[: len(rel) - len(get_kind(found).suffix)]
+            vid = rel if found == VIDEO_INPUT else rel[: len(rel) - len(get_kind(found).suffix)]
             items.append(InputItem(vid, found, Path(rel)))
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
     items.sort(key=lambda it: it.video_id)
-    return src, unique_items(items, str(src))
+    return src, unique_items(items, str(src)), None
 
 
 def folder_labels(
@@ -258,7 +262,10 @@ def folder_labels(
     """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
     if labels is not None:
         return read_class_map(labels)
-    return folder_class_map([it.video_id for it in items]) or None
+    class_map = folder_class_map([it.video_id for it in items])
+    if class_map:  # a bucket's class list files are not looked for; the order is checked
+        warn_unpinned("the INPUT URL", class_map, None)
+    return class_map or None
 
 
 def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, InputItem]:
@@ -271,7 +278,7 @@ def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, I
     root = stage / "in"
     local = root / item.path
     remote = source / item.path.as_posix()
-    if item.kind == "jpeg":
+    if not item.is_video and get_kind(item.kind).folder:
         local.mkdir(parents=True, exist_ok=True)
         try:
             names = sorted(n for n, size in remote.list_dir().items() if size is not None)

@@ -1,8 +1,9 @@
 """A batch of `ClipDataset` items in one concurrent round of storage requests.
 
 `ClipDataset.__getitems__(indices)` (the DataLoader calls it with a batch's indices) is
-`getitems`: for a source that can say which bytes a read needs (`ContainerSource.prepare`
-and `fetch_plan`), it
+`getitems`: for a source that can say which bytes a read needs (one that offers `prepare` and
+`fetch_plan`, declared by `vidload.sources.base.FrameSourceBase`: `ContainerSource`'s,
+`VideoSource`'s), it
 
 1. opens the heads (frame table, npy header, folder listing) of the batch's videos that this
    process has not opened, all at once (`prepare`: one concurrent round, not one per video);
@@ -30,6 +31,7 @@ from typing import Any
 
 from vidload._storage.batch import Request, fetch_started, holding
 from vidload.errors import VidloadError
+from vidload.sources.base import FrameSourceBase
 
 __all__ = ["getitems"]
 
@@ -37,9 +39,9 @@ __all__ = ["getitems"]
 def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     """`[dataset[i] for i in indices]`, the storage reads of all of them in one round (see
     the module docstring). `dataset` is a `ClipDataset`."""
-    source = dataset.source
-    prepare = getattr(source, "prepare", None)
-    plan = getattr(source, "fetch_plan", None)
+    source: FrameSourceBase = dataset.options.adapted
+    prepare = source.prepare
+    plan = source.fetch_plan
     if prepare is None or plan is None or len(indices) == 0:
         return [dataset[i] for i in indices]
     per_video = dataset.items_per_video
@@ -74,7 +76,7 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     starts = range(0, len(indices), size)
     groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
     futures = fetch_started(groups)
-    settle = getattr(source, "settle", None)
+    settle = source.settle
     out = []
     with contextlib.ExitStack() as held:
         for k, i in enumerate(indices):

@@ -27,7 +27,7 @@ from vidload._shared_arrays import SharedArrays
 from vidload._windows import describe, window_frames
 from vidload.errors import FrameCountError, VideoReadError
 from vidload.manifest import VideoEntry
-from vidload.sources.base import FrameSource
+from vidload.sources.base import FrameSourceBase
 
 T = TypeVar("T")
 
@@ -170,7 +170,7 @@ class SharedCounts:
         self._broken[self._slot(v)] = True
 
     def _without_decoding(
-        self, source: FrameSource, entry: VideoEntry, v: int, *, resolve: bool = True
+        self, source: FrameSourceBase, entry: VideoEntry, v: int, *, resolve: bool = True
     ) -> tuple[int, str] | None:
         """(count, where it came from) from what is known without decoding, frames from the
         entry's start: learned, else listed, else reported by the source; None if none is.
@@ -198,16 +198,16 @@ class SharedCounts:
             return reported - entry.offset, _REPORTED
         return None
 
-    def _resolve_window(self, source: FrameSource, entry: VideoEntry, v: int) -> None:
+    def _resolve_window(self, source: FrameSourceBase, entry: VideoEntry, v: int) -> None:
         """Find the window's first frame and count from `source.timestamps` and share them.
 
         Raises:
             VideoReadError: no frame of the video lies in the window.
         """
         vid = entry.video_id
-        times = getattr(source, "timestamps", None)
+        times = source.timestamps
         if times is None:  # ClipDataset checks this when it is built
-            raise TypeError(f"a window needs {type(source).__name__}.timestamps(video_id)")
+            raise TypeError(f"a window needs {source.source_name}.timestamps(video_id)")
         ts = np.asarray(times(vid), np.float64)
         first, count = window_frames(ts, entry.start, entry.end)
         if count <= 0:
@@ -223,7 +223,7 @@ class SharedCounts:
             self._learned[slot] = count
         self._first[slot] = first
 
-    def best(self, source: FrameSource, entry: VideoEntry, v: int) -> tuple[int, str]:
+    def best(self, source: FrameSourceBase, entry: VideoEntry, v: int) -> tuple[int, str]:
         """(count, where it came from): the count to sample entry `v` from, frames from the
         entry's start. Counts by decoding when nothing cheaper is known.
 
@@ -239,7 +239,7 @@ class SharedCounts:
             raise VideoReadError(entry.video_id, f"no frames to sample (0 frames {origin})")
         return count, origin
 
-    def known(self, source: FrameSource, entry: VideoEntry, v: int) -> int:
+    def known(self, source: FrameSourceBase, entry: VideoEntry, v: int) -> int:
         """The count `best` gives, without decoding (for planning reads).
 
         Raises:
@@ -270,7 +270,7 @@ class SharedCounts:
 
     def read(
         self,
-        source: FrameSource,
+        source: FrameSourceBase,
         entry: VideoEntry,
         v: int,
         read_from: Callable[[int], T],

@@ -15,8 +15,7 @@ import torch
 from vidload._cv2 import cv2
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry
-from vidload.sources.base import FrameSource
-from vidload.sources.encoded import ContainerSource
+from vidload.sources.base import FrameSourceBase
 from vidload.transforms import ClipGeometry, apply_geometry
 
 #: (clip index within its video, spatial view, int64 (T,) source frame indices) of one clip.
@@ -24,44 +23,38 @@ ClipRecord = tuple[int, int, np.ndarray]
 
 
 def read_views(
-    source: FrameSource,
+    source: FrameSourceBase,
     vid: str,
     indices: np.ndarray,
     plans: Sequence[ClipGeometry | None],
     *,
-    fused: bool,
     crop: tuple[int, int] | None,
 ) -> list[np.ndarray]:
     """uint8 (k, H, W, 3) frames `indices` of `vid`, one array per plan (spatial view).
 
-    The frames are read once: fused with the geometry when there is one plan and the source's
-    `read` takes a `geometry` (`fused`); otherwise full frames, then `apply_geometry` per plan.
-    With a `crop`, every view must come out at that size (TypeError naming the source else).
-    A container source whose `read` is `ContainerSource.read` is read by `read_transient`, into
-    memory this thread reuses (`vidload._scratch`): the views are only ever copied into their
-    tensors (`to_tensor`) before the next read, so nothing returned to the user shares it.
+    The frames are read once: with the geometry when there is one plan (every
+    `FrameSourceBase`'s `read` takes one: applied while decoding by vidload's sources, after
+    it by an adapted source that cannot, `vidload.sources._adapted`); otherwise full frames,
+    then `apply_geometry` per plan. With a `crop`, every view must come out at that size
+    (TypeError naming the source else). The read is `read_transient`: the views are only
+    ever copied into their tensors (`to_tensor`) before the next read, so a source may
+    return them in memory it reuses (a container source: `vidload._scratch`), and nothing
+    returned to the user shares it.
     """
-    geometry = plans[0] if len(plans) == 1 and fused else None
-    read: Callable[..., np.ndarray] = source.read
-    if isinstance(source, ContainerSource) and type(source).read is ContainerSource.read:
-        read = source.read_transient  # the frames are only copied into the views' tensors
-    if geometry is not None:
-        # FrameSource.read has no geometry; takes_geometry found this source's read takes it
-        frames = read(vid, indices, geometry=geometry)
-    else:
-        frames = read(vid, indices)
+    geometry = plans[0] if len(plans) == 1 else None
+    frames = source.read_transient(vid, indices, geometry=geometry)
     frames = check_frames(source, vid, len(indices), frames)
     views = [frames] if geometry is not None else [apply_geometry(frames, p) for p in plans]
     for view in views:
         if crop is not None and view.shape[1:3] != crop:
             raise TypeError(
-                f"{type(source).__name__}.read({vid!r}, ..., geometry=...) returned frames of "
+                f"{source.source_name}.read({vid!r}, ..., geometry=...) returned frames of "
                 f"{view.shape[1]}x{view.shape[2]}, not the crop {crop[0]}x{crop[1]}"
             )
     return views
 
 
-def check_frames(source: object, vid: str, num_indices: int, frames: object) -> np.ndarray:
+def check_frames(source: FrameSourceBase, vid: str, num_indices: int, frames: object) -> np.ndarray:
     """`frames` if it is what `source.read` must return, uint8 (num_indices, H, W, 3); else a
     TypeError naming the source and what it returned."""
     if (
@@ -78,7 +71,7 @@ def check_frames(source: object, vid: str, num_indices: int, frames: object) -> 
         else type(frames).__name__
     )
     raise TypeError(
-        f"{type(source).__name__}.read({vid!r}, ...) returned {got}; "
+        f"{source.source_name}.read({vid!r}, ...) returned {got}; "
         f"expected uint8 ({num_indices}, H, W, 3)"
     )
 
@@ -148,14 +141,19 @@ def label_of(entry: VideoEntry, num_classes: int | None) -> int | torch.Tensor:
 
 
 def info(
-    source: object, vid: str, read: Sequence[ClipRecord], *, stacked: bool, windowed: bool = False
+    source: FrameSourceBase,
+    vid: str,
+    read: Sequence[ClipRecord],
+    *,
+    stacked: bool,
+    windowed: bool = False,
 ) -> dict[str, object]:
     """What an item holds, as types the default collate batches: video_id (str), indices
     (int64 (T,) source frame indices), timestamps (float64 (T,) seconds: the source's, or
     for a window (`windowed`) from the video's first frame, as the window's start and end
     count them, so they lie in [start, end); NaN when the source has no `timestamps`), clip
     and view (int). Stacked items give (V, T) arrays and (V,) clip/view tensors."""
-    times = getattr(source, "timestamps", None)
+    times = source.timestamps
     ts = np.asarray(times(vid), np.float64) if times is not None else None
     if ts is not None and windowed and ts.size:
         ts = ts - ts[0]

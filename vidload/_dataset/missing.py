@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vidload._dataset.entries import VideoEntries
+from vidload.sources.base import FrameSourceBase
 
 #: How many missing ids a message shows.
 SHOWN = 5
@@ -27,13 +28,14 @@ _said_unchecked: set[str] = set()
 
 
 def check_missing(
-    entries: VideoEntries, source: object, *, missing: str, where: object
+    entries: VideoEntries, source: FrameSourceBase, *, missing: str, where: object
 ) -> VideoEntries:
     """`entries` whose videos the source holds.
 
     Args:
         entries: the dataset's video list.
-        source: the frame source; asked through its `missing_videos(video_ids)` method.
+        source: the frame source (as the dataset asks it); asked through its
+            `missing_videos(video_ids)` method where it has one (None: it cannot say).
         missing: "error" raises when any video is missing; "skip" leaves them out with one
             warning that counts them.
         where: the `videos` argument, to name the list in messages.
@@ -42,8 +44,8 @@ def check_missing(
         FileNotFoundError: missing="error" and videos are missing (the count and the first
             few ids named), or missing="skip" and none is left.
     """
-    find = getattr(source, "missing_videos", None)
-    name = type(source).__name__
+    find = source.missing_videos
+    name = source.source_name
     if find is None:
         if name not in _said_unchecked:
             _said_unchecked.add(name)
@@ -59,7 +61,7 @@ def check_missing(
     if not gone:
         return entries
     listed = str(where) if isinstance(where, (str, os.PathLike)) else "videos"
-    root = getattr(source, "root", None)
+    root = source.root
     inside = f"{name}({str(root)!r})" if root is not None else name
     what = f"{len(gone)} of the {len(ids)} videos in {listed} are not in {inside}: {_shown(gone)}"
     if missing == "error":

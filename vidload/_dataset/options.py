@@ -9,10 +9,9 @@ messages name the value and the rule (STYLE.md); the int/bool/number rules are
 from __future__ import annotations
 
 import functools
-import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal, get_args
+from typing import Generic, Literal, TypeVar, get_args, overload
 
 import numpy as np
 import torch
@@ -29,7 +28,8 @@ from vidload._dist import shared_seed
 from vidload._windows import describe
 from vidload.manifest import UNLABELLED
 from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES, SamplingFn, SamplingMode, ShortPolicy
-from vidload.sources.base import FrameSource
+from vidload.sources._adapted import adapt_source
+from vidload.sources.base import FrameSource, FrameSourceBase
 from vidload.transforms import Crop, GeometryOptions, ShortSide, check_geometry
 
 OnMismatch = Literal["resample", "error"]
@@ -41,10 +41,11 @@ Missing = Literal["error", "skip"]
 @dataclass(frozen=True)
 class ClipOptions:
     """ClipDataset's options, checked and normalised once: its parameters after `videos`, by
-    name (ClipDataset's signature lists them for users, with their defaults and meaning; this
-    class is the one other place they are written), plus `geometry` (the checked geometry
-    options, which plan each clip's geometry) and `fused` (whether `source.read` takes a
-    `geometry`), derived from them.
+    name (ClipDataset's signature lists them for users, with their defaults and meaning, and
+    passes each by name; `OptionAttributes` makes each an attribute of the dataset), plus
+    `geometry` (the checked geometry options, which plan each clip's geometry) and `adapted`
+    (the source as the dataset asks it: itself when it subclasses `FrameSourceBase`, else
+    wrapped once, here, by `vidload.sources._adapted.adapt_source`), derived from them.
 
     Values are normalised as ClipDataset holds them (plain ints and floats, `spatial_views`
     from the geometry); `seed=None` draws a seed: under torch.distributed a collective, so it
@@ -64,7 +65,7 @@ class ClipOptions:
     transform: Callable[[torch.Tensor], object] | None
     on_mismatch: OnMismatch
     on_error: OnError
-    seed: int
+    seed: int | None  # None draws one here: an int once made
     short_policy: ShortPolicy
     max_attempts: int
     short_side: ShortSide | None
@@ -81,22 +82,12 @@ class ClipOptions:
     return_info: bool
     missing: Missing
     geometry: GeometryOptions = field(init=False, repr=False)
-    fused: bool = field(init=False, repr=False)
-
-    @classmethod
-    def from_arguments(cls, arguments: Mapping[str, Any]) -> ClipOptions:
-        """The options from a mapping holding at least every field's name (ClipDataset passes
-        its `locals()`), checked."""
-        return cls(**{f.name: arguments[f.name] for f in fields(cls) if f.init})
+    adapted: FrameSourceBase = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         put = functools.partial(object.__setattr__, self)  # frozen: set once, here
-        source, sampling, train = self.source, self.sampling, self.train
-        if not isinstance(source, FrameSource):
-            raise TypeError(
-                f"source must provide reported_frames, actual_frames and read (a FrameSource), "
-                f"got {type(source).__name__}"
-            )
+        sampling, train = self.sampling, self.train
+        put("adapted", adapt_source(self.source))  # TypeError unless a FrameSource
         put("num_frames", check_positive_int("num_frames", self.num_frames))
         put("clips_per_video", check_positive_int("clips_per_video", self.clips_per_video))
         stride = check_positive_int("stride", self.stride)
@@ -131,6 +122,11 @@ class ClipOptions:
         seed = check_optional_int("seed", self.seed, minimum=0)
         check_bool("multi_label", self.multi_label)
         if self.multi_label:
+            if self.num_classes is None:
+                raise TypeError(
+                    "num_classes must be an int, got None: multi_label=True needs it (the "
+                    "number of classes, the length of each multi-hot label)"
+                )
             put("num_classes", check_positive_int("num_classes", self.num_classes))
         elif self.num_classes is not None:
             raise ValueError(f"num_classes ({self.num_classes}) applies only with multi_label=True")
@@ -151,15 +147,73 @@ class ClipOptions:
         check_bool("return_info", self.return_info)
         check_choice("missing", self.missing, get_args(Missing))
         put("seed", shared_seed() if seed is None else seed)
-        put("fused", takes_geometry(source))
 
 
 #: ClipDataset's option names (its parameters after `videos`), readable as its attributes
 OPTION_NAMES = frozenset(f.name for f in fields(ClipOptions) if f.init)
 
+T = TypeVar("T")
+
+
+class Option(Generic[T]):
+    """A dataset attribute that is its option of the same name: `ds.num_frames` is
+    `ds.options.num_frames`. Read-only: the options are checked together once, when the
+    dataset is built (make another dataset to change one)."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    @overload
+    def __get__(self, instance: None, owner: type) -> Option[T]: ...
+    @overload
+    def __get__(self, instance: OptionAttributes, owner: type) -> T: ...
+    def __get__(self, instance: OptionAttributes | None, owner: type) -> Option[T] | T:
+        if instance is None:
+            return self
+        return getattr(instance.options, self.name)  # a field of ClipOptions, by its name
+
+    def __set__(self, instance: OptionAttributes, value: object) -> None:
+        raise AttributeError(
+            f"{self.name} is an option of the dataset, fixed when it is built; make another "
+            f"ClipDataset to change it"
+        )
+
+
+class OptionAttributes:
+    """ClipDataset's options as its attributes, one declared per option (`Option`), so
+    that readers, type checkers and the docs see them; the values live in `options`."""
+
+    options: ClipOptions
+
+    source = Option[FrameSource]()
+    num_frames = Option[int]()
+    sampling = Option[SamplingMode | SamplingFn]()
+    train = Option[bool]()
+    clips_per_video = Option[int]()
+    stride = Option[int]()
+    transform = Option[Callable[[torch.Tensor], object] | None]()
+    on_mismatch = Option[OnMismatch]()
+    on_error = Option[OnError]()
+    seed = Option[int]()
+    short_policy = Option[ShortPolicy]()
+    max_attempts = Option[int]()
+    short_side = Option[ShortSide | None]()
+    crop = Option[Crop | None]()
+    crop_scale = Option[tuple[float, float] | None]()
+    flip = Option[bool]()
+    layout = Option[Layout]()
+    spatial_views = Option[int]()
+    stack_views = Option[bool]()
+    multi_label = Option[bool]()
+    num_classes = Option[int | None]()
+    fps = Option[float | None]()
+    clip_seconds = Option[float | None]()
+    return_info = Option[bool]()
+    missing = Option[Missing]()
+
 
 def check_video_list(
-    entries: VideoEntries, videos: object, *, source: object, num_classes: int | None
+    entries: VideoEntries, videos: object, *, source: FrameSourceBase, num_classes: int | None
 ) -> None:
     """A loaded video list that the options can use: not empty; windows only with a source
     that has `timestamps` and without a rawframes offset; every label below `num_classes`
@@ -176,10 +230,10 @@ def check_video_list(
         start, end = windows
         windowed = ~(np.isnan(start) & np.isnan(end))
         first = entries[int(np.flatnonzero(windowed)[0])]
-        if getattr(source, "timestamps", None) is None:
+        if source.timestamps is None:
             raise TypeError(
                 f"video {first.video_id!r} is a window {describe(first.start, first.end)}, and "
-                f"{type(source).__name__} has no timestamps(video_id) method to find it by"
+                f"{source.source_name} has no timestamps(video_id) method to find it by"
             )
         offsets = entries.offsets()
         both = np.flatnonzero(windowed & (offsets != 0)) if offsets is not None else np.zeros(0)
@@ -196,14 +250,3 @@ def check_video_list(
     if len(bad):
         vid, k = entries.video_id(int(owners[bad[0]])), int(labels[bad[0]])
         raise ValueError(f"video {vid!r} has label {k}, outside [0, num_classes={num_classes})")
-
-
-def takes_geometry(source: FrameSource) -> bool:
-    """Whether `source.read` accepts a `geometry` keyword (the fused decode path)."""
-    try:
-        params = inspect.signature(source.read).parameters
-    except (TypeError, ValueError):
-        return False
-    return "geometry" in params or any(
-        p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()
-    )

@@ -15,7 +15,7 @@ import numpy as np
 
 from vidload._dataset.options import ClipOptions
 from vidload.sampling import resampled_indices, sample_clip, window_indices
-from vidload.sources.base import FrameSource
+from vidload.sources.base import FrameSourceBase
 
 
 def clip_indices(
@@ -62,15 +62,15 @@ def frame_indices(options: ClipOptions, count: int, c: int, rng: np.random.Gener
     )
 
 
-def entry_timestamps(source: FrameSource, vid: str, offset: int, count: int) -> np.ndarray:
+def entry_timestamps(source: FrameSourceBase, vid: str, offset: int, count: int) -> np.ndarray:
     """float64 seconds of the entry's first `count` frames (from its offset)."""
-    times = getattr(source, "timestamps", None)
+    times = source.timestamps
     if times is None:
         raise TypeError(
-            f"fps / clip_seconds need frame timestamps, and {type(source).__name__} "
+            f"fps / clip_seconds need frame timestamps, and {source.source_name} "
             f"has no timestamps(video_id) method"
         )
     ts = np.asarray(times(vid), np.float64)[offset : offset + count]
     if ts.size == 0:
-        raise ValueError(f"{type(source).__name__}.timestamps gave no times")
+        raise ValueError(f"{source.source_name}.timestamps gave no times")
     return ts

@@ -11,7 +11,7 @@ from torch.utils.data import DataLoader, Dataset, Subset
 from vidload._checks import check_int
 from vidload._loader.position import is_positioned
 
-__all__ = ["loader_epoch", "set_epoch", "unwrap"]
+__all__ = ["loader_epoch", "resume_at", "set_epoch", "unwrap"]
 
 
 def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
@@ -30,8 +30,9 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
     state's epoch changes nothing (the state already set it, and the position in it).
 
     Raises:
-        ValueError: `start_batch` beyond the epoch; or a state given to the loader by
-            `load_state_dict` is waiting for its epoch, and `epoch` is another one.
+        ValueError: `start_batch` beyond the epoch (the epoch is set all the same, from its
+            first batch); or a state given to the loader by `load_state_dict` is waiting for
+            its epoch, and `epoch` is another one.
         TypeError: `start_batch` with a sampler that cannot start mid-epoch.
     """
     epoch = check_int("epoch", epoch, minimum=0)
@@ -46,19 +47,37 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
                 f"with loader.load_state_dict({{}})"
             )
         return  # load_state_dict set the epoch and the position already
-    start = 0
+    if start_batch and not is_positioned(loader.sampler):
+        raise TypeError(
+            f"start_batch needs one of vidload's samplers (make_loader builds them), got "
+            f"{type(loader.sampler).__name__}"
+        )
+    _set(loader, epoch)  # the epoch's whole pass: len(loader) counts its batches
     if start_batch:
         if loader.batch_size is None or start_batch > len(loader):
             raise ValueError(
                 f"start_batch ({start_batch}) must be <= the loader's batches per epoch "
                 f"({len(loader) if loader.batch_size is not None else 'none: no batch_size'})"
             )
-        if not is_positioned(loader.sampler):
-            raise TypeError(
-                f"start_batch needs one of vidload's samplers (make_loader builds them), got "
-                f"{type(loader.sampler).__name__}"
-            )
         start = min(start_batch * loader.batch_size, len(loader.sampler))  # type: ignore[arg-type]
+        _set(loader, epoch, start=start)
+
+
+def resume_at(loader: DataLoader, epoch: int, *, items: int) -> None:
+    """Set `epoch` on the loader's dataset and samplers, its next pass this rank's share of
+    the rest of the epoch's global order after its first `items` items (a state from another
+    world size or batch size: `vidload._loader.position`). Needs one of vidload's samplers."""
+    if not is_positioned(loader.sampler):
+        raise TypeError(
+            f"resuming at an item count needs one of vidload's samplers (make_loader builds "
+            f"them), got {type(loader.sampler).__name__}"
+        )
+    _set(loader, epoch, items=items)
+
+
+def _set(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> None:
+    """`epoch` on the dataset and every sampler of the loader; vidload's samplers also get
+    the next pass's `start` and `items`."""
     clips = unwrap(loader.dataset)
     if hasattr(clips, "set_epoch"):
         clips.set_epoch(epoch)
@@ -70,7 +89,7 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
         if set_sampler_epoch is not None and id(sampler) not in done:
             done.add(id(sampler))
             if is_positioned(sampler):
-                set_sampler_epoch(epoch, start=start)
+                set_sampler_epoch(epoch, start=start, items=items)
             else:
                 set_sampler_epoch(epoch)
 

@@ -1,40 +1,53 @@
 """Where a sampler's pass over an epoch starts and how far it got: the state of vidload's samplers.
 
 Every sampler vidload builds (`EpochShuffleSampler`, `ShardSampler`,
-`ResumableDistributedSampler`, `ReadAheadSampler`) yields an order that is a function of
-(seed, epoch) alone, so its whole state is `{"epoch": e, "yielded": k}`: the epoch, and how many
-elements of that epoch's order the latest pass has handed out. Restoring it skips the first k
-elements of the same order (a list of ints: O(k), about 10 ms for a Kinetics epoch), so a resumed
-loader continues with element k, whatever the number of workers.
+`ResumableDistributedSampler`, and `ReadAheadSampler` around them) yields its rank's share of one
+global order, a function of (seed, epoch) alone, split across the ranks step by step
+(`vidload._loader.split`): at step s, W ranks with B elements each hand out items `[s·W·B,
+(s+1)·W·B)` of that order. So the progress of a run is one number, the items of the epoch's
+order handed out over all ranks (`split_state`: `{"sampler", "world_size", "items"}`, what a
+stateful loader records), and a pass may begin after the first c of them (`set_epoch(epoch,
+items=c)`): each rank then yields its share of the rest, which is how a run stopped on W ranks
+continues on W' (rank 0's share is never shorter than another's, so rank 0's count is the one
+to save).
+
+A sampler's own state is `{"epoch": e, "yielded": k}` (plus `"begin": c` when its pass began
+after item c): the epoch, and how many elements of its share of that epoch's order the latest
+pass has handed out. Restoring it skips the first k elements of the same share (a list of
+ints: O(k), about 10 ms for a Kinetics epoch), so a resumed loader continues with element k,
+whatever the number of workers; it holds for the same world size (the rank's share is W's).
 
 torchdata's `StatefulDataLoader` saves a sampler's state when it has `state_dict` and
 `load_state_dict`: in the main process, at the moment each batch's indices are handed to a
 worker, and it keeps the state of the batch the training loop last received (not of the batches
-prefetched after it). So a sampler must count what it has *yielded*, as it yields it; this is
-the counter.
+prefetched after it). So a sampler must count what it has *yielded*, as it yields it; `Position`
+is the counter.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from vidload._checks import check_int
+from vidload._loader.split import handed_out
 
 T = TypeVar("T")
 
 
-def check_state(state: object, size: int, owner: str) -> tuple[int, int]:
-    """(epoch, yielded) from a sampler state; ValueError / TypeError naming the rule."""
+def check_state(state: object, owner: str) -> tuple[int, int, int]:
+    """(epoch, yielded, begin) from a sampler state (begin 0 when absent); ValueError /
+    TypeError naming the rule."""
     if not isinstance(state, Mapping) or not {"epoch", "yielded"} <= state.keys():
         raise ValueError(
             f"{owner} state must be a dict with 'epoch' and 'yielded' (from its state_dict()), "
             f"got {state!r}"
         )
     epoch = check_int(f"{owner} state 'epoch'", state["epoch"], minimum=0)
-    yielded = check_start(f"{owner} state 'yielded'", state["yielded"], size)
-    return epoch, yielded
+    yielded = check_int(f"{owner} state 'yielded'", state["yielded"], minimum=0)
+    begin = check_int(f"{owner} state 'begin'", state.get("begin", 0), minimum=0)
+    return epoch, yielded, begin
 
 
 def check_start(name: str, start: object, size: int) -> int:
@@ -46,16 +59,22 @@ def check_start(name: str, start: object, size: int) -> int:
 
 
 class Position:
-    """The next pass's start and the latest pass's count of elements yielded (both from the
-    epoch's first element, so a resumed pass keeps counting where the saved one stopped)."""
+    """The next pass's start (this rank's elements to skip), the item of the epoch's global
+    order its pass begins at (`items`, 0 but after a resume on another world size), and the
+    latest pass's count of elements yielded (from the pass's first element, so a resumed pass
+    keeps counting where the saved one stopped)."""
 
     def __init__(self) -> None:
         self.start = 0
         self.yielded = 0
+        self.items = 0
 
-    def reset(self, start: int = 0) -> None:
-        """The next pass starts at element `start` (checked by the caller)."""
+    def reset(self, start: int = 0, *, items: int = 0) -> None:
+        """The next pass starts at element `start` of this rank's share of the order from item
+        `items` on (both checked by the caller). `items` holds until the next reset: a second
+        pass over the same epoch is this rank's whole share of that rest again."""
         self.start = self.yielded = start
+        self.items = items
 
     def run(self, order: Iterable[T], *, skipped: bool = False) -> Iterator[T]:
         """`order` from the pending start on (`skipped`: `order` already begins there),
@@ -68,6 +87,89 @@ class Position:
             yield element
 
 
+class Resumable:
+    """`set_epoch(epoch, start=k, items=c)`, `state_dict()`, `load_state_dict`, `split_state`
+    and `__len__` for a sampler whose pass is its rank's share of one global order (the
+    module's docstring): the one copy `EpochShuffleSampler`, `ShardSampler` and
+    `ResumableDistributedSampler` share. A subclass names its order (`order`), its ranks
+    (`world_size`), the order's length (`global_size`) and which positions of it a pass from
+    item c yields (`_share`)."""
+
+    epoch: int
+    _position: Position
+
+    @property
+    def order(self) -> str:
+        """What the global order is (two samplers with equal names and seeds give one)."""
+        return type(self).__name__
+
+    @property
+    def world_size(self) -> int:
+        raise NotImplementedError
+
+    def global_size(self) -> int:
+        """Items in the epoch's global order (before padding to the ranks)."""
+        raise NotImplementedError
+
+    def _share(self, items: int) -> range:
+        """Positions of the global order this rank yields in a pass that starts at `items`."""
+        raise NotImplementedError
+
+    @property
+    def begin(self) -> int:
+        """The item of the global order the latest (or next) pass begins at."""
+        return self._position.items
+
+    def __len__(self) -> int:
+        return len(self._share(self._position.items))
+
+    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
+        """`epoch` begins: the next pass yields this rank's share of its order, from element
+        `start` of that share; `items` > 0: of the rest of the order after its first `items`
+        items (handed out by a run on another world size or batch size)."""
+        epoch = check_int("epoch", epoch, minimum=0)
+        items = check_items("items", items, self.global_size())
+        start = check_start("start", start, len(self._share(items)))
+        self.epoch = epoch
+        self._position.reset(start, items=items)
+
+    def split_state(self, yielded: int) -> dict[str, Any]:
+        """`{"sampler", "world_size", "items"}` once this rank has yielded `yielded` elements
+        of its pass: the items of the global order handed out by then over all ranks."""
+        size, world = self.global_size(), self.world_size
+        items = handed_out(size, self._position.items, yielded, world)
+        return {"sampler": self.order, "world_size": world, "items": items}
+
+    def state_dict(self) -> dict[str, int]:
+        return position_state(self.epoch, self._position)
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        owner = type(self).__name__
+        epoch, yielded, begin = check_state(state, owner)
+        begin = check_items(f"{owner} state 'begin'", begin, self.global_size())
+        start = check_start(f"{owner} state 'yielded'", yielded, len(self._share(begin)))
+        self.set_epoch(epoch, start=start, items=begin)
+
+
+def position_state(epoch: int | None, position: Position, begin: int | None = None) -> dict:
+    """`{"epoch", "yielded"}`, and `"begin"` when the pass began after the epoch's first
+    item (`position.items`, or `begin` for a sampler whose inner one keeps it)."""
+    begin = position.items if begin is None else begin
+    state = {"epoch": epoch, "yielded": position.yielded}
+    return state | ({"begin": begin} if begin else {})
+
+
+def check_items(name: str, items: object, size: int) -> int:
+    """`items` as an int in [0, size]; ValueError naming the order's length."""
+    items = check_int(name, items, minimum=0)
+    if items > size:
+        raise ValueError(
+            f"{name} ({items}) must be <= the items of the epoch's order ({size}): a state "
+            f"of another dataset?"
+        )
+    return items
+
+
 def is_positioned(sampler: object) -> bool:
-    """Whether `sampler` is one of vidload's, whose `set_epoch` takes `start`."""
+    """Whether `sampler` is one of vidload's, whose `set_epoch` takes `start` and `items`."""
     return isinstance(getattr(sampler, "_position", None), Position)

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._lists import VideoEntry, has_video_ext, read_text, text_location
@@ -51,15 +53,21 @@ class DatasetList(list[VideoEntry]):
         lines (`path l1 l2 ...` for a multi-label entry, read back with `multi_label=True`;
         `frame_dir offset total_frames label` for a frame folder's frames from an offset), or
         a CSV list (`video_id,label,start,end`) when an entry is a window. Labels are written
-        0-based, as `ClipDataset` reads them; -1 for unlabelled videos.
+        0-based, as `ClipDataset` reads them; -1 for unlabelled videos. A path ending in
+        `.json` gets mmaction2's JSON list (`filename`, `label` (a list for a multi-label
+        entry), and `start`/`end` for a window; no `label` when unlabelled), which reads back
+        the same.
 
         Raises:
-            ValueError: an entry these formats cannot hold (a multi-label window, an offset
-                into a video file or beside a window): written, it would read back as
-                something else.
+            ValueError: an entry these formats cannot hold (a multi-label window in a text
+                list, an offset into a video file, beside a window or in a JSON list):
+                written, it would read back as something else.
         """
-        self._check_writable()
-        if any(e.start is not None or e.end is not None for e in self):
+        if str(path).lower().endswith(".json"):
+            self._check_writable(json_list=True)
+            data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
+        elif any(e.start is not None or e.end is not None for e in self):
+            self._check_writable(json_list=False)
             text = io.StringIO(newline="")
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(["video_id", "label", "start", "end"])
@@ -69,14 +77,18 @@ class DatasetList(list[VideoEntry]):
                 writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
             data = text.getvalue()
         else:
+            self._check_writable(json_list=False)
             data = "".join(_list_line(e) for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
 
-    def _check_writable(self) -> None:
+    def _check_writable(self, *, json_list: bool) -> None:
         windows = any(e.start is not None or e.end is not None for e in self)
         for e in self:
             why = None
-            if windows and e.labels is not None and len(e.labels) > 1:
+            if json_list:
+                if e.offset:
+                    why = f"starts at frame offset {e.offset} (a JSON list item has none)"
+            elif windows and e.labels is not None and len(e.labels) > 1:
                 why = f"has {len(e.labels)} labels and the list has windows (one label a row)"
             elif e.offset and (windows or has_video_ext(e.video_id) or e.known_frames is None):
                 why = f"starts at frame offset {e.offset} of " + (
@@ -94,6 +106,18 @@ def _list_line(e: VideoEntry) -> str:
     if e.offset:
         return f"{e.video_id} {e.offset} {e.known_frames} {labels}\n"
     return f"{e.video_id} {labels}\n"
+
+
+def _json_item(entry: VideoEntry) -> dict[str, Any]:
+    """One entry of a JSON list, as `vidload._lists` reads it back."""
+    item: dict[str, Any] = {"filename": entry.video_id}
+    if entry.labels is not None:
+        item["label"] = list(entry.labels)
+    elif entry.label >= 0:
+        item["label"] = entry.label
+    if entry.start is not None or entry.end is not None:  # both keys: null for an open side
+        item["start"], item["end"] = entry.start, entry.end
+    return item
 
 
 def class_numbering(

@@ -41,7 +41,7 @@ def epic_kitchens(
     csv_path: str | os.PathLike[str],
     *,
     label: Label = "verb",
-    layout: Literal["videos", "rgb_frames"] = "videos",
+    media: Literal["videos", "rgb_frames"] = "videos",
     window: Literal["timestamps", "frames"] | None = None,
     classes: Sequence[str] | str | os.PathLike[str] | None = None,
     actions: Sequence[tuple[int, int]] | str | os.PathLike[str] | None = None,
@@ -56,7 +56,7 @@ def epic_kitchens(
         label: "verb" (`verb_class`, 0..96), "noun" (`noun_class`, 0..299): the official
             numbers, the same in every split; or "action", a (verb_class, noun_class) pair,
             numbered by `actions`.
-        layout: "videos": ids `P01/videos/P01_01.MP4` (read with `VideoSource(ROOT)`);
+        media: "videos": ids `P01/videos/P01_01.MP4` (read with `VideoSource(ROOT)`);
             "rgb_frames": ids `P01/rgb_frames/P01_01`, read with
             `JpegSource(ROOT, template="frame_{:010d}.jpg")` (its default `start_index=1`).
         window: "timestamps": `start_timestamp`/`stop_timestamp` as the window [start, stop)
@@ -84,9 +84,9 @@ def epic_kitchens(
             line named).
     """
     check_choice("label", label, ("verb", "noun", "action"))
-    check_choice("layout", layout, ("videos", "rgb_frames"))
+    check_choice("media", media, ("videos", "rgb_frames"))
     if window is None:
-        window = "frames" if layout == "rgb_frames" else "timestamps"
+        window = "frames" if media == "rgb_frames" else "timestamps"
     check_choice("window", window, ("timestamps", "frames"))
     bounds = ("start_timestamp", "stop_timestamp")
     if window == "frames":
@@ -125,15 +125,15 @@ def epic_kitchens(
                     raise ValueError(
                         f"{label}_class {k} is outside classes= ({len(class_names)} names)"
                     )
-            entries.append(_entry(row, k, layout, window, video_ext))
+            entries.append(_entry(row, k, media, window, video_ext))
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from e
     return DatasetList(entries, class_names)
 
 
-def _entry(row: dict[str, str], k: int, layout: str, window: str, ext: str) -> VideoEntry:
+def _entry(row: dict[str, str], k: int, media: str, window: str, ext: str) -> VideoEntry:
     person, video = row["participant_id"], row["video_id"]
-    if layout == "videos":
+    if media == "videos":
         vid = normalize_video_id(f"{person}/videos/{video}{ext}")
     else:
         vid = normalize_video_id(f"{person}/rgb_frames/{video}")

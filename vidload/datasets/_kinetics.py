@@ -58,7 +58,9 @@ def kinetics(
 
     Raises:
         ValueError: a CSV without the columns `youtube_id`, `time_start`, `time_end`, or a
-            row whose times are not numbers (file and line named); a class not in `classes`.
+            row whose times are not numbers (file and line named); a class not in `classes`;
+            none of the CSV's videos under `root` (naming the folder below it that holds them,
+            when `root` is one level too high).
         FileNotFoundError: the CSV is not there.
     """
     where = text_location(csv_path, storage_options)
@@ -68,6 +70,24 @@ def kinetics(
     found = sorted({label for label, _ in rows}) if labelled else []
     numbering, names = class_numbering(found, classes, str(where))
     base = Location(root, storage_options)
+    entries, missing = _find(base, rows, labelled, numbering)
+    if rows and not entries:
+        raise ValueError(_none_under(where, base, rows, labelled, numbering))
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:3])
+        warnings.warn(
+            f"{where}: {len(missing)} of the {len(rows)} listed videos are not under {base} "
+            f"({shown}{', ...' if len(missing) > 3 else ''}): left out, named in .missing",
+            stacklevel=2,
+        )
+    return DatasetList(entries, names, missing)
+
+
+def _find(
+    base: Location, rows: list[tuple[str, str]], labelled: bool, numbering: Mapping[str, int]
+) -> tuple[list[VideoEntry], list[str]]:
+    """(the entries of `rows` whose video is under `base`, the expected names of the rest):
+    one listing of `base` and one of each class folder."""
     top = set(base.list_names())
     flat = _videos_by_stem(top)  # folders have no video extension (nearly always)
     folders: dict[str, tuple[str, dict[str, str]] | None] = {}
@@ -86,14 +106,46 @@ def kinetics(
             missing.append(f"{label}/{stem}" if labelled else stem)
             continue
         entries.append(VideoEntry(name, numbering[label] if labelled else -1))
-    if missing:
-        shown = ", ".join(repr(m) for m in missing[:3])
-        warnings.warn(
-            f"{where}: {len(missing)} of the {len(rows)} listed videos are not under {base} "
-            f"({shown}{', ...' if len(missing) > 3 else ''}): left out, named in .missing",
-            stacklevel=2,
+    return entries, missing
+
+
+#: How many folders directly under a root with none of the listed videos are searched for them
+#: (`train/`, `val/`, `test/` of a root given one level too high), so a wrong root with many
+#: folders costs a bounded number of listings before the error.
+_LOOK_BELOW = 16
+
+
+def _none_under(
+    where: Any,
+    base: Location,
+    rows: list[tuple[str, str]],
+    labelled: bool,
+    numbering: Mapping[str, int],
+) -> str:
+    """The error for a root holding none of the CSV's videos: the folder one level down that
+    holds them (a root given one level too high), else how the videos are named under it."""
+    label, stem = rows[0]
+    named = [f"{label.replace(' ', '_')}/{stem}.mp4"] if labelled else []
+    expected = " or ".join(repr(n) for n in [*named, f"{stem}.mp4"])
+    head = f"{where}: none of its {len(rows)} videos is under root ({str(base)!r})"
+    below = sorted(n for n in base.list_names() if not _videos_by_stem([n]))[:_LOOK_BELOW]
+    best, found = None, 0
+    for name in below:
+        try:
+            got = len(_find(base / name, rows, labelled, numbering)[0])
+        except VideoReadError:
+            continue  # a file, or a folder that cannot be listed
+        if got > found:
+            best, found = base / name, got
+    if best is not None:
+        return (
+            f"{head}, but {found} of them are under {str(best)!r}: pass that folder as "
+            f"root= (the folder that holds the class folders or the videos)"
         )
-    return DatasetList(entries, names, missing)
+    return (
+        f"{head}: root= must be the folder holding the class folders or the videos "
+        f"(e.g. {expected}, any video extension)"
+    )
 
 
 def _read_rows(where: Any) -> tuple[list[tuple[str, str]], bool]:

@@ -28,7 +28,7 @@ import av
 import av.error
 
 from vidload.errors import VideoReadError
-from vidload.sources._video_file import VideoHandle
+from vidload.sources._video_file import VideoHandle, ffmpeg_words
 from vidload.sources._video_index import IndexRecorder, decode_packets
 
 __all__ = ["Fresh", "decode_all"]
@@ -105,6 +105,6 @@ def _decode_file(
         finally:
             frames.close()
     except av.error.FFmpegError as e:
-        raise VideoReadError(where, f"decoding failed: {e}") from e
+        raise VideoReadError(where, f"decoding failed: {ffmpeg_words(e)}") from e
     finally:
         handle.close()

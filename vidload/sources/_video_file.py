@@ -34,7 +34,7 @@ import av.error
 
 from vidload.errors import VideoReadError
 
-__all__ = ["VideoHandle", "VideoInfo", "open_video", "video_info"]
+__all__ = ["VideoHandle", "VideoInfo", "ffmpeg_words", "open_video", "video_info"]
 
 #: Containers that store each packet's pts. Elsewhere (AVI, elementary streams) pts are
 #: guessed, frames may come out of the decoder in another order than the guessed pts (packed
@@ -116,6 +116,34 @@ class VideoHandle:
         self.close()
 
 
+#: What FFmpeg's errors mean for a file, in words: its own text (`[Errno 1094995529] Invalid
+#: data found when processing input`) names an error number and neither the cause nor the fix.
+_MEANING: dict[type, tuple[str, str]] = {
+    # (where the file is opened, where it is decoded)
+    av.error.InvalidDataError: (
+        "truncated or not a video file",
+        "the data is damaged or the file truncated",
+    ),
+    av.error.EOFError: ("truncated or not a video file", "the file ends early (truncated)"),
+    av.error.DecoderNotFoundError: ("no decoder for its codec", "no decoder for its codec"),
+    av.error.DemuxerNotFoundError: ("not a video file", "not a video file"),
+}
+
+
+def ffmpeg_words(e: av.error.FFmpegError, *, opening: bool = False) -> str:
+    """`e` for a VideoReadError's reason: what it means for the file (where known), then
+    FFmpeg's own words and the file it names, without the error number: "truncated or not a
+    video file (FFmpeg: Invalid data found when processing input: 'x.mp4')" (a manifest's
+    error column, which leaves out the error's path, names the file through it)."""
+    said = getattr(e, "strerror", None) or str(e)
+    if getattr(e, "filename", None) and str(e.filename) not in said:
+        said = f"{said}: {str(e.filename)!r}"
+    for kind, (at_open, at_decode) in _MEANING.items():
+        if isinstance(e, kind):
+            return f"{at_open if opening else at_decode} (FFmpeg: {said})"
+    return f"FFmpeg: {said}"
+
+
 def open_video(
     path: Path | object,
     stat: tuple[int, int],
@@ -136,7 +164,10 @@ def open_video(
     try:
         container = av.open(str(path) if file is None else file, "r")
     except av.error.FFmpegError as e:
-        reason = "empty file (0 bytes)" if stat[1] == 0 else f"not a readable video: {e}"
+        if stat[1] == 0:
+            reason = "empty file (0 bytes)"
+        else:
+            reason = f"not a readable video: {ffmpeg_words(e, opening=True)}"
         raise VideoReadError(path, reason) from e
     except OSError as e:
         raise VideoReadError(path, f"cannot open file: {e}") from e
@@ -158,6 +189,9 @@ def open_video(
 
 def _choose_stream(path: Path | object, container, stream: int | None) -> av.VideoStream:
     videos = list(container.streams.video)
+    if not videos and not container.streams.audio:  # e.g. an MP4 cut inside its header (moov)
+        reason = "no video stream (truncated or not a video file)"
+        raise VideoReadError(path, f"not a readable video: {reason}")
     if not videos:
         raise VideoReadError(path, "no video stream")
     if stream is None:

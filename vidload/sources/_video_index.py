@@ -25,6 +25,7 @@ import av
 import av.error
 
 from vidload.sources._video_digest import frame_digest
+from vidload.sources._video_file import ffmpeg_words
 
 
 @dataclass(frozen=True)
@@ -241,7 +242,7 @@ def decode_packets(
             yield from _flush(ctx)  # a no-op when the demuxer's flush packet came last
             return False
         except av.error.FFmpegError as e:
-            reason = f"demux error: {e}"
+            reason = f"demux error: {ffmpeg_words(e)}"
         else:
             if packet.is_corrupt:
                 reason = "corrupt packet"
@@ -253,7 +254,7 @@ def decode_packets(
             except av.error.EOFError:
                 return False  # the decoder was already drained
             except av.error.FFmpegError as e:
-                reason = f"decode error: {e}"
+                reason = f"decode error: {ffmpeg_words(e)}"
         if reason is not None:
             if on_error == "raise":
                 raise BadData(reason)

@@ -10,8 +10,8 @@ these same functions.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from abc import abstractmethod
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -19,7 +19,7 @@ from typing import TypeVar
 import numpy as np
 
 from vidload._checks import check_positive_number
-from vidload._layout import container_name
+from vidload._layout import ContainerNames, container_name
 from vidload._lru import ProcessLRU
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
@@ -29,7 +29,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
 from vidload.sources._listing import missing_names
-from vidload.sources.base import as_index_array
+from vidload.sources.base import FrameSourceBase, as_index_array
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -135,7 +135,7 @@ _SMALL_CLIP = 64
 
 
 @shared_docs
-class ContainerSource(ABC):
+class ContainerSource(FrameSourceBase):
     """What the container sources share: where a video's container is, and `read` as
     `read_encoded` followed by the shared decode (one code path for all of them).
 
@@ -157,7 +157,7 @@ class ContainerSource(ABC):
         self.fps = None if fps is None else check_positive_number("fps", fps)
         #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
         #: cache_max_bytes)`, built by the subclass from its own arguments).
-        self.store = store
+        self.store: SourceRoot = store
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
 
@@ -171,20 +171,39 @@ class ContainerSource(ABC):
         """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
         return self.store.local_name(video_id, self.suffix)
 
+    def use_containers(self, names: Mapping[str, str]) -> bool:
+        """Read each video of `names` ({video id: container name relative to the root}, as
+        the root's manifest records them: `vidload.manifest.ManifestRow.container`) from
+        its container by that name, with no name guessed or probed on any root, and take
+        the manifest as the check of `missing_videos` for them. False (nothing changed)
+        when the names are not this kind's containers (`vidload._layout.ContainerNames.of`).
+        `ClipDataset` calls it with the root's manifest."""
+        known = ContainerNames.of(names, self.suffix)
+        if known is not None:
+            self.store.use_names(known)
+        return known is not None
+
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
         """The ids of `video_ids` with no container under the root (by either name
-        `vidload._layout` gives it: `a/x1.h5` or `a/x1.mp4.h5` for `a/x1.mp4`), in list
-        order; one directory listing per folder (per prefix in a bucket), not a stat per
-        video (`vidload.sources._listing`)."""
+        `vidload._layout` gives it: `a/x1.h5` or `a/x1.mp4.h5` for `a/x1.mp4`, or by the
+        name the manifest records: `use_containers`), in list order; one directory listing
+        per folder (per prefix in a bucket), not a stat per video
+        (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
+        word for the videos it names."""
+        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
+            recorded = named(vid)
+            if recorded is not None:
+                yield recorded
+                return
             short = container_name(vid, self.suffix)
             yield short
             full = container_name(vid, self.suffix, keep_extension=True)
             if full != short:
                 yield full
 
-        return missing_names(self.store.location, video_ids, names)
+        return missing_names(self.store.location, video_ids, names, recorded=named)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
@@ -308,10 +327,12 @@ class ContainerSource(ABC):
 
     def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
-        does not list its container (by the short name first, as `_open_container`)."""
+        does not list its container (by the name the manifest records, else the short name
+        first, as `_open_container`)."""
         short = container_name(video_id, self.suffix)
         full = container_name(video_id, self.suffix, keep_extension=True)
-        for name in dict.fromkeys((short, full)):
+        recorded = self.store.named(video_id)
+        for name in (recorded,) if recorded is not None else dict.fromkeys((short, full)):
             record = heads.get(name)
             if record is None:
                 continue
@@ -398,7 +419,10 @@ class ContainerSource(ABC):
         """`read`, but into memory reused by this process and thread (`_CLIP`, a
         `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next
         `read_transient` of any container source. For a caller that only copies the frames
-        out (`ClipDataset` builds its tensor from them), never to hand to a user."""
+        out (`ClipDataset` builds its tensor from them), never to hand to a user. A subclass
+        that overrides `read` is read by its own `read` (`FrameSourceBase.read_transient`)."""
+        if type(self).read is not ContainerSource.read:
+            return super().read_transient(video_id, indices, geometry=geometry)
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)
 

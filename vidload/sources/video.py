@@ -49,7 +49,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_decode import decode_all
 from vidload.sources._video_digest import frame_digest
-from vidload.sources._video_file import VideoHandle, VideoInfo, video_info
+from vidload.sources._video_file import VideoHandle, VideoInfo, ffmpeg_words, video_info
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
@@ -476,7 +476,7 @@ class VideoSource(VideoRoot):
                 return np.empty((0, h, w, 3), np.uint8)
             frames = self._read_frames(video_id, path, handle, idx, convert)
         except av.error.FFmpegError as e:
-            raise VideoReadError(path, f"decoding failed: {e}") from e
+            raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
         finally:
             self._release(handle)
         try:
