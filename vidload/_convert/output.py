@@ -187,9 +187,8 @@ def open_output(target: Location) -> Output:
         UsageError: a local OUTPUT that exists and is not a folder.
         DiskFullError: no room to make it.
     """
-    if target.is_local:
-        return LocalOutput(target.local_path)
-    return BucketOutput(target)
+    folder = target.local_file()
+    return BucketOutput(target) if folder is None else LocalOutput(folder)
 
 
 class LocalOutput(Output):

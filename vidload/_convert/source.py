@@ -54,7 +54,7 @@ class InputRoot(ABC):
 def open_input(input_path: str | os.PathLike[str], storage_options: Any = None) -> InputRoot:
     """The INPUT `input_path` (a local path, or a URL with its fsspec `storage_options`)."""
     source = Location(os.fspath(input_path), storage_options)
-    return LocalInput(input_path) if source.is_local else UrlInput(source)
+    return UrlInput(source) if source.local_file() is None else LocalInput(input_path)
 
 
 class LocalInput(InputRoot):

@@ -39,7 +39,6 @@ class LocalLocation(Location):
 
     __slots__ = ("_local",)
     _local: Path
-    is_local = True
 
     def _init(self, target: str) -> None:
         if target[:7].lower() == "file://":
@@ -101,9 +100,10 @@ class LocalLocation(Location):
             names = os.listdir(self._local)
         return names
 
-    @property
-    def can_list(self) -> bool:
-        return True
+    can_list = True
+    multi_range = True
+    atomic_rename = True
+    over_network = False
 
     def walk_files(self) -> list[str]:
         base = self._local
