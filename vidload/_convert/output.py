@@ -56,7 +56,7 @@ from vidload._layout import (
     output_container_path,
     sidecar_path,
 )
-from vidload._lock import OutputLock, RemoteOutputLock
+from vidload._lock import OutputLock
 from vidload._storage import Location
 from vidload.errors import DiskFullError, UsageError, VideoReadError
 from vidload.labels import write_classes
@@ -86,7 +86,7 @@ class Output(ABC):
     folder: Path
     #: The OUTPUT as storage (what its readers will open: the heads sidecar's writer reads it)
     location: Location
-    _lock: OutputLock | RemoteOutputLock | None = None
+    _lock: OutputLock | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -112,7 +112,7 @@ class Output(ABC):
                 self._released()
 
     @abstractmethod
-    def _new_lock(self) -> OutputLock | RemoteOutputLock:
+    def _new_lock(self) -> OutputLock:
         """OUTPUT's lock, not yet taken."""
 
     def _released(self) -> None:  # noqa: B027 (a hook: most outputs keep nothing)
@@ -208,7 +208,7 @@ class LocalOutput(Output):
             if is_disk_full(e):
                 raise DiskFullError(self.folder) from e
             raise
-        return OutputLock(self.folder)
+        return OutputLock(self.location)
 
     def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:
         check_no_overlap(input_path, found.base, self.folder, found.items, to, found.full_names)
@@ -295,8 +295,8 @@ class BucketOutput(Output):
         super().lock()
         self._scratch = Path(tempfile.mkdtemp(prefix="vidload-convert-"))
 
-    def _new_lock(self) -> RemoteOutputLock:
-        return RemoteOutputLock(self.target)
+    def _new_lock(self) -> OutputLock:
+        return OutputLock(self.target)
 
     def _released(self) -> None:
         if self._scratch is not None:

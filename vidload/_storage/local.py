@@ -191,17 +191,9 @@ class LocalLocation(Location):
         write_bytes_atomic(self._local, data)
 
     def create_bytes(self, data: bytes) -> bool:
-        """`O_CREAT | O_EXCL`, then the data, fsynced."""
-        try:
-            fd = os.open(self._local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return True
+        """The complete file linked into place, which fails where one exists (`O_EXCL`'s
+        guarantee, on NFS v3+ too), fsynced: a reader sees all of `data` or no file."""
+        return write_bytes_atomic(self._local, data, exclusive=True)
 
     def rename(self, target: Location) -> None:
         os.replace(self._local, target.local_path)
