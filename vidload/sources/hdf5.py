@@ -82,7 +82,7 @@ class _Handle:
     name: str = ""  # the file or object, as errors name it
 
 
-def _direct_offset(path: Path | Location, f: h5py.File, frames: h5py.Dataset) -> int | None:
+def _direct_offset(path: str, f: h5py.File, frames: h5py.Dataset) -> int | None:
     """The file offset of the `frames` bytes when they lie as one plain block in the file.
 
     Why: an h5py slice `frames[a:b]` (selection, type conversion, a new array) costs more than
@@ -119,7 +119,7 @@ def _block_offset(frames: h5py.Dataset) -> int | None:
     return int(offset)
 
 
-def _check_within(path: Path | Location, offset: int, frames: h5py.Dataset, size: int) -> int:
+def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> int:
     if offset + frames.shape[0] > size:
         raise VideoReadError(
             path,
@@ -144,12 +144,13 @@ def _open_remote(location: Location) -> _Handle:
         f = h5py.File(raw, "r")
     except Exception as e:
         raise VideoReadError(location, f"cannot open as HDF5: {_what(e)}") from e
-    with _closed_on_failure(location, f):
-        handle = _validate(location, f, direct=False)
+    where = str(location)
+    with _closed_on_failure(where, f):
+        handle = _validate(where, f, direct=False)
         offset = _block_offset(handle.frames)
         handle.location = location
         if offset is not None:
-            handle.data_offset = _check_within(location, offset, handle.frames, raw.size)
+            handle.data_offset = _check_within(where, offset, handle.frames, raw.size)
             f.close()
             handle.file = None
     return handle
@@ -172,13 +173,13 @@ def _open(name: str) -> _Handle:
         size = path.stat().st_size if path.is_file() else None
         reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {_what(e)}"
         raise VideoReadError(path, reason) from e
-    with _closed_on_failure(path, f):
-        handle = _validate(path, f)
+    with _closed_on_failure(str(path), f):
+        handle = _validate(str(path), f)
     return handle
 
 
 @contextmanager
-def _closed_on_failure(where: Path | Location, f: h5py.File) -> Iterator[None]:
+def _closed_on_failure(where: str, f: h5py.File) -> Iterator[None]:
     """Close `f` when reading its structure fails, in a local file and a bucket's object alike;
     a failure other than a VideoReadError becomes one naming `where`, chained to it."""
     try:
@@ -199,7 +200,7 @@ def _what(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _int_attr(path: Path | Location, f: h5py.File, name: str) -> int | None:
+def _int_attr(path: str, f: h5py.File, name: str) -> int | None:
     """Root attribute `name` as an int (None when absent); anything but one integer is a
     VideoReadError naming the attribute."""
     value = f.attrs.get(name)
@@ -213,14 +214,14 @@ def _int_attr(path: Path | Location, f: h5py.File, name: str) -> int | None:
     return int(arr)
 
 
-def _dataset(path: Path | Location, f: h5py.File, name: str) -> h5py.Dataset:
+def _dataset(path: str, f: h5py.File, name: str) -> h5py.Dataset:
     obj = f[name]
     if not isinstance(obj, h5py.Dataset):
         raise VideoReadError(path, f"{name!r} must be a dataset, is a {type(obj).__name__}")
     return obj
 
 
-def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _Handle:
+def _validate(path: str, f: h5py.File, *, direct: bool = True) -> _Handle:
     version = _int_attr(path, f, "format_version")
     if version is not None and version > FORMAT_VERSION:
         raise VideoReadError(
@@ -256,9 +257,7 @@ def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _H
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
     data_offset = _direct_offset(path, f, frames) if direct else None
-    return _Handle(
-        f, frames, offsets, reported, width, height, data_offset, fps=fps, name=str(path)
-    )
+    return _Handle(f, frames, offsets, reported, width, height, data_offset, fps=fps, name=path)
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -469,7 +468,7 @@ def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) ->
     return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, path: str | Path | Location, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, path: str, frames: list[int]) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     starts = handle.offsets[frames].tolist()

@@ -95,7 +95,7 @@ _HEADER_RE = re.compile(
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
-def _parse_header(path: str | Path | Location, f) -> tuple[int, int, int]:
+def _parse_header(path: str, f) -> tuple[int, int, int]:
     """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
@@ -221,7 +221,7 @@ class NpySource(ContainerSource):
                 if st.st_size == 0:
                     raise VideoReadError(path, "empty file (0 bytes)")
                 with os.fdopen(os.dup(fd), "rb") as f:
-                    offset, rows, cols = _parse_header(path, f)
+                    offset, rows, cols = _parse_header(str(path), f)
                 expected = offset + rows * cols
                 if st.st_size != expected:
                     raise VideoReadError(
@@ -334,14 +334,14 @@ class NpySource(ContainerSource):
             if whole.shape[0] != size:
                 raise VideoReadError(location, "object changed size while being read")
             matrix = whole[base:].reshape(header.rows, cols)
-            buffers = [_frame_bytes(location, matrix[i], i) for i in rows]
+            buffers = [_frame_bytes(str(location), matrix[i], i) for i in rows]
             return EncodedFrames(buffers, frames, order, str(location), whole.shape[0])
         got = location.read_ranges([(base + i * cols, base + (i + 1) * cols) for i in rows])
         buffers = []
         for i, data in zip(rows, got, strict=True):
             if len(data) != cols:
                 raise VideoReadError(location, f"object ended inside row {i}", i)
-            buffers.append(_frame_bytes(location, np.frombuffer(data, np.uint8), i))
+            buffers.append(_frame_bytes(str(location), np.frombuffer(data, np.uint8), i))
         return EncodedFrames(buffers, frames, order, str(location), len(rows) * cols)
 
     def _read_local(self, path: str | Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
@@ -398,7 +398,7 @@ def _read_remote_header(location: Location) -> _Header:
     need = _header_bytes(head)
     if need > len(head) and need <= size:
         head = location.read_range(0, need)
-    offset, rows, cols = _parse_header(location, io.BytesIO(head))
+    offset, rows, cols = _parse_header(str(location), io.BytesIO(head))
     expected = offset + rows * cols
     if size != expected:
         raise VideoReadError(
@@ -434,7 +434,7 @@ def _rows_bytes(path: str | Path, data: np.ndarray, frames: np.ndarray) -> list[
     return buffers
 
 
-def _frame_bytes(path: Path | Location, row: np.ndarray, index: int) -> np.ndarray:
+def _frame_bytes(path: str, row: np.ndarray, index: int) -> np.ndarray:
     """The JPEG stored in one row (a view), checked against the row's length prefix."""
     length = int(row[:LENGTH_BYTES].view("<u4")[0])
     room = row.shape[0] - LENGTH_BYTES
@@ -452,7 +452,7 @@ def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
         raise VideoReadError(path, f"cannot load the npy file: {e}") from e
     if arr.dtype != np.uint8 or arr.ndim != 2:
         raise VideoReadError(path, f"not a vidload npy file: {arr.dtype} {arr.shape}")
-    return [_frame_bytes(path, row, i).tobytes() for i, row in enumerate(arr)]
+    return [_frame_bytes(str(path), row, i).tobytes() for i, row in enumerate(arr)]
 
 
 def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[bytes]) -> int:
