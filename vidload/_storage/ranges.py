@@ -1,7 +1,7 @@
 """Byte ranges: the one function that merges them, and slicing asked ranges back out.
 
 `coalesce` is used by the remote reads (gap `COALESCE_GAP`: a few more bytes cost less than
-another request) and by the read-ahead hints of the local sources (`sources.base.frame_ranges`,
+another request) and by the read-ahead hints of the local sources (`sources.base.hints_of`,
 gap 0: adjacent frames become one hint). fsspec has `fsspec.utils.merge_offset_ranges`, which
 merges (paths, starts, ends) the same way, but returns the merged ranges only and sorts the
 paths too; a reader then needs each asked range back from its block, so `coalesce` and

@@ -57,7 +57,6 @@ from vidload.sources.base import (
     as_index_array,
     check_in_range,
     check_regular_file,
-    frame_ranges,
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
@@ -319,34 +318,19 @@ class Hdf5Source(ContainerSource):
             self._container(video_id), actual, fps, "pass fps= (the file has no fps attribute)"
         )
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
-        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
-        for read-ahead hints: the metadata before and after the frame data (superblock,
-        object headers, `offsets`: a few KiB) and each wanted frame's bytes, merged where they
-        touch. Indices out of range are left out (the read reports them). A file whose frames
-        are not one plain block (chunked or filtered, read through h5py) gives the whole file
-        (length 0: to its end). None for a URL root (nothing local to hint)."""
-
-        def ranges() -> list[tuple[Path, int, int]]:
-            with self._handle(video_id) as (handle, _):
-                assert handle.file is not None  # a local file's handle keeps it open
-                path = Path(handle.name)
-                base = handle.data_offset
-                if base is None:
-                    return [(path, 0, 0)]
-                size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-            offsets = handle.offsets
-            idx = np.unique(as_index_array(indices))
-            idx = idx[idx < offsets.shape[0] - 1]
-            end = base + int(offsets[-1])
-            starts = np.concatenate([[0, end], base + offsets[idx]])
-            lengths = np.concatenate([[base, size - end], offsets[idx + 1] - offsets[idx]])
-            keep = lengths > 0
-            return frame_ranges(path, 0, starts[keep], lengths[keep])
-
-        return self.store.hints(ranges)
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """The metadata before and after the frame data (superblock, object headers,
+        `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
+        not one plain block (chunked or filtered, read through h5py) is read whole."""
+        with self._handle(video_id) as (handle, _):
+            assert handle.file is not None  # a local file's handle keeps it open
+            location = Location(handle.name)
+            base = handle.data_offset
+            if base is None:
+                return [(location, None)]
+            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
+        end = base + int(handle.offsets[-1])
+        return [(location, [(0, base), (end, size)]), *self._plan(video_id, idx, handle)]
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
@@ -424,7 +408,7 @@ class Hdf5Source(ContainerSource):
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         handle = head if isinstance(head, _Handle) else self._handles.get(video_id)
-        if handle is None or handle.location is None or handle.data_offset is None:
+        if handle is None or handle.data_offset is None:
             return []  # not open, or read through h5py (chunked, filtered)
         offsets, base = handle.offsets, handle.data_offset
         frames = distinct_frames(idx[idx < offsets.shape[0] - 1], offsets.shape[0] - 1)[0]
@@ -432,7 +416,8 @@ class Hdf5Source(ContainerSource):
             return []
         starts = (base + offsets[frames]).tolist()
         stops = (base + offsets[frames + 1]).tolist()
-        return [(handle.location, list(zip(starts, stops, strict=True)))]
+        location = handle.location or Location(handle.name)  # an object, or a local file
+        return [(location, list(zip(starts, stops, strict=True)))]
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""

@@ -57,7 +57,6 @@ from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
     check_in_range,
-    frame_ranges,
     open_regular,
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
@@ -188,27 +187,15 @@ class NpySource(ContainerSource):
             self._container(video_id), self.actual_frames(video_id), self.fps, "pass fps="
         )
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
-        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
-        for read-ahead hints: in "mmap" mode the header and each wanted row, merged where they
-        touch (indices out of range are left out: the read reports them); in "read" mode the
-        whole file (length 0: to its end), which that mode reads per clip. None for a URL
-        root (nothing local to hint)."""
-
-        def ranges() -> list[tuple[Path, int, int]]:
-            path = self.path(video_id)
-            if self.mode == "read":
-                return [(path, 0, 0)]
-            header = self._header(video_id)
-            idx = np.unique(as_index_array(indices))
-            idx = idx[idx < header.rows]
-            starts = np.concatenate([[0], header.data_offset + idx * header.cols])
-            lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
-            return frame_ranges(path, 0, starts, lengths)
-
-        return self.store.hints(ranges)
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """In "mmap" mode the header and each wanted row (`_plan`); in "read" mode the whole
+        file, which that mode reads per clip."""
+        location = self._container(video_id)
+        if self.mode == "read":
+            return [(location, None)]
+        header = self._header(video_id)
+        opened = (location, [(0, header.data_offset)])
+        return [opened, *self._plan(video_id, idx, (location.url, header))]
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
