@@ -8,21 +8,18 @@ from __future__ import annotations
 import pytest
 
 from vidload import _kinds
-from vidload._kinds import StorageKind, get_kind, kind_names, register
+from vidload._kinds import get_kind, kind_names, register
 from vidload.cli import main
-
-#: a kind only this test registers (tests/dummy_kind.py reads and writes it)
-DUMMY = StorageKind("dummyhelp", ".dmyh", "dummy_kind:DummySource", "dummy_kind:write_dummy",
-                    ".dmyh files")  # fmt: skip
 
 
 @pytest.fixture
 def dummy():
-    register(DUMMY)
+    """A kind only this test registers: tests/raw_kind.py's raw frames."""
+    register("raw", "raw_kind:RawFormat")
     try:
-        yield DUMMY
+        yield get_kind("raw")
     finally:
-        _kinds.unregister(DUMMY.name)
+        _kinds.unregister("raw")
 
 
 def _help(argv, capsys) -> str:
@@ -41,27 +38,35 @@ def test_the_top_level_help_names_every_command_and_kind(dummy, capsys):
         assert f" {name} " in text  # the command's line in the list
     for name in kind_names():
         kind = get_kind(name)
-        reader = kind.source.rpartition(":")[2]
+        reader = kind.source.__name__
         assert f"{name}: {kind.described} ({reader})" in text, name
-    assert "dummyhelp: .dmyh files (DummySource)" in text
+    assert "raw: .rgb files of raw frames (RawSource)" in text
     # convert's one-line summary there names every kind too
-    assert "JPEG frame folders, .h5 files, .npy files, video files or .dmyh files" in text
+    assert (
+        "JPEG frame folders, .h5 files, .npy files, video files, LMDB environments of JPEG "
+        "frames or .rgb files of raw frames" in text
+    )
 
 
 def test_convert_help_names_every_kind_and_its_reader(dummy, capsys):
     text = _help(["convert"], capsys)
-    for name in ("jpeg", "hdf5", "npy", "video", "dummyhelp"):
+    for name in ("jpeg", "hdf5", "npy", "video", "lmdb", "raw"):
         kind = get_kind(name)
-        reader = kind.source.rpartition(":")[2]
+        reader = kind.source.__name__
         assert f"--to {name}: {kind.described}, read by {reader}(OUTPUT)" in text, name
-    assert "{jpeg,hdf5,npy,video,dummyhelp}" in text  # the choices
+    assert "{jpeg,hdf5,npy,video,lmdb,raw}" in text  # the choices
 
 
 def test_probe_help_names_every_kind(dummy, capsys):
+    from vidload._kinds import input_kinds
+
     text = _help(["probe"], capsys)
-    assert "JPEG frame folders, .h5 files, .npy files, video files or .dmyh files" in text
+    assert "video files, JPEG frame folders, .h5 files or .npy files" in text
+    # what probe takes: video files and the kinds the table says convert and probe take
+    assert [k.name for k in input_kinds()] == ["jpeg", "hdf5", "npy"]
+    assert ".rgb files" not in text  # the raw kind is not an input kind
 
 
 def test_without_the_dummy_it_is_gone(capsys):
-    assert "dummyhelp" not in _help([], capsys)
-    assert "dummyhelp" not in _help(["convert"], capsys)
+    assert "raw" not in _help([], capsys).split()
+    assert ".rgb files" not in _help(["convert"], capsys)

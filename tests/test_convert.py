@@ -17,7 +17,7 @@ from media import frame_number, make_video, real_clip, shared_videos, truncate_c
 
 import vidload._convert.frames as frames_mod
 from vidload._atomic import temp_path
-from vidload._layout import output_container_path as container_path
+from vidload._kinds import get_kind
 from vidload.convert import convert, find_inputs, resize_short_side
 from vidload.manifest import read_manifest
 from vidload.probe import probe
@@ -27,6 +27,13 @@ from vidload.sources.npy import NpySource, read_npy_frame_bytes
 from vidload.sources.video import VideoSource
 
 W, H = 96, 64
+
+
+def container_path(out: Path, video_id: str, to: str) -> Path:
+    """Where `convert` writes `video_id`'s `to` container (its kind's rule)."""
+    return get_kind(to).container_path(out, video_id, keep_extension=False)
+
+
 SOURCES = {"jpeg": JpegSource, "hdf5": Hdf5Source, "npy": NpySource}
 GOOD = {"a/x1.mp4": 24, "a/x2.avi": 16, "b/x3.mkv": 20}
 TRUNCATED = "b/trunc.mp4"  # header says 60 frames, fewer decode

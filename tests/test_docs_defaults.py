@@ -40,15 +40,18 @@ def _subsampling(value: str) -> str:
 
 def test_choose_candidates_are_the_ones_choose_tries():
     from vidload._choose.storages import default_storages
-    from vidload._kinds import container_kinds
 
     specs = default_storages()
     assert specs[0].to == "original"
     video = [f"GOP {s.gop}/CRF {s.crf:g}" for s in specs if s.to == "video"]
+    by_quality: dict[str, list[str]] = {}
+    for s in specs:
+        if s.quality is not None:
+            by_quality.setdefault(s.to, []).append(str(s.quality))
+    names = {"hdf5": "HDF5", "lmdb": "LMDB"}
     jpeg = [
-        f"{'HDF5' if k.name == 'hdf5' else k.name} at "
-        f"{'JPEG quality ' if i == 0 else ''}{_joined([str(q) for q in k.choose_qualities])}"
-        for i, k in enumerate(kk for kk in container_kinds() if kk.choose_qualities)
+        f"{names.get(to, to)} at {'JPEG quality ' if i == 0 else ''}{_joined(qualities)}"
+        for i, (to, qualities) in enumerate(by_quality.items())
     ]
     sentence = f"(default: the originals; `--to video` at {_joined(video)}; {'; '.join(jpeg)})"
     assert sentence in _text("docs/guides/choosing-storage.md")

@@ -8,7 +8,9 @@ deferred import that hides a cycle is still a cycle (issue 19). Edges:
   else to `vidload.a`), relative imports (`from . import x`, `from ..a import y`);
 - `importlib.import_module("vidload...")` and `__import__("vidload...")` with a literal name;
 - the lazy exports of a package (`lazy_exports(__name__, MAPPING, globals())`, vidload._lazy):
-  every vidload module named in `MAPPING`.
+  every vidload module named in `MAPPING`;
+- a `"vidload.module:Name"` string anywhere (the table of storage kinds, `vidload._kinds`, names
+  each kind's class so and imports it on first use).
 
 Importing `vidload.a.b` also runs `vidload/__init__` and `vidload/a/__init__`; those implicit
 parent edges are left out (a package that re-exports its own submodules would otherwise always
@@ -90,6 +92,10 @@ def import_edges(module: str, path: Path, modules: dict[str, Path], package: str
         edges.append(Edge(target, f"{shown}:{node.lineno}"))
 
     for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            target, colon, name = node.value.partition(":")
+            if colon and name.isidentifier() and target.startswith(package + "."):
+                add(target, node)
         if isinstance(node, ast.Import):
             for alias in node.names:
                 add(alias.name, node)
@@ -198,6 +204,8 @@ def test_vidload_has_no_import_cycle():
     assert "vidload.bench" in {e.target for e in graph["vidload._commands.bench"]}
     assert "vidload.dataset" in {e.target for e in graph["vidload"]}  # lazy export
     assert "vidload.sources.npy" in {e.target for e in graph["vidload.sources"]}
+    # the table of storage kinds imports each kind's class by its "module:Name"
+    assert "vidload.sources._jpeg_kinds" in {e.target for e in graph["vidload._kinds"]}
     cycles = find_cycles(graph)
     assert not cycles, "import cycles (module (its import) -> ...):\n" + "\n".join(
         describe(c) for c in cycles
@@ -249,6 +257,14 @@ def _package(tmp_path: Path, files: dict[str, str]) -> Path:
                 "b.py": "import vidload\n",
             },
             ["vidload", "vidload.b"],
+        ),
+        (  # a registry's lazy "module:Name" imports count
+            {
+                "__init__.py": "",
+                "a.py": "TABLE = {'b': 'vidload.b:B'}\n",
+                "b.py": "from vidload.a import TABLE\n",
+            },
+            ["vidload.a", "vidload.b"],
         ),
         (  # TYPE_CHECKING imports count
             {

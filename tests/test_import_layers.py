@@ -7,10 +7,11 @@ can run, read from the source.
     commands   what a command does beyond the library: bench, choose (and _measure, what they
                share), probe, the exit statuses
     library    convert (and shards), the dataset, the loader, lists and manifests
-    sources    the frame sources
+    sources    the frame sources, and the table of storage kinds (each kind's class lives beside
+               its reader)
     storage    local paths and URLs (vidload._storage)
-    helpers    the shared mechanisms under all of them: checks, ids, container names, the table
-               of storage kinds, atomic writes, sampling and geometry, the errors
+    helpers    the shared mechanisms under all of them: checks, ids, container names, atomic
+               writes, sampling and geometry, the errors
 
 A new module goes into LAYERS below (the test names any module that has no layer); "." there
 is the package `vidload` itself (its lazy re-exports reach the dataset, loader and sources).
@@ -34,11 +35,11 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
             " .datasets .loader .prefetch ._loader .normalization .augment .manifest .labels"
             " ._lists ._dist ._parallel .progress",
         ),
-        ("sources", ".sources"),
+        ("sources", ".sources ._kinds"),
         ("storage", "._storage"),
         (
             "helpers",
-            ".transforms .sampling .errors ._atomic ._checks ._ids ._lru ._layout ._kinds ._cpus"
+            ".transforms .sampling .errors ._atomic ._checks ._ids ._lru ._layout ._cpus"
             " ._cv2 ._lazy ._scratch ._shared_arrays",
         ),
     )
@@ -98,7 +99,7 @@ def test_no_module_imports_another_modules_private_names():
 @pytest.mark.parametrize(
     ("module", "layer"),
     [("vidload.cli", "cli"), ("vidload._storage", "storage"), ("vidload.sources.npy", "sources"),
-     ("vidload._kinds", "helpers"), ("vidload", "library"), ("vidload._bench.run", "commands")],
+     ("vidload._kinds", "sources"), ("vidload", "library"), ("vidload._bench.run", "commands")],
 )  # fmt: skip
 def test_layer_of(module, layer):
     index = layer_of(module)

@@ -41,10 +41,10 @@ import numpy as np
 
 from vidload._choose.measure import psnr, psnr_indices, sample_clips, warm_rates
 from vidload._convert.inputs import find_inputs, sharing_a_name
-from vidload._convert.video import even_crop, output_pts
 from vidload._kinds import get_kind
 from vidload._layout import container_name
 from vidload.convert import convert
+from vidload.sources._video_format import even_crop, output_pts
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec, make_sample_videos
 

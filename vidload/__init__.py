@@ -35,7 +35,14 @@ if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
     from vidload.loader import epochs, make_loader, set_epoch
     from vidload.normalization import normalize
     from vidload.prefetch import ReadAheadWarning
-    from vidload.sources import FrameSource, Hdf5Source, JpegSource, NpySource, VideoSource
+    from vidload.sources import (
+        FrameSource,
+        Hdf5Source,
+        JpegSource,
+        LmdbSource,
+        NpySource,
+        VideoSource,
+    )
 
 
 # Public name -> the module that defines it, imported on first use (see vidload._lazy: `import
@@ -55,7 +62,8 @@ _LAZY = {
     "ReadAheadWarning": "vidload.prefetch",
     # the sources, through their own namespace (which imports each one's module on first use)
     **dict.fromkeys(
-        ("FrameSource", "Hdf5Source", "JpegSource", "NpySource", "VideoSource"), "vidload.sources"
+        ("FrameSource", "Hdf5Source", "JpegSource", "LmdbSource", "NpySource", "VideoSource"),
+        "vidload.sources",
     ),
 }
 
@@ -66,6 +74,7 @@ __all__ = [
     "FrameSource",
     "Hdf5Source",
     "JpegSource",
+    "LmdbSource",
     "NpySource",
     "ReadAheadWarning",
     "SkippedVideoWarning",

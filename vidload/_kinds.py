@@ -1,39 +1,49 @@
-"""The storage kinds: one table from a kind's name to everything vidload does with it.
+"""The storage kinds: one table from a kind's name to its one class, as fsspec's `registry.py`
+maps a protocol to its filesystem class (imported on first use, with the extra to install
+where the import fails).
 
-    video   a re-encoded video per input (`convert --to video`), read by `VideoSource`
-    jpeg    a folder of JPEG frame files per video, read by `JpegSource`
-    hdf5    one `.h5` of encoded JPEG frames per video, read by `Hdf5Source`
-    npy     one padded `.npy` of encoded JPEG frames per video, read by `NpySource`
+    jpeg    a folder of JPEG frame files per video          `sources._jpeg_kinds.JpegFolderFormat`
+    hdf5    one `.h5` of encoded JPEG frames per video      `sources._jpeg_kinds.Hdf5Format`
+    npy     one padded `.npy` of encoded JPEG frames        `sources._jpeg_kinds.NpyFormat`
+    video   a re-encoded video per input (`--to video`)    `sources._video_format.VideoFormat`
+    lmdb    JPEG frames in one LMDB environment             `sources.lmdb.LmdbFormat` (extra lmdb)
 
-`convert --to` (and the CLI's choices), `probe` and `convert`'s input search, `bench`'s rows,
-`choose`'s candidates and the container names (`vidload._layout`) all read this table, as
-fsspec's `registry.py` maps a protocol to its filesystem class: a new kind is one `register`
-call (a row) plus its reader and writer module, and no other file changes
-(`tests/test_kinds.py` registers a dummy kind and runs every command on it).
+A kind's class (`vidload.sources._format.StorageFormat`) carries everything of it: suffix,
+reader, writer or encoder, its own options, verification, head codec, batch planning, bench
+rows and choose candidates. `convert --to` (and the CLI's choices), `probe` and `convert`'s
+input search, `bench`'s rows, `choose`'s candidates all read this table and never a kind's
+name: a new kind is one module and one `register` call (`tests/test_kinds.py` registers one
+that is not JPEG bytes and converts and reads it with no other file changed).
 
 The table lives per process: a kind a program registers is unknown to the worker processes
 `convert`, `probe` and `choose` spawn (they look the kind up by name) unless they import the
 module that registers it too; run those with `workers=1` otherwise.
 
-A row names its source class and writer by import path (`"vidload.sources.hdf5:Hdf5Source"`),
-imported on first use: reading the table imports no source, so `vidload --help` and
-`vidload convert` stay free of torch, PyAV and h5py until a command needs them.
+A row names its class by import path (`"vidload.sources._jpeg_kinds:Hdf5Format"`), imported
+on first use: `kind_names()` imports nothing (`convert --to`'s choices); what lists a kind's
+own options imports its class, and its reader with it (`vidload --help` now imports PyAV, h5py
+and lmdb for `choose`'s candidates: ~0.2 s). The classes live in the sources layer beside their
+readers and never import this module, so the table's lazy imports make no cycle
+(`tests/test_import_cycles.py` counts them).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from vidload._storage.filesystems import MissingExtraError
+
+if TYPE_CHECKING:
+    from vidload.sources._format import StorageFormat
 
 __all__ = [
-    "BenchRow",
-    "StorageKind",
-    "container_kinds",
+    "formats",
     "file_kind",
     "get_kind",
+    "input_kinds",
     "kind_names",
     "register",
     "unregister",
@@ -41,195 +51,144 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class BenchRow:
-    """One row `vidload bench` measures on a kind: its name (`--only` takes it), the source's
-    keyword options, and the row's description in the table."""
+class _Row:
+    """A kind's class, as "module:Name" or the class itself, and the extra that installs what
+    its module needs (None: nothing beyond vidload's own dependencies)."""
 
-    name: str
-    description: str
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StorageKind:
-    """One storage kind (a row of the table).
-
-    Attributes:
-        name: what `convert --to`, `probe`, `bench` and `choose` call it.
-        suffix: what a container's name adds to its id's stem (`.h5`); "" for a folder.
-        source: the `FrameSource` class that reads it, as "module:Name".
-        writer: for a container of encoded JPEG frames, the function that writes one, as
-            "module:name": `(path, frames: Iterable[bytes]) -> frames written`, with
-            `attrs=Mapping` too where `keeps_attrs`. None for `video`, which `convert`
-            re-encodes instead.
-        described: what an input of this kind is, in messages ("`.h5` files").
-        open_options: the source's options where `convert` verifies and `probe` reads one
-            container (no handle cache).
-        keeps_attrs: the writer stores `attrs` (the input's fps, reported count and id, the
-            encoding options) in the container.
-        stored_fps: a function `(path) -> float | None` reading the frame rate a container
-            stores (`probe` reports it), as "module:name"; None when the format keeps none.
-        bench: the rows `vidload bench` measures on it (none: not measured there).
-        choose_qualities: the JPEG qualities `vidload choose` builds it at by default.
-    """
-
-    name: str
-    suffix: str
-    source: str
-    writer: str | None
-    described: str
-    open_options: Mapping[str, Any] = field(default_factory=dict)
-    stored_fps: str | None = None
-    keeps_attrs: bool = False
-    bench: tuple[BenchRow, ...] = ()
-    choose_qualities: tuple[int, ...] = ()
-
-    @property
-    def folder(self) -> bool:
-        """A container of this kind is a folder (of frame files), not a file."""
-        return self.suffix == ""
-
-    @property
-    def holds_jpeg(self) -> bool:
-        """Its containers hold encoded JPEG frames (the quality applies; `writer` is set)."""
-        return self.writer is not None
-
-    def source_class(self) -> type:
-        """The source class, imported now."""
-        return _resolve(self.source)
-
-    def open(self, root: str | Path, **options: Any) -> Any:
-        """A source reading this kind's containers under `root`."""
-        return self.source_class()(root, **options)
-
-    def write(self, path: Path, frames: Iterable[bytes], attrs: Mapping[str, Any]) -> int:
-        """Write one container of JPEG `frames` at `path`; the number of frames written."""
-        if self.writer is None:
-            raise ValueError(f"storage {self.name!r} is not a container of JPEG frames")
-        writer: Callable[..., int] = _resolve(self.writer)
-        return writer(path, frames, attrs=attrs) if self.keeps_attrs else writer(path, frames)
-
-    def fps(self, path: Path) -> float | None:
-        """The frame rate the container at `path` stores, None when it keeps none."""
-        return None if self.stored_fps is None else _resolve(self.stored_fps)(path)
+    target: str | type
+    extra: str | None = None
 
 
-def _resolve(target: str) -> Any:
-    module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+_TABLE: dict[str, _Row] = {
+    "jpeg": _Row("vidload.sources._jpeg_kinds:JpegFolderFormat"),
+    "hdf5": _Row("vidload.sources._jpeg_kinds:Hdf5Format"),
+    "npy": _Row("vidload.sources._jpeg_kinds:NpyFormat"),
+    "video": _Row("vidload.sources._video_format:VideoFormat"),
+    "lmdb": _Row("vidload.sources.lmdb:LmdbFormat", extra="lmdb"),
+}
+_MADE: dict[str, StorageFormat] = {}
 
 
-_KINDS: dict[str, StorageKind] = {}
+def _load(name: str, row: _Row) -> StorageFormat:
+    """The kind's class imported (MissingExtraError naming the extra where it cannot be) and
+    made, once per process."""
+    made = _MADE.get(name)
+    if made is not None:
+        return made
+    cls = row.target
+    if isinstance(cls, str):
+        module, _, attr = cls.partition(":")
+        try:
+            cls = getattr(importlib.import_module(module), attr)
+        except ImportError as e:
+            if row.extra is None:
+                raise
+            needs = e.name or "a package"
+            raise MissingExtraError(
+                f"storage {name!r} needs {needs}: pip install 'vidload[{row.extra}]'"
+            ) from e
+    made = _MADE[name] = cls()
+    if made.name != name:
+        raise ValueError(f"storage kind {name!r}: its class calls itself {made.name!r}")
+    return made
 
 
-def register(kind: StorageKind, *, replace: bool = False) -> StorageKind:
-    """Add `kind` to the table (the CLI's choices, convert, probe, bench and choose take it
-    from then on); `replace` allows a name already taken.
+def register(
+    name: str, target: str | type, *, extra: str | None = None, replace: bool = False
+) -> StorageFormat | None:
+    """Add a kind: its class (a `StorageFormat` subclass, or its "module:Name"), imported now;
+    the CLI's choices, convert, probe, bench and choose take it from then on. `replace` allows
+    a name already taken. Returns the kind; None where its module needs a package that is not
+    installed (`extra` names it: the kind is registered, and asking for it says what to
+    install).
 
     Raises:
-        ValueError: the name is taken (without `replace`), or its suffix is another kind's.
+        ValueError: the name is taken (without `replace`), the class names itself otherwise,
+            or its suffix is another kind's.
     """
-    if kind.name in _KINDS and not replace:
-        raise ValueError(f"storage kind {kind.name!r} is already registered")
-    for other in _KINDS.values():
-        if other.name != kind.name and other.suffix == kind.suffix:
-            raise ValueError(
-                f"storage kind {kind.name!r}: suffix {kind.suffix!r} is taken by {other.name!r}"
-            )
-    _KINDS[kind.name] = kind
+    if name in _TABLE and not replace:
+        raise ValueError(f"storage kind {name!r} is already registered")
+    row = _Row(target, extra)
+    old = _MADE.pop(name, None)  # a replaced kind stays until the new one is checked
+    try:
+        try:
+            kind = _load(name, row)
+        except MissingExtraError:  # named in the choices; using it names what to install
+            _TABLE[name] = row
+            raise _Unchecked from None
+        for other in formats():
+            if other.name != name and other.suffix == kind.suffix:
+                raise ValueError(
+                    f"storage kind {name!r}: suffix {kind.suffix!r} is taken by {other.name!r}"
+                )
+    except _Unchecked:
+        return None
+    except BaseException:
+        _MADE.pop(name, None)
+        if old is not None:
+            _MADE[name] = old
+        raise
+    _TABLE[name] = row
     return kind
 
 
+class _Unchecked(Exception):
+    """A kind registered without its class (its extra is not installed)."""
+
+
 def unregister(name: str) -> None:
-    """Remove a kind (a test's dummy kind); nothing when it is not registered."""
-    _KINDS.pop(name, None)
+    """Remove a kind (a test's kind); nothing when it is not registered."""
+    _TABLE.pop(name, None)
+    _MADE.pop(name, None)
 
 
 def kind_names() -> tuple[str, ...]:
-    """Every kind's name, in table order: `convert --to`'s choices."""
-    return tuple(_KINDS)
+    """Every kind's name, in table order: `convert --to`'s choices. Imports no kind."""
+    return tuple(_TABLE)
 
 
-def get_kind(name: str) -> StorageKind:
-    """The row of `name`.
+def get_kind(name: str) -> StorageFormat:
+    """The class of `name`, made (one per process).
 
     Raises:
         ValueError: no such kind, naming the kinds there are.
+        MissingExtraError: the kind's module needs a package that is not installed (an
+            ImportError naming the extra).
     """
     try:
-        return _KINDS[name]
+        row = _TABLE[name]
     except (KeyError, TypeError):
         raise ValueError(
-            f"storage ({name!r}) must be one of {', '.join(map(repr, _KINDS))}"
+            f"storage ({name!r}) must be one of {', '.join(map(repr, _TABLE))}"
         ) from None
+    return _load(name, row)
 
 
-def container_kinds() -> tuple[StorageKind, ...]:
-    """The kinds whose containers hold JPEG frames (all but `video`), in table order."""
-    return tuple(k for k in _KINDS.values() if k.holds_jpeg)
+def formats() -> tuple[StorageFormat, ...]:
+    """Every kind whose module imports here, in table order (a kind whose extra is not
+    installed is left out: bench and choose measure the others)."""
+    return tuple(_importable())
+
+
+def _importable() -> Iterator[StorageFormat]:
+    for name, row in list(_TABLE.items()):
+        try:
+            yield _load(name, row)
+        except MissingExtraError:
+            continue
+
+
+def input_kinds() -> tuple[StorageFormat, ...]:
+    """The kinds whose containers `convert` and `probe` take as INPUT (JPEG frame folders,
+    `.h5`, `.npy`), in table order."""
+    return tuple(k for k in formats() if k.takes_input)
 
 
 def file_kind(name: str) -> str | None:
-    """The container kind a file name's suffix says (`x.h5` -> "hdf5"), None for any other
-    name (a video file's extension is `sources.base.VIDEO_EXTENSIONS`' business)."""
+    """The input kind a file name's suffix says (`x.h5` -> its kind's name), None for any
+    other name (a video file's extension is `sources.base.VIDEO_EXTENSIONS`' business)."""
     lowered = name.lower()
-    for kind in container_kinds():
+    for kind in input_kinds():
         if not kind.folder and lowered.endswith(kind.suffix):
             return kind.name
     return None
-
-
-register(
-    StorageKind(
-        "jpeg",
-        "",
-        "vidload.sources.jpeg:JpegSource",
-        "vidload.sources.jpeg:write_jpeg_folder",
-        "JPEG frame folders",
-        bench=(BenchRow("jpeg", "JpegSource: one file per frame"),),
-    )
-)
-register(
-    StorageKind(
-        "hdf5",
-        ".h5",
-        "vidload.sources.hdf5:Hdf5Source",
-        "vidload.sources.hdf5:write_hdf5",
-        ".h5 files",
-        open_options={"cache_size": 0},
-        stored_fps="vidload.sources.hdf5:stored_fps",
-        keeps_attrs=True,
-        bench=(BenchRow("hdf5", "Hdf5Source: one HDF5 file of JPEG bytes per video"),),
-        choose_qualities=(95, 85, 75),
-    )
-)
-register(
-    StorageKind(
-        "npy",
-        ".npy",
-        "vidload.sources.npy:NpySource",
-        "vidload.sources.npy:write_npy",
-        ".npy files",
-        bench=(
-            BenchRow(
-                "npy-mmap",
-                'NpySource(mode="mmap"): decode the clip\'s rows of a padded npy where they are '
-                "mapped (read = mapping the file; the pages come in during the decode)",
-                {"mode": "mmap"},
-            ),
-            BenchRow(
-                "npy-read", 'NpySource(mode="read"): read the whole npy per clip', {"mode": "read"}
-            ),
-        ),
-        choose_qualities=(95,),  # its bytes are HDF5's plus padding: one point says enough
-    )
-)
-register(
-    StorageKind(
-        "video",
-        ".mp4",  # pts exact in the stream's own time base, read by a packet scan
-        "vidload.sources.video:VideoSource",
-        None,
-        "video files",
-    )
-)

@@ -32,7 +32,6 @@ import os
 from pathlib import Path
 
 from vidload._ids import normalize_video_id, strip_video_ext
-from vidload._kinds import get_kind
 
 __all__ = [
     "CLASSES_NAME",
@@ -49,11 +48,9 @@ __all__ = [
     "found_container_name",
     "index_path",
     "join_root",
-    "output_container_path",
     "sidecar_path",
 ]
 
-# What a container's name adds to its id's stem: each storage kind's `suffix` (vidload._kinds).
 #: What a video file's persisted frame index adds to the file's name.
 INDEX_SUFFIX = ".vidload-index"
 #: Frame i (1-based) of a JPEG frame folder, as `convert` writes it and mmaction2 reads it.
@@ -77,7 +74,8 @@ CLASSES_NAME = "classes.txt"
 
 def container_name(video_id: str, suffix: str, *, keep_extension: bool = False) -> str:
     """`video_id`'s container name relative to the output folder: `a/x1.mp4` -> `a/x1<suffix>`,
-    or `a/x1.mp4<suffix>` with `keep_extension`. `suffix` is a storage kind's (`vidload._kinds`)."""
+    or `a/x1.mp4<suffix>` with `keep_extension`. `suffix` is a storage kind's
+    (`vidload.sources._format.StorageFormat.container_name`)."""
     vid = normalize_video_id(video_id)
     return (vid if keep_extension else strip_video_ext(vid)) + suffix
 
@@ -108,15 +106,6 @@ def join_root(root: str, name: str) -> str:
     if root == ".":
         return name
     return root + name if root.endswith("/") else root + "/" + name
-
-
-def output_container_path(
-    output: Path, video_id: str, to: str, *, keep_extension: bool = False
-) -> Path:
-    """Where `convert` writes `video_id`'s `to` container under `output`; `keep_extension` for
-    ids that differ from another input's only in the extension (module doc)."""
-    suffix = get_kind(to).suffix
-    return output / container_name(video_id, suffix, keep_extension=keep_extension)
 
 
 def sidecar_path(container: Path) -> Path:

@@ -46,7 +46,6 @@ from typing import Any
 
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import (
-    bytes_per_video,
     cold_rates,
     cut_to,
     psnr,
@@ -54,7 +53,6 @@ from vidload._choose.measure import (
     reference_frames,
     sample_clips,
     spread,
-    storage_files,
     warm_rates,
 )
 from vidload._choose.options import ChooseOptions
@@ -66,6 +64,8 @@ from vidload._choose.storages import (
     StorageSpec,
     build_storage,
     open_storage,
+    stored_bytes,
+    stored_files,
 )
 from vidload._measure.timing import settled_heap
 from vidload._measure.videos import UserVideos, link_videos
@@ -317,14 +317,14 @@ def _measure_all(
         rows = {
             s.name: (
                 functools.partial(reader.fresh, s, roots[s.name]),
-                [p for v in kept for p in storage_files(sources[s.name], v)],
+                [p for v in kept for p in stored_files(s, roots[s.name], sources[s.name], v)],
             )
             for s in specs
         }
         colds = cold_rates(rows, clips, batch_size=cfg.batch_size, rounds=cfg.cold_rounds)
 
     data_bytes = float(videos.total_bytes)
-    table = _rows(specs, sources, built, quality, warm, colds, kept, data_bytes, cfg)
+    table = _rows(specs, sources, roots, built, quality, warm, colds, kept, data_bytes, cfg)
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
@@ -428,6 +428,7 @@ class _Reader:
 def _rows(
     specs: list[StorageSpec],
     sources: dict[str, Any],
+    roots: dict[str, Path],
     built: dict[str, Built],
     quality: dict[str, tuple[float, float]],
     warm: dict[str, dict[str, Any]],
@@ -437,11 +438,12 @@ def _rows(
     cfg: ChooseOptions,
 ) -> list[StorageRow]:
     """One row per storage, the frontier marked."""
-    sample_bytes = bytes_per_video(sources["original"], kept)
+    original = StorageSpec("original")
+    sample_bytes = stored_bytes(original, roots["original"], sources["original"], kept)
     table = []
     for spec in specs:
         name = spec.name
-        size = bytes_per_video(sources[name], kept)
+        size = stored_bytes(spec, roots[name], sources[name], kept)
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
         q = quality.get(name)

@@ -124,8 +124,9 @@ def convert(
         output: the folder to fill (made if missing); must not overlap a folder `input_path`.
         to: "jpeg" (`output/<id>/img_00001.jpg ...`), "hdf5" (`output/<id>.h5`), "npy"
             (`output/<id>.npy`), or "video" (`output/<id>.mp4`: H.264 re-encoded for random
-            access, read by `VideoSource(output)` with the same ids; `vidload._convert.video`),
-            ids without their video extension.
+            access, read by `VideoSource(output)` with the same ids;
+            `vidload.sources._video_format`), ids without their video extension; or any kind
+            of `vidload._kinds` (`CONVERT_FORMATS`).
         workers: local processes (spawned, they die with this process; default: the CPUs this
             process may use, `vidload._cpus.default_workers`; 1 converts in this process). Not
             with `executor`.

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import InputItem
+from vidload._convert.inputs import VIDEO_INPUT, InputItem
 from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._convert.remote import input_copy, shard_staging, unstage
 from vidload._convert.report import print_failures
 from vidload._convert.source import open_input
-from vidload._kinds import container_kinds, get_kind
+from vidload._kinds import get_kind, input_kinds
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.errors import VideoReadError, VidloadError
@@ -102,7 +102,7 @@ def probe(
     shard_size = check_optional_int("shard_size", shard_size, minimum=1)  # before any work
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
-    kinds = ("video", *(k.name for k in container_kinds()))  # originals and every container
+    kinds = (VIDEO_INPUT, *(k.name for k in input_kinds()))  # originals and every container
     found = open_input(input_path, storage_options).find(kinds, root=root, labels=labels)
     items = found.items
     jobs = [_ProbeJob(item, found.base, threads, write_index, found.url) for item in items]
@@ -146,7 +146,7 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
     item = job.item
     vid = item.video_id
     src: FrameSource
-    if item.kind == "video":
+    if item.is_video:
         video = VideoSource(job.root, threads=job.threads, cache_size=0)
         info = video.info(vid)
         known.update(
@@ -160,11 +160,9 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
             video.write_index(vid)  # the index and orientation just found: no decode more
     else:
         kind = get_kind(item.kind)
-        options = dict(kind.open_options)
-        if kind.folder and item.listed_frames is not None:  # the list's count, not the files'
-            options["frame_counts"] = {vid: item.listed_frames}
-        src = kind.open(job.root, **options)
-        fps = kind.fps(item.path)
+        listed = None if item.listed_frames is None else {vid: item.listed_frames}
+        src = kind.input_source(job.root, listed)
+        fps = kind.stored_fps(item.path)
         if fps is not None:
             known["fps"] = fps
         known["reported_frames"] = src.reported_frames(vid)

@@ -51,13 +51,14 @@ from typing import Any
 
 from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
-from vidload._convert.inputs import InputItem, Inputs
+from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput, open_output, shard_output
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.source import open_input
+from vidload._kinds import get_kind
 from vidload._layout import (
     PARTS_DIR,
 )
@@ -196,7 +197,8 @@ def plan_convert(
     source = open_input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
     out = open_output(Location(os.fspath(output), options.storage_options))
-    found = source.find(("video", "jpeg"), root=options.root, labels=options.labels)
+    get_kind(options.to).check_output(out.location)
+    found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
     source.check_output(out, found, options.to)
     return _plan(found, out, options, threads)
 

@@ -25,16 +25,23 @@ from typing import Any
 import numpy as np
 
 from vidload._bench.workdir import WorkDir, log
-from vidload._kinds import container_kinds
+from vidload._kinds import formats
 from vidload._storage import STATS, Location
+from vidload.sources._format import StorageFormat
 
-__all__ = ["measure_bucket", "upload_work"]
+__all__ = ["kinds", "measure_bucket", "upload_work"]
+
+
+def kinds() -> tuple[StorageFormat, ...]:
+    """The kinds `--bucket` measures: those read by the shared JPEG decode that a bucket can
+    hold (not `local_only`)."""
+    return tuple(k for k in formats() if k.encoded_reads and not k.local_only)
 
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
     the same size are kept)."""
-    for storage in (k.name for k in container_kinds()):
+    for storage in (k.name for k in kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
         present: dict[str, int] = {}
@@ -55,7 +62,7 @@ def upload_work(work: WorkDir, url: str) -> None:
 def _sources(work: WorkDir, url: str) -> dict[str, tuple[Any, Any]]:
     return {
         k.name: (k.open(work.converted[k.name]), k.open(f"{url.rstrip('/')}/{k.name}"))
-        for k in container_kinds()
+        for k in kinds()
     }
 
 

@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from vidload._bench.workdir import WorkDir, log, prepare
+from vidload._bench.workdir import VIDEO_ROW, WorkDir, log, prepare
 from vidload._cv2 import cv2
-from vidload._kinds import container_kinds
+from vidload._kinds import formats
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin
 from vidload.sampling import segment_indices
+from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
@@ -38,18 +39,19 @@ __all__ = ["geometry_sources", "measure_geometry"]
 def geometry_sources() -> tuple[str, ...]:
     """The rows, by the names `--only` uses: the videos, and each container kind's first
     bench row (`vidload._kinds`)."""
-    return ("video", *(k.bench[0].name for k in container_kinds() if k.bench))
+    return (VIDEO_ROW, *(k.bench[0].name for k in _kinds()))
+
+
+def _kinds() -> list[StorageFormat]:
+    """The kinds whose reads fuse the geometry into the shared JPEG decode, with a bench row."""
+    return [k for k in formats() if k.encoded_reads and k.bench]
 
 
 def _sources(work: WorkDir) -> dict[str, Any]:
     conv = work.converted
     return {
-        "video": VideoSource(work.videos, threads=1),
-        **{
-            k.bench[0].name: k.open(conv[k.name], **k.bench[0].options)
-            for k in container_kinds()
-            if k.bench
-        },
+        VIDEO_ROW: VideoSource(work.videos, threads=1),
+        **{k.bench[0].name: k.open(conv[k.name], **k.bench[0].options) for k in _kinds()},
     }
 
 

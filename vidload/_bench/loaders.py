@@ -55,7 +55,8 @@ class Loader:
     Attributes:
         name: row label, e.g. "hdf5".
         kind: "source" (a vidload FrameSource) or "reference".
-        storage: files it reads: "video", "jpeg", "hdf5", "npy" or "memory".
+        storage: files it reads: "original" (the video files), a storage kind's name
+            (`vidload._kinds`), or "memory".
         description: one line for the table's notes.
         make: a fresh reader (a FrameSource for sources); must be picklable for the DataLoader.
         raw, decode: the two halves of a read (sources and the in-memory reference; None

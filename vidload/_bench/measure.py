@@ -16,7 +16,7 @@ import torch
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.loaders import Loader, MemoryJpeg
 from vidload._bench.rows import container_rows, source_names
-from vidload._bench.workdir import REENCODED, WorkDir, log
+from vidload._bench.workdir import ORIGINAL, VIDEO_ROW, WorkDir, log
 from vidload._cv2 import cv2
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin, cold_and_warm, filesystem_of, row_pass
@@ -31,7 +31,7 @@ __all__ = [
     "note_other_load",
 ]
 
-_VIDEO_ROWS = ("video", "torchcodec", "decord")
+_VIDEO_ROWS = (VIDEO_ROW, "torchcodec", "decord")
 
 
 def check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str, str]:
@@ -213,13 +213,13 @@ def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: Wo
     """Bytes on disk per video (and against the video file), and speed against the references."""
 
     def disk(storage: str) -> float:
-        sizes = [sum(p.stat().st_size for p in work.files(storage, v)) for v in work.video_ids]
+        sizes = [work.video_bytes(storage, v) for v in work.video_ids]
         return float(np.mean(sizes))
 
-    video_disk = disk("video")
+    video_disk = disk(ORIGINAL)
     for ld in loaders:
         row = results[ld.name]
-        if ld.storage in ("video", REENCODED, *work.converted):
+        if ld.storage in (ORIGINAL, *work.converted):
             row["disk_bytes_per_video"] = disk(ld.storage)
             row["disk_vs_video"] = row["disk_bytes_per_video"] / video_disk
         for ref, key in (("memory", "vs_memory"), ("pil", "vs_pil")):

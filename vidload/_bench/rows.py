@@ -7,9 +7,7 @@ own raw read and decode (`loaders.Loader`); no row carries a copy of a source's 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from vidload._bench.loaders import (
     DecordBatch,
@@ -24,26 +22,26 @@ from vidload._bench.loaders import (
     fastest_decode,
     optional_import,
 )
-from vidload._bench.workdir import REENCODED, WorkDir
-from vidload._convert.options import DEFAULT_CRF, DEFAULT_GOP, DEFAULT_PRESET, DEFAULT_TUNE
-from vidload._kinds import container_kinds
+from vidload._bench.workdir import ORIGINAL, VIDEO_ROW, WorkDir, frame_folders
+from vidload._convert.inputs import frame_folder_kind
+from vidload._kinds import formats
+from vidload.sources._format import BenchRow, StorageFormat
 from vidload.sources.video import VideoSource
 
-__all__ = ["REFERENCE_NAMES", "build_loaders", "container_rows", "source_names"]
+__all__ = ["REFERENCE_NAMES", "VIDEO_ROW", "build_loaders", "container_rows", "source_names"]
 
 REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
 
 
 def container_rows() -> tuple[str, ...]:
-    """The rows of the containers of JPEG frames: each storage kind's bench rows
-    (`vidload._kinds.StorageKind.bench`), in table order."""
-    return tuple(row.name for kind in container_kinds() for row in kind.bench)
+    """The rows of the storage kinds: each kind's bench rows
+    (`vidload.sources._format.StorageFormat.bench`), in table order."""
+    return tuple(row.name for kind in formats() for row in kind.bench)
 
 
 def source_names() -> tuple[str, ...]:
-    """The rows that read through a vidload source: the videos, their `--to video` copy,
-    then the containers' rows."""
-    return ("video", REENCODED, *container_rows())
+    """The rows that read through a vidload source: the videos, then the kinds' rows."""
+    return (VIDEO_ROW, *container_rows())
 
 
 def build_loaders(
@@ -55,36 +53,22 @@ def build_loaders(
     vids, conv = work.videos, work.converted
     loaders = [
         Loader(
-            "video",
+            VIDEO_ROW,
             "source",
-            "video",
+            ORIGINAL,
             "VideoSource(threads=1): seek to the keyframe before each stretch, decode forward",
             lambda: VideoSource(vids, threads=1),
             VideoFileRaw(vids),
             VideoInMemory(ram_videos) if ram_videos is not None else None,
         ),
-        Loader(
-            REENCODED,
-            "source",
-            REENCODED,
-            "VideoSource(threads=1) on `convert --to video` (H.264, a keyframe every "
-            f"{DEFAULT_GOP} frames, no B-frames, CRF {DEFAULT_CRF:g}, preset {DEFAULT_PRESET}, "
-            f"tune {DEFAULT_TUNE})",
-            lambda: VideoSource(conv["video"], threads=1),
-        ),
         *(
-            _container_row(
-                row.name,
-                kind.name,
-                row.description,
-                functools.partial(kind.source_class(), **row.options),
-                conv,
-            )
-            for kind in container_kinds()
+            _kind_row(row, kind, conv)
+            for kind in formats()
             for row in kind.bench
+            if only is None or row.name in only
         ),
     ]
-    memory = MemoryJpeg(conv["jpeg"])
+    memory = MemoryJpeg(frame_folders(work))
     loaders += [
         Loader(
             "memory",
@@ -99,14 +83,14 @@ def build_loaders(
         Loader(
             "pil",
             "reference",
-            "jpeg",
+            frame_folder_kind(),
             'naive loader: np.asarray(PIL.Image.open(path).convert("RGB")) per frame file',
-            lambda: PilPerFile(conv["jpeg"]),
+            lambda: PilPerFile(frame_folders(work)),
         ),
         Loader(
             "pyav-from-start",
             "reference",
-            "video",
+            ORIGINAL,
             "PyAV, one thread, decode from the start up to the last wanted frame "
             "(the stream VideoSource picks)",
             lambda: PyAvFromStart(vids),
@@ -118,7 +102,7 @@ def build_loaders(
             Loader(
                 "torchcodec",
                 "reference",
-                "video",
+                ORIGINAL,
                 'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
                 "(FFmpeg's best video stream, as VideoSource)",
                 lambda: TorchcodecExact(vids),
@@ -132,7 +116,7 @@ def build_loaders(
             Loader(
                 "decord",
                 "reference",
-                "video",
+                ORIGINAL,
                 "decord VideoReader(num_threads=1).get_batch "
                 "(FFmpeg's best video stream, as VideoSource)",
                 lambda: DecordBatch(vids),
@@ -145,23 +129,15 @@ def build_loaders(
     return loaders
 
 
-def _container_row(
-    name: str,
-    storage: str,
-    description: str,
-    make: Callable[[Path], Any],
-    converted: dict[str, Path],
-) -> Loader:
-    """A container source's row: `read` on a fresh source; split into the source's own raw
-    read (`read_encoded`, on an instance of its own that keeps its files open as the row's
-    does) and the shared decode of those bytes (`EncodedFrames.decode`)."""
-    root = converted[storage]
+def _kind_row(row: BenchRow, kind: StorageFormat, converted: dict[str, Path]) -> Loader:
+    """A storage kind's row: `read` on a fresh source of its converted folder; for a kind whose
+    read is the source's raw read then the shared JPEG decode (`encoded_reads`), split into
+    `read_encoded` (on an instance of its own that keeps its files open as the row's does) and
+    the decode of those bytes (`EncodedFrames.decode`)."""
+    root = converted[kind.name]
+    make = functools.partial(kind.open, root, **row.options)
+    if not kind.encoded_reads:
+        return Loader(row.name, "source", kind.name, row.description, make)
     return Loader(
-        name,
-        "source",
-        storage,
-        description,
-        functools.partial(make, root),
-        make(root).read_encoded,
-        decode_encoded,
+        row.name, "source", kind.name, row.description, make, make().read_encoded, decode_encoded
     )

@@ -27,11 +27,20 @@ from vidload._bench.measure import (
     note_other_load,
 )
 from vidload._bench.rows import REFERENCE_NAMES, build_loaders, source_names
-from vidload._bench.workdir import WorkDir, default_work_dir, log, prepare, ram_copy
+from vidload._bench.workdir import (
+    ORIGINAL,
+    VIDEO_ROW,
+    WorkDir,
+    default_work_dir,
+    frame_folders,
+    log,
+    prepare,
+    ram_copy,
+)
 from vidload._checks import check_int, check_positive_int, check_real
 from vidload._cpus import default_workers
 from vidload._cv2 import cv2
-from vidload._kinds import container_kinds
+from vidload._kinds import formats
 from vidload._measure.timing import settled_heap
 from vidload.sampling import segment_indices
 from vidload.sources.video import VideoSource
@@ -211,7 +220,7 @@ def _measure_bucket(
     from vidload._bench import bucket
 
     bucket.upload_work(work, url)
-    sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in container_kinds()}
+    sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
     counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
     clips, _labels = sample_clips(work, counts, cfg)
     notes.append(bucket.bucket_path_note(url))
@@ -245,7 +254,7 @@ def _measure(
     cfg: BenchConfig, work: WorkDir, spec: SynthSpec, notes: list[str], ram_videos: Path | None
 ) -> dict[str, Any]:
     loaders = build_loaders(work, cfg.only, notes, ram_videos)
-    if ram_videos is not None and any(ld.name == "video" for ld in loaders):
+    if ram_videos is not None and any(ld.name == VIDEO_ROW for ld in loaders):
         notes.append(
             "video split: decode = the same VideoSource reading a copy of the files in RAM "
             "(/dev/shm), so demuxing and seeking count as decode and rest is ~0 (within noise)"
@@ -254,14 +263,14 @@ def _measure(
         raise ValueError(f"--only {cfg.only} leaves nothing to measure")
     readers = {ld.name: ld.make() for ld in loaders}
     all_sources = {
-        "video": VideoSource(work.videos),
-        **{k.name: k.open(work.converted[k.name]) for k in container_kinds()},
+        ORIGINAL: VideoSource(work.videos),
+        **{k.name: k.open(work.converted[k.name]) for k in formats()},
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
     work, clips, labels, counts, dropped = usable_clips(work, all_sources, readers, cfg)
     for vid, why in sorted(dropped.items()):
         notes.append(f"left out {vid} from every row (so that rows stay comparable): {why}")
-    memory = readers.get("memory") or MemoryJpeg(work.converted["jpeg"])
+    memory = readers.get("memory") or MemoryJpeg(frame_folders(work))
     for vid, idx in clips:
         memory.preload(vid, idx)
     log("checking that every row returns the same pixels (first clip of each video)")

@@ -4,8 +4,9 @@ Layout of a work folder:
 
     WORK/vidload-bench.json   what was built, from what (used to reuse it on the next run)
     WORK/videos/              generated sample videos, or links to the user's chosen videos
-    WORK/jpeg/ WORK/hdf5/ WORK/npy/ WORK/video/   the output of `vidload.convert.convert` for
-                              each format (`video`: `--to video`, its defaults)
+    WORK/<kind>/              the output of `vidload.convert.convert` for each storage kind of
+                              `vidload._kinds` (jpeg/, hdf5/, npy/, video/: `--to video`, its
+                              defaults, ...)
 
 A folder is reused when it was built from the same videos (same paths, sizes and modification
 times) with the same conversion settings; whatever changed is rebuilt. A folder that is not
@@ -28,15 +29,18 @@ from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
-from vidload._kinds import get_kind, kind_names
-from vidload._layout import MANIFEST_NAME, container_path
+from vidload._kinds import formats, get_kind
+from vidload._layout import MANIFEST_NAME
 from vidload._measure.videos import find_videos, link_user_videos, require_videos
 from vidload.errors import UsageError
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
-#: The storage name of the `--to video` copy (`files`); "video" is the original files.
-REENCODED = "video-reencoded"
+#: The storage name of the videos as they are (`files`); the kinds' are their names.
+ORIGINAL = "original"
+#: The row of the original video files, read by `VideoSource` (the `video` kind's own row,
+#: `convert --to video`'s files, is "video-reencoded").
+VIDEO_ROW = "video"
 
 
 @dataclass
@@ -52,24 +56,27 @@ class WorkDir:
     failed: dict[str, str] = field(default_factory=dict)  # video id -> why it is left out
 
     def files(self, storage: str, video_id: str) -> list[Path]:
-        """The files that hold `video_id` in `storage` ("video": the original file,
-        `REENCODED`: its `--to video` copy, or a container kind of `vidload._kinds`)."""
-        if storage == "video":
+        """The files that hold `video_id` in `storage` (`ORIGINAL`: the video file, else a
+        storage kind of `vidload._kinds`: `StorageFormat.files`)."""
+        if storage == ORIGINAL:
             return [self.videos / video_id]
-        if storage == REENCODED:
-            from vidload.sources.video import VideoSource
+        if storage not in self.converted:
+            known = ", ".join(map(repr, (ORIGINAL, *self.converted)))
+            raise ValueError(f"storage ({storage!r}) must be one of {known}")
+        return get_kind(storage).files(self.converted[storage], video_id)
 
-            return [VideoSource(self.converted["video"]).path(video_id)]
-        if storage not in self.converted or storage == "video":
-            known = ", ".join(
-                repr(k) for k in ("video", REENCODED, *self.converted) if k != "video"
-            )
-            raise ValueError(f"storage ({storage!r}) must be one of 'video', {known}")
-        suffix = get_kind(storage).suffix
-        path = container_path(self.converted[storage], video_id, suffix)
-        if get_kind(storage).folder:
-            return sorted(p for p in path.iterdir() if p.is_file())
-        return [path]
+    def video_bytes(self, storage: str, video_id: str) -> int:
+        """The bytes on disk that hold `video_id` in `storage` (a kind's `video_bytes`)."""
+        if storage == ORIGINAL or storage not in self.converted:
+            return sum(p.stat().st_size for p in self.files(storage, video_id))
+        return get_kind(storage).video_bytes(self.converted[storage], video_id)
+
+
+def frame_folders(work: WorkDir) -> Path:
+    """The conversion into JPEG frame folders (the references read its frame files)."""
+    from vidload._convert.inputs import frame_folder_kind
+
+    return work.converted[frame_folder_kind()]
 
 
 def default_work_dir(data: Path | None) -> Path:
@@ -168,7 +175,7 @@ def prepare(
     state["spec"] = asdict(spec) if data is None else None
     _save_state(work, state)
     converted: dict[str, Path] = {}
-    for fmt in kind_names():
+    for fmt in (k.name for k in formats()):
         out = work / fmt
         if state["formats"].get(fmt) == settings and out.is_dir():
             log(f"reusing {out}")

@@ -12,16 +12,35 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from vidload._checks import check_choice, check_int, check_optional_int
-from vidload._convert.options import PRESETS
-from vidload._kinds import container_kinds, get_kind, kind_names
+from vidload._checks import check_choice
+from vidload._kinds import formats, get_kind, kind_names
 
-__all__ = ["DEFAULT_STORAGES", "StorageSpec", "build_storage", "open_storage"]
+__all__ = [
+    "DEFAULT_STORAGES",
+    "StorageSpec",
+    "build_storage",
+    "open_storage",
+    "storage_forms",
+    "stored_bytes",
+    "stored_files",
+]
+
+#: The candidate that is the videos as they are (`VideoSource`), no storage kind.
+ORIGINAL = "original"
+#: The options a candidate may set: each kind takes those of its own options dataclass
+#: (`StorageFormat.options`: `quality` for the JPEG kinds; `gop`, `crf`, `preset` for video).
+_OPTIONS = ("quality", "gop", "crf", "preset")
 
 
-def _jpeg_kinds() -> tuple[str, ...]:
-    """The storage kinds that hold JPEG frames (`vidload._kinds`): a quality applies."""
-    return tuple(k.name for k in container_kinds())
+def _kinds_in_order() -> list[Any]:
+    """The kinds, those whose candidates need no option first (then table order)."""
+    return sorted(formats(), key=lambda k: bool(k.options.SPEC_REQUIRED))
+
+
+def storage_forms() -> str:
+    """The names `StorageSpec.parse` reads, for messages and `--help`."""
+    *forms, last = [ORIGINAL, *(f"{k.name}{k.options.SPEC_FORM}" for k in _kinds_in_order())]
+    return f"{', '.join(forms)} or {last}"
 
 
 @dataclass(frozen=True)
@@ -29,12 +48,14 @@ class StorageSpec:
     """One candidate storage.
 
     Attributes:
-        to: "original" (the videos as they are, `VideoSource`), "video" (`convert --to video`,
-            `VideoSource`), or a JPEG container kind of `vidload._kinds`: "jpeg"
+        to: "original" (the videos as they are, `VideoSource`), or a storage kind of
+            `vidload._kinds`: "video" (`convert --to video`, `VideoSource`), "jpeg"
             (`JpegSource`), "hdf5" (`Hdf5Source`), "npy" (`NpySource`, mmap), ...
-        quality: JPEG quality in [1, 100] (JPEG containers only).
+        quality: JPEG quality in [1, 100] (the JPEG kinds only, which need it).
         gop, crf, preset: keyframe interval, libx264 CRF and preset (video only; None takes
             `convert`'s default).
+
+    Each option is checked by its kind's options dataclass (`StorageFormat.options`).
     """
 
     to: str
@@ -44,95 +65,73 @@ class StorageSpec:
     preset: str | None = None
 
     def __post_init__(self) -> None:
-        check_choice("to", self.to, ("original", *kind_names()))
-        jpeg = self.to in _jpeg_kinds()
-        if self.quality is not None:
-            if not jpeg:
-                raise ValueError(f"quality applies to {'/'.join(_jpeg_kinds())}, not {self.to!r}")
-            q = check_int("quality", self.quality)
-            if not 1 <= q <= 100:
-                raise ValueError(f"quality ({q}) must be in [1, 100]")
-        elif jpeg:
-            raise ValueError(f"{self.to} needs a quality (e.g. {self.to}:q95)")
-        if self.to != "video" and (self.gop, self.crf, self.preset) != (None, None, None):
-            raise ValueError(f"gop, crf and preset apply to 'video', not {self.to!r}")
-        check_optional_int("gop", self.gop, minimum=1)
-        check_optional_int("crf", self.crf, minimum=0)
-        if self.preset is not None:
-            check_choice("preset", self.preset, PRESETS)
+        check_choice("to", self.to, (ORIGINAL, *kind_names()))
+        given = self.options()
+        own = () if self.to == ORIGINAL else get_kind(self.to).option_names
+        for name in given:
+            if name not in own:
+                takes = [k.name for k in formats() if name in k.option_names]
+                raise ValueError(f"{name} applies to {'/'.join(takes)}, not {self.to!r}")
+        if self.to != ORIGINAL:
+            kind = get_kind(self.to)
+            for name in kind.options.SPEC_REQUIRED:
+                if name not in given:
+                    example = ":".join(kind.options.spec_parts(kind.choose_options[0]))
+                    raise ValueError(f"{self.to} needs a {name} (e.g. {self.to}:{example})")
+            kind.options(**given)  # checked as convert checks it
+
+    def options(self) -> dict[str, Any]:
+        """The options this candidate sets (not None)."""
+        return {k: v for k in _OPTIONS if (v := getattr(self, k)) is not None}
 
     @property
     def name(self) -> str:
         """`original`, `video:gop8:crf23[:PRESET]`, `hdf5:q95`: what `parse` reads back."""
-        if self.to == "original":
-            return "original"
-        if self.to == "video":
-            parts = ["video"]
-            if self.gop is not None:
-                parts.append(f"gop{self.gop}")
-            if self.crf is not None:
-                parts.append(f"crf{self.crf}")
-            if self.preset is not None:
-                parts.append(self.preset)
-            return ":".join(parts)
-        return f"{self.to}:q{self.quality}"
+        if self.to == ORIGINAL:
+            return ORIGINAL
+        return ":".join([self.to, *get_kind(self.to).options.spec_parts(self.options())])
 
     @classmethod
     def parse(cls, text: str) -> StorageSpec:
         """A spec from its `name`: `original`, `video[:gopN][:crfQ][:PRESET]`, `jpeg:qQ`,
-        `hdf5:qQ`, `npy:qQ`.
+        `hdf5:qQ`, `npy:qQ`, ... (`storage_forms()`).
 
         Raises:
             ValueError: anything else, naming the text and the form expected.
         """
         kind, *rest = text.strip().split(":")
-        *jpegs, last = (f"{k}:qQ" for k in _jpeg_kinds())
-        form = f"original, video[:gopN][:crfQ][:PRESET], {', '.join(jpegs)} or {last}"
         try:
-            if kind == "original" and not rest:
-                return cls("original")
-            if kind == "video":
-                opts: dict[str, Any] = {}
-                for part in rest:
-                    if part.startswith("gop") and part[3:].isdigit():
-                        opts["gop"] = int(part[3:])
-                    elif part.startswith("crf") and part[3:].isdigit():
-                        opts["crf"] = int(part[3:])
-                    elif part in PRESETS and "preset" not in opts:
-                        opts["preset"] = part
-                    else:
-                        raise ValueError(
-                            f"{part!r} is not gopN, crfQ or a preset ({', '.join(PRESETS)})"
-                        )
-                return cls("video", **opts)
-            if kind in _jpeg_kinds() and len(rest) == 1 and rest[0][:1] == "q":
-                if rest[0][1:].isdigit():
-                    return cls(kind, quality=int(rest[0][1:]))
-            raise ValueError("unknown form")
+            if kind == ORIGINAL and not rest:
+                return cls(ORIGINAL)
+            if kind not in kind_names() or kind == ORIGINAL:
+                raise ValueError("unknown form")
+            options = get_kind(kind).options
+            opts: dict[str, Any] = {}
+            for part in rest:
+                key, value = options.spec_value(part)
+                if key in opts:
+                    raise ValueError(f"{part!r}: {key} given twice")
+                opts[key] = value
+            if any(name not in opts for name in options.SPEC_REQUIRED):
+                raise ValueError("unknown form")
+            return cls(kind, **opts)
         except ValueError as e:
-            raise ValueError(f"storage {text!r}: {e}; expected {form}") from e
+            raise ValueError(f"storage {text!r}: {e}; expected {storage_forms()}") from e
 
     def convert_options(self) -> dict[str, Any]:
         """The keyword arguments of `vidload.convert.convert` that build this storage."""
-        if self.to == "video":
-            opts = {"gop": self.gop, "crf": self.crf, "preset": self.preset}
-            return {"to": "video", **{k: v for k, v in opts.items() if v is not None}}
-        return {"to": self.to, "quality": self.quality}
+        return {"to": self.to, **self.options()}
 
 
 def default_storages() -> tuple[StorageSpec, ...]:
-    """The candidates `vidload choose` builds by default: the originals; re-encoded video for
+    """The candidates `vidload choose` builds by default: the originals, then each kind at its
+    `choose_options` (`vidload._kinds`), those that need no option first: re-encoded video for
     random access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames, at
-    `convert`'s default preset (GOP 8 / CRF 20 is `convert --to video`'s default); then each
-    JPEG container kind at its `choose_qualities` (`vidload._kinds`: HDF5 at three JPEG
-    qualities, npy at one, as its bytes are HDF5's plus padding)."""
+    `convert`'s default preset; HDF5 at three JPEG qualities, npy at one, as its bytes are
+    HDF5's plus padding."""
     return (
-        StorageSpec("original"),
-        StorageSpec("video", gop=1, crf=18),
-        StorageSpec("video", gop=8, crf=20),
-        StorageSpec("video", gop=8, crf=23),
-        StorageSpec("video", gop=16, crf=23),
-        *(StorageSpec(k.name, quality=q) for k in container_kinds() for q in k.choose_qualities),
+        StorageSpec(ORIGINAL),
+        *(StorageSpec(k.name, **o) for k in _kinds_in_order() for o in k.choose_options),
     )
 
 
@@ -188,5 +187,29 @@ def build_storage(job: BuildJob) -> Built:
 
 
 def open_storage(spec: StorageSpec, root: Path) -> Any:
-    """The vidload source that reads `spec`'s files under `root`."""
-    return get_kind("video" if spec.to == "original" else spec.to).open(root)
+    """The vidload source that reads `spec`'s files under `root` (the originals:
+    `VideoSource`)."""
+    if spec.to == ORIGINAL:
+        from vidload.sources.video import VideoSource
+
+        return VideoSource(root)
+    return get_kind(spec.to).open(root)
+
+
+def stored_files(spec: StorageSpec, root: Path, source: Any, video_id: str) -> list[Path]:
+    """The files that hold `video_id` in `spec`'s storage under `root` (a cold read drops them
+    from the page cache): the originals' are those their source reads, a kind's its
+    `StorageFormat.files`."""
+    if spec.to == ORIGINAL:
+        return list(source.files(video_id))
+    return get_kind(spec.to).files(root, video_id)
+
+
+def stored_bytes(spec: StorageSpec, root: Path, source: Any, video_ids: list[str]) -> float:
+    """Mean bytes on disk of each video in `spec`'s storage (a kind's `video_bytes`: its own
+    share where one file holds many videos)."""
+    if spec.to == ORIGINAL:
+        sizes = [sum(p.stat().st_size for p in source.files(v)) for v in video_ids]
+    else:
+        sizes = [get_kind(spec.to).video_bytes(root, v) for v in video_ids]
+    return sum(sizes) / len(sizes)

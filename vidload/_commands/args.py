@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from vidload._cpus import default_workers
-from vidload._kinds import get_kind, kind_names
+from vidload._kinds import get_kind, input_kinds, kind_names
 from vidload.errors import UsageError
 
 __all__ = [
@@ -23,6 +23,7 @@ __all__ = [
     "crf",
     "dask_executor",
     "kind_reader",
+    "inputs_described",
     "kinds_described",
     "official_files_for_the_shell",
     "positive_int",
@@ -75,9 +76,9 @@ def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
 
 
 def kind_reader(name: str) -> str:
-    """The class that reads storage kind `name` (`Hdf5Source`), from its row of the table
-    (`vidload._kinds`), not imported: a help text names every kind the table holds."""
-    return get_kind(name).source.rpartition(":")[2]
+    """The class that reads storage kind `name` (`Hdf5Source`), from its class in the table
+    (`vidload._kinds`): a help text names every kind the table holds."""
+    return get_kind(name).source.__name__
 
 
 def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> str:
@@ -85,6 +86,14 @@ def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> 
     them: "JPEG frame folders, .h5 files, .npy files or video files"."""
     words = [get_kind(n).described for n in (kind_names() if names is None else names)]
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def inputs_described() -> str:
+    """What `convert` and `probe` take as INPUT: video files, and the containers of the
+    kinds the table says they take ("video files, JPEG frame folders, .h5 files or .npy
+    files")."""
+    words = ["video files", *(k.described for k in input_kinds())]
+    return f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:

@@ -33,8 +33,7 @@ def _storages(text: str) -> tuple[Any, ...]:
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `choose` subcommand's parser, added to `sub`."""
     # the light modules only: `vidload.choose` imports the timing code, and torch with it
-    from vidload._choose.storages import default_storages
-    from vidload._kinds import container_kinds
+    from vidload._choose.storages import default_storages, storage_forms
     from vidload.sampling import SAMPLING_MODES
 
     ch = sub.add_parser(
@@ -92,8 +91,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="LIST",
         help="comma-separated candidates (default: "
         + ",".join(s.name for s in default_storages())
-        + "); forms: original, video[:gopN][:crfQ][:PRESET], "
-        + ", ".join(f"{k.name}:qQ" for k in container_kinds()),
+        + "); forms: "
+        + storage_forms(),
     )
     ch.add_argument("--clips", type=positive_int, metavar="N", help="clips per timed pass (64)")
     ch.add_argument("--rounds", type=positive_int, metavar="R", help="interleaved rounds (3)")

@@ -141,7 +141,7 @@ def _jpeg_options(args: argparse.Namespace) -> None:
     """`--quality` and `--subsampling` set the stored JPEGs: given with a kind that stores no
     JPEG (`--to video`) they would be ignored, so they are refused; left out, their defaults."""
     given = [f"--{k}" for k in ("quality", "subsampling") if getattr(args, k) is not None]
-    if given and not get_kind(args.to).holds_jpeg:
+    if given and "quality" not in get_kind(args.to).option_names:
         raise UsageError(
             f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the stored JPEG "
             f"frames; --to {args.to} stores none: leave {'it' if len(given) == 1 else 'them'} "

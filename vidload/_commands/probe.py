@@ -13,7 +13,7 @@ from vidload._commands.args import (
     check_paths,
     check_storage_option,
     dask_executor,
-    kinds_described,
+    inputs_described,
     official_files_for_the_shell,
     storage_options,
 )
@@ -34,7 +34,7 @@ DESCRIPTION = (
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """The `probe` subcommand's parser, added to `sub`."""
     prb = sub.add_parser("probe", help=HELP, description=DESCRIPTION)
-    add_input(prb, f"folder of {kinds_described()} (searched recursively), or one such file")
+    add_input(prb, f"folder of {inputs_described()} (searched recursively), or one such file")
     prb.add_argument("--write", metavar="MANIFEST", help="also write the counts as a manifest CSV")
     prb.add_argument(
         "--write-index",

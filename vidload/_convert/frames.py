@@ -1,18 +1,23 @@
-"""The frames `convert` stores, as streams of JPEG bytes: a video's decoded frames encoded
-(resized to one size when asked), or a JPEG folder's files repacked byte for byte (decoded,
-resized and re-encoded only when a `short_side` asks for it).
+"""The frames `convert` stores, as an input hands them to a format's writer (`InputFrames`,
+`vidload.sources._format.Frames`): decoded frames (a video's, or a JPEG folder's decoded),
+resized to one size when asked; or streams of JPEG bytes: a video's decoded frames encoded, or
+a JPEG folder's files repacked byte for byte (decoded, resized and re-encoded only when a
+`short_side` asks for it); and the input's timestamps.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 
 from vidload._convert.inputs import InputItem
 from vidload._cv2 import cv2
+from vidload._layout import FIRST_FRAME_NAME
 from vidload.errors import VideoReadError
+from vidload.sources._format import path_bytes
 from vidload.sources.jpeg import JpegSource, read_frame_file
 from vidload.sources.jpeg_decode import (
     Subsampling,
@@ -21,10 +26,13 @@ from vidload.sources.jpeg_decode import (
     encode_jpeg,
     jpeg_size,
 )
+from vidload.sources.video import VideoSource
 from vidload.transforms import scaled_size
 
 __all__ = [
     "ByteCounter",
+    "InputFrames",
+    "NoFrames",
     "decoded_jpeg_folder",
     "encoded_frames",
     "jpeg_folder_bytes",
@@ -116,3 +124,90 @@ class ByteCounter:
         data = next(self._it)
         self.bytes += len(data)
         return data
+
+
+class NoFrames(VideoReadError):
+    """The input opened but not one frame decodes."""
+
+
+def _not_empty(frames: Iterable[object], path: Path, what: str) -> Iterator:
+    """`frames`, raising NoFrames (naming `path` and `what` there is not) where there is none."""
+    count = 0
+    for frame in frames:
+        count += 1
+        yield frame
+    if count == 0:
+        raise NoFrames(path, what)
+
+
+class InputFrames:
+    """One input's frames for `StorageFormat.write` (`vidload.sources._format.Frames`): a video
+    file (decoded by `VideoSource`, one per input and process) or a JPEG frame folder."""
+
+    def __init__(
+        self,
+        item: InputItem,
+        root: Path,
+        *,
+        threads: int,
+        short_side: int | None,
+        fps: float | None,
+        reported: int | None,
+    ) -> None:
+        self.item = item
+        self.path, self.video_id = item.path, item.video_id
+        self.short_side, self.fps, self.reported = short_side, fps, reported
+        self._video = VideoSource(root, threads=threads, cache_size=0) if item.is_video else None
+        self._raw: ByteCounter | None = None
+
+    @property
+    def encodes(self) -> bool:
+        return self._video is not None or self.short_side is not None
+
+    @property
+    def bytes_read(self) -> int:
+        """The input's bytes: the video file, or the frame files read."""
+        return path_bytes(self.path) if self._raw is None else self._raw.bytes
+
+    def rgb(self) -> Iterator[np.ndarray]:
+        if self._video is not None:
+            frames: Iterable[np.ndarray] = self._video.iter_frames(self.video_id)
+        else:
+            self._raw = ByteCounter(jpeg_folder_bytes(self.item))
+            frames = decoded_jpeg_folder(self.path, self._raw)
+        return _not_empty(self._resized(frames), self.path, self._none())
+
+    def jpeg(self, quality: int, subsampling: Subsampling) -> Iterator[bytes]:
+        if self._video is None and self.short_side is None:
+            self._raw = ByteCounter(jpeg_folder_bytes(self.item))
+            return _not_empty(self._raw, self.path, self._none())
+        return (encode_jpeg(rgb, quality, subsampling=subsampling) for rgb in self.rgb())
+
+    def _resized(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        first: tuple[int, int] | None = None
+        for i, rgb in enumerate(frames):
+            first = one_size(first, rgb, self.path, i)
+            yield rgb if self.short_side is None else resize_short_side(rgb, self.short_side)
+
+    def _none(self) -> str:
+        return (
+            "no frame decodes"
+            if self._video is not None
+            else f"no frame files ({FIRST_FRAME_NAME}, ...)"
+        )
+
+    def planned_timestamps(self) -> tuple[np.ndarray, Fraction | None] | None:
+        if self._video is None:
+            return None
+        return self._video.timestamps(self.video_id), self._video.info(self.video_id).time_base
+
+    def timestamps(self, count: int) -> np.ndarray | None:
+        if self._video is None:
+            return None
+        ts = self._video.timestamps(self.video_id)
+        if ts.shape[0] != count:  # the packets promised more than decoded: count them, exactly
+            self._video.actual_frames(self.video_id)
+            ts = self._video.timestamps(self.video_id)
+        if ts.shape[0] != count:
+            raise VideoReadError(self.path, f"{ts.shape[0]} timestamps for {count} frames stored")
+        return ts

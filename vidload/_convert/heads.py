@@ -29,9 +29,10 @@ def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) ->
     kind whose source keeps no heads; a video's is its persisted frame index, which tells
     its header's and every packet's byte ranges; a frame folder's, its frame count: the
     files' names then need no listing)."""
-    make: Any = get_kind(to).source_class()  # a `FrameSourceBase`, which declares heads_kind
-    if make.heads_kind is None:
+    kind = get_kind(to)
+    if kind.heads_kind is None:
         return 0
+    make = kind.source
     from vidload.sources._heads import write_heads
 
     root = output.location

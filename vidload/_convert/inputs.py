@@ -16,15 +16,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vidload._checks import check_choice
-from vidload._kinds import container_kinds, file_kind, get_kind, kind_names
-from vidload._layout import FIRST_FRAME_NAME, container_path, output_container_path
+from vidload._kinds import file_kind, get_kind, input_kinds
+from vidload._layout import FIRST_FRAME_NAME, container_path
 from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import load_videos
+from vidload.sources._video_root import CONVERTED_SUFFIX
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 
 __all__ = [
+    "VIDEO_INPUT",
+    "convert_input_kinds",
+    "frame_folder_kind",
     "InputItem",
     "InputKind",
     "Inputs",
@@ -41,6 +45,14 @@ __all__ = [
 #: "video" (a video file, any of `VIDEO_EXTENSIONS`), or a storage kind's name (`vidload._kinds`):
 #: a container of JPEG frames ("jpeg", a frame folder; "hdf5", "npy", ...).
 InputKind = str
+#: The input kind of a video file.
+VIDEO_INPUT = "video"
+
+
+def convert_input_kinds() -> tuple[InputKind, ...]:
+    """What `convert` reads: video files and JPEG frame folders (the input kinds that are
+    folders), not other containers."""
+    return (VIDEO_INPUT, *(k.name for k in input_kinds() if k.folder))
 
 
 @dataclass(frozen=True)
@@ -66,12 +78,17 @@ class InputItem:
     listed_frames: int | None = None
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
+    @property
+    def is_video(self) -> bool:
+        """A video file (decoded by `VideoSource`), not a container of frames."""
+        return self.kind == VIDEO_INPUT
+
 
 def find_inputs(
     input_path: str | os.PathLike[str],
     *,
     root: str | os.PathLike[str] | None = None,
-    kinds: Sequence[InputKind] = ("video", "jpeg"),
+    kinds: Sequence[InputKind] | None = None,
 ) -> tuple[Path, list[InputItem]]:
     """(root, items) for a folder, a single video file or container, an annotation list or
     a manifest.
@@ -86,9 +103,9 @@ def find_inputs(
         FileNotFoundError: `input_path` (or `root`) does not exist.
         ValueError: nothing to read, `root` given with a folder, or two inputs share an id.
     """
-    kinds = tuple(kinds)
+    kinds = convert_input_kinds() if kinds is None else tuple(kinds)
     for kind in kinds:
-        check_choice("each of kinds", kind, ("video", *(k.name for k in container_kinds())))
+        check_choice("each of kinds", kind, (VIDEO_INPUT, *(k.name for k in input_kinds())))
     src = Path(input_path)
     if not src.exists():
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
@@ -110,7 +127,7 @@ def find_inputs(
         if found_kind is None or found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        suffix = "" if found_kind == "video" else get_kind(found_kind).suffix
+        suffix = "" if found_kind == VIDEO_INPUT else get_kind(found_kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
         items = [InputItem(vid, found_kind, src)]
     else:
@@ -184,7 +201,7 @@ def entry_listed_frames(entry) -> int | None:
 
 def _describe_kinds(kinds: Sequence[str]) -> str:
     def described(name: str) -> str:
-        if name == "video":
+        if name == VIDEO_INPUT:
             return "video files (" + " ".join(sorted(VIDEO_EXTENSIONS)) + ")"
         kind = get_kind(name)
         return f"{kind.described} ({FIRST_FRAME_NAME}, ...)" if kind.folder else kind.described
@@ -193,6 +210,7 @@ def _describe_kinds(kinds: Sequence[str]) -> str:
 
 
 def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
+    frames = frame_folder_kind()
     items: list[InputItem] = []
     seen: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
@@ -203,9 +221,9 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
             continue
         seen.add(real)
         folder = Path(dirpath)
-        if "jpeg" in kinds and folder != base and FIRST_FRAME_NAME in filenames:
+        if frames in kinds and folder != base and FIRST_FRAME_NAME in filenames:
             rel = folder.relative_to(base).as_posix()
-            items.append(InputItem(rel, "jpeg", folder))
+            items.append(InputItem(rel, frames, folder))
             dirnames[:] = []
             continue
         for name in filenames:
@@ -215,7 +233,7 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
             if kind is not None and kind in kinds:
                 path = folder / name
                 rel = path.relative_to(base).as_posix()
-                vid = rel if kind == "video" else rel[: -len(get_kind(kind).suffix)]
+                vid = rel if kind == VIDEO_INPUT else rel[: -len(get_kind(kind).suffix)]
                 items.append(InputItem(vid, kind, path))
     items.sort(key=lambda it: it.video_id)
     return items
@@ -223,8 +241,13 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
 
 def file_input_kind(name: str) -> InputKind | None:
     if os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS:
-        return "video"
+        return VIDEO_INPUT
     return file_kind(name)
+
+
+def frame_folder_kind() -> InputKind:
+    """The input kind of a frame folder (`img_00001.jpg`, ...): the input kind that is a folder."""
+    return next(k.name for k in input_kinds() if k.folder)
 
 
 def _list_item(
@@ -233,24 +256,26 @@ def _list_item(
     vid = normalize_video_id(video_id)
     label_or_none = None if label < 0 else label
     path = base / vid
+    frames = frame_folder_kind()
     if path.is_dir():
-        kind: str | None = "jpeg"
+        kind: str | None = frames
     elif path.exists():
         kind = file_input_kind(path.name)
         if kind is None or kind not in kinds:
             raise ValueError(
                 f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
             )
-        if kind != "video":  # a container named directly: its id has no suffix
+        if kind != VIDEO_INPUT:  # a container named directly: its id has no suffix
             vid = vid[: -len(path.suffix)]
     else:
         # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
         # id shared its stem with another input's), as the sources find them
-        named = [(k, container_path(base, vid, get_kind(k).suffix)) for k in kind_names()]
+        named = [(k.name, k.folder, container_path(base, vid, k.suffix)) for k in input_kinds()]
+        named.append((VIDEO_INPUT, False, container_path(base, vid, CONVERTED_SUFFIX)))
         found = [
             (k, p)
-            for k, p in named
-            if k in kinds and (p / FIRST_FRAME_NAME if get_kind(k).folder else p).is_file()
+            for k, folder, p in named
+            if k in kinds and (p / FIRST_FRAME_NAME if folder else p).is_file()
         ]
         if len(found) > 1:
             raise ValueError(
@@ -260,7 +285,7 @@ def _list_item(
             kind, path = found[0]
         else:  # missing: read as what its name says, and fail then with the reason
             suffix = path.suffix.lower()
-            kind = "video" if suffix in VIDEO_EXTENSIONS or "jpeg" not in kinds else "jpeg"
+            kind = VIDEO_INPUT if suffix in VIDEO_EXTENSIONS or frames not in kinds else frames
     return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
 
 
@@ -318,10 +343,12 @@ def check_no_overlap(
         return
     inputs = {item.path.resolve() for item in items}
     above_inputs = {p for path in inputs for p in path.parents}
-    frame_folders = {item.path.resolve() for item in items if item.kind == "jpeg"}
+    frame_folders = {
+        item.path.resolve() for item in items if not item.is_video and get_kind(item.kind).folder
+    }
     for item in items:
-        target = output_container_path(
-            out_r, item.video_id, to, keep_extension=item.video_id in full_names
+        target = get_kind(to).container_path(
+            out_r, item.video_id, keep_extension=item.video_id in full_names
         )
         if (
             target in inputs

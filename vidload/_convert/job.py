@@ -9,30 +9,20 @@ video's fault and stops the run.
 
 from __future__ import annotations
 
-import itertools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from vidload._atomic import is_disk_full
-from vidload._convert.frames import (
-    ByteCounter,
-    decoded_jpeg_folder,
-    encoded_frames,
-    jpeg_folder_bytes,
-)
+from vidload._convert.frames import InputFrames, NoFrames
 from vidload._convert.inputs import InputItem
 from vidload._convert.options import ConvertOptions
-from vidload._convert.video import write_video
 from vidload._kinds import get_kind
-from vidload._layout import FIRST_FRAME_NAME, index_path, sidecar_path
 from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
-from vidload.sources._timestamps import write_timestamps
+from vidload.sources._format import path_bytes
 from vidload.sources.jpeg import JpegSource
-from vidload.sources.jpeg_decode import jpeg_size
 from vidload.sources.video import VideoSource
 
 __all__ = ["Job", "Outcome", "convert_job", "count_status", "failure_reason", "path_bytes"]
@@ -71,13 +61,6 @@ class Outcome:
     frames: int = 0
 
 
-def path_bytes(path: Path) -> int:
-    """Size of a file, or of the files in a folder (not recursive)."""
-    if path.is_dir():
-        return sum(e.stat().st_size for e in os.scandir(path) if e.is_file())
-    return path.stat().st_size
-
-
 def failure_reason(e: BaseException, item: InputItem) -> str:
     """A short reason for the manifest: the error without the item's own path, except for a
     missing file, whose message names the path tried and how to change the root."""
@@ -99,16 +82,12 @@ def count_status(reported: int | None, actual: int) -> Literal["ok", "mismatch"]
 def _input_header(job: Job) -> tuple[int | None, float | None]:
     """(reported frames, fps) of the input, without decoding."""
     item = job.item
-    if item.kind == "video":
+    if item.is_video:
         info = VideoSource(job.root, threads=1, cache_size=0).info(item.video_id)
         return info.reported_frames, info.fps
     if item.listed_frames is not None:
         return item.listed_frames, None
     return JpegSource(item.path.parent).reported_frames(item.path.name), None
-
-
-class NoFrames(VideoReadError):
-    """The input opened but not one frame decodes."""
 
 
 def convert_job(job: Job) -> Outcome:
@@ -150,120 +129,32 @@ def convert_job(job: Job) -> Outcome:
 
 
 def _convert_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
-    """Decode (or read), encode and write one video's container."""
-    item, options = job.item, job.options
-    if options.to == "video":
-        return _convert_to_video(job, reported, fps)
-    if item.kind == "video":
-        src = VideoSource(job.root, threads=job.threads, cache_size=0)
-        frames = src.iter_frames(item.video_id)
-        encoded = encoded_frames(
-            item.path, frames, options.short_side, options.quality, options.subsampling
-        )
-        raw = None
-    else:
-        raw = ByteCounter(jpeg_folder_bytes(item))
-        encoded = iter(raw)
-        if options.short_side is not None:
-            decoded = decoded_jpeg_folder(item.path, raw)
-            encoded = encoded_frames(
-                item.path, decoded, options.short_side, options.quality, options.subsampling
-            )
-
-    first = next(encoded, None)
-    if first is None:
-        what = (
-            f"no frame files ({FIRST_FRAME_NAME}, ...)" if raw is not None else "no frame decodes"
-        )
-        raise NoFrames(item.path, what)
-    data = itertools.chain([first], encoded)  # streamed: the writers spill frames to disk
-    encoded_here = item.kind == "video" or options.short_side is not None
-    attrs = {  # kept by the formats that keep attributes (`StorageKind.keeps_attrs`)
-        "fps": fps,
-        "reported_frames": reported,
-        "source": item.video_id,
-        "quality": options.quality if encoded_here else None,
-        "subsampling": options.subsampling if encoded_here else None,
-        "short_side": options.short_side,
-    }
-    count = get_kind(options.to).write(job.container, data, attrs)
-    _store_timestamps(job, src if item.kind == "video" else None, count)
-    height, width = jpeg_size(first, path=str(job.container), index=0)
-    bytes_in = path_bytes(item.path) if raw is None else raw.bytes
-    row = _stored_row(job, reported, count, (height, width), fps)
-    return Outcome(row, "converted", bytes_in, count)
+    """Decode (or read) the input and write its container: the kind's class writes it
+    (`vidload.sources._format.StorageFormat.write`: a JPEG kind encodes frames, `video`
+    re-encodes them), from the input's frames (`InputFrames`)."""
+    kind = get_kind(job.options.to)
+    frames = _frames(job, reported, fps)
+    written = kind.write(job.container, frames, job.options.format_options())
+    row = _stored_row(job, reported, written.count, written.size, fps)
+    return Outcome(row, "converted", frames.bytes_read, written.count)
 
 
-def _convert_to_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
-    """Re-encode one video for random access (`vidload._convert.video`), at the source's
-    timestamps; the converted file must decode exactly the source's actual frames."""
-    item = job.item
-    if item.kind != "video":
-        raise VideoReadError(
-            item.path, "a JPEG frame folder has no timestamps to keep: --to video takes videos"
-        )
-    src = VideoSource(job.root, threads=job.threads, cache_size=0)
-    try:
-        guessed = src.timestamps(item.video_id)  # a packet scan where the container stores pts
-        count, size, _ = write_video(
-            job.container,
-            src.iter_frames(item.video_id),
-            guessed,
-            src.info(item.video_id).time_base,
-            fps,
-            job.options,
-            source=item.path,
-            exact_timestamps=lambda: src.timestamps(item.video_id),  # after the full decode
-        )
-    except VideoReadError as e:
-        if "no frame" in (e.reason or "") and "decodes" in (e.reason or ""):
-            raise NoFrames(item.path, "no frame decodes") from e
-        raise
-    row = _stored_row(job, reported, count, size, fps)
-    return Outcome(row, "converted", path_bytes(item.path), count)
-
-
-def _store_timestamps(job: Job, src: VideoSource | None, count: int) -> None:
-    """Write the stored frames' timestamps beside the container (`sources._timestamps`): a
-    video's presentation times (`VideoSource.timestamps`); a JPEG folder input has none, and
-    any stale file is removed (its source then uses a frame rate)."""
-    if src is None:
-        sidecar_path(job.container).unlink(missing_ok=True)
-        return
-    ts = src.timestamps(job.item.video_id)
-    if ts.shape[0] != count:  # the packets promised more than decoded: count them, exactly
-        src.actual_frames(job.item.video_id)
-        ts = src.timestamps(job.item.video_id)
-    if ts.shape[0] != count:
-        raise VideoReadError(job.item.path, f"{ts.shape[0]} timestamps for {count} frames stored")
-    write_timestamps(job.container, ts)
+def _frames(job: Job, reported: int | None, fps: float | None) -> InputFrames:
+    options = job.options
+    return InputFrames(
+        job.item,
+        job.root,
+        threads=job.threads,
+        short_side=options.short_side,
+        fps=fps,
+        reported=reported,
+    )
 
 
 def _verified(job: Job, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
-    kind = get_kind(job.options.to)
-    if not kind.holds_jpeg:
-        return _verified_video(job, reported, fps)
-    name = job.container.name[: len(job.container.name) - len(kind.suffix)]  # the id
-    src = kind.open(job.container.parent, **kind.open_options)
-    actual = src.actual_frames(name)
-    if actual == 0:
-        raise VideoReadError(job.container, "holds no frames")
-    _, height, width, _ = src.read(name, [0, actual - 1]).shape
-    if job.item.kind == "video" and not sidecar_path(job.container).exists():
-        _store_timestamps(job, VideoSource(job.root, cache_size=0), actual)
-    return Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
-
-
-def _verified_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
-    """The row of an existing converted video: decoded in full, its index written if missing."""
-    src = VideoSource(job.container.parent, cache_size=0, rotation="ignore")
-    name = job.container.name
-    actual = src.actual_frames(name)
-    _, height, width, _ = src.read(name, [0, actual - 1]).shape
-    if not index_path(job.container).exists():
-        src.write_index(name)
-    return Outcome(_stored_row(job, reported, actual, (height, width), fps), "skipped")
+    written = get_kind(job.options.to).verify(job.container, _frames(job, reported, fps))
+    return Outcome(_stored_row(job, reported, written.count, written.size, fps), "skipped")
 
 
 def _stored_row(
@@ -273,7 +164,7 @@ def _stored_row(
     A video's `rotation` is the display orientation `VideoSource` applied to the frames."""
     height, width = size
     rotation = None
-    if job.item.kind == "video":  # one more decoded frame: PyAV shows the matrix on frames only
+    if job.item.is_video:  # one more decoded frame: PyAV shows the matrix on frames only
         rotation = str(VideoSource(job.root, cache_size=0).orientation(job.item.video_id))
     return ManifestRow(
         job.item.video_id,
@@ -283,7 +174,7 @@ def _stored_row(
         width=width,
         height=height,
         fps=fps,
-        bytes=path_bytes(job.container),
+        bytes=get_kind(job.options.to).nbytes(job.container),
         status=count_status(reported, actual),
         rotation=rotation,
         extra=job.item.extra,

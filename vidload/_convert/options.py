@@ -9,17 +9,26 @@ import functools
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import MISSING, Field, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from vidload._checks import check_bool, check_choice, check_int, check_optional_int, check_real
+from vidload._checks import check_bool, check_choice, check_optional_int
 from vidload._convert.report import ConvertFormat
-from vidload._kinds import kind_names
+from vidload._kinds import formats, get_kind, kind_names
 from vidload._layout import OPTIONS_NAME
 from vidload._storage import Location
 from vidload.errors import UsageError, VideoReadError
-from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling
+from vidload.sources._jpeg_kinds import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
+from vidload.sources._video_format import (
+    DEFAULT_CRF,
+    DEFAULT_GOP,
+    DEFAULT_PRESET,
+    DEFAULT_TUNE,
+    PRESETS,
+    TUNES,
+)
+from vidload.sources.jpeg_decode import Subsampling
 
 __all__ = [
     "DEFAULT_CRF",
@@ -30,43 +39,8 @@ __all__ = [
     "DEFAULT_TUNE",
     "PRESETS",
     "TUNES",
-    "VIDEO_OPTIONS",
     "ConvertOptions",
 ]
-
-#: The defaults of `convert`, `plan_convert` and `vidload convert` (the docs'
-#: "JPEG quality and subsampling" benchmark says why).
-DEFAULT_QUALITY = 95
-DEFAULT_SUBSAMPLING: Subsampling = "420"
-
-#: The defaults of `--to video` (libx264): a keyframe every `DEFAULT_GOP` frames, CRF
-#: `DEFAULT_CRF`, `DEFAULT_PRESET`, tuned `DEFAULT_TUNE` ("none": no tuning). Chosen by the sweep
-#: in docs/benchmarks.md (`python tools/video_sweep.py --videos ../shared/videos --synth 4`, CPU
-#: time, best of 3): on the real clips 5.4x the clips/s per core of VideoSource on the
-#: originals at 1.27x their bytes and 38.6 dB; on generated footage 3.1x at 1.52x, 38.9 dB.
-#: fastdecode (no CABAC, no deblocking, no weighted prediction) is what buys the speed: 2.9x
-#: without it, same GOP and CRF; libx265 and SVT-AV1 decode slower than x264 at any size here.
-DEFAULT_GOP = 8
-DEFAULT_CRF = 20.0
-DEFAULT_PRESET = "fast"
-DEFAULT_TUNE = "fastdecode"
-#: libx264's presets, fastest first, and the tunings `--tune` accepts ("none": no tuning).
-PRESETS: tuple[str, ...] = (
-    "ultrafast",
-    "superfast",
-    "veryfast",
-    "faster",
-    "fast",
-    "medium",
-    "slow",
-    "slower",
-    "veryslow",
-)
-TUNES: tuple[str, ...] = ("none", "fastdecode", "film", "animation", "grain", "psnr", "ssim")
-#: The options that apply to `to="video"` only (and JPEG's, `quality` and `subsampling`, to
-#: the JPEG formats only): each format records and checks only its own.
-VIDEO_OPTIONS: tuple[str, ...] = ("gop", "crf", "preset", "tune")
-_JPEG_OPTIONS: tuple[str, ...] = ("quality", "subsampling")
 
 
 @dataclass(frozen=True)
@@ -83,9 +57,11 @@ class ConvertOptions:
     what is converted: `run_convert` and `plan_convert` take those beside it.
 
     Made checked (`vidload._checks`: NumPy integers are ints, bools are not; stored as plain
-    Python values, which go into the JSON options file). `gop`, `crf`, `preset` and `tune` are
-    for `to="video"` only: None there means the default (`DEFAULT_GOP`, ...), which the made
-    object holds; for another format they stay None.
+    Python values, which go into the JSON options file). A kind's own options are checked by
+    its options dataclass (`StorageFormat.options`): `gop`, `crf`, `preset` and `tune` are
+    `to="video"`'s (`VideoOptions`: None there means the default, `DEFAULT_GOP`, ..., which
+    the made object holds; for another kind they stay None), `quality` and `subsampling` the
+    JPEG kinds' (`JpegOptions`).
 
     Raises:
         TypeError: short_side, quality, gop or shard_size is not an int, crf not a number,
@@ -142,40 +118,40 @@ class ConvertOptions:
             raise TypeError("to is required: the format to convert into")
         check_choice("to", to, kind_names())
         put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
-        q = check_int("quality", self.quality)
-        if not 1 <= q <= 100:
-            raise ValueError(f"quality ({q}) must be in [1, 100]")
-        put("quality", q)
-        check_choice("subsampling", self.subsampling, SUBSAMPLINGS)
-        given = {k: getattr(self, k) for k in VIDEO_OPTIONS}
-        if to != "video":
-            named = [k for k, v in given.items() if v is not None]
-            if named:
-                flags = ", ".join(f"--{k}" for k in named)
-                raise UsageError(
-                    f"{', '.join(named)} apply to to='video' only ({flags} with --to video), "
-                    f"not to={to!r}: leave {'them' if len(named) > 1 else 'it'} out, or "
-                    "convert to video"
-                )
-        else:
-            gop, crf, preset, tune = given.values()
-            put("gop", DEFAULT_GOP if gop is None else check_int("gop", gop, minimum=1))
-            c = DEFAULT_CRF if crf is None else check_real("crf", crf)
-            if not 0 <= c <= 51:
-                raise ValueError(f"crf ({c}) must be in [0, 51] (--crf)")
-            put("crf", float(c))
-            put(
-                "preset",
-                DEFAULT_PRESET if preset is None else check_choice("preset", preset, PRESETS),
+        own = get_kind(to).option_names
+        # another kind's option given (one whose default is None: not given): refused
+        named = [
+            f.name
+            for f in fields(self)
+            if f.name not in own
+            and f.default is None
+            and getattr(self, f.name) is not None
+            and any(f.name in k.option_names for k in formats())
+        ]
+        if named:
+            takes = [k.name for k in formats() if set(named) <= set(k.option_names)]
+            where = "/".join(f"to={k!r}" for k in takes) or "another kind"
+            flags = ", ".join(f"--{n}" for n in named)
+            tos = "/".join(f"--to {k}" for k in takes)
+            raise UsageError(
+                f"{', '.join(named)} apply to {where} only ({flags} with {tos}), not to={to!r}: "
+                f"leave {'them' if len(named) > 1 else 'it'} out, or convert to "
+                + ("/".join(takes) or "another kind")
             )
-            put("tune", DEFAULT_TUNE if tune is None else check_choice("tune", tune, TUNES))
+        for name, value in asdict(self.format_options()).items():  # checked, defaults made
+            put(name, value)
         put("overwrite", check_bool("overwrite", self.overwrite))
         put("shard_size", check_optional_int("shard_size", self.shard_size, minimum=1))
 
+    def format_options(self) -> Any:
+        """The kind's own options (`StorageFormat.options`: `VideoOptions`, `JpegOptions`,
+        ...), made from the fields of the same names."""
+        kind = get_kind(self.to)
+        return kind.options(**{name: getattr(self, name) for name in kind.option_names})
+
     def recorded(self) -> dict[str, object]:
-        """What the options file holds: `to`, `short_side` and the format's own options."""
-        own = VIDEO_OPTIONS if self.to == "video" else _JPEG_OPTIONS
-        return {k: getattr(self, k) for k in ("to", "short_side", *own)}
+        """What the options file holds: `to`, `short_side` and the kind's own options."""
+        return {"to": self.to, "short_side": self.short_side, **asdict(self.format_options())}
 
     def to_record(self, out: Path | Location, *, overwrite: bool) -> bytes | None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
@@ -190,8 +166,8 @@ class ConvertOptions:
                 old = json.loads(path.read_bytes())
             except (OSError, ValueError, VideoReadError) as e:
                 raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
-            if isinstance(old, dict) and self.to != "video":
-                old = {"subsampling": "420", **old}
+            if isinstance(old, dict):  # what a file written before an option existed means
+                old = {**get_kind(self.to).options.RECORDED_BEFORE, **old}
             if old != options:
                 changed = (
                     [k for k in options if old.get(k) != options[k]]

@@ -47,13 +47,13 @@ from vidload._convert.resume import (
     write_manifest_rows,
     write_part,
 )
+from vidload._kinds import get_kind
 from vidload._layout import (
     CLASSES_NAME,
     FIRST_FRAME_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
-    output_container_path,
     sidecar_path,
 )
 from vidload._lock import OutputLock
@@ -233,10 +233,10 @@ class LocalOutput(Output):
         return previous
 
     def container(self, video_id: str, to: str, *, keep_extension: bool) -> Path:
-        return output_container_path(self.folder, video_id, to, keep_extension=keep_extension)
+        return get_kind(to).container_path(self.folder, video_id, keep_extension=keep_extension)
 
     def exists(self, container: Path, to: str) -> bool:
-        return container.exists()
+        return get_kind(to).exists(container)
 
     def verifies(self, to: str) -> bool:
         return True
@@ -338,7 +338,7 @@ class BucketOutput(Output):
         return previous
 
     def container(self, video_id: str, to: str, *, keep_extension: bool) -> Path:
-        return output_container_path(Path(), video_id, to, keep_extension=keep_extension)
+        return get_kind(to).container_path(Path(), video_id, keep_extension=keep_extension)
 
     def exists(self, container: Path, to: str) -> bool:
         if self._present is None:  # one listing, when the plan first asks
@@ -427,10 +427,10 @@ class LocalShardOutput(ShardOutput):
         write_part(part, outcomes)
 
     def has_container(self, job: Job) -> bool:
-        return job.container.exists()
+        return get_kind(job.options.to).exists(job.container)
 
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
-        return run_job(replace(job, verify=not overwrite and job.container.exists()), stage)
+        return run_job(replace(job, verify=not overwrite and self.has_container(job)), stage)
 
 
 class BucketShardOutput(ShardOutput):

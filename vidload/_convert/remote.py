@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem
+from vidload._convert.inputs import VIDEO_INPUT, InputItem, frame_folder_kind
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
@@ -205,7 +205,7 @@ def find_remote_inputs(
     if kind is not None:
         if kind not in kinds or not src.is_file():
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        suffix = "" if kind == "video" else get_kind(kind).suffix
+        suffix = "" if kind == VIDEO_INPUT else get_kind(kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
         return src.parent, [InputItem(vid, kind, Path(src.name))]
     if src.is_file():  # an annotation list or manifest
@@ -217,10 +217,10 @@ def find_remote_inputs(
             if e.absolute:
                 raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
             vid = e.video_id
-            k = file_input_kind(vid) or "jpeg"
+            k = file_input_kind(vid) or frame_folder_kind()
             if k not in kinds:
                 raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
-            if k not in ("video", "jpeg"):
+            if k not in (VIDEO_INPUT, frame_folder_kind()):
                 vid = vid[: len(vid) - len(get_kind(k).suffix)]
                 path = Path(e.video_id)
             else:
@@ -236,15 +236,15 @@ def find_remote_inputs(
     frame_dirs = {f.rsplit("/", 1)[0] for f in files if f.endswith("/" + FIRST_FRAME_NAME)}
     items = []
     for rel in sorted(frame_dirs):
-        if "jpeg" in kinds and not any(p.startswith(".") for p in rel.split("/")):
-            items.append(InputItem(rel, "jpeg", Path(rel)))
+        if frame_folder_kind() in kinds and not any(p.startswith(".") for p in rel.split("/")):
+            items.append(InputItem(rel, frame_folder_kind(), Path(rel)))
     for rel in files:
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
             continue
         found = file_input_kind(parts[-1])
         if found is not None and found in kinds:
-            vid = rel if found == "video" else rel[: len(rel) - len(get_kind(found).suffix)]
+            vid = rel if found == VIDEO_INPUT else rel[: len(rel) - len(get_kind(found).suffix)]
             items.append(InputItem(vid, found, Path(rel)))
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
@@ -274,7 +274,7 @@ def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, I
     root = stage / "in"
     local = root / item.path
     remote = source / item.path.as_posix()
-    if item.kind == "jpeg":
+    if not item.is_video and get_kind(item.kind).folder:
         local.mkdir(parents=True, exist_ok=True)
         try:
             names = sorted(n for n, size in remote.list_dir().items() if size is not None)

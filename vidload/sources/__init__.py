@@ -1,9 +1,10 @@
-"""Frame sources: one interface (FrameSource), four storages.
+"""Frame sources: one interface (FrameSource), five storages.
 
-`from vidload.sources import VideoSource, JpegSource, Hdf5Source, NpySource, FrameSource,
-FrameSourceBase, VideoInfo`: imported on first use (see vidload._lazy), so `import
-vidload.sources.npy` does not import PyAV or h5py. `FrameSourceBase` declares what a dataset
-may ask of a source beyond `FrameSource`'s three calls (the base class of these four).
+`from vidload.sources import VideoSource, JpegSource, Hdf5Source, NpySource, LmdbSource,
+FrameSource, FrameSourceBase, VideoInfo`: imported on first use (see vidload._lazy), so `import
+vidload.sources.npy` does not import PyAV or h5py (`LmdbSource` needs `pip install
+'vidload[lmdb]'`). `FrameSourceBase` declares what a dataset may ask of a source beyond
+`FrameSource`'s three calls (the base class of the five).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ _LAZY = {
     "FrameSourceBase": "vidload.sources.base",
     "Hdf5Source": "vidload.sources.hdf5",
     "JpegSource": "vidload.sources.jpeg",
+    "LmdbSource": "vidload.sources.lmdb",
     "NpySource": "vidload.sources.npy",
     "VideoInfo": "vidload.sources.video",
     "VideoSource": "vidload.sources.video",
@@ -27,6 +29,7 @@ __all__ = [
     "FrameSourceBase",
     "Hdf5Source",
     "JpegSource",
+    "LmdbSource",
     "NpySource",
     "VideoInfo",
     "VideoSource",
@@ -36,6 +39,7 @@ if TYPE_CHECKING:  # the real imports, for type checkers and IDEs
     from vidload.sources.base import FrameSource, FrameSourceBase
     from vidload.sources.hdf5 import Hdf5Source
     from vidload.sources.jpeg import JpegSource
+    from vidload.sources.lmdb import LmdbSource
     from vidload.sources.npy import NpySource
     from vidload.sources.video import VideoInfo, VideoSource
 

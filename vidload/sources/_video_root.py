@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from vidload._kinds import get_kind
 from vidload._layout import container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
@@ -32,7 +31,11 @@ from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_i
 from vidload.sources._video_remote import RemoteVideo, load_remote, record_of, warn_whole
 from vidload.sources.base import FrameSourceBase, check_regular_file, normalize_video_id
 
-__all__ = ["LocalVideo", "VideoFile", "VideoRoot"]
+__all__ = ["CONVERTED_SUFFIX", "LocalVideo", "VideoFile", "VideoRoot"]
+
+#: What `vidload convert --to video` adds to a video's stem: MP4, whose pts are exact in the
+#: stream's own time base, read by a packet scan.
+CONVERTED_SUFFIX = ".mp4"
 
 #: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: what
 #: FFmpeg reads to open the file, an MP4's `moov` (~8 bytes a frame) and its first 32 KiB).
@@ -137,9 +140,12 @@ class VideoRoot(FrameSourceBase):
     def _object_name(self, vid: str) -> str:
         """The file or object the root reads for the id `vid` (the module docstring's rule;
         where this process read a sidecar of heads, the first candidate it lists)."""
-        suffix = get_kind("video").suffix
         candidates = dict.fromkeys(
-            (vid, container_name(vid, suffix, keep_extension=True), container_name(vid, suffix))
+            (
+                vid,
+                container_name(vid, CONVERTED_SUFFIX, keep_extension=True),
+                container_name(vid, CONVERTED_SUFFIX),
+            )
         )
         got = self._heads_lru.get("heads")
         heads = None if got is None else got[0]
@@ -178,14 +184,13 @@ class VideoRoot(FrameSourceBase):
         own file nor the video `vidload convert --to video` made of it (`path`; a root that
         cannot list, HTTP, by the id's own file only); one directory listing per folder (per
         prefix in a bucket), not a stat per video (`vidload.sources._listing`)."""
-        suffix = get_kind("video").suffix
         rule = self.store.location.can_list  # where `first_existing` can follow it
 
         def names(vid: str) -> Iterator[str]:
             yield vid
             if rule:
-                yield container_name(vid, suffix, keep_extension=True)
-                yield container_name(vid, suffix)
+                yield container_name(vid, CONVERTED_SUFFIX, keep_extension=True)
+                yield container_name(vid, CONVERTED_SUFFIX)
 
         return missing_names(self.store.location, video_ids, names)
 

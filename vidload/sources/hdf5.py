@@ -44,7 +44,6 @@ import h5py
 import numpy as np
 
 from vidload._checks import check_int
-from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot, open_prefetched
 from vidload._storage.batch import Request
@@ -287,7 +286,7 @@ class Hdf5Source(ContainerSource):
     (`vidload._lru.ProcessLRU`).
     """
 
-    suffix = get_kind("hdf5").suffix
+    suffix = ".h5"
 
     def __init__(
         self,

@@ -45,7 +45,6 @@ import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
-from vidload._kinds import get_kind
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request
@@ -159,7 +158,7 @@ class NpySource(ContainerSource):
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root and mode only.
     """
 
-    suffix = get_kind("npy").suffix
+    suffix = ".npy"
 
     def __init__(
         self,

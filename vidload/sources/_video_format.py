@@ -1,4 +1,5 @@
-"""`--to video`: one video re-encoded for random access, verified, with its frame index beside it.
+"""The `video` kind (`convert --to video`): one video re-encoded for random access, verified,
+with its frame index beside it; its options (`VideoOptions`) and its class (`VideoFormat`).
 
 What the file is (each choice measured in docs/benchmarks.md, `python tools/video_sweep.py`):
 
@@ -6,9 +7,9 @@ What the file is (each choice measured in docs/benchmarks.md, `python tools/vide
   exactly (keyint = min-keyint = gop, scene-cut keyframes off), closed GOPs and no B-frames, so
   a read decodes at most `gop` frames from the keyframe before the frame it wants and never
   looks past it; `crf`, `preset` and `tune` are libx264's.
-* The frames are `VideoSource.iter_frames`': the frames that really decode, upright (the
-  display rotation applied, none left in the file), resized like the other formats when a
-  `short_side` is asked for (`resize_short_side`). H.264 in 4:2:0 needs even sides: an odd
+* The frames are the input's (`Frames.rgb`, `VideoSource.iter_frames`'): the frames that
+  really decode, upright (the display rotation applied, none left in the file), resized like
+  the other formats when a `short_side` is asked for. H.264 in 4:2:0 needs even sides: an odd
   height or width loses its last row or column (never resampled).
 * Each frame keeps the source's presentation time exactly: the MP4's track time base is the
   source stream's denominator (`video_track_timescale`), the movie's too (`movie_timescale`, so
@@ -23,23 +24,111 @@ What the file is (each choice measured in docs/benchmarks.md, `python tools/vide
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import Any, ClassVar
 
 import av
 import av.error
 import numpy as np
 
 from vidload._atomic import replace_durably, temp_path
-from vidload._convert.frames import one_size, resize_short_side
-from vidload._convert.options import ConvertOptions
+from vidload._checks import check_choice, check_int, check_real
+from vidload._layout import index_path
 from vidload.errors import VideoReadError
+from vidload.sources._format import BenchRow, Frames, StorageFormat, Written
 from vidload.sources._video_file import ffmpeg_words
 from vidload.sources._video_persist import PersistedIndex, write_index
+from vidload.sources._video_root import CONVERTED_SUFFIX
 from vidload.sources.video import VideoSource
 
-__all__ = ["even_crop", "output_pts", "write_video"]
+__all__ = [
+    "DEFAULT_CRF",
+    "DEFAULT_GOP",
+    "DEFAULT_PRESET",
+    "DEFAULT_TUNE",
+    "PRESETS",
+    "TUNES",
+    "VideoFormat",
+    "VideoOptions",
+    "even_crop",
+    "output_pts",
+    "write_video",
+]
+
+#: The defaults of `--to video` (libx264): a keyframe every `DEFAULT_GOP` frames, CRF
+#: `DEFAULT_CRF`, `DEFAULT_PRESET`, tuned `DEFAULT_TUNE` ("none": no tuning). Chosen by the sweep
+#: in docs/benchmarks.md (`python tools/video_sweep.py --videos ../shared/videos --synth 4`, CPU
+#: time, best of 3): on the real clips 5.4x the clips/s per core of VideoSource on the
+#: originals at 1.27x their bytes and 38.6 dB; on generated footage 3.1x at 1.52x, 38.9 dB.
+#: fastdecode (no CABAC, no deblocking, no weighted prediction) is what buys the speed: 2.9x
+#: without it, same GOP and CRF; libx265 and SVT-AV1 decode slower than x264 at any size here.
+DEFAULT_GOP = 8
+DEFAULT_CRF = 20.0
+DEFAULT_PRESET = "fast"
+DEFAULT_TUNE = "fastdecode"
+#: libx264's presets, fastest first, and the tunings `--tune` accepts ("none": no tuning).
+PRESETS: tuple[str, ...] = (
+    "ultrafast",
+    "superfast",
+    "veryfast",
+    "faster",
+    "fast",
+    "medium",
+    "slow",
+    "slower",
+    "veryslow",
+)
+TUNES: tuple[str, ...] = ("none", "fastdecode", "film", "animation", "grain", "psnr", "ssim")
+
+
+@dataclass(frozen=True)
+class VideoOptions:
+    """The options of `--to video`, checked when made: None takes the default (`DEFAULT_GOP`,
+    ...), which the made object holds.
+
+    Raises:
+        TypeError: gop is not an int, crf not a number.
+        ValueError: a value out of its range or not one of its choices.
+    """
+
+    gop: int | None = None
+    crf: float | None = None
+    preset: str | None = None
+    tune: str | None = None
+
+    RECORDED_BEFORE: ClassVar[Mapping[str, Any]] = {}
+    SPEC_FORM: ClassVar[str] = "[:gopN][:crfQ][:PRESET]"
+    SPEC_REQUIRED: ClassVar[tuple[str, ...]] = ()
+
+    def __post_init__(self) -> None:
+        put = functools.partial(object.__setattr__, self)  # frozen: set once, here
+        put("gop", DEFAULT_GOP if self.gop is None else check_int("gop", self.gop, minimum=1))
+        c = DEFAULT_CRF if self.crf is None else check_real("crf", self.crf)
+        if not 0 <= c <= 51:
+            raise ValueError(f"crf ({c}) must be in [0, 51]")
+        put("crf", float(c))
+        preset, tune = self.preset, self.tune
+        put("preset", DEFAULT_PRESET if preset is None else check_choice("preset", preset, PRESETS))
+        put("tune", DEFAULT_TUNE if tune is None else check_choice("tune", tune, TUNES))
+
+    @classmethod
+    def spec_parts(cls, values: Mapping[str, Any]) -> list[str]:
+        """`vidload choose`'s name: `video:gop8:crf23[:PRESET]` (the options given)."""
+        parts = [f"{k}{values[k]}" for k in ("gop", "crf") if values.get(k) is not None]
+        return parts + ([values["preset"]] if values.get("preset") is not None else [])
+
+    @classmethod
+    def spec_value(cls, part: str) -> tuple[str, Any]:
+        for key in ("gop", "crf"):
+            if part.startswith(key) and part[len(key) :].isdigit():
+                return key, int(part[len(key) :])
+        if part in PRESETS:
+            return "preset", part
+        raise ValueError(f"{part!r} is not gopN, crfQ or a preset ({', '.join(PRESETS)})")
 
 
 def even_crop(rgb: np.ndarray) -> np.ndarray:
@@ -62,13 +151,14 @@ def write_video(
     timestamps: np.ndarray,
     time_base: Fraction | None,
     fps: float | None,
-    options: ConvertOptions,
+    options: VideoOptions,
     *,
     source: Path,
     exact_timestamps: Callable[[], np.ndarray],
 ) -> tuple[int, tuple[int, int], np.ndarray]:
-    """Encode `frames` (uint8 (H, W, 3) RGB, one size) into `final` at `timestamps` (seconds,
-    at least one per frame), verify it and put it in place with its frame index (module doc).
+    """Encode `frames` (uint8 (H, W, 3) RGB, one size, resized as stored) into `final` at
+    `timestamps` (seconds, at least one per frame), verify it and put it in place with its frame
+    index (module doc).
 
     `timestamps` may be a guess made before decoding (a packet scan, which may promise more
     frames than decode); `exact_timestamps()`, called once the frames are consumed, gives the
@@ -103,9 +193,9 @@ def write_video(
     return count, size, times
 
 
-def _encoder_options(options: ConvertOptions) -> dict[str, str]:
+def _encoder_options(options: VideoOptions) -> dict[str, str]:
     gop = options.gop
-    assert options.preset is not None and options.tune is not None  # to="video": set
+    assert options.preset is not None and options.tune is not None  # made: set
     params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
     out = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
     if options.tune != "none":
@@ -119,21 +209,18 @@ def _encode(
     pts: np.ndarray,
     den: int,
     fps: float | None,
-    options: ConvertOptions,
+    options: VideoOptions,
     source: Path,
 ) -> tuple[int, tuple[int, int]]:
     """Encode into `tmp`; returns (frames, (height, width))."""
     timescale = str(den)
     mux_options = {"movie_timescale": timescale, "video_track_timescale": timescale}
     size: tuple[int, int] | None = None
-    first: tuple[int, int] | None = None
     count = 0
     with av.open(str(tmp), "w", format="mp4", options=mux_options) as out:
         stream = None
         for rgb in frames:
-            shape = first = one_size(first, rgb, source, count)
-            if options.short_side is not None:
-                rgb = resize_short_side(rgb, options.short_side)
+            shape = rgb.shape
             rgb = even_crop(rgb)
             if stream is None:
                 size = (int(rgb.shape[0]), int(rgb.shape[1]))
@@ -203,3 +290,73 @@ def _verify(
             f"{times[bad] if times.size > bad else None} s, not {want[bad]} s)",
         )
     return persisted, times
+
+
+class VideoFormat(StorageFormat):
+    """`video`: the input re-encoded for random access (module doc), read by `VideoSource`
+    with the originals' ids."""
+
+    name = "video"
+    suffix = CONVERTED_SUFFIX
+    described = "video files"
+    source = VideoSource
+    options = VideoOptions
+    open_options = {"cache_size": 0, "rotation": "ignore"}
+    heads_kind = VideoSource.heads_kind
+    bench = (
+        BenchRow(
+            "video-reencoded",
+            "VideoSource(threads=1) on `convert --to video` (H.264, a keyframe every "
+            f"{DEFAULT_GOP} frames, no B-frames, CRF {DEFAULT_CRF:g}, preset {DEFAULT_PRESET}, "
+            f"tune {DEFAULT_TUNE})",
+            {"threads": 1},
+        ),
+    )
+    #: Re-encoded video at four (GOP, CRF) points, from all-intra to a keyframe every 16
+    #: frames, at `convert`'s default preset (GOP 8 / CRF 20 is `convert --to video`'s default).
+    choose_options = (
+        {"gop": 1, "crf": 18},
+        {"gop": 8, "crf": 20},
+        {"gop": 8, "crf": 23},
+        {"gop": 16, "crf": 23},
+    )
+
+    def files(self, root: Path, video_id: str) -> list[Path]:
+        return [VideoSource(root).path(video_id)]
+
+    def write(self, container: Path, frames: Frames, options: Any) -> Written:
+        """Re-encode the input at its own timestamps; the written file must decode exactly
+        the input's actual frames."""
+        planned = frames.planned_timestamps()  # a packet scan where the container stores pts
+        if planned is None:
+            raise VideoReadError(
+                frames.path,
+                "a JPEG frame folder has no timestamps to keep: --to video takes videos",
+            )
+        guessed, time_base = planned
+        count, size, _ = write_video(
+            container,
+            frames.rgb(),
+            guessed,
+            time_base,
+            frames.fps,
+            options,
+            source=frames.path,
+            exact_timestamps=lambda: _exact(frames),  # after the full decode
+        )
+        return Written(count, size)
+
+    def verify(self, container: Path, frames: Frames) -> Written:
+        """Decoded in full, its index written if missing."""
+        src = VideoSource(container.parent, **self.open_options)
+        written = self.read_back(src, container.name, container)
+        if not index_path(container).exists():
+            src.write_index(container.name)
+        return written
+
+
+def _exact(frames: Frames) -> np.ndarray:
+    """The input's timestamps once every frame was decoded (`write_video`'s check)."""
+    planned = frames.planned_timestamps()
+    assert planned is not None  # `write` returned before otherwise
+    return planned[0]
