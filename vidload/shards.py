@@ -54,7 +54,7 @@ from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
-from vidload._convert.output import Output, ShardOutput, open_output, shard_output
+from vidload._convert.output import Output, ShardOutput, open_output
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.source import open_input
@@ -403,7 +403,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     local pool whose driver has died.
     """
     prepare_task_process()
-    out = shard_output(shard.output)
+    out = ShardOutput(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
     staged = out.stages or any(job.source is not None for job in shard.jobs)
     with shard_staging(staged) as stage:
