@@ -25,7 +25,8 @@ Usage (the fixtures are registered in tests/conftest.py, so any test module can 
   (`key`, `secret`, `client_kwargs={"endpoint_url", "region_name"}`).
 * `http_server` (session) / `http_dir` (function): stdlib `ThreadingHTTPServer` serving a folder,
   with single-range GET (206 + Content-Range, 416 when unsatisfiable), HEAD, and directory pages
-  whose links fsspec's HTTPFileSystem can list.
+  whose links fsspec's HTTPFileSystem can list (`faults.listings = False`: 403 instead, as
+  nginx without `autoindex`).
 
 The faults sit in front of the server's own handler (WSGI middleware for moto, the request handler
 for HTTP), so every request is logged as `Request(method, path, query, range, status, bytes)` with
@@ -101,6 +102,9 @@ class Faults:
         #: byteranges` (as nginx and Apache do); False: it ignores such a Range and answers
         #: 200 with the whole file (as a server without the feature may).
         self.multi_ranges = True
+        #: The HTTP server lists a folder (the stdlib's page of links); False: it answers
+        #: 403, as nginx does without `autoindex` (a store whose folders cannot be listed).
+        self.listings = True
 
     def fail_next(self, n: int, kind: FaultKind = "503", *, match: str = "") -> None:
         if kind not in ("503", "403", "reset"):
@@ -121,6 +125,7 @@ class Faults:
             self._log.clear()
             self.peak_in_flight = 0
             self.multi_ranges = True
+            self.listings = True
 
     def clear_log(self) -> None:
         with self._lock:
@@ -409,6 +414,9 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
             self._reply(int(kind), b"injected by tests/servers.py\n", body, rng, "text/plain")
             return
         local = Path(self.translate_path(self.path))
+        if local.is_dir() and not faults.listings:
+            self._reply(403, b"listing refused\n", body, rng, "text/plain")
+            return
         if local.is_dir():
             f = self.send_head()  # the stdlib's listing (or a redirect to the slash form)
             data = b""

@@ -263,7 +263,7 @@ def test_user_columns_survive_a_resume_probe_write_and_convert(videos, tmp_path,
     assert "converted 1, skipped 2 (already done)" in capsys.readouterr().out
     rows = read_manifest(manifest)
     assert {r.video_id: r.extra for r in rows} == {v: {"split": c} for v, c in split.items()}
-    assert manifest.read_text().splitlines()[0].endswith(",rotation,split")
+    assert manifest.read_text().splitlines()[0].endswith(",rotation,container,split")
     write = tmp_path / "probed.csv"
     assert main(["probe", str(manifest), "--write", str(write), "-q"]) == 0
     probed = read_manifest(write)

@@ -59,7 +59,7 @@ def test_not_utf8_and_missing_file(tmp_path):
 def _rows():
     return [
         ManifestRow("a/x1.mp4", 0, 50, 28, 320, 240, 29.97002997002997, 123456, "mismatch"),
-        ManifestRow("a/x,2.mp4", None, 300, 300, 340, 256, 30.0, 99, "ok"),
+        ManifestRow("a/x,2.mp4", None, 300, 300, 340, 256, 30.0, 99, "ok", container="a/x,2.h5"),
         ManifestRow("b/bad.mp4", 3, None, None, None, None, None, 0, "failed", 'empty, "0 B"'),
         ManifestRow("b/y.mkv", 1, None, 310, 64, 48, None, None, "skipped"),
     ]
@@ -70,11 +70,21 @@ def test_manifest_round_trip(tmp_path):
     write_manifest(path, _rows())
     lines = path.read_text().splitlines()
     assert lines[0] == HEADER
-    assert lines[1] == "a/x1.mp4,0,50,28,320,240,29.97002997002997,123456,mismatch,,"
-    assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B""",'
+    assert lines[1] == "a/x1.mp4,0,50,28,320,240,29.97002997002997,123456,mismatch,,,"
+    assert lines[3] == 'b/bad.mp4,3,,,,,,0,failed,"empty, ""0 B""",,'
     assert read_manifest(path) == _rows()
     assert is_manifest(path)
     assert [p.name for p in tmp_path.iterdir()] == ["manifest.csv"]  # no temp file left
+
+
+@pytest.mark.parametrize("bad", ["/abs/x.h5", "a/../x.h5", "a//x.h5", "./x.h5"])
+def test_a_container_name_is_a_canonical_relative_path(bad, tmp_path):
+    with pytest.raises(ValueError, match=r"container .* must be a relative"):
+        ManifestRow("a/x.mp4", 0, container=bad)
+    path = tmp_path / "manifest.csv"
+    path.write_text(f"video_id,label,container\na/x.mp4,0,{bad}\n")
+    with pytest.raises(ValueError, match=r"manifest.csv:2: container"):
+        read_manifest(path)
 
 
 def test_written_manifest_mode_follows_the_umask(tmp_path):
@@ -182,25 +192,25 @@ def test_manifest_row_normalises_and_validates():
         ("list.txt", "a -3 0\n", r"list.txt:1: total_frames \(-3\) must be >= 0"),
         ("list.txt", "../a.mp4 0\n", r"list.txt:1: video_id .* must be a relative path"),
         ("m.csv", "video_id,label,label\n", r"m.csv:1: manifest header .* names \['label'\] twice"),
-        ("m.csv", HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, the header has 11"),
+        ("m.csv", HEADER + "\na.mp4,0,1\n", r"m.csv:2: 3 cells, the header has 12"),
         (
             "m.csv",
-            HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,,\n",
+            HEADER + "\na.mp4,0,1,1,2,2,25,9,fine,,,\n",
             r"m.csv:2: status \('fine'\) must be",
         ),
         (
             "m.csv",
-            HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,,\n",
+            HEADER + "\n\na.mp4,0,x,1,2,2,25,9,ok,,,\n",
             r"m.csv:3: reported_frames \('x'\) is not",
         ),
         (
             "m.csv",
-            HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,,\n",
+            HEADER + "\na.mp4,0,1,1,2,2,fast,9,ok,,,\n",
             r"m.csv:2: fps \('fast'\) is not a number",
         ),
         (
             "m.csv",
-            HEADER + "\na.mp4,0,1,1,2,2,25,9,ok,,45\n",
+            HEADER + "\na.mp4,0,1,1,2,2,25,9,ok,,45,\n",
             r"m.csv:2: rotation \('45'\) must be one of",
         ),
     ],

@@ -24,8 +24,9 @@ from torch.utils.data import Dataset
 from vidload._checks import check_int, qualname
 from vidload._dataset import batch as _batch
 from vidload._dataset import items as _items
+from vidload._dataset.containers import entries_and_containers
 from vidload._dataset.counts import FrameCountWarning, SharedCounts
-from vidload._dataset.entries import VideoEntries, entries_of
+from vidload._dataset.entries import VideoEntries
 from vidload._dataset.missing import check_missing
 from vidload._dataset.options import (
     ClipOptions,
@@ -221,8 +222,8 @@ class ClipDataset(OptionAttributes, Dataset):
         options = None if store is None else store.location.storage_options
         #: the video list, in flat arrays (`vidload._dataset.entries`: no Python object per video
         #: for workers to copy); indexing gives `VideoEntry`s
-        self.videos: VideoEntries = entries_of(
-            videos, multi_label=multi_label, storage_options=options
+        self.videos: VideoEntries = entries_and_containers(
+            videos, adapted, multi_label=multi_label, storage_options=options
         )
         check_video_list(self.videos, videos, source=adapted, num_classes=self.num_classes)
         self.videos = check_missing(self.videos, adapted, missing=self.missing, where=videos)

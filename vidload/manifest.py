@@ -75,8 +75,11 @@ __all__ = [
     "is_manifest",
     "keep_extra",
     "load_videos",
+    "manifest_entries",
+    "parse_manifest",
     "read_annotation_list",
     "read_manifest",
+    "render_manifest",
     "write_manifest",
 ]
 
@@ -96,6 +99,7 @@ MANIFEST_FIELDS: tuple[str, ...] = (
     "status",
     "error",
     "rotation",
+    "container",
 )
 #: Columns a manifest must have; the others may be missing (older manifests: None).
 REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
@@ -125,6 +129,11 @@ class ManifestRow:
             `width`/`height` and every stored frame are upright): "0", "90", "180", "270"
             (degrees counter-clockwise), "+hflip" appended when mirrored; None when unknown
             or not a video (containers store upright frames).
+        container: the name of the video's container relative to the manifest's folder,
+            `/`-separated, as `vidload convert` wrote it (`a/x1.h5`, `a/x1.avi.npy` where two
+            ids share a stem, `a/x1.mp4` for `--to video`, the folder `a/x1` of JPEG frames);
+            None in a probe's manifest, an older one, or for a failed video. A source reading
+            the folder takes each video's container by this name (`vidload._layout`).
         extra: the cells of columns vidload does not know ({column: cell}, cells as written,
             "" for empty), kept through a read and a write; see `keep_extra`.
     """
@@ -140,6 +149,7 @@ class ManifestRow:
     status: ManifestStatus = "ok"
     error: str | None = None
     rotation: str | None = None
+    container: str | None = None
     extra: Mapping[str, str] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
@@ -162,6 +172,18 @@ class ManifestRow:
             if not isinstance(self.rotation, str):
                 raise TypeError(f"rotation must be a str or None, got {self.rotation!r}")
             parse_orientation(self.rotation)
+        if self.container is not None:
+            if not isinstance(self.container, str):
+                raise TypeError(f"container must be a str or None, got {self.container!r}")
+            try:
+                canonical: str | None = normalize_video_id(self.container)
+            except ValueError:
+                canonical = None
+            if canonical != self.container:
+                raise ValueError(
+                    f"container ({self.container!r}) must be a relative `/`-separated path "
+                    "in canonical form (as `vidload convert` writes it)"
+                )
         object.__setattr__(self, "extra", _checked_extra(self.extra))
 
 
@@ -201,7 +223,11 @@ def read_manifest(
     ...) is refused naming its reader (`vidload._windows.check_window_columns`).
     """
     path = text_location(path, storage_options)
-    text = read_text(path)
+    return parse_manifest(read_text(path), path)
+
+
+def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
+    """`read_manifest` of a manifest's text; `path` names it in errors."""
     reader = csv.reader(io.StringIO(text, newline=""))
     try:
         header = next(reader)
@@ -253,18 +279,24 @@ def write_manifest(path: str | os.PathLike[str], rows: Iterable[ManifestRow]) ->
             without `end`, ...: `vidload._windows.check_window_columns`); nothing is written.
         DiskFullError: no space left for the manifest (the old one is untouched).
     """
+    write_bytes_atomic(path, render_manifest(rows, str(path)))
+
+
+def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> bytes:
+    """The bytes `write_manifest` writes for `rows`, raising as it does (`where` names the
+    file in messages)."""
     rows = list(rows)
     for row in rows:
         if not isinstance(row, ManifestRow):
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
     extra = list(dict.fromkeys(name for row in rows for name in row.extra))
-    check_window_columns(extra, str(path))  # never a manifest that read_manifest refuses
+    check_window_columns(extra, where)  # never a manifest that read_manifest refuses
     text = io.StringIO(newline="")
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(MANIFEST_FIELDS + tuple(extra))
     for row in rows:
         writer.writerow(_format_row(row) + [row.extra.get(name, "") for name in extra])
-    write_bytes_atomic(path, text.getvalue().encode("utf-8"))
+    return text.getvalue().encode("utf-8")
 
 
 def load_videos(
@@ -297,11 +329,10 @@ def load_videos(
         if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
-            entries = entries_from_manifest(read_manifest(path), source=str(path))
-        else:
-            entries = read_annotation_list(
-                path, multi_label=multi_label, with_offset=with_offset, classes=classes
-            )
+            return manifest_entries(read_manifest(path), str(path))
+        entries = read_annotation_list(
+            path, multi_label=multi_label, with_offset=with_offset, classes=classes
+        )
         warn_one_based(entries, str(path))
         return entries
     if isinstance(videos, (bytes, dict)) or not isinstance(videos, Sequence):
@@ -314,6 +345,14 @@ def load_videos(
     else:
         entries = [_entry_from_item(item, i, classes) for i, item in enumerate(videos)]
     warn_one_based(entries, "videos")
+    return entries
+
+
+def manifest_entries(rows: Iterable[ManifestRow], where: str) -> list[VideoEntry]:
+    """The entries `load_videos` gives for the manifest `where` of `rows` (its warnings
+    too)."""
+    entries = entries_from_manifest(rows, source=where)
+    warn_one_based(entries, where)
     return entries
 
 
@@ -403,6 +442,7 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
         values["status"] = cells["status"]
     values["error"] = cells.get("error") or None
     values["rotation"] = cells.get("rotation") or None
+    values["container"] = cells.get("container") or None
     values["extra"] = {name: cells[name] for name in extra}
     return ManifestRow(**values)
 

@@ -53,6 +53,8 @@ from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
 from vidload._convert.job import Job, Outcome
+from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
+from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput, open_output
 from vidload._convert.remote import shard_staging
@@ -212,17 +214,24 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
+        if found.listed is not None:  # another list of the same name: refused before any work
+            check_list_manifest(out.location, found.listed)
         previous = out.previous(overwrite=overwrite)
-        plan = ConvertPlan(base, out, options, items, previous)
+        planned = [item.video_id for item in items]
+        previous = name_previous(previous, planned, out, options.to)
+        plan = ConvertPlan(base, out, options, items, previous, found.listed)
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
+            name = container_of(item.video_id, options.to, keep_extension=keep)
+            plan.names[item.video_id] = name
             container = out.container(item.video_id, options.to, keep_extension=keep)
             prev = previous.get(item.video_id)
             exists = out.exists(container, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
+                extra = {**prev.extra, **item.extra}
                 plan.done[item.video_id] = replace(
-                    prev, label=item.label, extra={**prev.extra, **item.extra}
+                    prev, label=item.label, extra=extra, container=name
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
@@ -279,6 +288,7 @@ class ConvertPlan:
         options: ConvertOptions,
         items: Sequence[InputItem],
         previous: dict[str, ManifestRow],
+        listed: ListedInput | None = None,
     ) -> None:
         self.input_root = input_root
         self.output = output.folder
@@ -289,6 +299,10 @@ class ConvertPlan:
         self.previous = previous
         self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
+        #: each input video's container name relative to OUTPUT (the manifest's column)
+        self.names: dict[str, str] = {}
+        #: a list INPUT's entries, for its own manifest (`vidload._convert.lists`)
+        self.listed = listed
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
         self._out = output  # holds OUTPUT's lock until `finish` or `close`
@@ -307,7 +321,7 @@ class ConvertPlan:
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
-        outcomes = self._outcomes(results) if parts else _by_id(results)
+        outcomes = self._outcomes(results) if parts else name_outcomes(_by_id(results), self.names)
         self._out.write_manifest(self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
@@ -324,19 +338,36 @@ class ConvertPlan:
             merged = self._merged(outcomes)
             not_written = self._out.finish(merged)
             stopped = stopped or not_written
+            listed: tuple[int, str | None] = (0, None)
             if not_written is None:  # the containers' heads beside the manifest (issue 23)
                 write_output_heads(self.to, self._out, merged)
+                if self.listed is not None:  # and the list's own manifest (issue 31)
+                    listed = write_list_manifest(self._out.location, self.listed, merged)
         finally:
             self._finished = True
             self.close()
-        return self._report(outcomes, stopped, not_written is None)
+        report = self._report(outcomes, stopped, not_written is None)
+        if self.listed is None:
+            return report
+        output = report.output
+        name = self.listed.manifest_name
+        path = f"{output}/{name}" if isinstance(output, str) else output / name
+        return replace(
+            report,
+            manifest_rows=len(merged),
+            list_manifest_path=path,
+            list_entries=listed[0],
+            list_total=len(self.listed.entries),
+            list_name=self.listed.name,
+            list_not_written=listed[1] if not_written is None else not_written,
+        )
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
         """Every outcome on record: the parts on disk, then what the driver received."""
         outcomes = self._out.outcomes()
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
-        return {vid: o for vid, o in outcomes.items() if vid in wanted}
+        return name_outcomes({v: o for v, o in outcomes.items() if v in wanted}, self.names)
 
     def _merged(self, outcomes: dict[str, Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)

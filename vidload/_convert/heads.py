@@ -5,9 +5,10 @@ manifest, it records every container's head (HDF5's frame table, npy's header, a
 persisted frame index, a frame folder's count of files named as convert names them) with a
 check of its bytes in one file, `manifest-heads.npz`, so that a reader in a bucket plans a
 batch of containers it never opened in one round of requests (issue 23). The containers
-are opened as a reader opens them, local or in the bucket; one that does not open is left out
-(its reader opens it, as without a sidecar). Writing it is best effort: the data is complete
-without it, so a failure warns and the conversion stands.
+are opened as a reader opens them, by the names the manifest records (its `container`
+column, which keys the sidecar: `vidload._convert.names`), local or in the bucket; one that
+does not open is left out (its reader opens it, as without a sidecar). Writing it is best
+effort: the data is complete without it, so a failure warns and the conversion stands.
 """
 
 from __future__ import annotations
@@ -37,8 +38,15 @@ def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) ->
 
     root = output.location
     ids = [vid for vid, row in rows.items() if row.status != "failed"]
+    names = {
+        vid: row.container
+        for vid, row in rows.items()
+        if row.container is not None and row.status != "failed"
+    }
     try:
         source = make(root.url, storage_options=root.storage_options)
+        if source.use_containers is not None:  # declared by `FrameSourceBase`
+            source.use_containers(names)
         return write_heads(source, ids)
     except (VidloadError, OSError) as e:
         warnings.warn(

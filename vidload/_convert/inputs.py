@@ -16,12 +16,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from vidload._checks import check_choice
+from vidload._convert.lists import ListedInput
 from vidload._kinds import file_kind, get_kind, input_kinds
 from vidload._layout import FIRST_FRAME_NAME, container_path
 from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import input_class_map, label_by_folder
-from vidload.manifest import load_videos
+from vidload.manifest import VideoEntry, load_videos
 from vidload.sources._video_root import CONVERTED_SUFFIX
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
 
@@ -36,7 +37,9 @@ __all__ = [
     "entry_listed_frames",
     "file_input_kind",
     "find_inputs",
+    "find_inputs_listed",
     "label_inputs",
+    "listed_input",
     "list_entries",
     "sharing_a_name",
     "unique_items",
@@ -91,7 +94,20 @@ def find_inputs(
     kinds: Sequence[InputKind] | None = None,
 ) -> tuple[Path, list[InputItem]]:
     """(root, items) for a folder, a single video file or container, an annotation list or
-    a manifest.
+    a manifest (`find_inputs_listed`, without the list)."""
+    base, items, _ = find_inputs_listed(input_path, root=root, kinds=kinds)
+    return base, items
+
+
+def find_inputs_listed(
+    input_path: str | os.PathLike[str],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    kinds: Sequence[InputKind] | None = None,
+) -> tuple[Path, list[InputItem], ListedInput | None]:
+    """(root, items, the list) for a folder, a single video file or container, an annotation
+    list or a manifest; the list (`vidload._convert.lists.ListedInput`: its entries in order,
+    each named by its item's id) only for a list INPUT.
 
     A folder is searched recursively (sorted, symlinks followed, names starting with "."
     skipped) for files with a video extension, folders holding `img_00001.jpg` and, when
@@ -104,6 +120,7 @@ def find_inputs(
         ValueError: nothing to read, `root` given with a folder, or two inputs share an id.
     """
     kinds = convert_input_kinds() if kinds is None else tuple(kinds)
+    listed = None
     for kind in kinds:
         check_choice("each of kinds", kind, (VIDEO_INPUT, *(k.name for k in input_kinds())))
     src = Path(input_path)
@@ -143,7 +160,18 @@ def find_inputs(
         ]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-    return base, unique_items(items, src)
+        listed = listed_input(src.name, entries, items)
+    return base, unique_items(items, src), listed
+
+
+def listed_input(
+    name: str, entries: Sequence[VideoEntry], items: Sequence[InputItem]
+) -> ListedInput:
+    """The list `name` of `entries`, each named by the id of its item (`items`, one per entry:
+    a container listed by its file name has an id without its suffix)."""
+    return ListedInput(
+        name, tuple(replace(e, video_id=it.video_id) for e, it in zip(entries, items, strict=True))
+    )
 
 
 def list_entries(src: Path):
@@ -374,12 +402,15 @@ class Inputs:
         url: the INPUT URL the items' paths are relative to (a job downloads its item from
             there into its staging folder, `vidload._convert.remote.input_copy`); None for a
             local INPUT.
+        listed: a list INPUT's entries (`find_inputs_listed`), for its own manifest.
     """
 
     base: Path
     items: list[InputItem]
     class_map: dict[str, int] | None
     url: Location | None = None
+    #: a list INPUT's entries, in its order (`vidload._convert.lists`); None for another INPUT
+    listed: ListedInput | None = None
 
     @functools.cached_property
     def full_names(self) -> frozenset[str]:

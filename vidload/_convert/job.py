@@ -34,7 +34,7 @@ class Job:
 
     Attributes:
         item: the input; `root` the folder its id is relative to.
-        container: where its container goes (`vidload._layout.output_container_path`).
+        container: where its container goes (its kind's `container_path`).
         options: what to store.
         threads: decoding threads.
         verify: the container exists without a manifest row: validate it, else convert.

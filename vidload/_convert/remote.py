@@ -39,6 +39,7 @@ from pathlib import Path
 
 from vidload._convert.inputs import VIDEO_INPUT, InputItem, frame_folder_kind
 from vidload._convert.job import Job, Outcome, convert_job
+from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
 from vidload._storage import Location, put_many
@@ -183,12 +184,13 @@ def read_remote_parts(out: Location) -> dict[str, object]:
 
 def find_remote_inputs(
     src: Location, kinds: tuple[str, ...], scratch: Path
-) -> tuple[Location, list[InputItem]]:
-    """(root, items) of an INPUT URL: a folder (one listing: video files, JPEG frame folders,
-    and `.h5`/`.npy` containers when `kinds` has them; names starting with "." skipped), one
-    file, or an annotation list / manifest (downloaded into `scratch`, its entries relative
-    to its folder). Each item's `path` is relative to the root: a job downloads its input
-    into its staging folder (`stage_input`) and converts or probes that copy.
+) -> tuple[Location, list[InputItem], ListedInput | None]:
+    """(root, items, the list: `inputs.find_inputs_listed`) of an INPUT URL: a folder (one
+    listing: video files, JPEG frame folders, and `.h5`/`.npy` containers when `kinds` has
+    them; names starting with "." skipped), one file, or an annotation list / manifest
+    (downloaded into `scratch`, its entries relative to its folder). Each item's `path` is
+    relative to the root: a job downloads its input into its staging folder (`stage_input`)
+    and converts or probes that copy.
 
     Raises:
         FileNotFoundError: nothing at `src`.
@@ -198,6 +200,7 @@ def find_remote_inputs(
         entry_listed_frames,
         file_input_kind,
         list_entries,
+        listed_input,
         unique_items,
     )
 
@@ -207,7 +210,7 @@ def find_remote_inputs(
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
         suffix = "" if kind == VIDEO_INPUT else get_kind(kind).suffix
         vid = src.name[: len(src.name) - len(suffix)]
-        return src.parent, [InputItem(vid, kind, Path(src.name))]
+        return src.parent, [InputItem(vid, kind, Path(src.name))], None
     if src.is_file():  # an annotation list or manifest
         local = scratch / src.name
         local.write_bytes(src.read_bytes())
@@ -229,7 +232,8 @@ def find_remote_inputs(
             items.append(InputItem(vid, k, path, label, entry_listed_frames(e), e.extra))
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-        return src.parent, unique_items(items, str(src))
+        listed = listed_input(src.name, entries, items)
+        return src.parent, unique_items(items, str(src)), listed
     files = src.walk_files()
     if not files:
         raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
@@ -249,7 +253,7 @@ def find_remote_inputs(
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
     items.sort(key=lambda it: it.video_id)
-    return src, unique_items(items, str(src))
+    return src, unique_items(items, str(src)), None
 
 
 def folder_labels(

@@ -41,6 +41,14 @@ class ConvertReport:
         stopped: why the run stopped early ("no space left on device writing ..."), else None.
         manifest_written: False when manifest.csv could not be written (disk full); the part
             manifests then stay in OUTPUT and the next run picks them up.
+        manifest_rows: the videos manifest.csv holds: every container OUTPUT holds, from this
+            run and earlier ones (set for a list INPUT, else 0).
+        list_manifest_path: for a list INPUT, its own manifest in OUTPUT
+            (`manifest-<list stem>.csv`: `vidload._convert.lists`), the one to train from;
+            None for a folder INPUT.
+        list_entries, list_total: the entries that manifest holds, of the list's.
+        list_name: the list's file name.
+        list_not_written: why the list's manifest could not be written, else None.
     """
 
     output: Path
@@ -56,6 +64,12 @@ class ConvertReport:
     unfinished: tuple[str, ...] = ()
     stopped: str | None = None
     manifest_written: bool = True
+    manifest_rows: int = 0
+    list_manifest_path: Path | None = None
+    list_entries: int = 0
+    list_total: int = 0
+    list_name: str | None = None
+    list_not_written: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -119,10 +133,30 @@ def print_convert_summary(report: ConvertReport, out: TextIO) -> None:
             f"again to convert them)",
             file=out,
         )
-    if report.manifest_written:
+    if not report.manifest_written:
+        print(f"manifest: NOT written ({report.manifest_path}); a rerun recovers it", file=out)
+    elif report.list_manifest_path is None:
         print(f"manifest: {report.manifest_path}", file=out)
     else:
-        print(f"manifest: NOT written ({report.manifest_path}); a rerun recovers it", file=out)
+        _print_list_manifests(report, out)
+
+
+def _print_list_manifests(report: ConvertReport, out: TextIO) -> None:
+    """The two manifests of a list INPUT: the whole OUTPUT's and the list's own."""
+    print(
+        f"manifest: {report.manifest_path} ({report.manifest_rows} videos: everything OUTPUT "
+        f"holds, this list's and earlier runs')",
+        file=out,
+    )
+    where = f"list manifest: {report.list_manifest_path}"
+    if report.list_not_written is not None:
+        print(f"{where} NOT written ({report.list_not_written})", file=out)
+        return
+    left = report.list_total - report.list_entries
+    held = f"{report.list_entries} entries of {report.list_name}, in its order"
+    if left:
+        held = f"{held}; {left} not reached, a rerun adds them"
+    print(f"{where} ({held}): train from this one", file=out)
 
 
 def print_failures(failed: Sequence[ManifestRow], total: int, out: TextIO) -> None:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vidload._convert.inputs import Inputs, find_inputs, label_inputs
+from vidload._convert.inputs import Inputs, find_inputs_listed, label_inputs
 from vidload._convert.output import Output
 from vidload._storage import Location
 from vidload.errors import UsageError
@@ -58,15 +58,15 @@ def open_input(input_path: str | os.PathLike[str], storage_options: Any = None) 
 
 
 class LocalInput(InputRoot):
-    """A local folder, video file, container or annotation list (`find_inputs`)."""
+    """A local folder, video file, container or annotation list (`find_inputs_listed`)."""
 
     def __init__(self, input_path: str | os.PathLike[str]) -> None:
         self.input_path = input_path
 
     def find(self, kinds: Sequence[str], *, root: PathArg, labels: PathArg) -> Inputs:
-        base, items = find_inputs(self.input_path, root=root, kinds=kinds)
+        base, items, listed = find_inputs_listed(self.input_path, root=root, kinds=kinds)
         items, class_map = label_inputs(self.input_path, items, labels)
-        return Inputs(base, items, class_map)
+        return Inputs(base, items, class_map, listed=listed)
 
     def check_output(self, out: Output, found: Inputs, to: str) -> None:
         out.check_local_input(Path(self.input_path), found, to)
@@ -85,14 +85,14 @@ class UrlInput(InputRoot):
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
         with tempfile.TemporaryDirectory(prefix="vidload-inputs-") as scratch:
-            url, items = find_remote_inputs(self.source, tuple(kinds), Path(scratch))
+            url, items, listed = find_remote_inputs(self.source, tuple(kinds), Path(scratch))
         class_map = folder_labels(items, labels) if url == self.source else None
         if labels is not None and class_map is None:
             raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
         if class_map is not None:
             found = label_by_folder([it.video_id for it in items], class_map, where="labels")
             items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-        return Inputs(Path(), items, class_map, url)
+        return Inputs(Path(), items, class_map, url, listed)
 
     def check_output(self, out: Output, found: Inputs, to: str) -> None:
         assert found.url is not None  # `find` gives the URL of every INPUT URL's items

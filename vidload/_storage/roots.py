@@ -7,8 +7,13 @@ read-ahead) and never which kind it holds.
 Names below are relative to the root, `/`-separated. A video's container has two possible
 names (`vidload._layout`: `a/x1.h5`, or `a/x1.mp4.h5` where two ids shared a stem): a local root
 looks for the full id's name first (one stat, per call: the answer can change), a bucket tries
-the name without the video extension first (convert writes only one of the two; a request per
-try) and keeps the name it found for the process.
+the name without the video extension first (convert writes only one of the two) and, where it
+is not there, reads the root's manifest (once per process: convert recorded every name in its
+`container` column) before trying the full id's, and keeps the name it found for the process.
+
+Where the root's manifest names the containers (`vidload._layout.ContainerNames`, handed over
+by the source's `use_containers`), a listed video's container is the name it records, on
+either root: no stat, no request, no listing to find it.
 
 The local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
 work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per clip
@@ -18,11 +23,20 @@ work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per cli
 from __future__ import annotations
 
 import os
+import threading
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from vidload._layout import container_name, found_container_name, join_root
+from vidload._layout import (
+    MANIFEST_NAME,
+    ContainerNames,
+    container_name,
+    found_container_name,
+    join_root,
+    recorded_names,
+)
 from vidload._lru import ProcessLRU
 from vidload._storage.batch import read_many
 from vidload._storage.cache import LocalCache, temporary_cache
@@ -51,6 +65,9 @@ Options = Mapping[str, Any] | None
 CacheDir = str | os.PathLike[str] | None
 #: Folders of a bucket whose listing a process keeps (`BucketRoot.first_existing`).
 _LISTINGS = 256
+#: One read of a bucket root's manifest at a time (`BucketRoot._names_at_miss`: a batch's
+#: containers are opened in threads).
+_MISS_LOCK = threading.Lock()
 
 
 class SourceRoot:
@@ -64,6 +81,8 @@ class SourceRoot:
     cache: LocalCache | None
     #: At a URL: the container name found for each full-id name (`container_key`).
     found_names: dict[str, str]
+    #: The container names the root's manifest records (`use_names`), None: found by the rules.
+    names: ContainerNames | None = None
 
     def __new__(
         cls,
@@ -99,6 +118,15 @@ class SourceRoot:
     def location_of(self, rel: str) -> Location:
         """The `Location` of `rel` under the root."""
         return self.location / rel
+
+    def use_names(self, names: ContainerNames | None) -> None:
+        """Take each listed video's container by the name its manifest records (module doc)."""
+        self.names = names
+
+    def named(self, video_id: str) -> str | None:
+        """The container name the manifest records for `video_id`, else None."""
+        names = self.names
+        return None if names is None else names.get(video_id)
 
     # -- the interface: each implementation's own
 
@@ -155,6 +183,13 @@ class SourceRoot:
         the full id's name where it exists, else the short one; at a URL the name
         `probe(name)` does not raise VideoReadError "not found" for, short name first, kept
         for the process. `probe` runs only at a URL."""
+        raise NotImplementedError
+
+    def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
+        """(name of `video_id`'s container, `probe(name)`): the name the manifest records,
+        else local the full id's name where it exists, else the short one; at a URL the short
+        name, then (not found) the name the root's manifest records or the full id's, kept
+        for the process."""
         raise NotImplementedError
 
     def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
@@ -228,13 +263,18 @@ class LocalRoot(SourceRoot):
 
     def local_name(self, video_id: str, suffix: str) -> str:
         root = self._str
-        return join_root(root, found_container_name(root, video_id, suffix))
+        name = self.named(video_id) if self.names is not None else None
+        return join_root(root, name or found_container_name(root, video_id, suffix))
 
     def handle_key(self, video_id: str, suffix: str) -> str:
         return self.local_name(video_id, suffix)
 
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
-        return found_container_name(self._str, video_id, suffix)
+        return self.named(video_id) or found_container_name(self._str, video_id, suffix)
+
+    def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
+        name = self.named(video_id) or found_container_name(self._str, video_id, suffix)
+        return name, probe(name)
 
     def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
         return local(join_root(self._str, rel))
@@ -245,7 +285,8 @@ class LocalRoot(SourceRoot):
         return local(self.local_name(video_id, suffix))
 
     def container(self, video_id: str, suffix: str) -> Location:
-        return self.location / found_container_name(self._str, video_id, suffix)
+        name = self.named(video_id) or found_container_name(self._str, video_id, suffix)
+        return self.location / name
 
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
         return local(self._path / rel)
@@ -269,6 +310,8 @@ class BucketRoot(SourceRoot):
             self.cache = LocalCache(cache_dir, max_bytes)
         self._first: ProcessLRU[tuple[str, ...], str] = ProcessLRU(None)
         self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(_LISTINGS)
+        # the root's manifest's names, read at the first miss (`_names_at_miss`), per process
+        self._tried: ProcessLRU[str, tuple[ContainerNames | None]] = ProcessLRU(1)
 
     @property
     def root(self) -> Location:
@@ -305,9 +348,9 @@ class BucketRoot(SourceRoot):
 
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
         full = container_name(video_id, suffix, keep_extension=True)
-        known = self.found_names.get(full)
+        known = self.named(video_id) or self.found_names.get(full)
         if known is None:
-            known = self._find(video_id, suffix, probe)[0]
+            known = self.find(video_id, suffix, probe)[0]
         return known
 
     def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
@@ -317,20 +360,30 @@ class BucketRoot(SourceRoot):
     def open_container(
         self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
     ) -> T:
-        return self._find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+        return self.find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
 
-    def _find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
-        """(name, `probe(name)`) for the short name, else (not found) the full id's; the
-        name kept in `found_names`."""
-        short = container_name(video_id, suffix)
+    def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
+        """(name, `probe(name)`) for the name the manifest records, else the short name, else
+        (not found) the name the root's manifest records, read at this first miss (once per
+        process: `_names_at_miss`), else the full id's; the name kept in `found_names`."""
         full = container_name(video_id, suffix, keep_extension=True)
+        recorded = self.named(video_id)
+        if recorded is not None:
+            out = recorded, probe(recorded)
+            self.found_names[full] = recorded
+            return out
+        short = container_name(video_id, suffix)
         try:
             out = short, probe(short)
         except VideoReadError as e:
             if full == short or e.reason != "not found":
                 raise
+            recorded = self.named(video_id) if self._names_at_miss(suffix) else None
             try:
-                out = full, probe(full)
+                if recorded and recorded != short:
+                    out = recorded, probe(recorded)
+                else:
+                    out = full, probe(full)
             except VideoReadError as e2:
                 if e2.reason != "not found":
                     raise
@@ -338,9 +391,39 @@ class BucketRoot(SourceRoot):
         self.found_names[full] = out[0]
         return out
 
+    def _names_at_miss(self, suffix: str) -> bool:
+        """Whether the root's manifest names containers of `suffix` (`use_names` then holds
+        them): read at the first container not found under its stem's name (a collided stem,
+        or a missing one), once per process; names handed over before are kept as they are."""
+        if self.names is not None:
+            return False  # handed over: a video they do not list is found by the rules
+        with _MISS_LOCK:
+            tried = self._tried.get("manifest")
+            if tried is None:
+                names = None
+                raw = None
+                try:
+                    raw = (self.location / MANIFEST_NAME).read_optional()
+                except VideoReadError:
+                    pass  # unreadable here: the rules, as without one
+                try:
+                    recorded = None if raw is None else recorded_names(raw, self.location)
+                except ValueError as e:  # not a manifest vidload wrote: said, not used
+                    warnings.warn(f"{e}: its container names are not used", stacklevel=2)
+                    recorded = None
+                if recorded:
+                    names = ContainerNames.of(recorded, suffix)
+                tried = (names,)
+                self._tried.put("manifest", tried)
+        if tried[0] is None:
+            return False
+        self.names = tried[0]
+        return True
+
     def container(self, video_id: str, suffix: str) -> Location:
         full = container_name(video_id, suffix, keep_extension=True)
-        return self.location / (self.found_names.get(full) or container_name(video_id, suffix))
+        name = self.named(video_id) or self.found_names.get(full)
+        return self.location / (name or container_name(video_id, suffix))
 
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
         return remote(self.location / rel)

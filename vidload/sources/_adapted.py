@@ -7,11 +7,12 @@ that answers those declarations, so that no caller probes the user's object afte
 
 What the user's class defines is used: this is the one place that looks. An optional method
 of `FrameSourceBase` (`timestamps`, `missing_videos`, `prepare`, `fetch_plan`, `settle`,
-`files`, `byte_ranges`) that the object has (callable) is offered through the adapter as it
-is, the others stay None; `root` and `store` are taken where the object has them (not None);
-a `read` that takes a `geometry` keyword (or `**kwargs`) is passed the clip's geometry, any
-other `read` gets full frames and the adapter applies the geometry (`apply_geometry`). All of
-it is looked up once, here, and kept: a method added to the object later is not seen.
+`files`, `byte_ranges`, `use_containers`) that the object has (callable) is offered through
+the adapter as it is, the others stay None; `root` and `store` are taken where the object has
+them (not None); a `read` that takes a `geometry` keyword (or `**kwargs`) is passed the
+clip's geometry, any other `read` gets full frames and the adapter applies the geometry
+(`apply_geometry`). All of it is looked up once, here, and kept: a method added to the object
+later is not seen.
 Messages name the object's own class (`source_name`).
 """
 
@@ -36,6 +37,7 @@ OPTIONAL_METHODS = (
     "settle",
     "files",
     "byte_ranges",
+    "use_containers",
 )
 _ATTRIBUTES = ("root", "store")
 

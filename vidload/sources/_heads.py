@@ -15,8 +15,15 @@ must be the one recorded. A container rewritten since (another size, header, fra
 last frame) fails the check, and its items open its head themselves (the round before its
 frames, as without a sidecar); a container the sidecar does not list, or no sidecar, too.
 
-Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (1), `kind` ("hdf5", "npy",
-"video", "jpeg"), `names` (each container's name relative to the root, `/`-separated), `size` and
+Keyed by the manifest's names: the manifest is the one list of container names (its
+`container` column, `vidload._layout`), so the sidecar keeps no second one: each record is
+found by `name_key(name)`, a 64-bit digest of its container's name relative to the root
+(`/`-separated), sorted (`keys`). A reader asks by the name the manifest records (or, without
+one, by the name its rules find); a name the sidecar does not hold finds no record. A sidecar
+of format 1 (before the column) lists the names themselves (`names`) and is read as well.
+
+Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (2), `kind` ("hdf5", "npy",
+"video", "jpeg"), `keys` (uint64, increasing: `name_key` of each container's name), `size` and
 `digest` per container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n,
 m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths:
 `lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video (kind
@@ -33,6 +40,7 @@ each process holding its own copy) a sidecar is dropped once read, said by a `Re
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import warnings
@@ -56,6 +64,7 @@ __all__ = [
     "HeadRecord",
     "Heads",
     "check_spans",
+    "name_key",
     "head_record",
     "parse_heads",
     "read_heads",
@@ -66,7 +75,9 @@ __all__ = [
 
 #: The sidecar's name, in the root beside `manifest.csv`.
 HEADS_NAME = "manifest-heads.npz"
-FORMAT = 1
+FORMAT = 2
+#: Formats read: 1 listed the names (`names`), 2 keys them by digest (`keys`).
+_FORMATS = (1, 2)
 #: Bytes at each end of a container that a head from the sidecar is checked by.
 CHECK_BYTES = 4096
 
@@ -106,19 +117,37 @@ class HeadRecord:
         return record_digest(self.size, spans) == self.digest
 
 
+def name_key(name: str) -> int:
+    """The sidecar's key of the container `name` (relative to the root, `/`-separated): a
+    stable 64-bit digest of it (module doc)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "little")
+
+
 class Heads:
     """A parsed sidecar: the record of a container by its name (`get`)."""
 
     def __init__(self, kind: str, arrays: Mapping[str, np.ndarray]) -> None:
         self.kind = kind
         self._a = arrays
-        self._row = {str(n): i for i, n in enumerate(arrays["names"].tolist())}
+        self._keys: np.ndarray | None = None
+        self._row: dict[str, int] = {}
+        if "keys" in arrays:
+            self._keys = np.asarray(arrays["keys"], np.uint64)
+        else:  # format 1: the names themselves
+            self._row = {str(n): i for i, n in enumerate(arrays["names"].tolist())}
 
     def __len__(self) -> int:
-        return len(self._row)
+        return len(self._row) if self._keys is None else int(self._keys.size)
+
+    def _index(self, name: str) -> int | None:
+        if self._keys is None:
+            return self._row.get(name)
+        key = np.uint64(name_key(name))  # a Python int over 2**63 would convert the array
+        i = int(self._keys.searchsorted(key))
+        return i if i < self._keys.size and self._keys[i] == key else None
 
     def get(self, name: str) -> HeadRecord | None:
-        i = self._row.get(name)
+        i = self._index(name)
         if i is None:
             return None
         a = self._a
@@ -140,19 +169,21 @@ class Heads:
         return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths, raw)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._row
+        return isinstance(name, str) and self._index(name) is not None
 
 
 def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
     """The sidecar's bytes for `records` by container name (see the module docstring)."""
-    names = sorted(records)
-    rows = [records[n] for n in names]
+    keyed = sorted((name_key(n), n) for n in records)
+    if len({k for k, _ in keyed}) != len(keyed):  # 2**-64 a pair: never met, but said
+        raise ValueError("two container names share a sidecar key")
+    rows = [records[n] for _, n in keyed]
     int_fields = sorted({k for r in rows for k in r.ints})
     float_fields = sorted({k for r in rows for k in r.floats})
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT),
         "kind": np.array(kind),
-        "names": np.array(names, dtype=str),
+        "keys": np.array([k for k, _ in keyed], np.uint64),
         "size": np.array([r.size for r in rows], np.int64),
         "digest": np.array([r.digest for r in rows], dtype=str),
         "int_fields": np.array(int_fields, dtype=str),
@@ -195,7 +226,7 @@ def parse_heads(raw: bytes, kind: str) -> Heads | None:
     try:
         with np.load(io.BytesIO(raw), allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-        if int(arrays["format"]) != FORMAT or str(arrays["kind"]) != kind:
+        if int(arrays["format"]) not in _FORMATS or str(arrays["kind"]) != kind:
             return None
         return Heads(kind, arrays)
     except (OSError, ValueError, KeyError, TypeError, EOFError):

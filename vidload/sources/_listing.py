@@ -5,8 +5,9 @@ list naming 5% of videos that were never downloaded fails (or is filtered) when 
 built, not hours into training. A stat per video would cost 650k system calls for Kinetics-700
 (a request each in a bucket); the videos of a dataset sit in a few hundred folders, so one
 listing per folder (`Location.list_dir`: `os.scandir`, or one listing request per bucket
-prefix) answers for all of them. A root that cannot list (`Location.can_list`: HTTP) is asked
-per name instead.
+prefix) answers for all of them. A root that cannot list (`Location.can_list`: HTTP) takes the
+root's manifest's word for the videos it names (`ClipDataset` hands their names to the source)
+and is asked per name for the others.
 """
 
 from __future__ import annotations
@@ -21,7 +22,11 @@ _ABSENT = frozenset({"folder not found", "not a folder", "not found"})
 
 
 def missing_names(
-    root: Location, video_ids: Sequence[str], names: Callable[[str], Iterable[str]]
+    root: Location,
+    video_ids: Sequence[str],
+    names: Callable[[str], Iterable[str]],
+    *,
+    recorded: Callable[[str], str | None] | None = None,
 ) -> list[str]:
     """The ids of `video_ids` none of whose `names(video_id)` (paths relative to `root`,
     `/`-separated: the id's file and its converted containers, tried in that order, so a
@@ -29,14 +34,22 @@ def missing_names(
     order.
 
     Each folder is listed once (`Location.list_dir`); a folder that is not there holds
-    nothing. Under a root that cannot list, each name is checked on its own.
+    nothing. Under a root that cannot list, a video whose container the root's manifest
+    records (`recorded(video_id)` is its name: `vidload._layout.ContainerNames`) is there by
+    the manifest's word (convert wrote both), with no request; each name of the others is
+    checked on its own.
 
     Raises:
         VideoReadError: a folder could not be listed for another reason (permissions, a
             bucket error), naming it.
     """
     if not root.can_list:
-        return [vid for vid in video_ids if not any((root / n).exists() for n in names(vid))]
+        return [
+            vid
+            for vid in video_ids
+            if (recorded is None or recorded(vid) is None)
+            and not any((root / n).exists() for n in names(vid))
+        ]
     listings: dict[str, frozenset[str]] = {}
     gone = []
     for vid in video_ids:  # one plain loop: ~1 us per id, 650k ids in 0.7 s of the 1.4 s

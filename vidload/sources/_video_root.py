@@ -2,25 +2,28 @@
 read opens (a local path, or at a URL the object read by byte ranges: `_video_remote`, else its
 local copy), and this process's open handles on them (`_video_file`).
 
-The naming rule: the id's own file (the id keeps its extension), else the video `vidload convert
---to video` made of it (`a/x1.avi` -> `a/x1.mp4`, or `a/x1.avi.mp4` where two ids shared a stem:
-`vidload._layout`), so a converted folder is read with the originals' ids. The root finds it
-(`vidload._storage.SourceRoot.first_existing`): on local disk by a stat per candidate; at a URL
-by one listing of each folder (a bucket prefix) per process, kept with each id's answer; a store
-that cannot list (HTTP) reads the id's own file. Where a process read the root's sidecar of
-heads (`_heads`, a URL root's batches: `VideoSource.prepare`), the first candidate it lists is
-taken without a listing: convert recorded the name this rule found.
+Where the root's manifest names the videos (`vidload convert --to video`'s `container` column,
+handed over by `use_containers`), a listed id reads the file it names: nothing guessed, nothing
+listed. Otherwise the naming rule: the id's own file (the id keeps its extension), else the
+video `vidload convert --to video` made of it (`a/x1.avi` -> `a/x1.mp4`, or `a/x1.avi.mp4`
+where two ids shared a stem: `vidload._layout`), so a converted folder is read with the
+originals' ids. The root finds it (`vidload._storage.SourceRoot.first_existing`): on local disk
+by a stat per candidate; at a URL by one listing of each folder (a bucket prefix) per process,
+kept with each id's answer; a store that cannot list (HTTP) reads the id's own file. Where a
+process read the root's sidecar of heads (`_heads`, a URL root's batches:
+`VideoSource.prepare`), the first candidate it lists is taken without a listing: convert
+recorded the name this rule found.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from vidload._layout import container_name, index_path
+from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VidloadError
@@ -138,8 +141,12 @@ class VideoRoot(FrameSourceBase):
         return LocalVideo(self.store.local_copy(vid))
 
     def _object_name(self, vid: str) -> str:
-        """The file or object the root reads for the id `vid` (the module docstring's rule;
-        where this process read a sidecar of heads, the first candidate it lists)."""
+        """The file or object the root reads for the id `vid`: the name the root's manifest
+        records (`use_containers`), else the module docstring's rule (where this process read
+        a sidecar of heads, the first candidate it lists)."""
+        recorded = self.store.named(vid)
+        if recorded is not None:
+            return recorded
         candidates = dict.fromkeys(
             (
                 vid,
@@ -179,20 +186,38 @@ class VideoRoot(FrameSourceBase):
             return None
         return None if record is None else (vid, record)
 
+    def use_containers(self, names: Mapping[str, str]) -> bool:
+        """Read each video of `names` ({video id: file name relative to the root}, as the
+        root's manifest records them: `vidload convert --to video`'s `container` column)
+        from that file, with no name guessed or probed on any root, and take the manifest as
+        the check of `missing_videos` for them. False (nothing changed) when the names are
+        not `--to video`'s (`vidload._layout.ContainerNames.of`). `ClipDataset` calls it
+        with the root's manifest."""
+        known = ContainerNames.of(names, CONVERTED_SUFFIX)
+        if known is not None:
+            self.store.use_names(known)
+        return known is not None
+
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
-        """The ids of `video_ids` with no file under the root, in list order: neither the id's
-        own file nor the video `vidload convert --to video` made of it (`path`; a root that
-        cannot list, HTTP, by the id's own file only); one directory listing per folder (per
-        prefix in a bucket), not a stat per video (`vidload.sources._listing`)."""
+        """The ids of `video_ids` with no file under the root, in list order: neither the name
+        the root's manifest records (`use_containers`), nor the id's own file nor the video
+        `vidload convert --to video` made of it (`path`; a root that cannot list, HTTP, by
+        the manifest's word, else the id's own file only); one directory listing per folder
+        (per prefix in a bucket), not a stat per video (`vidload.sources._listing`)."""
         rule = self.store.location.can_list  # where `first_existing` can follow it
+        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
+            recorded = named(vid)
+            if recorded is not None:
+                yield recorded
+                return
             yield vid
             if rule:
                 yield container_name(vid, CONVERTED_SUFFIX, keep_extension=True)
                 yield container_name(vid, CONVERTED_SUFFIX)
 
-        return missing_names(self.store.location, video_ids, names)
+        return missing_names(self.store.location, video_ids, names, recorded=named)
 
     def _keep_remote(self, vid: str, found: RemoteVideo | str) -> RemoteVideo | str:
         self._remote.put(vid, found)

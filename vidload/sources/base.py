@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -111,6 +111,12 @@ class FrameSourceBase(ABC):
     - `files(video_id) -> list[Path]`, `byte_ranges(video_id, indices) -> list[(path,
       offset, length)]`: what a read touches, for read-ahead hints (`vidload.prefetch`);
       without `files` there is no read-ahead; without `byte_ranges` whole files are hinted.
+    - `use_containers(names) -> bool`: read each video of `names` ({video id: container
+      name relative to the root}, as the root's manifest records them: its `container`
+      column) by that name, with no name guessed or probed (`vidload._layout`); False when
+      the names are not this source's kind. `ClipDataset` hands over the names of the
+      root's `manifest.csv` (`vidload._dataset.containers`); without it the source finds
+      its containers by its own rules.
 
     Attributes (None by default): `root`, the folder or URL read (messages name it);
     `store`, the `vidload._storage.SourceRoot` behind it (a list at a URL is read with its
@@ -134,6 +140,7 @@ class FrameSourceBase(ABC):
     fetch_plan: Callable[[str, Sequence[int] | np.ndarray], list[Request]] | None = None
     settle: Callable[[Sequence[str]], None] | None = None
     files: Callable[[str], list[Path]] | None = None
+    use_containers: Callable[[Mapping[str, str]], bool] | None = None
     byte_ranges: Callable[[str, Sequence[int] | np.ndarray], list[tuple[Path, int, int]]] | None = (
         None
     )

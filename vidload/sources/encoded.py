@@ -11,7 +11,7 @@ these same functions.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -19,7 +19,7 @@ from typing import TypeVar
 import numpy as np
 
 from vidload._checks import check_positive_number
-from vidload._layout import container_name
+from vidload._layout import ContainerNames, container_name
 from vidload._lru import ProcessLRU
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
@@ -171,20 +171,39 @@ class ContainerSource(FrameSourceBase):
         """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
         return self.store.local_name(video_id, self.suffix)
 
+    def use_containers(self, names: Mapping[str, str]) -> bool:
+        """Read each video of `names` ({video id: container name relative to the root}, as
+        the root's manifest records them: `vidload.manifest.ManifestRow.container`) from
+        its container by that name, with no name guessed or probed on any root, and take
+        the manifest as the check of `missing_videos` for them. False (nothing changed)
+        when the names are not this kind's containers (`vidload._layout.ContainerNames.of`).
+        `ClipDataset` calls it with the root's manifest."""
+        known = ContainerNames.of(names, self.suffix)
+        if known is not None:
+            self.store.use_names(known)
+        return known is not None
+
     def missing_videos(self, video_ids: Sequence[str]) -> list[str]:
         """The ids of `video_ids` with no container under the root (by either name
-        `vidload._layout` gives it: `a/x1.h5` or `a/x1.mp4.h5` for `a/x1.mp4`), in list
-        order; one directory listing per folder (per prefix in a bucket), not a stat per
-        video (`vidload.sources._listing`)."""
+        `vidload._layout` gives it: `a/x1.h5` or `a/x1.mp4.h5` for `a/x1.mp4`, or by the
+        name the manifest records: `use_containers`), in list order; one directory listing
+        per folder (per prefix in a bucket), not a stat per video
+        (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
+        word for the videos it names."""
+        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
+            recorded = named(vid)
+            if recorded is not None:
+                yield recorded
+                return
             short = container_name(vid, self.suffix)
             yield short
             full = container_name(vid, self.suffix, keep_extension=True)
             if full != short:
                 yield full
 
-        return missing_names(self.store.location, video_ids, names)
+        return missing_names(self.store.location, video_ids, names, recorded=named)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
@@ -325,10 +344,12 @@ class ContainerSource(FrameSourceBase):
 
     def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
-        does not list its container (by the short name first, as `_open_container`)."""
+        does not list its container (by the name the manifest records, else the short name
+        first, as `_open_container`)."""
         short = container_name(video_id, self.suffix)
         full = container_name(video_id, self.suffix, keep_extension=True)
-        for name in dict.fromkeys((short, full)):
+        recorded = self.store.named(video_id)
+        for name in (recorded,) if recorded is not None else dict.fromkeys((short, full)):
             record = heads.get(name)
             if record is None:
                 continue

@@ -224,20 +224,9 @@ class JpegSource(ContainerSource):
         return key is not None and key in self._counts
 
     def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
-        """(folder, its listing): the short name's, else the full id's (`_key`)."""
-        short = container_name(video_id, "")
-        full = container_name(video_id, "", keep_extension=True)
-        try:
-            return short, self.store.location_of(short).list_dir()
-        except VideoReadError as e:
-            if full == short or e.reason != "not found":
-                raise
-            try:
-                return full, self.store.location_of(full).list_dir()
-            except VideoReadError as e2:
-                if e2.reason != "not found":
-                    raise
-                raise e from None
+        """(folder, its listing), the folder named as `_key` finds it
+        (`vidload._storage.SourceRoot.find`)."""
+        return self.store.find(video_id, "", lambda key: self.store.location_of(key).list_dir())
 
     def _keep_head(self, video_id: str, head: object) -> None:
         if isinstance(head, _Recorded):  # from the sidecar, checked: as if listed
@@ -309,6 +298,11 @@ class JpegSource(ContainerSource):
         cached = self._counts.get(key)
         if cached is not None:
             return cached
+        if listing is None and not self.store.location.can_list:
+            recorded = self._recorded_count(key)
+            if recorded is not None:
+                self._counts[key] = (recorded, recorded)
+                return recorded, recorded
         names, is_empty = self._listing(key) if listing is None else listing
         run = 0
         while self._name(run) in names:
@@ -326,6 +320,24 @@ class JpegSource(ContainerSource):
                     matching += 1
         self._counts[key] = (matching, actual)
         return matching, actual
+
+    def _recorded_count(self, key: str) -> int | None:
+        """Where the root cannot list (HTTP): the frame count of the folder `key` as the
+        root's sidecar of heads records it (`_heads`, read once per process), taken once its
+        last frame file is checked (one request: the bytes the record's digest covers); None
+        where there is no record or it does not check (the folder is then listed)."""
+        heads = self._sidecar()
+        record = None if heads is None else heads.get(key)
+        if record is None:
+            return None
+        got = self._pending_of(key, key, record)
+        if got is None:
+            return None
+        location, head = got
+        if not ContainerSource._head_checks(self, location, record, head):
+            return None
+        assert isinstance(head, _Recorded)
+        return head.count
 
     def reported_frames(self, video_id: str) -> int | None:
         """`frame_counts[video_id]` when given, else the number of files matching the template."""

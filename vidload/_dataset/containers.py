@@ -1,0 +1,91 @@
+"""ClipDataset hands its source the container names the root's manifest records.
+
+`vidload convert` names every container in its manifest (`vidload._layout`: the `container`
+column); a source given those names reads each listed video by its name, with no name guessed
+or probed, and takes the manifest as its `missing=` check for them (`use_containers`). The names
+come from the manifest at the source's root (`<root>/manifest.csv`), whatever the list:
+
+- the dataset given that manifest (a path or URL naming it): its rows, read once;
+- any other list (a plain list, `(video_id, label)` pairs, a window list over converted data, a
+  manifest elsewhere) at a root that cannot list (HTTP): the root's manifest read once when the
+  dataset is built (one GET, in the process that builds it: the names travel to the workers
+  with the source); where there is none, or it has no `container` column (an output written
+  before it, a probe's), the source finds its containers by its rules, as before;
+- such a list at a root that can list: nothing read here. A local root finds either name by a
+  stat and `missing=` by a listing, as before; a bucket root reads the root's manifest itself,
+  once per process, at its first container that is not under its stem's name (a collided
+  stem: `vidload._storage.roots`), so a list of ordinary names costs no request more.
+
+A manifest's names are never taken for another root: they are relative to their folder.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from vidload._dataset.entries import VideoEntries, entries_of
+from vidload._layout import MANIFEST_NAME, recorded_names
+from vidload._lists import read_text, text_location
+from vidload._storage import Location
+from vidload.errors import VidloadError
+from vidload.manifest import VideoEntry, is_manifest, manifest_entries, parse_manifest
+from vidload.sources.base import FrameSourceBase
+
+__all__ = ["entries_and_containers"]
+
+
+def entries_and_containers(
+    videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
+    source: FrameSourceBase,
+    *,
+    multi_label: bool,
+    storage_options: Mapping[str, Any] | None,
+) -> VideoEntries:
+    """The dataset's entries (`entries_of`), the source (as the dataset asks it) given the
+    container names of its root's manifest (module doc) where it takes them: its
+    `use_containers` (`FrameSourceBase`: None, it does not) and its `store`."""
+    use, store = source.use_containers, source.store
+    if use is None or store is None:
+        return entries_of(videos, multi_label=multi_label, storage_options=storage_options)
+    root = store.location
+    manifest = root / MANIFEST_NAME
+    names: dict[str, str] | None
+    if _names_it(videos, manifest, storage_options):
+        rows = parse_manifest(read_text(text_location(manifest)), str(videos))
+        entries = VideoEntries.from_entries(manifest_entries(rows, str(videos)))
+        names = {r.video_id: r.container for r in rows if r.container and r.status != "failed"}
+    else:
+        entries = entries_of(videos, multi_label=multi_label, storage_options=storage_options)
+        # where the root can list (local, a bucket), its rules find each container exactly
+        # and a bucket root reads the manifest itself at its first miss (`SourceRoot`)
+        names = None if root.can_list else _recorded_names(manifest)
+    if names:
+        use(names)
+    return entries
+
+
+def _names_it(
+    videos: object, manifest: Location, storage_options: Mapping[str, Any] | None
+) -> bool:
+    """Whether `videos` is the path or URL of the manifest `manifest` (and is a manifest)."""
+    if not isinstance(videos, (str, os.PathLike, Location)):
+        return False
+    where = videos if isinstance(videos, Location) else Location(videos, storage_options)
+    mine, theirs = where.local_file(), manifest.local_file()
+    if mine is not None or theirs is not None:
+        same = mine is not None and theirs is not None and mine.resolve() == theirs.resolve()
+    else:
+        same = where.url == manifest.url
+    return same and (mine is None or mine.is_file()) and is_manifest(text_location(manifest))
+
+
+def _recorded_names(manifest: Location) -> dict[str, str] | None:
+    """{video id: container} of the manifest at `manifest` (one read), None where there is
+    none or it names no container (`vidload._layout.recorded_names`)."""
+    try:
+        raw = manifest.read_optional()
+    except VidloadError:
+        return None
+    return None if raw is None else recorded_names(raw, manifest)
