@@ -273,7 +273,8 @@ class JpegSource(ContainerSource):
 
         def files() -> list[Path]:
             key = self._key(video_id)
-            folder = self.store.local_path(key)
+            folder = self.store.local(key)
+            assert folder is not None  # hints are made under a local root only
             return [folder / self._name(i) for i in range(self._scan(key)[1])]
 
         return self.store.hints(files)
