@@ -59,7 +59,7 @@ from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, Conve
 from vidload._convert.output import Output, ShardOutput, open_output
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.source import open_input
+from vidload._convert.source import Input
 from vidload._kinds import get_kind
 from vidload._layout import (
     PARTS_DIR,
@@ -196,7 +196,7 @@ def plan_convert(
         labels=labels, shard_size=shard_size, storage_options=storage_options,
     )  # fmt: skip
     threads = check_int("threads", threads, minimum=1)
-    source = open_input(input_path, options.storage_options)
+    source = Input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
     out = open_output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)

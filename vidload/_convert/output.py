@@ -119,7 +119,7 @@ class Output(ABC):
 
     def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:  # noqa: B027
         """UsageError where a container would land on or around a local input
-        (`vidload._convert.source.LocalInput.check_output`); a bucket cannot overlap one."""
+        (`vidload._convert.source.Input.check_output`); a bucket cannot overlap one."""
 
     def check_url_input(self, source: Location) -> None:  # noqa: B027
         """UsageError where this output overlaps the INPUT URL folder `source`; a local
