@@ -22,7 +22,7 @@ What it does, so that the figure is vidload's and not the server's:
   answer (`access_by_lua_block`), logging every request with its status:
   `multi`: several ranges in one answer (`multipart/byteranges`, nginx's default);
   `one`: one range a request (`max_ranges 1`: a Range of several is answered with the whole
-  object, as many servers and CDNs do), read over `http://`;
+  object: a server configured so), read over `http://`;
   `s3`: the same one-range server read over `s3://` as a path-style S3 endpoint (bucket
   `ms<L>`: the clients sign `GET /ms<L>/<key>`, nginx's static handler answers, as in
   `tools/obstore_cost.py`; S3 and GCS answer one range a request), by s3fs (row `s3fs`: the
@@ -555,7 +555,7 @@ def _epoch(run: Run, indices: list[int], work: Path, server: Nginx | None, count
 
     root, options = run.backend.root(run.storage, work, server)
     remote = run.backend.server is not None and server is not None
-    served = server.requests() if remote else 0
+    served = server.requests() if remote and server is not None else 0
     before = dict(STATS)
     cpu, t0 = time.process_time(), time.perf_counter()
     ds = ClipDataset(
