@@ -188,3 +188,46 @@ def test_the_inputs_keep_their_names_stems_colliding(tool, tmp_path, monkeypatch
     monkeypatch.setattr(tool, "SHARED", shared)
     inputs = tool._inputs(tmp_path / "work")
     assert sorted(p.name for p in inputs.iterdir()) == ["a.avi", "a.mp4", "b.webm"]
+
+
+def test_the_table_shows_ratios_4xx_and_failed_rows(tool):
+    def row(backend, server, steady, overall, **kw):
+        return {
+            "storage": "npy",
+            "backend": backend,
+            "server": server,
+            "workers": 2,
+            "steady_median": steady,
+            "steady_best": steady + 1,
+            "overall_median": overall,
+            "first_ms_median": 1500.0,
+            "server_requests_per_clip": None if server is None else 9.7,
+            "cpu_ms_per_clip": None,
+            "client_rounds_per_batch": None,
+            "answers_4xx": kw.get("codes", {}),
+        }
+
+    failed = {
+        "storage": "video",
+        "backend": "one 20 ms",
+        "server": "one",
+        "workers": 2,
+        "error": "FileNotFoundError: 3 of the 4 videos ...",
+        "answers_4xx": {"404": 3},
+    }
+    result = {
+        "rows": [
+            row("local", None, 40.0, 30.0),
+            row("one 20 ms", "one", 30.0, 15.0, codes={"404": 2}),
+            failed,
+        ],
+        "load": [6.8, 9.1],
+    }
+    text = tool.render(result)
+    assert (
+        "| npy | one 20 ms | 2 | 30.0 (31.0) | 0.75x | 15.0 | 0.50x | 1500 | 9.70 | 2 (404: 2) |"
+        in (text)
+    )
+    assert "| video | one 20 ms | 2 | failed (1) |" in text and "3 (404: 3)" in text
+    assert "failed (1): video, one 20 ms, 2 w: FileNotFoundError: 3 of the 4" in text
+    assert "load average (1 min) over the run: 6.8-9.1" in text
