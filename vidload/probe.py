@@ -84,8 +84,10 @@ def probe(
             some (as `vidload.shards.plan_convert`).
         write_index: also write each video file's frame index beside it
             (`<file>.vidload-index`, `VideoSource.write_index`, from the decode that counts
-            it), so that a fresh `VideoSource` (every DataLoader worker) reads it without a
-            packet scan or, for AVI, a full decode. Writes into the input folder.
+            it: single-threaded then, as it records each frame's digest, which seek reads
+            are checked against), so that a fresh `VideoSource` (every DataLoader worker)
+            reads it without a packet scan or, for AVI, a full decode. Writes into the input
+            folder.
         storage_options: for an INPUT URL (a bucket folder, one object, or a list), what its
             fsspec filesystem takes; None uses the standard configuration. Each video is
             downloaded into a local staging folder, probed there, and deleted.
@@ -152,6 +154,8 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         known.update(
             reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
         )
+        if job.write_index:  # its decode (single-threaded, with digests) counts the frames too
+            video.exact_frame_index(vid)
         actual = video.actual_frames(vid)  # raises when no frame decodes
         orientation = video.orientation(vid)  # frames come back upright: report that size
         height, width = orientation.displayed_size(info.height, info.width)

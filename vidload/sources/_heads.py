@@ -32,9 +32,10 @@ header and every packet lie, `_video_remote.from_record`), each zlib-compressed,
 with `blob_starts` as `starts`; for a frame folder (kind "jpeg", `vidload convert --to
 jpeg`) the ints `frames` and `start_index`, with the size and digest of its last frame file
 (the files' names then need no listing: `JpegSource`). Per container a few dozen bytes and 4
-bytes a frame (HDF5; a video's index, ~10 compressed: ~27 as JSON), read whole by every
-process: ~1.2 MB for 1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5,
-a few MB for npy or JPEG folders, ~720 MB for `--to video`): over `HEADS_MAX_BYTES` (128 MiB,
+bytes a frame (HDF5; a video's index, ~15 compressed, 5 of them its frame digests (format 3):
+~33 as JSON), read whole by every process: ~1.2 MB for 1,000 videos of 300 frames
+(Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy or JPEG folders, ~1.1 GB for
+`--to video`): over `HEADS_MAX_BYTES` (128 MiB,
 each process holding its own copy) a sidecar is dropped once read, said by a `ResourceWarning`.
 """
 
