@@ -209,7 +209,7 @@ class LocalOutput(Output):
         check_no_overlap(input_path, found.base, self.folder, found.items, to, found.full_names)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
-        data = options.to_record(self.folder, overwrite=overwrite)
+        data = options.to_record(self.location, overwrite=overwrite)
         if data is not None:
             write_bytes_atomic(self.folder / OPTIONS_NAME, data)  # a full disk: DiskFullError
         remove_stale_temporaries(self.folder)  # safe: the lock says no other run is writing
