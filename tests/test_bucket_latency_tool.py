@@ -145,7 +145,7 @@ def test_statuses_count_the_log_lines(tool):
 
 def test_the_spread_manifest_names_every_container_under_its_folder(tool, tmp_path):
     """Colliding stems (`a.avi`, `a.mp4`) keep their own rows; every cell naming a container
-    of the base folder (the id, and a column naming the container) is moved under the
+    of the base folder (the id, and the manifest's `container` column) is moved under the
     folder; the manifest reads back as the dataset's list."""
     from vidload.manifest import ManifestRow, load_videos, read_manifest, write_manifest
 
@@ -154,9 +154,9 @@ def test_the_spread_manifest_names_every_container_under_its_folder(tool, tmp_pa
     for name in ("a.avi.h5", "a.mp4.h5", "b.h5"):
         (base / name).write_bytes(b"x")
     rows = [
-        ManifestRow("a.avi", actual_frames=10, extra={"container": "a.avi.h5"}),
-        ManifestRow("a.mp4", actual_frames=20, extra={"container": "a.mp4.h5"}),
-        ManifestRow("b.webm", label=3, actual_frames=30, extra={"container": "b.h5"}),
+        ManifestRow("a.avi", actual_frames=10, container="a.avi.h5"),
+        ManifestRow("a.mp4", actual_frames=20, container="a.mp4.h5"),
+        ManifestRow("b.webm", label=3, actual_frames=30, container="b.h5"),
     ]
     write_manifest(base / "manifest.csv", rows)
     storage = tool.Storage("hdf5", base, read_manifest(base / "manifest.csv"), 1.0)
@@ -164,7 +164,7 @@ def test_the_spread_manifest_names_every_container_under_its_folder(tool, tmp_pa
     out = tmp_path / "data" / "hdf5"
     assert sorted(p.name for p in (out / "c0001").iterdir()) == ["a.avi.h5", "a.mp4.h5", "b.h5"]
     got = read_manifest(out / "manifest.csv")
-    assert [(r.video_id, r.extra["container"], r.label, r.actual_frames) for r in got] == [
+    assert [(r.video_id, r.container, r.label, r.actual_frames) for r in got] == [
         ("c0000/a.avi", "c0000/a.avi.h5", 0, 10),
         ("c0000/a.mp4", "c0000/a.mp4.h5", 0, 20),
         ("c0000/b.webm", "c0000/b.h5", 3, 30),
