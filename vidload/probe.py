@@ -32,7 +32,7 @@ from vidload._convert.inputs import VIDEO_INPUT, InputItem
 from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._convert.remote import input_copy, shard_staging, unstage
 from vidload._convert.report import print_failures
-from vidload._convert.source import open_input
+from vidload._convert.source import Input
 from vidload._kinds import get_kind, input_kinds
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
@@ -105,7 +105,7 @@ def probe(
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
     kinds = (VIDEO_INPUT, *(k.name for k in input_kinds()))  # originals and every container
-    found = open_input(input_path, storage_options).find(kinds, root=root, labels=labels)
+    found = Input(input_path, storage_options).find(kinds, root=root, labels=labels)
     items = found.items
     jobs = [_ProbeJob(item, found.base, threads, write_index, found.url) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
