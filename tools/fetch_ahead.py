@@ -112,7 +112,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     storages = [bl._storage(work, s, 256) for s in args.storages]
     epochs = args.rounds + 1
     for s in storages:
-        copies = -(-args.clips * epochs // len(s.ids))
+        copies = -(-args.clips * epochs // len(s.rows))
         bl._spread(s, work / "data", copies)
         bl._heads(s, work / "data", True)
     server = bl.Nginx(work / "data", args.latency_ms)
@@ -129,7 +129,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     if backend == "local" and ahead:
                         continue  # nothing to fetch ahead on local disk (make_loader: off)
                     src = bl._source(s.name, root, None)
-                    ds = ClipDataset(s.entries, src, num_frames=8, train=True, seed=0, crop=224)
+                    ds = ClipDataset(
+                        f"{root}/manifest.csv", src, num_frames=8, train=True, seed=0, crop=224
+                    )
                     sampler = Slice()
                     loader = make_loader(
                         ds,
