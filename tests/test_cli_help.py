@@ -70,3 +70,16 @@ def test_probe_help_names_every_kind(dummy, capsys):
 def test_without_the_dummy_it_is_gone(capsys):
     assert "raw" not in _help([], capsys).split()
     assert ".rgb files" not in _help(["convert"], capsys)
+
+
+def test_a_kind_whose_extra_is_missing_is_named_with_what_to_install(capsys):
+    """A kind whose module cannot import (LMDB without `vidload[lmdb]`, as in the wheel's
+    fresh venv) never breaks `vidload --help` or a command: it is named with its extra."""
+    register("absent", "vidload_no_such_module:Format", extra="absent")
+    try:
+        for argv in ([], ["convert"], ["probe"]):
+            text = _help(argv, capsys)
+            if argv != ["probe"]:  # probe names its input kinds only
+                assert "pip install 'vidload[absent]'" in text, argv
+    finally:
+        _kinds.unregister("absent")

@@ -30,10 +30,10 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from vidload._commands import bench, choose, convert, probe
-from vidload._commands.args import kind_reader
+from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_OK, EXIT_USAGE, report_error
-from vidload._kinds import get_kind, kind_names
+from vidload._kinds import kind_names
 
 __all__ = ["COMMANDS", "build_parser", "main", "print_convert_summary"]
 
@@ -66,7 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.description = (
         f"Fast, frame-exact video clip loading: {', '.join(names[:-1])} and {names[-1]}. "
         "Storage kinds (convert --to, probe): "
-        + "; ".join(f"{n}: {get_kind(n).described} ({kind_reader(n)})" for n in kind_names())
+        + "; ".join(f"{n}: " + kind_help(n, "{described} ({reader})") for n in kind_names())
         + "."
     )
     return parser

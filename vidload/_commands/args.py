@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from vidload._cpus import default_workers
 from vidload._kinds import get_kind, input_kinds, kind_names
+from vidload._storage.filesystems import MissingExtraError
 from vidload.errors import UsageError
 
 __all__ = [
@@ -22,7 +23,7 @@ __all__ = [
     "check_storage_option",
     "crf",
     "dask_executor",
-    "kind_reader",
+    "kind_help",
     "inputs_described",
     "kinds_described",
     "official_files_for_the_shell",
@@ -75,16 +76,22 @@ def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
     return pick
 
 
-def kind_reader(name: str) -> str:
-    """The class that reads storage kind `name` (`Hdf5Source`), from its class in the table
-    (`vidload._kinds`): a help text names every kind the table holds."""
-    return get_kind(name).source.__name__
+def kind_help(name: str, form: str) -> str:
+    """Storage kind `name` in a help text, `form` filled with its `described` and `reader`
+    (the class that reads it), from its class in the table (`vidload._kinds`): a help text
+    names every kind the table holds. A kind whose extra is not installed is named with what
+    to install instead (asking for its class would raise: `vidload --help` must not)."""
+    try:
+        kind = get_kind(name)
+    except MissingExtraError as e:
+        return f"{name} (not installed: {e})"
+    return form.format(described=kind.described, reader=kind.source.__name__)
 
 
 def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> str:
     """What the kinds `names` (default: every kind of the table) are, as a help text lists
     them: "JPEG frame folders, .h5 files, .npy files or video files"."""
-    words = [get_kind(n).described for n in (kind_names() if names is None else names)]
+    words = [kind_help(n, "{described}") for n in (kind_names() if names is None else names)]
     return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
 
 

@@ -13,7 +13,7 @@ from vidload._commands.args import (
     check_storage_option,
     crf,
     dask_executor,
-    kind_reader,
+    kind_help,
     kinds_described,
     official_files_for_the_shell,
     positive_int,
@@ -41,7 +41,7 @@ def help_text() -> str:
 def description() -> str:
     """What `vidload convert --help` says the command does: each kind and its reader."""
     kinds = "; ".join(
-        f"--to {n}: {get_kind(n).described}, read by {kind_reader(n)}(OUTPUT)" for n in kind_names()
+        f"--to {n}: " + kind_help(n, "{described}, read by {reader}(OUTPUT)") for n in kind_names()
     )
     return (
         "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
