@@ -34,12 +34,14 @@ from torch.utils.data import (
 from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
+from vidload._loader.ahead import FetchAheadSampler
 from vidload._loader.epochs import set_epoch, unwrap
 from vidload._loader.position import Position, Resumable
 from vidload._loader.split import share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
 from vidload.prefetch import ReadAheadSampler, item_files
+from vidload.sources.base import FrameSourceBase
 from vidload.sources.jpeg import JpegSource
 
 __all__ = [
@@ -230,6 +232,7 @@ def make_loader(
     worker_init_fn: Callable[[int], None] | None = None,
     read_ahead: bool | None = None,
     lookahead: int | None = None,
+    fetch_ahead: bool | None = None,
     stateful: bool = False,
     **loader_kwargs: Any,
 ) -> DataLoader:
@@ -270,8 +273,19 @@ def make_loader(
             None: on when it can name them (`HasFiles` sources, VideoSource), except for a
             JpegSource, where hinting opens every frame file a clip reads: with whole-folder
             hints that cost more than the cold reads it saved (see `vidload.prefetch`;
-            `python tools/readahead_cold.py DIR --formats jpeg` measures it).
+            `python tools/readahead_cold.py DIR --formats jpeg` measures it), and except at a
+            URL root without a `cache_dir` (no local file to hint).
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
+        fetch_ahead: each worker sends its next batch's round of storage requests before it
+            decodes the current batch, so that round is on the wire while it decodes
+            (`vidload._loader.ahead.FetchAheadSampler` tells each worker its next batch;
+            `vidload._dataset.ahead` checks what a batch takes from that round against its
+            own plan: a changed plan wastes those bytes, never gives a wrong frame). At most
+            one batch ahead per worker. True needs a ClipDataset (not a Subset, whose
+            `__getitems__` hands on plain indices). None: on for a ClipDataset whose source
+            plans its batches at a URL root without a `cache_dir` (off with
+            `in_order=False`, where torch no longer deals the batches to workers in turn);
+            local disk has nothing to fetch. Measured: docs/guides/buckets.md.
         stateful: return a torchdata `StatefulDataLoader`
             (`vidload._loader.stateful.StatefulLoader`, the optional extra `vidload[stateful]`)
             whose `state_dict()` holds the epoch, the position in it and what the dataset
@@ -301,6 +315,7 @@ def make_loader(
     shuffle = check_optional_bool("shuffle", shuffle)
     pin_memory = check_optional_bool("pin_memory", pin_memory)
     read_ahead = check_optional_bool("read_ahead", read_ahead)
+    fetch_ahead = check_optional_bool("fetch_ahead", fetch_ahead)
     check_bool("stateful", stateful)
     loader_class = _stateful_class() if stateful else DataLoader
     if worker_init_fn is not None and not callable(worker_init_fn):
@@ -342,6 +357,17 @@ def make_loader(
         read_ahead = _can_read_ahead(dataset)
     if read_ahead:
         item_sampler = ReadAheadSampler(item_sampler, dataset, lookahead=lookahead)
+    if fetch_ahead is None:
+        fetch_ahead = _reads_wait(dataset) and loader_kwargs.get("in_order", True) is not False
+    elif fetch_ahead and not isinstance(dataset, ClipDataset):
+        raise TypeError(
+            f"fetch_ahead=True needs a ClipDataset, got {type(dataset).__name__} (a Subset "
+            f"hands plain indices on to the dataset's __getitems__); pass fetch_ahead=None"
+        )
+    if fetch_ahead:
+        item_sampler = FetchAheadSampler(
+            item_sampler, batch_size=batch_size, drop_last=drop_last, workers=num_workers
+        )
     if pin_memory is None:
         pin_memory = torch.cuda.is_available()
 
@@ -444,10 +470,28 @@ def _stateful_class() -> type[DataLoader]:
 
 
 def _can_read_ahead(dataset: Dataset) -> bool:
-    """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders)."""
+    """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders, not
+    a URL root without a cache: no local file)."""
     try:
         item_files(dataset)
     except TypeError:
         return False
     clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
-    return isinstance(clips, ClipDataset) and not isinstance(clips.source, JpegSource)
+    if not isinstance(clips, ClipDataset) or isinstance(clips.source, JpegSource):
+        return False
+    return not _root_waits(clips.options.adapted)
+
+
+def _reads_wait(dataset: Dataset) -> bool:
+    """Whether `dataset` is a ClipDataset whose source plans its batches' reads at a URL
+    root without a cache (`fetch_ahead=None`)."""
+    if not isinstance(dataset, ClipDataset):
+        return False
+    source = dataset.options.adapted
+    plans = source.prepare is not None and source.fetch_plan is not None
+    return plans and _root_waits(source)
+
+
+def _root_waits(source: FrameSourceBase) -> bool:
+    """Whether `source` reads a root whose reads wait on a network (`SourceRoot.reads_wait`)."""
+    return source.store is not None and source.store.reads_wait

@@ -52,13 +52,7 @@ import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import (
-    Position,
-    Resumable,
-    check_start,
-    check_state,
-    position_state,
-)
+from vidload._loader.position import Position, Wrapper
 from vidload.errors import VideoReadError
 from vidload.sources.base import FrameSourceBase, open_regular_file
 
@@ -302,7 +296,7 @@ class _Hinter:
         return fresh
 
 
-class ReadAheadSampler(Sampler[T]):
+class ReadAheadSampler(Wrapper, Sampler[T]):
     """Yields exactly what `sampler` yields, hinting the bytes upcoming items read to the kernel.
 
     Args:
@@ -324,15 +318,12 @@ class ReadAheadSampler(Sampler[T]):
     that item raises the proper error.
     `set_epoch(epoch)` is passed on to `sampler` (e.g. a DistributedSampler).
 
-    Position: `state_dict()` -> `{"epoch", "yielded"}` counts the elements this sampler has
-    yielded (not the ones it read ahead of them), with `sampler`'s epoch (None if it has
-    none); `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass
-    skip the first k elements of `sampler`'s pass for that epoch (`vidload._loader.position`), so
-    a resumed loader gets the elements the uninterrupted pass yielded next, provided
-    `sampler`'s order is a function of its epoch (every sampler vidload builds). Around one of
-    vidload's samplers, `set_epoch(epoch, items=c)` and `split_state` are passed on to it
-    (a pass that begins after item c of its global order, `vidload._loader.position`), and the
-    state holds its `"begin"` when that is not 0.
+    Position (`vidload._loader.position.Wrapper`): `state_dict()` -> `{"epoch", "yielded"}`
+    counts the elements this sampler has yielded (not the ones it read ahead of them), with
+    `sampler`'s epoch; `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next
+    pass skip the first k elements of `sampler`'s pass for that epoch, so a resumed loader
+    gets the elements the uninterrupted pass yielded next; around one of vidload's samplers,
+    `set_epoch(epoch, items=c)` and `split_state` are passed on to it.
 
     Raises:
         TypeError: `dataset` is not a ClipDataset, or its source cannot name its files.
@@ -360,48 +351,6 @@ class ReadAheadSampler(Sampler[T]):
     def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self.sampler)  # type: ignore[arg-type]
-
-    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
-        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`), and
-        `items` (one of vidload's samplers: its pass begins after the first `items` items of its
-        global order); the next pass starts at element `start` of the wrapped one's pass."""
-        self._set_inner(epoch, items)
-        self._position.reset(check_start("start", start, len(self)))
-
-    def _set_inner(self, epoch: int, items: int) -> None:
-        inner = self.sampler
-        if isinstance(inner, Resumable):
-            inner.set_epoch(epoch, items=items)
-            return
-        if items:
-            raise TypeError(
-                f"items ({items}) needs one of vidload's samplers inside the "
-                f"ReadAheadSampler, got {type(inner).__name__}"
-            )
-        set_epoch = getattr(inner, "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)
-
-    def split_state(self, yielded: int) -> dict[str, object] | None:
-        """The wrapped sampler's `split_state` (None if it is not one of vidload's)."""
-        inner = self.sampler
-        return inner.split_state(yielded) if isinstance(inner, Resumable) else None
-
-    def state_dict(self) -> dict[str, int | None]:
-        inner = self.sampler
-        begin = inner.begin if isinstance(inner, Resumable) else 0
-        return position_state(getattr(inner, "epoch", None), self._position, begin)
-
-    def load_state_dict(self, state: dict[str, int | None]) -> None:
-        if isinstance(state, dict) and state.get("epoch", 0) is None:
-            state = {**state, "epoch": 0}  # a sampler without epochs
-        owner = type(self).__name__
-        epoch, yielded, begin = check_state(state, owner)
-        self._set_inner(epoch, begin)
-        self._position.reset(check_start(f"{owner} state 'yielded'", yielded, len(self)))
 
     def __repr__(self) -> str:
         return f"ReadAheadSampler({self.sampler!r}, lookahead={self.lookahead})"

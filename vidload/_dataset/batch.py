@@ -12,10 +12,16 @@
    of those reads;
 3. fetches all of them in one concurrent round (`vidload._storage.fetch`), then
 4. runs `__getitem__` on each index with the fetched bytes held (`vidload._storage.batch.
-   holding`): the remote reads are answered from them without a request.
+   holding`): the remote reads are answered from them without a request;
+5. when the batch names the batch this process reads next (a `vidload._dataset.ahead.Lead`,
+   from `make_loader(fetch_ahead=True)`), plans that batch and sends its round before step 4,
+   so that it is on the wire while this batch decodes; that batch then takes the bytes
+   fetched ahead for each object its own plan asks nothing more of (`ahead.split`), and
+   fetches the rest in its round.
 
 So a worker waits one round-trip per batch (two for videos it never opened, one where the root's
-sidecar of heads lists them: `vidload.sources._heads`), not one per clip, and each item is built
+sidecar of heads lists them: `vidload.sources._heads`), not one per clip (with the next
+batch's round sent ahead, only what is left of it when that batch arrives), and each item is built
 by the very code that builds it alone: the same bytes, errors, `on_error` skips, learned counts,
 `return_info` and views. A read the plan did not foresee (a resample after a short count, a skip
 to another video) goes to storage as usual. Where reads do not wait on a network (a local root,
@@ -29,6 +35,7 @@ import contextlib
 from collections.abc import Sequence
 from typing import Any
 
+from vidload._dataset import ahead
 from vidload._storage.batch import Request, fetch_started, holding
 from vidload.errors import VidloadError
 from vidload.sources.base import FrameSourceBase
@@ -44,13 +51,54 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     plan = source.fetch_plan
     if prepare is None or plan is None or len(indices) == 0:
         return [dataset[i] for i in indices]
-    per_video = dataset.items_per_video
-    videos = dataset.videos
     try:
-        wanted = [videos[dataset._index(i) // per_video].video_id for i in indices]
+        chunks, videos_of = _planned(dataset, prepare, plan, indices)
     except IndexError:
         return [dataset[i] for i in indices]  # the bad index raises there, as alone
-    prepare(wanted)
+    if not any(chunks):
+        return [dataset[i] for i in indices]
+    ahead.STATS["batches"] += 1
+    sent = ahead.take(dataset)  # the round sent ahead for this batch, if one was
+    # the items in up to _GROUPS groups, all sent at once (one round); each item is built as
+    # soon as its group (and those before it) has been answered
+    size = -(-len(indices) // _GROUPS)
+    starts = range(0, len(indices), size)
+    groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
+    taken, groups = ahead.split(sent, groups)
+    futures = fetch_started(groups)
+    following = ahead.following(indices)
+    if following is not None:  # the next batch's round on the wire while this one decodes
+        _send_ahead(dataset, prepare, plan, following)
+    settle = source.settle
+    out = []
+    with contextlib.ExitStack() as held:
+        if taken is not None:  # the objects the round sent ahead answers, held throughout
+            held.enter_context(holding(*taken.answers()))
+        for k, i in enumerate(indices):
+            if k % size == 0 and futures[k // size] is not None:
+                group = groups[k // size]
+                with ahead.waiting():
+                    try:
+                        got = futures[k // size].result()  # type: ignore[union-attr]
+                    except Exception as e:  # not held: its items' reads meet it themselves
+                        got = [e] * len(group)
+                held.enter_context(holding(group, got))  # beside the groups before it
+            if settle is not None:  # heads taken from a sidecar: checked by the bytes held
+                settle(videos_of[k])
+            out.append(dataset[i])
+    return out
+
+
+def _planned(
+    dataset: Any, prepare: Any, plan: Any, indices: Sequence[int]
+) -> tuple[list[list[Request]], list[list[str]]]:
+    """(the storage requests of each item, the videos each item reads) of a batch, its
+    videos' heads opened first (`prepare`); IndexError for an index out of range."""
+    per_video = dataset.items_per_video
+    videos = dataset.videos
+    wanted = [videos[dataset._index(i) // per_video].video_id for i in indices]
+    with ahead.waiting():  # heads not known yet are one round
+        prepare(wanted)
     chunks: list[list[Request]] = []  # the requests of each item
     videos_of: list[list[str]] = []
     for i in indices:
@@ -68,29 +116,20 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
                 mine.extend(plan(vid, idx))
             except VidloadError:
                 continue
-    if not any(chunks):
-        return [dataset[i] for i in indices]
-    # the items in up to _GROUPS groups, all sent at once (one round); each item is built as
-    # soon as its group (and those before it) has been answered
+    return chunks, videos_of
+
+
+def _send_ahead(dataset: Any, prepare: Any, plan: Any, indices: Sequence[int]) -> None:
+    """Plan the batch of `indices` (this process reads it next) and send its round
+    (`vidload._dataset.ahead`), in the groups its decode will take. An index out of range
+    sends nothing: that batch's own read raises for it."""
+    try:
+        chunks, _ = _planned(dataset, prepare, plan, indices)
+    except IndexError:
+        return
     size = -(-len(indices) // _GROUPS)
-    starts = range(0, len(indices), size)
-    groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
-    futures = fetch_started(groups)
-    settle = source.settle
-    out = []
-    with contextlib.ExitStack() as held:
-        for k, i in enumerate(indices):
-            if k % size == 0 and futures[k // size] is not None:
-                group = groups[k // size]
-                try:
-                    got = futures[k // size].result()  # type: ignore[union-attr]
-                except Exception as e:  # not held: its items' reads meet it themselves
-                    got = [e] * len(group)
-                held.enter_context(holding(group, got))  # beside the groups before it
-            if settle is not None:  # heads taken from a sidecar: checked by the bytes held
-                settle(videos_of[k])
-            out.append(dataset[i])
-    return out
+    groups = [[r for c in chunks[k : k + size] for r in c] for k in range(0, len(indices), size)]
+    ahead.send(dataset, groups)
 
 
 #: The groups a batch's requests are sent in (at once): its first items are built while the

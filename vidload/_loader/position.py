@@ -173,3 +173,77 @@ def check_items(name: str, items: object, size: int) -> int:
 def is_positioned(sampler: object) -> bool:
     """Whether `sampler` is one of vidload's, whose `set_epoch` takes `start` and `items`."""
     return isinstance(getattr(sampler, "_position", None), Position)
+
+
+class Wrapper:
+    """The position of a sampler that yields what the sampler it wraps yields, reading ahead
+    of it (`vidload.prefetch.ReadAheadSampler`, `vidload._loader.ahead.FetchAheadSampler`):
+    the one copy both use.
+
+    The wrapped sampler has handed out more than the wrapper has (the elements read ahead),
+    so the wrapper counts its own: `state_dict()` -> `{"epoch", "yielded"}` is the wrapped
+    sampler's epoch (None if it has none) and the elements the wrapper yielded, with its
+    `"begin"` when the wrapped one is one of vidload's whose pass began after item c.
+    `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass skip the
+    first k elements of the wrapped sampler's pass for that epoch (a subclass's `__iter__`
+    runs `self._position.run` over `islice(self.sampler, start, None)`), so a resumed loader
+    gets what the uninterrupted pass yielded next, provided the wrapped order is a function of
+    its epoch (every sampler vidload builds). `set_epoch(epoch, items=c)` and `split_state`
+    are passed on to a wrapped sampler of vidload's (another wrapper included)."""
+
+    sampler: Iterable[Any]
+    _position: Position
+
+    def __len__(self) -> int:
+        return len(self.sampler)  # type: ignore[arg-type]
+
+    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
+        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`), and
+        `items` (one of vidload's samplers: its pass begins after the first `items` items of
+        its global order); the next pass starts at element `start` of the wrapped one's pass."""
+        self._set_inner(epoch, items)
+        self._position.reset(check_start("start", start, len(self)))
+
+    def _set_inner(self, epoch: int, items: int) -> None:
+        inner = self.sampler
+        if is_positioned(inner):
+            inner.set_epoch(epoch, items=items)  # type: ignore[attr-defined]
+            return
+        if items:
+            raise TypeError(
+                f"items ({items}) needs one of vidload's samplers inside the "
+                f"{type(self).__name__}, got {type(inner).__name__}"
+            )
+        set_epoch = getattr(inner, "set_epoch", None)
+        if set_epoch is not None:
+            set_epoch(epoch)
+
+    @property
+    def begin(self) -> int:
+        """The item of the wrapped order the latest (or next) pass begins at (0 for a
+        sampler that is not vidload's)."""
+        inner = self.sampler
+        return inner.begin if is_positioned(inner) else 0  # type: ignore[attr-defined]
+
+    def split_state(self, yielded: int) -> dict[str, Any] | None:
+        """The wrapped sampler's `split_state` (None if it is not one of vidload's)."""
+        inner = self.sampler
+        return inner.split_state(yielded) if is_positioned(inner) else None  # type: ignore[attr-defined]
+
+    def state_dict(self) -> dict[str, int | None]:
+        return position_state(getattr(self.sampler, "epoch", None), self._position, self.begin)
+
+    def load_state_dict(self, state: dict[str, int | None]) -> None:
+        if isinstance(state, dict) and state.get("epoch", 0) is None:
+            state = {**state, "epoch": 0}  # a sampler without epochs
+        owner = type(self).__name__
+        epoch, yielded, begin = check_state(state, owner)
+        self._set_inner(epoch, begin)
+        self._position.reset(check_start(f"{owner} state 'yielded'", yielded, len(self)))
+
+
+def innermost(sampler: object) -> object:
+    """The sampler inside any `Wrapper`s."""
+    while isinstance(sampler, Wrapper):
+        sampler = sampler.sampler
+    return sampler

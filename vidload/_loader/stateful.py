@@ -42,9 +42,8 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from vidload._dist import gather_objects, process_group
 from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
 from vidload._loader.learned import merge_learned
-from vidload._loader.position import Resumable
+from vidload._loader.position import Resumable, innermost
 from vidload._loader.split import handed_out
-from vidload.prefetch import ReadAheadSampler
 
 __all__ = ["StatefulLoader"]
 
@@ -203,9 +202,7 @@ class StatefulLoader(StatefulDataLoader):
 
     def _splitter(self) -> Resumable | None:
         """The vidload sampler whose order this loader's sampler splits, if it is one."""
-        sampler = self.sampler
-        if isinstance(sampler, ReadAheadSampler):
-            sampler = sampler.sampler
+        sampler = innermost(self.sampler)  # inside a ReadAheadSampler, a FetchAheadSampler
         return sampler if isinstance(sampler, Resumable) and self.batch_size else None
 
     def _split(self, batches: int) -> dict[str, Any]:

@@ -50,12 +50,16 @@ def fetch(requests: Sequence[Request]) -> list[list[bytes] | Exception]:
     return out
 
 
-def fetch_started(groups: Sequence[Sequence[Request]]) -> list[Future | None]:
+def fetch_started(
+    groups: Sequence[Sequence[Request]], *, ahead: bool = False
+) -> list[Future | None]:
     """`fetch(group)` of each group started at once in threads (None for an empty group): one
     round for all of them, whose results arrive as each group is answered, so that a caller
     decodes the first items of a batch while the rest are on the way. A future's result is
-    `fetch`'s list, or its exception."""
-    if sum(1 for g in groups if g) <= 1:
+    `fetch`'s list, or its exception. A lone group is fetched here, before returning (the
+    caller waits for it anyway), unless `ahead` (a round for later, `vidload._dataset.ahead`:
+    every group in a thread)."""
+    if not ahead and sum(1 for g in groups if g) <= 1:
         return [_done(fetch(g)) if g else None for g in groups]
     pool = _pool()
     _GROUPS[0] += 1

@@ -134,6 +134,13 @@ class SourceRoot:
         (no local file, no cached copy to read instead)."""
         return self.location.over_network and self.cache is None
 
+    @property
+    def reads_wait(self) -> bool:
+        """Whether reads wait on a network (`_batched`: a URL root without a cache): where a
+        worker's next batch is worth fetching while it decodes the current one
+        (`make_loader(fetch_ahead=None)`)."""
+        return self._batched
+
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
         ones of `video_ids`) where reads wait on a network (`_batched`); none elsewhere."""

@@ -264,9 +264,8 @@ class ContainerSource(FrameSourceBase):
         ahead = self.store.ahead(video_ids)  # none where reads do not wait on a network
         if not ahead:
             return
-        pending = self._pending_heads()
-        pending.clear()
-        todo = [v for v in ahead if not self._head_known(v)]
+        pending = self._pending_heads()  # kept until settled: a next batch's may be planned
+        todo = [v for v in ahead if not self._head_known(v) and pending.get(v) is None]
         if not todo:
             return
         heads = self._sidecar() if self.heads_kind is not None else None
@@ -336,10 +335,13 @@ class ContainerSource(FrameSourceBase):
         return got[0]
 
     def _pending_heads(self) -> ProcessLRU[str, tuple[Location, HeadRecord, object]]:
-        """Heads from the sidecar waiting for their check (`settle`), by video id."""
+        """Heads from the sidecar waiting for their check (`settle`), by video id: those of
+        the batch being read and of the next one planned before it decodes
+        (`vidload._dataset.ahead`); a batch's that is never read is dropped after
+        `_PENDING` others (its videos are taken from the sidecar again when they come)."""
         lru = self.__dict__.get("_pending_lru")
         if lru is None:
-            lru = self.__dict__["_pending_lru"] = ProcessLRU(None)
+            lru = self.__dict__["_pending_lru"] = ProcessLRU(_PENDING)
         return lru
 
     def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
@@ -442,6 +444,10 @@ class ContainerSource(FrameSourceBase):
             return super().read_transient(video_id, indices, geometry=geometry)
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size, scratch=_CLIP)
+
+
+#: Heads from the sidecar waiting for their check, at most (`_pending_heads`): many batches.
+_PENDING = 4096
 
 
 def _opened(name: str) -> None:
