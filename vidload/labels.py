@@ -26,6 +26,7 @@ from vidload.errors import UsageError
 __all__ = [
     "CLASSES_NAME",
     "class_of",
+    "classes_bytes",
     "classes_text",
     "folder_class_map",
     "input_class_map",
@@ -160,6 +161,15 @@ def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) ->
     """Write the class names one per line, line k naming label k (atomically).
 
     Raises:
+        ValueError: as `classes_bytes`.
+    """
+    write_bytes_atomic(Path(path), classes_bytes(class_map))
+
+
+def classes_bytes(class_map: Mapping[str, int]) -> bytes:
+    """What `write_classes` writes, checked.
+
+    Raises:
         ValueError: the labels are not exactly 0..n-1 (one name per line cannot say which
             labels are missing; `is_contiguous` tells beforehand), or a name cannot be one line.
     """
@@ -172,7 +182,7 @@ def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) ->
     for name in names:
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
-    write_bytes_atomic(Path(path), classes_text(class_map).encode("utf-8"))
+    return classes_text(class_map).encode("utf-8")
 
 
 def classes_text(class_map: Mapping[str, int]) -> str:

@@ -56,7 +56,7 @@ from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
-from vidload._convert.output import Output, ShardOutput, open_output
+from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.source import Input
@@ -198,7 +198,7 @@ def plan_convert(
     threads = check_int("threads", threads, minimum=1)
     source = Input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
-    out = open_output(Location(os.fspath(output), options.storage_options))
+    out = Output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
     found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
     source.check_output(out, found, options.to)

@@ -6,8 +6,9 @@
   `Location` (`Input`);
 * `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
   output folder;
-* `output`: where a run writes, a local folder or a bucket prefix behind one interface
-  (`open_output`); `remote` what a bucket needs (staging, uploads) and INPUT URLs' search;
+* `output`: where a run writes, a local folder or a bucket prefix, one class written against
+  `Location` (`Output`; `ShardOutput` a shard's side); `remote` what a bucket needs (staging,
+  uploads) and INPUT URLs' search;
 * `frames`: the JPEG byte streams a container stores;
 * `job`: one video's conversion, as a worker runs it;
 * `resume`: what a run resumes from (the manifest, part manifests, stale temporaries);

@@ -26,7 +26,7 @@ __all__ = ["write_output_heads"]
 
 def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
     """Write the sidecar for the containers of `rows` (every video but the failed ones) in
-    the convert `output` (a `LocalOutput` or `BucketOutput`); the number recorded (0 for a
+    the convert `output` (`vidload._convert.output.Output`); the number recorded (0 for a
     kind whose source keeps no heads; a video's is its persisted frame index, which tells
     its header's and every packet's byte ranges; a frame folder's, its frame count: the
     files' names then need no listing)."""

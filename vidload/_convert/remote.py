@@ -29,11 +29,10 @@ out of any listing (an S3 lifecycle rule `AbortIncompleteMultipartUpload` remove
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,15 +40,13 @@ from vidload._convert.inputs import VIDEO_INPUT, InputItem, frame_folder_kind
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
-from vidload._layout import FIRST_FRAME_NAME, MANIFEST_NAME, PARTS_DIR, sidecar_path
+from vidload._layout import FIRST_FRAME_NAME, sidecar_path
 from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map, warn_unpinned
-from vidload.manifest import ManifestRow, write_manifest
 
 __all__ = [
     "is_folder_format",
-    "download_manifest",
     "fetch",
     "find_remote_inputs",
     "folder_labels",
@@ -57,13 +54,11 @@ __all__ = [
     "publish",
     "publish_sidecar",
     "run_job",
-    "read_remote_parts",
     "remote_container_exists",
     "shard_staging",
     "stage_input",
     "staging",
     "unstage",
-    "write_remote_manifest",
 ]
 
 _STAGING_PREFIX = "vidload-staging-"
@@ -139,44 +134,6 @@ def fetch(remote: Location, local: Path) -> None:
     except VideoReadError as e:
         if e.reason != "not found":
             raise
-
-
-def download_manifest(out: Location, scratch: Path) -> Path | None:
-    """`out/manifest.csv` downloaded into `scratch`; None when there is none."""
-    try:
-        data = (out / MANIFEST_NAME).read_bytes()
-    except VideoReadError as e:
-        if e.reason == "not found":
-            return None
-        raise
-    path = scratch / MANIFEST_NAME
-    path.write_bytes(data)
-    return path
-
-
-def write_remote_manifest(out: Location, rows: Mapping[str, ManifestRow], scratch: Path) -> None:
-    """Write `rows` (sorted by id) as `out/manifest.csv`: locally, then one upload."""
-    path = scratch / MANIFEST_NAME
-    write_manifest(path, [rows[k] for k in sorted(rows)])
-    (out / MANIFEST_NAME).put_file(path)
-
-
-def read_remote_parts(out: Location) -> dict[str, object]:
-    """{name: parsed JSON} of the part manifests under `out/PARTS_DIR` ({} when none)."""
-    parts = out / PARTS_DIR
-    try:
-        names = parts.walk_files()
-    except VideoReadError as e:
-        if e.reason in ("not found", "folder not found"):
-            return {}
-        raise
-    found: dict[str, object] = {}
-    for name in sorted(n for n in names if n.startswith("part-") and n.endswith(".json")):
-        try:
-            found[name] = json.loads((parts / name).read_bytes())
-        except (VideoReadError, ValueError):
-            continue  # written whole or not at all: another run's garbage
-    return found
 
 
 # --------------------------------------------------------------------------- INPUT URLs

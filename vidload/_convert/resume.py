@@ -12,50 +12,41 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, is_temporary, remove_temporary
+from vidload._atomic import is_temporary, remove_temporary
 from vidload._convert.job import Outcome
 from vidload._layout import FIRST_FRAME_NAME
-from vidload.errors import DiskFullError
-from vidload.manifest import ManifestRow, read_manifest, write_manifest
+from vidload._storage import Location
+from vidload.errors import VideoReadError
+from vidload.manifest import ManifestRow, read_manifest
 
 __all__ = [
     "parse_part",
     "part_bytes",
     "previous_rows",
-    "read_part",
     "read_parts",
     "remove_stale_temporaries",
-    "write_manifest_rows",
 ]
 
 
-def previous_rows(manifest_path: Path, *, overwrite: bool) -> dict[str, ManifestRow]:
+def previous_rows(manifest: Location, *, overwrite: bool) -> dict[str, ManifestRow]:
     """{video id: row} of an existing manifest ({} when there is none, or with `overwrite`
     when it is unreadable); ValueError when it cannot be read and `overwrite` is False."""
-    if not manifest_path.exists():
-        return {}
     try:
-        rows = read_manifest(manifest_path)
+        rows = read_manifest(manifest)
+    except VideoReadError as e:
+        if e.reason != "not found":
+            raise
+        return {}
     except ValueError as e:
         if overwrite:
             return {}
         raise ValueError(
-            f"{manifest_path} cannot be resumed from ({e}); remove it or pass overwrite"
+            f"{manifest} cannot be resumed from ({e}); remove it or pass overwrite"
         ) from e
     return {r.video_id: r for r in rows}
-
-
-def write_manifest_rows(path: Path, rows: Mapping[str, ManifestRow]) -> None:
-    """Write `rows` as the manifest at `path`, sorted by id; a full disk raises DiskFullError."""
-    try:
-        write_manifest(path, [rows[k] for k in sorted(rows)])
-    except OSError as e:
-        if is_disk_full(e):
-            raise DiskFullError(path) from e
-        raise
 
 
 def remove_stale_temporaries(out: Path) -> None:
@@ -100,21 +91,23 @@ def parse_part(entries: object) -> dict[str, Outcome]:
     return {o.row.video_id: o for o in outcomes}
 
 
-def read_part(path: Path) -> dict[str, Outcome]:
-    """{video id: outcome} of a part manifest; {} when there is none (or it is unreadable:
-    written atomically, a part is whole or absent, so that is another run's garbage)."""
+def read_parts(folder: Location) -> dict[str, Outcome] | None:
+    """The outcomes of every part manifest in `folder` (the parts folder), None when it holds
+    none. A part that cannot be read is skipped: written whole or not at all (atomically on a
+    disk, one PUT in a bucket), it is another run's garbage."""
     try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return parse_part(entries)
-
-
-def read_parts(folder: Path) -> dict[str, Outcome]:
-    """The outcomes of every part manifest in `folder` ({} when it does not exist)."""
+        names = folder.walk_files()
+    except VideoReadError as e:
+        if e.reason in ("not found", "folder not found"):
+            return None
+        raise
+    names = sorted(n for n in names if n.startswith("part-") and n.endswith(".json"))
+    if not names:
+        return None
     outcomes: dict[str, Outcome] = {}
-    if not folder.is_dir():
-        return outcomes
-    for path in sorted(folder.glob("part-*.json")):
-        outcomes.update(read_part(path))
+    for name in names:
+        try:
+            outcomes.update(parse_part(json.loads((folder / name).read_bytes())))
+        except (VideoReadError, ValueError):
+            continue
     return outcomes
