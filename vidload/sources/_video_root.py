@@ -168,11 +168,15 @@ class VideoRoot(FrameSourceBase):
     heads_kind = "video"
 
     def _video_heads(self) -> Heads | None:
-        """This process's sidecar of heads of the root (one request, the first time), None
-        where there is none. Only asked where reads wait on a network (`prepare`)."""
+        """This process's sidecar of heads of the root (this machine's copy: `_heads.
+        read_heads`), None where there is none. Only asked where reads wait on a network
+        (`prepare`)."""
         got = self._heads_lru.get("heads")
         if got is None:
-            got = (read_heads(self.store.location, self.heads_kind),)
+            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
+            self._heads_lru.put("heads", got)
+        elif got[0] is not None and (now := got[0].current()) is not got[0]:
+            got = (now,)  # noted suspect: asked again (`_heads.Heads.refreshed`)
             self._heads_lru.put("heads", got)
         return got[0]
 

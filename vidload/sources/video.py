@@ -207,6 +207,8 @@ class VideoSource(VideoRoot):
                 if known is not None:
                     self._keep_remote(vid, known)
                     todo.remove(vid)
+            if todo:  # listed nowhere in it: the sidecar may be older than the data
+                heads.suspect()
         found = run_concurrently(self._try_load_remote, todo)
         for vid, got in zip(todo, found, strict=True):
             if got is not None:
