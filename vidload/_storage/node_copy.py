@@ -33,8 +33,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from vidload._storage.cache import VERSION_MARK, LocalCache
+from vidload._storage.cache import _PART, VERSION_MARK, LocalCache
 from vidload._storage.location import Location
+from vidload.errors import VideoReadError
 
 try:
     import fcntl
@@ -85,12 +86,32 @@ def _locked(path: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def _fetch(location: Location, cache: LocalCache) -> tuple[Path, str]:
+    """Fetch `location` into `cache` under its version's name; (its path, the version).
+
+    Downloaded first, its version asked after (the GET of a missing object answers "not
+    found" with no more request; asked first, `fs.info` of a missing S3 key lists its prefix
+    too): a copy whose size is not the one the version came with was rewritten meanwhile and
+    is fetched again."""
+    for attempt in range(3):
+        part = cache.folder / f".fetch.{os.getpid()}.{attempt}{_PART}"
+        cache.download(location, part)
+        st = location.stat()
+        if os.path.getsize(part) == st.size:
+            path = cache.path_of(location, st.version)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(part, path)
+            return path, st.version
+        os.unlink(part)
+    raise VideoReadError(location, "rewritten while it was fetched, three times")
+
+
 def node_copy(
     location: Location, cache: LocalCache, *, stale: str | None = None
 ) -> tuple[Path, str]:
     """(the local copy of the remote object `location` in `cache`, its version): the one
-    this machine fetched last, with no request where it is there; else fetched (the version
-    asked first: one request, then the download). `stale`: the version of a copy the caller
+    this machine fetched last, with no request where it is there; else fetched (`_fetch`:
+    the download, then its version). `stale`: the version of a copy the caller
     found stale; a newer copy another process fetched meanwhile is taken, else the version
     is asked of the store and the object fetched again where it changed. VideoReadError as
     the location's reads raise ("not found", ...)."""
@@ -103,11 +124,15 @@ def node_copy(
         got = _follow(location, cache, pointer)
         if got is not None and got[1] != stale:
             return got  # fetched by another process while this one waited
-        version = location.stat().version
-        path = cache.path_of(location, version)
-        if not path.is_file():
-            cache.download(location, path)
-        part = pointer.with_name(f".{pointer.name}.{os.getpid()}.part")
+        if stale is None:
+            path, version = _fetch(location, cache)
+        else:  # a copy is here: its version first, fetched only where it changed
+            version = location.stat().version
+            path = cache.path_of(location, version)
+            if not path.is_file():
+                path, version = _fetch(location, cache)
+        part = pointer.with_name(f".{pointer.name}.{os.getpid()}{_PART}")
+        pointer.parent.mkdir(parents=True, exist_ok=True)
         part.write_text(version)
         os.replace(part, pointer)
         return path, version
