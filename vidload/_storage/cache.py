@@ -164,7 +164,8 @@ DEFAULT_CACHE_BYTES = 32 << 30
 _RESCAN_EVERY = 32
 #: Partial downloads older than this are a crashed process's, and removed by eviction.
 _STALE_PART_S = 3600.0
-_PART = ".part"
+#: Ends the name of a partial download (a crashed process's is removed by `evict`).
+PART_SUFFIX = ".part"
 
 
 class LocalCache:
@@ -248,7 +249,7 @@ class LocalCache:
         renamed over `path` when complete (see the class docstring)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._count += 1
-        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
         try:
             assert isinstance(location, RemoteLocation)
             fs, remote = location.fs()
@@ -285,7 +286,7 @@ class LocalCache:
     def _store(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._count += 1
-        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
         try:
             part.write_bytes(data)
             os.replace(part, path)
@@ -317,7 +318,7 @@ class LocalCache:
                     st = os.stat(full)
                 except FileNotFoundError:
                     continue  # removed by another process meanwhile
-                if name.endswith(_PART):
+                if name.endswith(PART_SUFFIX):
                     if now - st.st_mtime > _STALE_PART_S:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(full)

@@ -33,7 +33,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from vidload._storage.cache import _PART, VERSION_MARK, LocalCache
+from vidload._storage.cache import PART_SUFFIX, VERSION_MARK, LocalCache
 from vidload._storage.location import Location
 from vidload.errors import VideoReadError
 
@@ -94,7 +94,7 @@ def _fetch(location: Location, cache: LocalCache) -> tuple[Path, str]:
     too): a copy whose size is not the one the version came with was rewritten meanwhile and
     is fetched again."""
     for attempt in range(3):
-        part = cache.folder / f".fetch.{os.getpid()}.{attempt}{_PART}"
+        part = cache.folder / f".fetch.{os.getpid()}.{attempt}{PART_SUFFIX}"
         cache.download(location, part)
         st = location.stat()
         if os.path.getsize(part) == st.size:
@@ -131,7 +131,7 @@ def node_copy(
             path = cache.path_of(location, version)
             if not path.is_file():
                 path, version = _fetch(location, cache)
-        part = pointer.with_name(f".{pointer.name}.{os.getpid()}{_PART}")
+        part = pointer.with_name(f".{pointer.name}.{os.getpid()}{PART_SUFFIX}")
         pointer.parent.mkdir(parents=True, exist_ok=True)
         part.write_text(version)
         os.replace(part, pointer)
