@@ -503,6 +503,9 @@ class _RangeHandler(http.server.SimpleHTTPRequestHandler):
 
 class _HttpServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
+    #: socketserver's listen backlog is 5: a round of a dozen new connections overflowed it,
+    #: and a dropped connect is retried a second later (outside a counted round)
+    request_queue_size = 128
     faults: Faults
 
     def handle_error(self, request: Any, client_address: Any) -> None:

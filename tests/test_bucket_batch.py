@@ -215,6 +215,34 @@ def test_a_batch_is_one_round_of_requests(kind, tree, s3_bucket):
         assert len(reqs) == VIDEOS
 
 
+@pytest.mark.parametrize("kind", ["hdf5", "npy-read"])
+def test_a_batch_at_one_range_a_request_over_http_is_one_round(kind, tree, http_dir, monkeypatch):
+    """A server that answers one range a request (S3's shape, here over HTTP: a Range of
+    several answered whole): a batch of opened videos is one round of concurrent
+    single-range GETs, the frames of each video merged (4 frames of ~3 KB lie within the
+    coalescing gap: one GET a video), the same items as one by one. (Ranges farther apart:
+    `test_byteranges`.)"""
+    pytest.importorskip("aiohttp")
+    import shutil
+
+    from vidload._storage import byteranges
+
+    monkeypatch.setattr(byteranges, "_UNSUPPORTED", set())  # this test's server alone
+    shutil.copytree(tree[storage(kind)], http_dir.path, dirs_exist_ok=True)
+    http_dir.faults.multi_ranges = False
+    ds = ClipDataset(VIDEO_LIST, source(kind, http_dir.url), num_frames=4, seed=3)
+    batch = list(range(VIDEOS))
+    getitems(ds, batch)  # the videos opened
+    ds.set_epoch(1)
+    reqs, peak = _heads_then_frames(kind, ds, http_dir.faults, batch)
+    assert len(reqs) == VIDEOS and peak == len(reqs)  # one round, one GET a video
+    assert all(r.status == 206 and "," not in (r.range or ",") for r in reqs)
+    one = ClipDataset(VIDEO_LIST, source(kind, http_dir.url), num_frames=4, seed=3)
+    one.set_epoch(1)
+    ds.set_epoch(1)
+    _check_equal(ds, one, batch)
+
+
 def test_a_missing_video_fails_only_its_own_item(tree, s3_bucket):
     from vidload.errors import VideoReadError
 

@@ -95,10 +95,12 @@ def test_a_server_without_multipart_answers_is_read_one_range_a_request(http_dir
     data, loc = _object(http_dir, "a.bin", 3_000_000)
     http_dir.faults.multi_ranges = False  # a Range of several ranges answered 200, whole
     http_dir.faults.clear_log()
+    assert loc.multi_range  # not yet refused
     assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
     statuses = sorted(r.status for r in http_dir.faults.requests())
     assert statuses == [200, 206, 206, 206, 206]  # the refused try, then one per range
     assert byteranges.unsupported(f"{http_dir.url}/a.bin")
+    assert not loc.multi_range  # the capability callers ask says so from now on
     http_dir.faults.clear_log()
     assert loc.read_ranges(RANGES) == [data[a:b] for a, b in RANGES]
     assert sorted(r.status for r in http_dir.faults.requests()) == [206] * 4  # not tried again
@@ -159,3 +161,33 @@ def test_many_ranges_are_a_request_for_each_max_ranges(http_dir):
     assert fetch([(loc, r) for r in asked]) == [[data[a:b] for a, b in r] for r in asked]
     counts = sorted(r.range.count(",") + 1 for r in http_dir.faults.requests())
     assert counts == [6, byteranges.MAX_RANGES]
+
+
+def test_a_batch_at_one_range_a_request_is_one_round_of_merged_ranges(http_dir):
+    """A server that answers one range a request (S3's shape): a batch's ranges of several
+    objects go out as one round of concurrent requests (all in the server's delay at once),
+    one per range left after merging the ranges of each object that lie within the gap
+    (`ranges.COALESCE_GAP`), each a single range."""
+    from vidload._storage.ranges import COALESCE_GAP
+
+    objects = [_object(http_dir, f"o{k}.bin", 3_000_000) for k in range(4)]
+    asked = [(10, 20), (30_000, 30_100), (1_000_000, 1_000_100), (2_900_000, 2_900_010)]
+    assert asked[1][0] - asked[0][1] <= COALESCE_GAP < asked[2][0] - asked[1][1]
+    http_dir.faults.multi_ranges = False
+    _, first = _object(http_dir, "first.bin", 3_000_000)
+    first.read_ranges(asked)  # learned at the first answer (a refused try, as tested above)
+    assert byteranges.unsupported(http_dir.url)
+    http_dir.faults.clear_log()
+    http_dir.faults.delay_s = 1.0  # every request of the round inside it at once (loaded CI)
+    try:
+        got = fetch([(loc, asked) for _, loc in objects])
+    finally:
+        http_dir.faults.delay_s = 0.0
+    assert got == [[data[a:b] for a, b in asked] for data, _ in objects]
+    reqs = http_dir.faults.requests()
+    assert len(reqs) == 4 * 3  # per object: the first two merged, then two alone
+    assert http_dir.faults.peak_in_flight == len(reqs)  # one round
+    for k in range(4):
+        mine = sorted(r.range for r in reqs if r.path.endswith(f"/o{k}.bin"))
+        assert mine == ["bytes=10-30099", "bytes=1000000-1000099", "bytes=2900000-2900009"]
+    assert all(r.status == 206 for r in reqs)

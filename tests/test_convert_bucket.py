@@ -123,18 +123,18 @@ def test_a_scheme_without_its_filesystem_names_the_extra(inputs, tmp_path, monke
 
 
 def test_the_lock_is_an_object_and_a_live_holder_refuses(s3_bucket, inputs):
-    from vidload._lock import RemoteOutputLock
+    from vidload._lock import OutputLock
     from vidload._storage import Location
 
     out = Location(f"{s3_bucket.url}/out", s3_bucket.storage_options)
-    lock = RemoteOutputLock(out)
+    lock = OutputLock(out)
     lock.acquire()
     holder = json.loads(s3_bucket.get("out/.vidload-convert.lock"))
     assert holder["pid"] == os.getpid() and holder["token"]
     with pytest.raises(OutputLockedError, match=r"out/\.vidload-convert\.lock.*another run"):
         convert(inputs, str(out.url), to="npy", workers=1, progress=False,
                 storage_options=s3_bucket.storage_options)  # fmt: skip
-    second = RemoteOutputLock(out)
+    second = OutputLock(out)
     with pytest.raises(OutputLockedError):
         second.acquire()
     lock.release()
@@ -142,7 +142,7 @@ def test_the_lock_is_an_object_and_a_live_holder_refuses(s3_bucket, inputs):
 
 
 def test_a_stale_lock_is_taken_over_once(s3_bucket):
-    from vidload._lock import RemoteOutputLock
+    from vidload._lock import OutputLock
     from vidload._storage import Location
 
     out = Location(f"{s3_bucket.url}/out", s3_bucket.storage_options)
@@ -153,19 +153,19 @@ def test_a_stale_lock_is_taken_over_once(s3_bucket):
 
     stale["host"] = socket.gethostname()
     s3_bucket.put("out/.vidload-convert.lock", json.dumps(stale).encode())
-    lock = RemoteOutputLock(out)
+    lock = OutputLock(out)
     lock.acquire()
     assert json.loads(s3_bucket.get("out/.vidload-convert.lock"))["token"] != "deadbeef"
     assert "out/.vidload-convert.lock.takeover-deadbeef" in s3_bucket.keys()
     with pytest.raises(OutputLockedError):
-        RemoteOutputLock(out).acquire()  # the new holder is alive
+        OutputLock(out).acquire()  # the new holder is alive
     lock.release()
     assert s3_bucket.keys("out/") == []
 
     stale["host"] = "another-host"  # cannot be checked from here: refused, naming the URL
     s3_bucket.put("out/.vidload-convert.lock", json.dumps(stale).encode())
     with pytest.raises(OutputLockedError, match=r"s3://.*/out/\.vidload-convert\.lock"):
-        RemoteOutputLock(out).acquire()
+        OutputLock(out).acquire()
 
 
 def test_an_unfinished_jpeg_folder_is_converted_again(s3_bucket, inputs, local_outputs):

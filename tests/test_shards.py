@@ -21,6 +21,7 @@ from media import make_video
 
 import vidload._convert.job as job_mod
 from vidload._lock import LOCK_NAME, OutputLock
+from vidload._storage import Location
 from vidload.convert import convert
 from vidload.errors import DiskFullError, OutputLockedError
 from vidload.manifest import read_manifest
@@ -189,7 +190,7 @@ def test_containers_and_manifests_are_fsynced_before_rename(inputs, tmp_path, mo
 def test_a_second_run_into_the_same_output_is_refused(inputs, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    with OutputLock(out):
+    with OutputLock(Location(out)):
         with pytest.raises(OutputLockedError, match=r"being written by another run \(pid \d+"):
             convert(inputs, out, to="npy", workers=1, progress=False)
         holder = json.loads((out / LOCK_NAME).read_text())
@@ -220,6 +221,18 @@ def test_a_lock_from_another_host_is_not_taken(inputs, tmp_path):
     (out / LOCK_NAME).write_text(json.dumps(other))
     with pytest.raises(OutputLockedError, match="remove the lock file if that run is dead"):
         convert(inputs, out, to="npy", workers=1, progress=False)
+
+
+def test_an_unreadable_lock_is_refused_naming_it(inputs, tmp_path):
+    """A lock is complete once it exists (a complete file linked into place): a garbled one is
+    no run still writing it, and is refused, as in a bucket."""
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / LOCK_NAME).write_text("{garbled")
+    with pytest.raises(OutputLockedError, match=r"\.vidload-convert\.lock: an unreadable lock"):
+        convert(inputs, out, to="npy", workers=1, progress=False)
+    assert (out / LOCK_NAME).read_text() == "{garbled"
+    assert sorted(p.name for p in out.iterdir()) == [LOCK_NAME]  # no temporary left
 
 
 def test_two_drivers_at_once_one_refuses(inputs, tmp_path):

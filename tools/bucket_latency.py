@@ -1,31 +1,49 @@
-"""Converted data read over HTTP from a real server (nginx on 127.0.0.1) against local disk.
+"""Converted data read from real servers (nginx on 127.0.0.1) in the shapes users' buckets
+have, against local disk.
 
     python tools/bucket_latency.py [--latency-ms 0,20] [--workers 0,2] [--batch-size 16]
-        [--rounds 3] [--storages hdf5,npy,jpeg,video,original] [--work DIR] [--json FILE]
+        [--rounds 3] [--storages hdf5,npy,jpeg,video,original] [--servers multi,one,s3fs,obstore]
+        [--work DIR] [--json FILE]
     python tools/bucket_latency.py --long-video 120 [--copies 20] [--latency-ms 0,20] [--rounds 2]
 
 What it does, so that the figure is vidload's and not the server's:
 
-* converts the real clips of ../shared/videos and ../shared/videos-extra (short side 256:
-  `vidload convert --to hdf5/npy/jpeg/video`; "original" is the clips as they are) once into
-  `--work`, then names each container under many folders (`c0000/...`, symlinks: no copies),
-  so that every clip of a measured epoch reads an object this process never read before, as
-  an epoch over Kinetics does (a video's head, frame table or listing is never cached);
-* starts nginx itself (Debian's `nginx-light` + `libnginx-mod-http-lua`) on a free port of
-  127.0.0.1 with its own configuration in a temporary folder: `/ms<L>/` serves the folder
-  with Range and directory listings, after a non-blocking `ngx.sleep(L / 1000)` before each
-  answer (`access_by_lua_block`), and logs every request (counted per clip); it is stopped
-  when the tool ends;
-* reads the same clips through `ClipDataset` (segment sampling, 8 frames, one clip per video,
-  training) and a `DataLoader` (batch `--batch-size`, 0 and `--workers` workers; the batch is
-  read by `ClipDataset.__getitems__`), from local disk and from `http://` at each latency.
-  Rows are interleaved (every storage x backend x workers in each round) and each figure is
-  the best of `--rounds` epochs, each over objects not read before. Clock: wall
-  (`time.perf_counter`) for clips/s; process CPU time (`time.process_time`, all threads of
-  the one process) per clip with 0 workers; requests and bytes per clip from vidload's own
-  count and nginx's log; rounds per batch (0 workers) from vidload's count (`STATS["rounds"]`:
-  the waits a process made) and, in parentheses, from nginx's log (request start times more
-  than half the latency apart: noisy on a loaded machine).
+* converts the real clips of ../shared/videos and ../shared/videos-extra under their own
+  names (`mma_test.mp4` and `mma_test.avi` share a stem; AVI and WebM originals) at short side
+  256 (`vidload convert --to hdf5/npy/jpeg/video`; "original" is the clips as they are, each
+  with the persisted index `vidload probe --write-index` writes) once into `--work`, then
+  names each container under many folders (`c0000/...`, symlinks: no copies), so that every
+  clip of a measured epoch reads an object this process never read before, as an epoch over
+  Kinetics does (a video's head, frame table or listing is never cached), and writes each
+  storage's own `manifest.csv` for those names (convert's rows, each name under its folder);
+* starts nginx itself (Debian's `nginx-light` + `libnginx-mod-http-lua`) with its own
+  configuration in a temporary folder, one server (port of 127.0.0.1) per shape of server, each
+  serving the folder under `/ms<L>/` after a non-blocking `ngx.sleep(L / 1000)` before each
+  answer (`access_by_lua_block`), logging every request with its status:
+  `multi`: several ranges in one answer (`multipart/byteranges`, nginx's default);
+  `one`: one range a request (`max_ranges 1`: a Range of several is answered with the whole
+  object: a server configured so), read over `http://`;
+  `s3`: the same one-range server read over `s3://` as a path-style S3 endpoint (bucket
+  `ms<L>`: the clients sign `GET /ms<L>/<key>`, nginx's static handler answers, as in
+  `tools/obstore_cost.py`; S3 and GCS answer one range a request), by s3fs (row `s3fs`: the
+  options carry `use_ssl=False`, which vidload's obstore mapping does not take, so every
+  process reads through s3fs) and by obstore where it is installed (row `obstore`: vidload's
+  choice, obstore in the DataLoader workers, s3fs in the main process); it is stopped when
+  the tool ends;
+* reads the same clips as a user would, `ClipDataset("<root>/manifest.csv", Source(<root>))`
+  (segment sampling, 8 frames, one clip per video, training, crop 224) through a `DataLoader`
+  (batch `--batch-size`, each of `--workers`; the batch is read by
+  `ClipDataset.__getitems__`), from local disk and from each server at each latency. Each
+  epoch builds its dataset and loader afresh (the manifest read, the workers forked, each
+  worker's heads sidecar read: what a job pays at start-up). Rows are interleaved (every
+  storage x server x latency x workers in each round, after a warm-up round not counted).
+  Clock: wall (`time.perf_counter`): "steady" is the clips after the first batch over the
+  time after it arrived, "with start-up" all clips over the time from building the dataset,
+  "first batch" the time to the first batch; each the median of `--rounds` epochs (the best
+  in the JSON), each over objects not read before. Process CPU time (`time.process_time`,
+  every thread of the one process) per clip with 0 workers; requests per clip and the 4xx
+  answers (a missing object asked: a guessed name) from nginx's log; rounds per batch (0
+  workers) from vidload's count (`STATS["rounds"]`: the waits the process made);
 * writes the heads sidecar `vidload convert` writes (`manifest-heads.npz`: HDF5, npy,
   `--to video` each video's persisted index, JPEG folders each folder's count) for the
   spread names, so that a batch of containers never opened is one round (`--no-heads`:
@@ -33,37 +51,59 @@ What it does, so that the figure is vidload's and not the server's:
   before the frames).
 
 Needs nginx with the lua module (Debian/Ubuntu: `apt-get install nginx-light
-libnginx-mod-http-lua`); without it the tool says so and exits 2. The tests never need nginx:
-they use the Python servers of tests/servers.py.
+libnginx-mod-http-lua`); without it the tool says so and exits 2. The `s3fs` and `obstore`
+rows need s3fs (`vidload[s3]`) and obstore (`vidload[obstore]`); a row whose client is
+missing is left out, said once. The tests never need nginx: they use the Python servers of
+tests/servers.py, and check the configuration and manifests this tool writes.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-SHARED = HERE.parent.parent / "shared"
+#: ../shared of the checkout (or of a folder above it: a worktree under /work/wt/<name>)
+SHARED = next(
+    (p / "shared" for p in HERE.parents if (p / "shared" / "videos").is_dir()),
+    HERE.parent.parent / "shared",
+)
 VIDEO_DIRS = ("videos", "videos-extra")
 CONTAINERS = ("hdf5", "npy", "jpeg")
 ALL_STORAGES = ("hdf5", "npy", "jpeg", "video", "original")
+#: Server shapes nginx is started in (see the module docstring).
+SHAPES = ("multi", "one", "s3")
+#: The rows of servers: (row, shape, protocol); `s3fs` and `obstore` both read the `s3` one.
+SERVERS = {
+    "multi": ("multi", "http"),
+    "one": ("one", "http"),
+    "s3fs": ("s3", "s3"),
+    "obstore": ("s3", "s3"),
+}
+#: The S3 credentials the clients sign with (nginx checks none) and the region.
+KEY, SECRET, REGION = "bucket-latency", "bucket-latency-secret", "us-east-1"
 MODULES = ("ndk_http_module.so", "ngx_http_lua_module.so")
 MODULE_DIRS = ("/usr/lib/nginx/modules", "/usr/share/nginx/modules", "/usr/lib64/nginx/modules")
 INSTALL = (
     "nginx with its lua module is needed for this benchmark: on Debian/Ubuntu "
     "`sudo apt-get install nginx-light libnginx-mod-http-lua` (the tests never need it)"
 )
+#: What is not a container of a converted folder (not spread, not a manifest row).
+METADATA = ("manifest.csv", "classes.txt", "manifest-heads.npz", "vidload-convert.json")
 
 
 # --- nginx ------------------------------------------------------------------------------------
@@ -89,25 +129,105 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-class Nginx:
-    """nginx serving `root` on 127.0.0.1 under `/ms<L>/` for each latency L (ms)."""
+#: The S3 listing (ListObjectsV2 with a delimiter) of the prefix a request asks, from the
+#: documents `write_listings` wrote (an empty one where none: S3 answers so for no key).
+LIST_LUA = (
+    "content_by_lua_block {{ "
+    'local p = ngx.unescape_uri(ngx.var.arg_prefix or "") '
+    'if p:find("..", 1, true) then p = "" end '
+    'ngx.header.content_type = "application/xml" '
+    'local f = io.open("{listings}/" .. p .. "{name}", "rb") '
+    "if f then ngx.print(f:read(\"*a\")) f:close() else ngx.print('{empty}') end }}"
+)
+LIST_NAME = "_list.xml"
+_LIST_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>'
+    '<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+)
 
-    def __init__(self, root: Path, latencies_ms: list[float]) -> None:
-        binary, modules = find_nginx()
-        self.dir = Path(tempfile.mkdtemp(prefix="vidload-nginx-"))
-        self.port = _free_port()
-        self.log = self.dir / "access.log"
+
+def listing_xml(prefix: str, files: list[tuple[str, int, float]], folders: list[str]) -> str:
+    """ListObjectsV2's answer for `prefix` with delimiter "/": `files` (name, size, mtime)
+    and `folders` (names) directly under it; the ETags nginx's static handler sends."""
+    import html
+
+    parts = [
+        _LIST_HEAD,
+        f"<Prefix>{html.escape(prefix)}</Prefix><Delimiter>/</Delimiter>",
+        f"<KeyCount>{len(files) + len(folders)}</KeyCount><MaxKeys>1000000</MaxKeys>",
+        "<IsTruncated>false</IsTruncated>",
+    ]
+    for name, size, mtime in files:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(mtime))
+        parts.append(
+            f"<Contents><Key>{html.escape(prefix + name)}</Key><LastModified>{stamp}"
+            f'</LastModified><ETag>"{int(mtime):x}-{size:x}"</ETag><Size>{size}</Size>'
+            "<StorageClass>STANDARD</StorageClass></Contents>"
+        )
+    for name in folders:
+        parts.append(f"<CommonPrefixes><Prefix>{html.escape(prefix + name)}/</Prefix>")
+        parts.append("</CommonPrefixes>")
+    parts.append("</ListBucketResult>")
+    return "".join(parts)
+
+
+def write_listings(data: Path, top: str, listings: Path) -> int:
+    """The S3 listings of every folder under `data/top` (links followed) as
+    `listings/<prefix>/_list.xml`, for the `s3` server (nginx's static handler answers GETs,
+    not listings; a dataset over `s3://` lists its folders to find missing videos); the
+    number written."""
+    n = 0
+    for folder, dirs, names in os.walk(data / top, followlinks=True):
+        rel = Path(folder).relative_to(data).as_posix() + "/"
+        files = []
+        for name in sorted(names):
+            st = os.stat(os.path.join(folder, name))
+            files.append((name, st.st_size, st.st_mtime))
+        out = listings / rel / LIST_NAME
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(listing_xml(rel, files, sorted(d for d in dirs if not d.startswith("."))))
+        n += 1
+    return n
+
+
+def nginx_conf(
+    root: Path,
+    latencies_ms: list[float],
+    ports: dict[str, int],
+    folder: Path,
+    modules: list[str],
+    listings: Path | None = None,
+) -> str:
+    """nginx's configuration: for each shape in `ports` ("multi", "one", "s3") a server on
+    127.0.0.1 at its port serving `root` under `/ms<L>/` for each latency L; "one" and "s3"
+    answer one range a request (`max_ranges 1`); "s3" answers a bucket's listing
+    (`/ms<L>?list-type=2&prefix=...`) from the documents under `listings`."""
+    servers = []
+    for shape, port in ports.items():
+        if shape not in SHAPES:
+            raise ValueError(f"unknown server shape {shape!r}; one of {SHAPES}")
         locations = []
         for ms in latencies_ms:
             sleep = f"access_by_lua_block {{ ngx.sleep({ms / 1000:.4f}) }}" if ms > 0 else ""
             locations.append(f"location /ms{ms:g}/ {{ alias {root}/; autoindex on; {sleep} }}")
-        user = "user root;" if os.geteuid() == 0 else ""
-        conf = "\n".join(
+            if shape == "s3" and listings is not None:
+                empty = listing_xml("", [], []).replace("'", "")
+                lua = LIST_LUA.format(listings=listings, name=LIST_NAME, empty=empty)
+                locations.append(f"location = /ms{ms:g} {{ {sleep} {lua} }}")
+        ranges = "max_ranges 1;" if shape in ("one", "s3") else ""
+        servers += [
+            f"  server {{ listen 127.0.0.1:{port}; {ranges}",
+            *(f"    {loc}" for loc in locations),
+            "  }",
+        ]
+    user = "user root;" if os.geteuid() == 0 else ""
+    return (
+        "\n".join(
             [
                 *(f"load_module {m};" for m in modules),
                 user,
                 "daemon off; master_process on; worker_processes 1;",
-                f"pid {self.dir}/nginx.pid; error_log {self.dir}/error.log warn;",
+                f"pid {folder}/nginx.pid; error_log {folder}/error.log warn;",
                 "events { worker_connections 4096; }",
                 "http {",
                 "  sendfile on; tcp_nopush on; tcp_nodelay on;",
@@ -116,34 +236,65 @@ class Nginx:
                 "  default_type application/octet-stream;",
                 "  log_format counted '$msec $request_time $request_method $uri $status "
                 '$bytes_sent "$http_range"\';',
-                f"  access_log {self.log} counted;",
+                f"  access_log {folder}/access.log counted;",
                 *(
-                    f"  {k}_temp_path {self.dir}/{k};"
+                    f"  {k}_temp_path {folder}/{k};"
                     for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
                 ),
-                f"  server {{ listen 127.0.0.1:{self.port};",
-                *(f"    {loc}" for loc in locations),
-                "  }",
+                *servers,
                 "}",
             ]
         )
-        (self.dir / "nginx.conf").write_text(conf + "\n")
+        + "\n"
+    )
+
+
+def statuses(lines: list[bytes]) -> Counter:
+    """{HTTP status: answers} of log lines in `nginx_conf`'s format."""
+    return Counter(int(x.split()[4]) for x in lines if x.strip())
+
+
+class Nginx:
+    """nginx serving `root` on 127.0.0.1 under `/ms<L>/` for each latency L (ms), one server
+    per shape (`nginx_conf`); `urls[shape]` is each one's, `url` the first's."""
+
+    def __init__(
+        self,
+        root: Path,
+        latencies_ms: list[float],
+        shapes: tuple[str, ...] = ("multi",),
+        listings: Path | None = None,
+    ) -> None:
+        binary, modules = find_nginx()
+        self.dir = Path(tempfile.mkdtemp(prefix="vidload-nginx-"))
+        self.log = self.dir / "access.log"
+        ports = {shape: _free_port() for shape in shapes}
+        conf = nginx_conf(root, latencies_ms, ports, self.dir, modules, listings)
+        (self.dir / "nginx.conf").write_text(conf)
         self.proc = subprocess.Popen(
             [binary, "-p", str(self.dir), "-c", str(self.dir / "nginx.conf")],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode() if self.proc.stderr else ""
-                raise SystemExit(f"bucket_latency: nginx did not start: {err.strip()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{self.port}"
+        for port in ports.values():
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    err = self.proc.stderr.read().decode() if self.proc.stderr else ""
+                    raise SystemExit(f"bucket_latency: nginx did not start: {err.strip()}")
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                    break
+                except OSError:
+                    time.sleep(0.05)
+        self.urls = {shape: f"http://127.0.0.1:{port}" for shape, port in ports.items()}
+        self.url = self.urls[shapes[0]]
+        self.port = ports[shapes[0]]
+
+    def lines(self, since: int = 0) -> list[bytes]:
+        """The log's lines from line `since` on."""
+        with open(self.log, "rb") as f:
+            return f.readlines()[since:]
 
     def requests(self) -> int:
         """Requests answered so far (lines of its log)."""
@@ -155,8 +306,7 @@ class Nginx:
         (when answered less how long it took), sorted, split where two lie more than `gap_s`
         apart (at 20 ms a request starts at least 20 ms after the round before it was sent;
         within a round they start together). Meaningful for one client process (0 workers)."""
-        with open(self.log, "rb") as f:
-            lines = f.readlines()[since:]
+        lines = self.lines(since)
         starts = sorted(float(x.split()[0]) - float(x.split()[1]) for x in lines if x.strip())
         return sum(1 for a, b in zip(starts, starts[1:], strict=False) if b - a > gap_s) + (
             1 if starts else 0
@@ -180,26 +330,26 @@ class Nginx:
 class Storage:
     name: str
     base: Path  # the converted folder (or the originals)
-    ids: list[str]  # one video id per base video, as the dataset names it
-    counts: list[int]  # frames of each
-    sizes: list[int]  # bytes of each container (files summed for a folder)
+    rows: list[Any]  # its manifest's rows (ManifestRow), one per base video
+    object_bytes: float  # bytes per container (a folder's files summed)
     copies: int = 0
-    entries: list[tuple[str, int, int]] = field(default_factory=list)
+    entries: int = 0
 
 
 def _inputs(work: Path) -> Path:
-    """The real clips, each under a name of its own (two share a stem)."""
-    inputs = work / "in"
+    """The real clips under their own names: `mma_test.mp4` and `mma_test.avi` share a stem
+    (as a user's folder may), and two are not MP4 (AVI, WebM)."""
+    inputs = work / "inputs"
     if inputs.is_dir():
         return inputs
-    tmp = work / "in.tmp"
+    tmp = work / "inputs.tmp"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     found = 0
     for d in VIDEO_DIRS:
         for p in sorted((SHARED / d).glob("*")):
             if p.suffix.lower() in (".mp4", ".avi", ".webm", ".mkv"):
-                os.symlink(p, tmp / f"{p.stem}_{p.suffix[1:].lower()}{p.suffix.lower()}")
+                os.symlink(p, tmp / p.name)
                 found += 1
     if not found:
         raise SystemExit(f"bucket_latency: no videos in {SHARED}/{{{','.join(VIDEO_DIRS)}}}")
@@ -226,37 +376,68 @@ def _size(p: Path) -> int:
     return p.stat().st_size
 
 
+def _containers(base: Path) -> list[str]:
+    """The names of `base`'s containers (files and frame folders; not its metadata, not the
+    persisted indexes)."""
+    return sorted(
+        p.name
+        for p in base.iterdir()
+        if p.name not in METADATA
+        and not p.name.startswith(".")
+        and ".vidload-index" not in p.name
+        and not p.name.endswith(".timestamps")
+    )
+
+
 def _storage(work: Path, name: str, short_side: int) -> Storage:
-    from vidload.manifest import load_videos
+    from vidload.manifest import ManifestRow, read_manifest
     from vidload.sources.video import VideoSource
 
     base = _convert(work, name, short_side)
-    if name in CONTAINERS:
-        entries = load_videos(base / "manifest.csv")
-        ids = [e.video_id for e in entries]
-        counts = [int(e.known_frames or 0) for e in entries]
-        suffix = {"hdf5": ".h5", "npy": ".npy", "jpeg": ""}[name]
-        sizes = [_size(base / (os.path.splitext(i)[0] + suffix)) for i in ids]
-        return Storage(name, base, ids, counts, sizes)
-    files = sorted(p.name for p in base.iterdir() if p.suffix in (".mp4", ".avi", ".webm"))
-    src = VideoSource(base)
-    counts = [src.actual_frames(f) for f in files]
-    if name == "original":  # as `vidload probe --write-index` does: read by ranges over a URL
-        for f in files:
+    if name != "original":
+        rows = [r for r in read_manifest(base / "manifest.csv") if r.status != "failed"]
+    else:  # as `vidload probe --write-index` does: read by ranges over a URL
+        src = VideoSource(base)
+        rows = []
+        for f in _containers(base):
             if not any(p.name.startswith(f + ".") for p in base.iterdir()):
                 src.write_index(f)
-    return Storage(name, base, files, counts, [_size(base / f) for f in files])
+            rows.append(ManifestRow(f, actual_frames=src.actual_frames(f)))
+    names = _containers(base) if name != "original" else [r.video_id for r in rows]
+    object_bytes = sum(_size(base / n) for n in names) / max(1, len(rows))
+    return Storage(name, base, rows, object_bytes)
+
+
+def spread_rows(rows: list[Any], names: set[str], prefix: str) -> list[Any]:
+    """`rows` (ManifestRow) for the containers under `prefix`: every cell that names one of
+    the base folder's `names` (the video id, and any column naming its container) under the
+    prefix; label 0 where there is none (the clips are read for training)."""
+    out = []
+    for row in rows:
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(row):
+            value = getattr(row, f.name)
+            if isinstance(value, str) and (f.name == "video_id" or value in names):
+                changes[f.name] = f"{prefix}/{value}"
+        extra = {k: (f"{prefix}/{v}" if v in names else v) for k, v in row.extra.items()}
+        changes["extra"] = extra
+        if row.label is None:
+            changes["label"] = 0
+        out.append(dataclasses.replace(row, **changes))
+    return out
 
 
 def _spread(storage: Storage, data: Path, copies: int) -> None:
-    """`data/<storage>/cNNNN/<name>` -> the base container, for NNNN < copies (symlinks)."""
+    """`data/<storage>/cNNNN/<name>` -> the base container, for NNNN < copies (symlinks), and
+    `data/<storage>/manifest.csv`: the base manifest's rows under each folder."""
+    from vidload.manifest import write_manifest
+
     folder = data / storage.name
     folder.mkdir(parents=True, exist_ok=True)
     names = [
         p.name
         for p in storage.base.iterdir()
-        if p.name not in ("manifest.csv", "classes.txt", "manifest-heads.npz")
-        and not p.name.startswith(".")
+        if p.name not in METADATA and not p.name.startswith(".")
     ]
     for k in range(copies):
         sub = folder / f"c{k:04d}"
@@ -268,12 +449,12 @@ def _spread(storage: Storage, data: Path, copies: int) -> None:
         for n in names:
             os.symlink(storage.base / n, tmp / n)
         tmp.rename(sub)
-    storage.copies = copies
-    storage.entries = [
-        (f"c{k:04d}/{vid}", 0, count)
-        for k in range(copies)
-        for vid, count in zip(storage.ids, storage.counts, strict=True)
+    rows = [
+        row for k in range(copies) for row in spread_rows(storage.rows, set(names), f"c{k:04d}")
     ]
+    write_manifest(folder / "manifest.csv", rows)
+    storage.copies = copies
+    storage.entries = len(rows)
 
 
 def _heads(storage: Storage, data: Path, write: bool) -> None:
@@ -281,22 +462,24 @@ def _heads(storage: Storage, data: Path, write: bool) -> None:
     video`: each video's persisted index, JPEG folders: each folder's count), for the spread
     names (`write`), or none (`--no-heads`: each new container's head, each new video's index,
     each new folder's listing, is a round)."""
+    from vidload.manifest import read_manifest
     from vidload.sources._heads import HEADS_NAME, write_heads
 
     folder = data / storage.name
     (folder / HEADS_NAME).unlink(missing_ok=True)
     if write and storage.name in ("hdf5", "npy", "video", "jpeg"):
-        write_heads(_source(storage.name, str(folder), None), [e[0] for e in storage.entries])
+        ids = [r.video_id for r in read_manifest(folder / "manifest.csv")]
+        write_heads(_source(storage.name, str(folder), None), ids)
 
 
 # --- measuring ----------------------------------------------------------------------------------
 
 
 class Slice:
-    """A sampler whose indices the tool sets before each epoch (workers stay up)."""
+    """A sampler of the indices of one epoch."""
 
-    def __init__(self) -> None:
-        self.indices: list[int] = []
+    def __init__(self, indices: list[int]) -> None:
+        self.indices = indices
 
     def __iter__(self):
         return iter(self.indices)
@@ -305,177 +488,289 @@ class Slice:
         return len(self.indices)
 
 
-def _source(storage: str, root: str, cache: Path | None) -> Any:
+def s3_options(endpoint: str, row: str) -> dict[str, Any]:
+    """The storage options of an `s3://` row against nginx at `endpoint`: explicit
+    credentials and the endpoint (what vidload's obstore mapping takes); row "s3fs" adds
+    `use_ssl=False` (s3fs's own, harmless over http://), which the mapping does not take, so
+    that every process reads through s3fs."""
+    options: dict[str, Any] = {
+        "key": KEY,
+        "secret": SECRET,
+        "client_kwargs": {"endpoint_url": endpoint, "region_name": REGION},
+    }
+    if row == "s3fs":
+        options["use_ssl"] = False
+    return options
+
+
+def _source(storage: str, root: str, options: dict[str, Any] | None) -> Any:
     from vidload.sources.hdf5 import Hdf5Source
     from vidload.sources.jpeg import JpegSource
     from vidload.sources.npy import NpySource
     from vidload.sources.video import VideoSource
 
-    if storage == "hdf5":
-        return Hdf5Source(root)
-    if storage == "npy":
-        return NpySource(root)
-    if storage == "jpeg":
-        return JpegSource(root)
-    # over a URL by byte ranges (the persisted index), no cache: what issue 23 measures
-    return VideoSource(root)
+    kinds = {"hdf5": Hdf5Source, "npy": NpySource, "jpeg": JpegSource}
+    # videos over a URL by byte ranges (the persisted index), no cache: what issue 23 measures
+    return kinds.get(storage, VideoSource)(root, storage_options=options)
+
+
+@dataclass
+class Backend:
+    label: str  # "local", "multi 20 ms", "s3fs 0 ms", ...
+    server: str | None  # a key of SERVERS, None for local
+    latency_ms: float = 0.0
+
+    def root(self, storage: str, work: Path, nginx: Nginx | None) -> tuple[str, Any]:
+        """(the storage's root, its storage options) for this backend."""
+        if self.server is None or nginx is None:
+            return str(work / "data" / storage), None
+        shape, protocol = SERVERS[self.server]
+        base = nginx.urls[shape]
+        if protocol == "s3":
+            return f"s3://ms{self.latency_ms:g}/{storage}", s3_options(base, self.server)
+        return f"{base}/ms{self.latency_ms:g}/{storage}", None
 
 
 @dataclass
 class Run:
     storage: str
-    backend: str  # "local" or "<L> ms"
+    backend: Backend
     workers: int
-    loader: Any
-    sampler: Slice
     batch_size: int
-    best_s: float = float("inf")
-    cpu_s: float = float("inf")
-    clips: int = 0
-    requests: float = 0.0
-    server_requests: float = 0.0
-    nbytes: float = 0.0
-    rounds_per_batch: float = 0.0
-    client_rounds: float = 0.0
+    steady: list[float] = field(default_factory=list)  # clips/s after the first batch
+    overall: list[float] = field(default_factory=list)  # clips/s from building the dataset
+    first_s: list[float] = field(default_factory=list)  # time to the first batch
+    cpu_ms: list[float] = field(default_factory=list)  # per clip, 0 workers
+    server_requests: list[float] = field(default_factory=list)  # per clip
+    client_rounds: list[float] = field(default_factory=list)  # per batch, 0 workers
+    client4xx: Counter = field(default_factory=Counter)  # 4xx answers over the measured epochs
+    error: str | None = None  # why an epoch failed (the row is not read again)
 
 
-def _epoch(run: Run, indices: list[int], server: Nginx | None) -> None:
+def _epoch(run: Run, indices: list[int], work: Path, server: Nginx | None, count: bool) -> None:
+    from torch.utils.data import DataLoader
+
+    from vidload import ClipDataset
     from vidload._storage import STATS
 
-    run.sampler.indices = indices
+    root, options = run.backend.root(run.storage, work, server)
+    remote = run.backend.server is not None and server is not None
+    served = server.requests() if remote and server is not None else 0
     before = dict(STATS)
-    served = server.requests() if server is not None and run.backend != "local" else 0
-    cpu, wall = time.process_time(), time.perf_counter()
-    n = 0
-    for clips, _labels in run.loader:
+    cpu, t0 = time.process_time(), time.perf_counter()
+    ds = ClipDataset(
+        f"{root}/manifest.csv",
+        _source(run.storage, root, options),
+        num_frames=8,
+        train=True,
+        seed=0,
+        crop=224,
+    )
+    loader = DataLoader(
+        ds, batch_size=run.batch_size, sampler=Slice(indices), num_workers=run.workers
+    )
+    n = first_n = 0
+    t1 = t0
+    for clips, _labels in loader:
+        if n == 0:
+            t1, first_n = time.perf_counter(), clips.shape[0]
         n += clips.shape[0]
-    wall = time.perf_counter() - wall
+    t2 = time.perf_counter()
     cpu = time.process_time() - cpu
     if n != len(indices):
-        raise RuntimeError(f"{run.storage} {run.backend}: {n} clips of {len(indices)}")
-    if wall < run.best_s:
-        run.best_s = wall
-    run.clips = n
+        raise RuntimeError(f"{run.storage} {run.backend.label}: {n} clips of {len(indices)}")
+    if not count:
+        return
+    if n == first_n:
+        raise ValueError(f"one batch an epoch ({n} clips): no steady state; ask more clips")
+    run.steady.append((n - first_n) / (t2 - t1))
+    run.overall.append(n / (t2 - t0))
+    run.first_s.append(t1 - t0)
+    batches = -(-n // run.batch_size)
     if run.workers == 0:
-        run.cpu_s = min(run.cpu_s, cpu)
-        run.requests = (STATS["requests"] - before["requests"]) / n
-        run.nbytes = (STATS["bytes"] - before["bytes"]) / n
-        run.client_rounds = (STATS["rounds"] - before["rounds"]) / -(-n // run.batch_size)
-    if server is not None and run.backend != "local":
+        run.cpu_ms.append(cpu / n * 1e3)
+        run.client_rounds.append((STATS["rounds"] - before["rounds"]) / batches)
+    if remote:
         time.sleep(0.05)  # nginx writes its log line after the answer
-        run.server_requests = (server.requests() - served) / n
-        latency = float(run.backend.split()[0]) / 1000
-        if run.workers == 0 and latency > 0:
-            batches = -(-n // run.batch_size)
-            run.rounds_per_batch = server.rounds(served, latency / 2) / batches
+        lines = server.lines(served)  # type: ignore[union-attr]
+        run.server_requests.append(len(lines) / n)
+        run.client4xx.update({s: k for s, k in statuses(lines).items() if 400 <= s < 500})
+
+
+def _backends(args: argparse.Namespace) -> list[Backend]:
+    out = [Backend("local", None)]
+    missing = []
+    for row in args.servers:
+        if row in ("s3fs", "obstore"):
+            module = "s3fs" if row == "s3fs" else "obstore"
+            try:
+                __import__(module)
+            except ImportError:
+                missing.append(f"{row} (needs {module})")
+                continue
+        out += [Backend(f"{row} {ms:g} ms", row, ms) for ms in args.latency_ms]
+    if missing:
+        print(f"left out: {', '.join(missing)}", flush=True)
+    return out
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     import torch
-    from torch.utils.data import DataLoader
-
-    from vidload import ClipDataset
 
     torch.set_num_threads(1)
+    os.environ.pop("AWS_ENDPOINT_URL", None)  # the options name nginx, not the environment
+    os.environ.pop("AWS_ENDPOINT_URL_S3", None)
     work = Path(args.work)
     storages = [_storage(work, s, args.short_side) for s in args.storages]
     per_round = {s.name: args.clips if s.name in CONTAINERS else args.video_clips for s in storages}
-    rounds = args.rounds + 1  # the first warms up (workers, imports) and is not counted
+    rounds = args.rounds + 1  # the first warms up (imports, connections) and is not counted
     for s in storages:
-        copies = -(-per_round[s.name] * rounds // len(s.ids))
+        copies = -(-per_round[s.name] * rounds // len(s.rows))
         _spread(s, work / "data", copies)
         _heads(s, work / "data", args.heads)
-    server = Nginx(work / "data", args.latency_ms)
-    print(f"nginx {server.url}, latencies {args.latency_ms} ms, data {work / 'data'}", flush=True)
-    cache = Path(tempfile.mkdtemp(prefix="vidload-bench-cache-"))
-    runs: list[Run] = []
-    try:
-        backends = ["local", *(f"{ms:g} ms" for ms in args.latency_ms)]
+    backends = _backends(args)
+    shapes = tuple(dict.fromkeys(SERVERS[b.server][0] for b in backends if b.server))
+    listings = work / "listings"
+    if "s3" in shapes:
+        shutil.rmtree(listings, ignore_errors=True)
         for s in storages:
-            for backend in backends:
-                if backend == "local":
-                    root = str(work / "data" / s.name)
-                else:
-                    root = f"{server.url}/ms{backend.split()[0]}/{s.name}"
-                for w in args.workers:
-                    src = _source(s.name, root, cache / f"{s.name}-{backend}-{w}".replace(" ", ""))
-                    ds = ClipDataset(s.entries, src, num_frames=8, train=True, seed=0, crop=224)
-                    sampler = Slice()
-                    loader = DataLoader(
-                        ds,
-                        batch_size=args.batch_size,
-                        sampler=sampler,
-                        num_workers=w,
-                        persistent_workers=w > 0,
-                    )
-                    runs.append(Run(s.name, backend, w, loader, sampler, args.batch_size))
+            write_listings(work / "data", s.name, listings)
+    server = Nginx(work / "data", args.latency_ms, shapes or ("multi",), listings)
+    print(f"nginx {server.urls}, latencies {args.latency_ms} ms, data {work / 'data'}", flush=True)
+    runs = [
+        Run(s.name, b, w, args.batch_size) for s in storages for b in backends for w in args.workers
+    ]
+    loads = [os.getloadavg()[0]]
+    try:
         for r in range(rounds):
             for run in runs:
                 n = per_round[run.storage]
-                _epoch(run, list(range(r * n, (r + 1) * n)), server)
-                if r == 0:
-                    run.best_s, run.cpu_s = float("inf"), float("inf")
+                if run.error is not None:
+                    continue
+                served = server.requests()
+                try:
+                    _epoch(run, list(range(r * n, (r + 1) * n)), work, server, count=r > 0)
+                except Exception as e:  # noqa: BLE001 - said in the row, the others go on
+                    run.error = f"{type(e).__name__}: {e}"
+                    if run.backend.server is not None:
+                        lines = server.lines(served)
+                        run.client4xx.update(
+                            {s: k for s, k in statuses(lines).items() if 400 <= s < 500}
+                        )
+                    print(f"{run.storage} {run.backend.label} {run.workers} w: {run.error}")
+            loads.append(os.getloadavg()[0])
             print(f"round {r} done" + (" (warm-up)" if r == 0 else ""), flush=True)
     finally:
         server.stop()
-        shutil.rmtree(cache, ignore_errors=True)
-    out: dict[str, Any] = {"rows": [], "args": {k: v for k, v in vars(args).items()}}
+    out: dict[str, Any] = {
+        "rows": [],
+        "args": {k: v for k, v in vars(args).items()},
+        "load": [min(loads), max(loads)],
+    }
     for run in runs:
         s = next(x for x in storages if x.name == run.storage)
+        med = statistics.median
+        if not run.steady:
+            out["rows"].append(
+                {
+                    "storage": run.storage,
+                    "backend": run.backend.label,
+                    "server": run.backend.server,
+                    "latency_ms": run.backend.latency_ms,
+                    "workers": run.workers,
+                    "error": run.error or "no epoch measured",
+                    "answers_4xx": {str(k): v for k, v in sorted(run.client4xx.items())},
+                }
+            )
+            continue
         out["rows"].append(
             {
                 "storage": run.storage,
-                "backend": run.backend,
+                "backend": run.backend.label,
+                "server": run.backend.server,
+                "latency_ms": run.backend.latency_ms,
                 "workers": run.workers,
-                "clips_per_s": run.clips / run.best_s,
-                "cpu_ms_per_clip": run.cpu_s / run.clips * 1e3 if run.workers == 0 else None,
-                "requests_per_clip": run.requests if run.workers == 0 else None,
-                "server_requests_per_clip": run.server_requests,
-                "rounds_per_batch": run.rounds_per_batch if run.workers == 0 else None,
-                "client_rounds_per_batch": run.client_rounds if run.workers == 0 else None,
-                "bytes_per_clip": run.nbytes if run.workers == 0 else None,
-                "object_bytes": sum(s.sizes) / len(s.sizes),
+                "steady": run.steady,
+                "overall": run.overall,
+                "first_s": run.first_s,
+                "steady_median": med(run.steady),
+                "steady_best": max(run.steady),
+                "overall_median": med(run.overall),
+                "first_ms_median": med(run.first_s) * 1e3,
+                "cpu_ms_per_clip": med(run.cpu_ms) if run.cpu_ms else None,
+                "server_requests_per_clip": (
+                    med(run.server_requests) if run.server_requests else None
+                ),
+                "client_rounds_per_batch": med(run.client_rounds) if run.client_rounds else None,
+                "answers_4xx": {str(k): v for k, v in sorted(run.client4xx.items())},
+                "object_bytes": s.object_bytes,
+                "error": run.error,
             }
         )
     return out
 
 
-def render(result: dict[str, Any], workers: list[int]) -> str:
+def render(result: dict[str, Any]) -> str:
+    """One line per storage x server x latency x workers: medians of the rounds."""
     rows = result["rows"]
-    backends = list(dict.fromkeys(r["backend"] for r in rows))
-    remote = [b for b in backends if b != "local"]
-    head = ["storage"]
-    for w in workers:
-        head += [f"{b}, {w}w" for b in backends]
-        head += [f"ratio {b}, {w}w" for b in remote]
-    head += ["CPU ms/clip local", *(f"CPU ms/clip {b}" for b in remote)]
-    head += ["req/clip (server)", "rounds/batch (server)", "KiB/clip", "KiB/object"]
-    lines = ["| " + " | ".join(head) + " |", "|---" + "|--:" * (len(head) - 1) + "|"]
-    for storage in dict.fromkeys(r["storage"] for r in rows):
-        mine = {(r["backend"], r["workers"]): r for r in rows if r["storage"] == storage}
-        cells = [storage]
-        for w in workers:
-            local = mine[("local", w)]["clips_per_s"]
-            cells += [f"{mine[(b, w)]['clips_per_s']:.1f}" for b in backends]
-            cells += [f"{mine[(b, w)]['clips_per_s'] / local:.2f}x" for b in remote]
-        zero = min(workers)
-        cpu_local = mine[("local", zero)]["cpu_ms_per_clip"]
-        cells.append(f"{cpu_local:.2f}" if cpu_local is not None else "-")
-        for b in remote:
-            cpu = mine[(b, zero)]["cpu_ms_per_clip"]
-            cells.append(f"{cpu:.2f} ({cpu / cpu_local:.2f}x)" if cpu and cpu_local else "-")
-        last = mine[(remote[-1], zero)] if remote else mine[("local", zero)]
-        req = last["requests_per_clip"]
-        cells.append(
-            f"{req:.2f} ({last['server_requests_per_clip']:.2f})" if req is not None else "-"
-        )
-        rounds = last.get("client_rounds_per_batch")
-        served = last.get("rounds_per_batch")
-        cells.append(f"{rounds:.2f} ({served:.2f})" if rounds is not None and served else "-")
-        nbytes = last["bytes_per_clip"]
-        cells.append(f"{nbytes / 1024:.0f}" if nbytes is not None else "-")
-        cells.append(f"{last['object_bytes'] / 1024:.0f}")
+    local = {(r["storage"], r["workers"]): r for r in rows if r["backend"] == "local"}
+    head = [
+        "storage",
+        "server",
+        "workers",
+        "steady clips/s (best)",
+        "vs local",
+        "with start-up clips/s",
+        "vs local",
+        "first batch ms",
+        "req/clip",
+        "4xx",
+        "CPU ms/clip",
+        "rounds/batch",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|---|---|--:" + "|--:" * (len(head) - 3) + "|"]
+    failed = []
+    for r in rows:
+        base = local.get((r["storage"], r["workers"]))
+        n4 = sum(r["answers_4xx"].values())
+        if "steady_median" not in r or base is None or "steady_median" not in base:
+            failed.append(f"{r['storage']}, {r['backend']}, {r['workers']} w: {r.get('error')}")
+            codes = ", ".join(f"{k}: {v}" for k, v in r["answers_4xx"].items())
+            cells = [r["storage"], r["backend"], str(r["workers"]), f"failed ({len(failed)})"]
+            cells += ["-"] * 5 + [f"{n4} ({codes})" if n4 else "-", "-", "-"]
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
+        cells = [
+            r["storage"],
+            r["backend"],
+            str(r["workers"]),
+            f"{r['steady_median']:.1f} ({r['steady_best']:.1f})",
+            f"{r['steady_median'] / base['steady_median']:.2f}x",
+            f"{r['overall_median']:.1f}",
+            f"{r['overall_median'] / base['overall_median']:.2f}x",
+            f"{r['first_ms_median']:.0f}",
+            "-"
+            if r["server_requests_per_clip"] is None
+            else f"{r['server_requests_per_clip']:.2f}",
+            "-"
+            if r["server"] is None
+            else (
+                str(n4)
+                + (
+                    " (" + ", ".join(f"{k}: {v}" for k, v in r["answers_4xx"].items()) + ")"
+                    if n4
+                    else ""
+                )
+            ),
+            "-" if r["cpu_ms_per_clip"] is None else f"{r['cpu_ms_per_clip']:.2f}",
+            "-"
+            if r["client_rounds_per_batch"] is None or r["server"] is None
+            else f"{r['client_rounds_per_batch']:.2f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
+    lo, hi = result.get("load", [0, 0])
+    lines.append(f"\nload average (1 min) over the run: {lo:.1f}-{hi:.1f}")
+    lines += [f"failed ({k}): {why}" for k, why in enumerate(failed, 1)]
     return "\n".join(lines)
 
 
@@ -621,6 +916,12 @@ def main(argv: list[str] | None = None) -> int:
         help=",".join(ALL_STORAGES),
     )
     parser.add_argument(
+        "--servers",
+        type=lambda t: [s for s in t.split(",") if s],
+        default=list(SERVERS),
+        help=",".join(SERVERS) + " (see the docstring)",
+    )
+    parser.add_argument(
         "--no-heads",
         dest="heads",
         action="store_false",
@@ -641,13 +942,16 @@ def main(argv: list[str] | None = None) -> int:
     bad = [s for s in args.storages if s not in ALL_STORAGES]
     if bad:
         parser.error(f"--storages: unknown {bad}; choose from {ALL_STORAGES}")
+    bad = [s for s in args.servers if s not in SERVERS]
+    if bad:
+        parser.error(f"--servers: unknown {bad}; choose from {tuple(SERVERS)}")
     find_nginx()  # says how to install it before any conversion
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # nginx is stopped on the way out
     if args.long_video is not None:
         print(long_video(args))
         return 0
     result = measure(args)
-    print(render(result, args.workers))
+    print(render(result))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1))
     return 0

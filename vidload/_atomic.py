@@ -123,10 +123,14 @@ def replace_folder_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[
     fsync_dir(path.parent)
 
 
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes_atomic(
+    path: str | os.PathLike[str], data: bytes, *, exclusive: bool = False
+) -> bool:
     """Write `data` to `path` atomically and durably; the temporary is removed on any failure,
     so nothing but the complete file is ever left. A full disk raises DiskFullError naming
-    `path`."""
+    `path`. `exclusive`: only where nothing is at `path` yet (a hard link of the complete
+    temporary, which fails where a file exists: the lock, `vidload._lock`); False when
+    something was. Returns True when written."""
     path = Path(path)
     tmp = temp_path(path)
     try:
@@ -134,13 +138,22 @@ def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if not exclusive:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                return False
+            finally:
+                tmp.unlink(missing_ok=True)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         if is_disk_full(e):
             raise DiskFullError(path) from e
         raise
     fsync_dir(path.parent)
+    return True
 
 
 def is_temporary(name: str) -> bool:

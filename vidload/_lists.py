@@ -23,7 +23,6 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_int
@@ -134,7 +133,7 @@ def read_annotation_list(
     return entries
 
 
-def _check_csv_header(path: Path | Location, text: str) -> None:
+def _check_csv_header(path: Location, text: str) -> None:
     """Refuse a text list whose first line is a CSV header naming another window dataset's
     columns (Charades' `id,...,actions,length`), naming its reader."""
     first = text.lstrip().split("\n", 1)[0]
@@ -255,7 +254,7 @@ def _list_id(path: str) -> tuple[str, bool]:
     return normalize_video_id(path.lstrip("/") if absolute else path), absolute
 
 
-def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list[VideoEntry]:
+def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoEntry]:
     """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
     "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
     import json
@@ -315,20 +314,23 @@ def _read_json_list(path: Path | Location, text: str, multi_label: bool) -> list
 
 def text_location(
     path: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None
-) -> Path | Location:
-    """A list's or manifest's path: a `Path` where it is a local file (read by `open`), else
-    the `Location` of its URL (read by ranges; `Location.local_file`, the storage's one seam)."""
-    where = path if isinstance(path, Location) else Location(path, storage_options)
-    return where.local_file() or where
+) -> Location:
+    """A list's or manifest's `Location` (a local path or a URL, `storage_options` for its
+    filesystem; a `Location` as given)."""
+    return path if isinstance(path, Location) else Location(path, storage_options)
 
 
-def read_text(path: Path | Location) -> str:
+def not_a_file(where: Location) -> bool:
+    """Whether `where` is known, at no request, not to be a file: a local path that is none
+    (its reader says "is not a file"); in a bucket the read says "not found" instead."""
+    return not where.over_network and not where.is_file()
+
+
+def read_text(path: Location) -> str:
     """The text of a list or manifest (UTF-8, a byte-order mark dropped); ValueError naming the
     file when it is not UTF-8 (a missing object in a bucket: VideoReadError naming its URL)."""
     try:
-        if isinstance(path, Location):
-            return path.read_bytes().decode("utf-8").lstrip("\ufeff")
-        return path.read_text(encoding="utf-8").lstrip("\ufeff")
+        return path.read_text()
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import warnings
 from collections.abc import Sequence
-from pathlib import Path
 
 from vidload._storage import Location
 from vidload.errors import OneBasedLabelsWarning
@@ -52,13 +51,13 @@ class OfficialFileError(ValueError):
         return (ValueError, (str(self),))
 
 
-def _beside(path: Path | Location, name: str) -> bool:
-    if isinstance(path, Location):
+def _beside(path: Location, name: str) -> bool:
+    if path.over_network:
         return False  # one request more per list read; the shape checks below still apply
     return (path.parent / name).is_file()
 
 
-def check_plain_list(path: Path | Location, entries: Sequence) -> None:
+def check_plain_list(path: Location, entries: Sequence) -> None:
     """Refuse a plain list that is an official split file (see the module docstring).
 
     Raises:
@@ -86,7 +85,7 @@ def check_plain_list(path: Path | Location, entries: Sequence) -> None:
         )
 
 
-def check_kinetics_csv(path: Path | Location, text: str) -> None:
+def check_kinetics_csv(path: Location, text: str) -> None:
     """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list.
 
     Raises:
@@ -120,7 +119,7 @@ def json_list_error(error: Exception, text: str) -> ValueError:
     return ValueError(str(error))
 
 
-def line_error(path: Path | Location, line_no: int, error: Exception) -> ValueError:
+def line_error(path: Location, line_no: int, error: Exception) -> ValueError:
     """The error for line `line_no` of a list that `error` refused: an `OfficialFileError`
     naming `ucf101(subset='test')` for a line without a label in UCF101's `testlist0N.txt`
     (paths only, `classInd.txt` beside it), else the line's error."""

@@ -68,7 +68,7 @@ from vidload._choose.storages import (
     stored_files,
 )
 from vidload._measure.timing import settled_heap
-from vidload._measure.videos import UserVideos, link_videos, open_videos
+from vidload._measure.videos import UserVideos, link_videos
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode
 
@@ -182,7 +182,7 @@ def choose(
         min_psnr=min_psnr, keep=keep, jobs=jobs, seed=seed, progress=progress,
     )  # fmt: skip
     specs = _checked_storages(storages)
-    videos = open_videos(data, storage_options)  # LocalVideos or BucketVideos
+    videos = UserVideos(data, storage_options)
     videos.check_options(storage_options)
     videos.find(f"DATA ({videos.shown!r})", ValueError)
     scratch, made = _scratch(workdir)

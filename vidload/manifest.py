@@ -35,10 +35,10 @@ from __future__ import annotations
 import csv
 import io
 import os
+import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
@@ -48,6 +48,7 @@ from vidload._lists import (
     UNLABELLED,
     VideoEntry,
     check_range,
+    not_a_file,
     parse_int,
     read_annotation_list,
     read_text,
@@ -199,13 +200,9 @@ def is_manifest(
 ) -> bool:
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
-    where = text_location(path, storage_options)
-    if isinstance(where, Location):
-        head = where.read_range(0, 65536).decode("utf-8", errors="replace")
-        first = head.split("\n", 1)[0].lstrip("\ufeff")
-    else:
-        with open(where, encoding="utf-8", errors="replace", newline="") as f:
-            first = f.readline(65536).lstrip("\ufeff")
+    head = text_location(path, storage_options).read_range(0, 65536)
+    first = re.split(r"[\r\n]", head.decode("utf-8", errors="replace"), maxsplit=1)[0]
+    first = first.lstrip("\ufeff")
     try:
         header = next(csv.reader([first]), [])
     except csv.Error:
@@ -329,7 +326,7 @@ def load_videos(
     """
     if isinstance(videos, (str, os.PathLike, Location)):
         path = text_location(videos, storage_options)
-        if isinstance(path, Path) and not path.is_file():
+        if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
             return manifest_entries(read_manifest(path), str(path))

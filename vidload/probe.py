@@ -32,7 +32,7 @@ from vidload._convert.inputs import VIDEO_INPUT, InputItem
 from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._convert.remote import input_copy, shard_staging, unstage
 from vidload._convert.report import print_failures
-from vidload._convert.source import open_input
+from vidload._convert.source import Input
 from vidload._kinds import get_kind, input_kinds
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
@@ -84,8 +84,10 @@ def probe(
             some (as `vidload.shards.plan_convert`).
         write_index: also write each video file's frame index beside it
             (`<file>.vidload-index`, `VideoSource.write_index`, from the decode that counts
-            it), so that a fresh `VideoSource` (every DataLoader worker) reads it without a
-            packet scan or, for AVI, a full decode. Writes into the input folder.
+            it: single-threaded then, as it records each frame's digest, which seek reads
+            are checked against), so that a fresh `VideoSource` (every DataLoader worker)
+            reads it without a packet scan or, for AVI, a full decode. Writes into the input
+            folder.
         storage_options: for an INPUT URL (a bucket folder, one object, or a list), what its
             fsspec filesystem takes; None uses the standard configuration. Each video is
             downloaded into a local staging folder, probed there, and deleted.
@@ -103,7 +105,7 @@ def probe(
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
     kinds = (VIDEO_INPUT, *(k.name for k in input_kinds()))  # originals and every container
-    found = open_input(input_path, storage_options).find(kinds, root=root, labels=labels)
+    found = Input(input_path, storage_options).find(kinds, root=root, labels=labels)
     items = found.items
     jobs = [_ProbeJob(item, found.base, threads, write_index, found.url) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
@@ -152,6 +154,8 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
         known.update(
             reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
         )
+        if job.write_index:  # its decode (single-threaded, with digests) counts the frames too
+            video.exact_frame_index(vid)
         actual = video.actual_frames(vid)  # raises when no frame decodes
         orientation = video.orientation(vid)  # frames come back upright: report that size
         height, width = orientation.displayed_size(info.height, info.width)

@@ -56,10 +56,10 @@ from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
-from vidload._convert.output import Output, ShardOutput, open_output, shard_output
+from vidload._convert.output import Output, ShardOutput, open_output
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.source import open_input
+from vidload._convert.source import Input
 from vidload._kinds import get_kind
 from vidload._layout import (
     PARTS_DIR,
@@ -196,7 +196,7 @@ def plan_convert(
         labels=labels, shard_size=shard_size, storage_options=storage_options,
     )  # fmt: skip
     threads = check_int("threads", threads, minimum=1)
-    source = open_input(input_path, options.storage_options)
+    source = Input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
     out = open_output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
@@ -434,7 +434,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     local pool whose driver has died.
     """
     prepare_task_process()
-    out = shard_output(shard.output)
+    out = ShardOutput(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
     staged = out.stages or any(job.source is not None for job in shard.jobs)
     with shard_staging(staged) as stage:

@@ -201,10 +201,11 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
 def check_storage_option(args: argparse.Namespace) -> None:
     """`--storage-option` is for URLs: given where INPUT (and OUTPUT) are local paths it would
     be ignored, so it is a usage error."""
-    from vidload._storage import is_url
+    from vidload._storage import Location
 
     given = {"INPUT": args.input, "OUTPUT": getattr(args, "output", None)}
-    if args.storage_option and not any(is_url(t) for t in given.values()):
+    remote = [Location(t).over_network for t in given.values() if t is not None]
+    if args.storage_option and not any(remote):
         paths = " and ".join(n for n, t in given.items() if t is not None)
         raise UsageError(
             f"--storage-option is for URLs (s3://bucket/videos); {paths} "

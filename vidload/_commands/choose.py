@@ -144,10 +144,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
     if args.min_psnr is not None and args.need is None:
         raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
-    from vidload._measure.videos import open_videos
+    from vidload._measure.videos import UserVideos
 
     options = storage_options(args.storage_option)
-    wrong = open_videos(args.input, options).usage_error(options)
+    wrong = UserVideos(args.input, options).usage_error(options)
     if wrong is not None:
         raise UsageError(wrong)
     if args.plot is not None:

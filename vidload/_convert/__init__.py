@@ -2,7 +2,8 @@
 
 * `inputs`: what to read (`find_inputs`, `label_inputs`) and the check that no container lands on
   or around an input;
-* `source`: where a run reads, a local INPUT or an INPUT URL behind one interface (`open_input`);
+* `source`: where a run reads, a local INPUT or an INPUT URL, one class written against
+  `Location` (`Input`);
 * `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
   output folder;
 * `output`: where a run writes, a local folder or a bucket prefix behind one interface

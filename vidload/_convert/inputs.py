@@ -393,7 +393,7 @@ def check_no_overlap(
 
 @dataclass(frozen=True)
 class Inputs:
-    """What `InputRoot.find` found.
+    """What `Input.find` found.
 
     Attributes:
         base: the folder the items' paths are relative to (`Path()` for a URL: see `url`).

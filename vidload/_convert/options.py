@@ -10,7 +10,6 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, asdict, dataclass, fields
-from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_bool, check_choice, check_optional_int
@@ -153,12 +152,12 @@ class ConvertOptions:
         """What the options file holds: `to`, `short_side` and the kind's own options."""
         return {"to": self.to, "short_side": self.short_side, **asdict(self.format_options())}
 
-    def to_record(self, out: Path | Location, *, overwrite: bool) -> bytes | None:
+    def to_record(self, out: Location, *, overwrite: bool) -> bytes | None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
         `overwrite`); else what to record in `out/OPTIONS_NAME` (the output writes it, as it
         writes: `vidload._convert.output`), None when these options are recorded there
         already. An options file without `subsampling` (written before it existed) means
-        "420". `out` is a local folder or an OUTPUT URL's `Location`: it is only read here."""
+        "420". `out` (a local folder or a bucket prefix) is only read here."""
         path = out / OPTIONS_NAME
         options = self.recorded()
         if path.exists() and not overwrite:

@@ -41,11 +41,9 @@ from vidload._convert.resume import (
     parse_part,
     part_bytes,
     previous_rows,
-    read_part,
     read_parts,
     remove_stale_temporaries,
     write_manifest_rows,
-    write_part,
 )
 from vidload._kinds import get_kind
 from vidload._layout import (
@@ -56,7 +54,7 @@ from vidload._layout import (
     PARTS_DIR,
     sidecar_path,
 )
-from vidload._lock import OutputLock, RemoteOutputLock
+from vidload._lock import OutputLock
 from vidload._storage import Location
 from vidload.errors import DiskFullError, UsageError, VideoReadError
 from vidload.labels import write_classes
@@ -64,13 +62,10 @@ from vidload.manifest import ManifestRow, keep_extra
 
 __all__ = [
     "BucketOutput",
-    "BucketShardOutput",
     "LocalOutput",
-    "LocalShardOutput",
     "Output",
     "ShardOutput",
     "open_output",
-    "shard_output",
 ]
 
 #: Disk space held back for the final manifest (`LocalOutput.prepare`): bytes per video, and
@@ -86,7 +81,7 @@ class Output(ABC):
     folder: Path
     #: The OUTPUT as storage (what its readers will open: the heads sidecar's writer reads it)
     location: Location
-    _lock: OutputLock | RemoteOutputLock | None = None
+    _lock: OutputLock | None = None
 
     @property
     def manifest_path(self) -> Path:
@@ -112,7 +107,7 @@ class Output(ABC):
                 self._released()
 
     @abstractmethod
-    def _new_lock(self) -> OutputLock | RemoteOutputLock:
+    def _new_lock(self) -> OutputLock:
         """OUTPUT's lock, not yet taken."""
 
     def _released(self) -> None:  # noqa: B027 (a hook: most outputs keep nothing)
@@ -124,7 +119,7 @@ class Output(ABC):
 
     def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:  # noqa: B027
         """UsageError where a container would land on or around a local input
-        (`vidload._convert.source.LocalInput.check_output`); a bucket cannot overlap one."""
+        (`vidload._convert.source.Input.check_output`); a bucket cannot overlap one."""
 
     def check_url_input(self, source: Location) -> None:  # noqa: B027
         """UsageError where this output overlaps the INPUT URL folder `source`; a local
@@ -187,9 +182,8 @@ def open_output(target: Location) -> Output:
         UsageError: a local OUTPUT that exists and is not a folder.
         DiskFullError: no room to make it.
     """
-    if target.is_local:
-        return LocalOutput(target.local_path)
-    return BucketOutput(target)
+    folder = target.local_file()
+    return BucketOutput(target) if folder is None else LocalOutput(folder)
 
 
 class LocalOutput(Output):
@@ -209,13 +203,13 @@ class LocalOutput(Output):
             if is_disk_full(e):
                 raise DiskFullError(self.folder) from e
             raise
-        return OutputLock(self.folder)
+        return OutputLock(self.location)
 
     def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:
         check_no_overlap(input_path, found.base, self.folder, found.items, to, found.full_names)
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
-        data = options.to_record(self.folder, overwrite=overwrite)
+        data = options.to_record(self.location, overwrite=overwrite)
         if data is not None:
             write_bytes_atomic(self.folder / OPTIONS_NAME, data)  # a full disk: DiskFullError
         remove_stale_temporaries(self.folder)  # safe: the lock says no other run is writing
@@ -296,8 +290,8 @@ class BucketOutput(Output):
         super().lock()
         self._scratch = Path(tempfile.mkdtemp(prefix="vidload-convert-"))
 
-    def _new_lock(self) -> RemoteOutputLock:
-        return RemoteOutputLock(self.target)
+    def _new_lock(self) -> OutputLock:
+        return OutputLock(self.target)
 
     def _released(self) -> None:
         if self._scratch is not None:
@@ -384,81 +378,50 @@ class BucketOutput(Output):
 # --------------------------------------------------------------------------- the shard side
 
 
-class ShardOutput(ABC):
-    """What one shard writes into (`vidload.shards.convert_shard`): its part manifest, whether
-    a job's container is there, and one job run into place. `shard_output` picks."""
+class ShardOutput:
+    """What one shard writes into (`vidload.shards.convert_shard`), written once against its
+    `Location`: its part manifest (rewritten whole after each video by `Location.write_bytes`:
+    atomic on a disk, one PUT in a bucket; a part that cannot be read is another run's
+    garbage), whether a job's container is there, and one job run into place.
 
-    @abstractmethod
+    `output` is `ConvertShard.output`: None where OUTPUT is a local folder (the jobs'
+    containers and parts are then its paths, and a container is written in place, committed
+    by an atomic rename), else a bucket prefix, which has no atomic rename: each container is
+    written in the shard's staging folder, uploaded once complete, then deleted there. A
+    failed upload stops the shard: it is the bucket's fault, not the video's.
+    """
+
+    def __init__(self, output: Location | None) -> None:
+        self.target = output
+        #: Whether its containers are written in the shard's staging folder first (then moved).
+        self.stages = output is not None
+
+    def _at(self, rel: Path) -> Location:
+        return Location(rel) if self.target is None else self.target / rel.as_posix()
+
     def read_part(self, part: Path) -> dict[str, Outcome]:
         """The outcomes a previous run of this shard recorded ({} when none)."""
-
-    @abstractmethod
-    def write_part(self, part: Path, outcomes: Iterable[Outcome]) -> None:
-        """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
-
-    @abstractmethod
-    def has_container(self, job: Job) -> bool:
-        """Whether `job`'s container is in place."""
-
-    @abstractmethod
-    def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
-        """Convert (or verify) `job` and put its container in place."""
-
-    #: Whether its containers are written in the shard's staging folder first (then moved).
-    stages: bool = False
-
-    def stops(self, e: Exception) -> str | None:
-        """Why an error writing into this output stops the shard (None: it does not)."""
-        return None
-
-
-def shard_output(output: Location | None) -> ShardOutput:
-    """The `ShardOutput` of a `ConvertShard.output`: a bucket prefix, or None for a local
-    folder (the jobs' containers are then local paths)."""
-    return LocalShardOutput() if output is None else BucketShardOutput(output)
-
-
-class LocalShardOutput(ShardOutput):
-    """Containers written in place, the part manifest a local file."""
-
-    def read_part(self, part: Path) -> dict[str, Outcome]:
-        return read_part(part)
-
-    def write_part(self, part: Path, outcomes: Iterable[Outcome]) -> None:
-        write_part(part, outcomes)
-
-    def has_container(self, job: Job) -> bool:
-        return get_kind(job.options.to).exists(job.container)
-
-    def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
-        return run_job(replace(job, verify=not overwrite and self.has_container(job)), stage)
-
-
-class BucketShardOutput(ShardOutput):
-    """Each container written in the shard's staging folder, uploaded once complete, then
-    deleted there; the part manifest one object, rewritten after each video. A failed upload
-    stops the shard: it is the bucket's fault, not the video's."""
-
-    stages = True
-
-    def __init__(self, target: Location) -> None:
-        self.target = target
-
-    def read_part(self, part: Path) -> dict[str, Outcome]:
         try:
-            return parse_part(json.loads((self.target / part.as_posix()).read_bytes()))
+            return parse_part(json.loads(self._at(part).read_bytes()))
         except (VideoReadError, ValueError):
             return {}
 
     def write_part(self, part: Path, outcomes: Iterable[Outcome]) -> None:
-        (self.target / part.as_posix()).write_bytes(part_bytes(outcomes))
+        """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
+        self._at(part).write_bytes(part_bytes(outcomes))
 
     def has_container(self, job: Job) -> bool:
-        return remote_container_exists(self.target / job.container.as_posix(), job.options.to)
+        """Whether `job`'s container is in place."""
+        if self.target is None:
+            return get_kind(job.options.to).exists(job.container)
+        return remote_container_exists(self._at(job.container), job.options.to)
 
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
+        """Convert (or verify) `job` and put its container in place."""
+        if self.target is None:
+            return run_job(replace(job, verify=not overwrite and self.has_container(job)), stage)
         assert stage is not None  # convert_shard stages every bucket shard
-        to, remote = job.options.to, self.target / job.container.as_posix()
+        to, remote = job.options.to, self._at(job.container)
         local = stage / job.container
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -484,7 +447,9 @@ class BucketShardOutput(ShardOutput):
                     p.unlink(missing_ok=True)
 
     def stops(self, e: Exception) -> str | None:
-        if isinstance(e, VideoReadError):  # the bucket: an upload, a part, a check
+        """Why an error writing into this output stops the shard (None: it does not): an
+        error of the bucket (an upload, a part, a check)."""
+        if self.target is not None and isinstance(e, VideoReadError):
             return f"writing into {self.target}: {e}"
         return None
 

@@ -18,7 +18,7 @@ holds whole objects, and no temporary object is ever written there:
   run deletes it and converts that video again.
 
 The manifest, the options file, `classes.txt` and the shards' part manifests are single objects,
-each written whole (one PUT). The output lock is `vidload._lock.RemoteOutputLock`.
+each written whole (one PUT). The output lock is `vidload._lock.OutputLock`.
 
 A run killed before `finish` leaves its lock (taken over by the next run on this host), its
 part manifests (`PARTS_DIR/`, read and removed by the next run: they are how it knows which

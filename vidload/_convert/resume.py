@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, is_temporary, remove_temporary, write_bytes_atomic
+from vidload._atomic import is_disk_full, is_temporary, remove_temporary
 from vidload._convert.job import Outcome
 from vidload._layout import FIRST_FRAME_NAME
 from vidload.errors import DiskFullError
@@ -29,7 +29,6 @@ __all__ = [
     "read_parts",
     "remove_stale_temporaries",
     "write_manifest_rows",
-    "write_part",
 ]
 
 
@@ -87,11 +86,6 @@ def _outcome_json(outcome: Outcome) -> dict:
 def part_bytes(outcomes: Iterable[Outcome]) -> bytes:
     """A shard's part manifest (its outcomes so far) as the bytes of its file or object."""
     return json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode()
-
-
-def write_part(path: Path, outcomes: Iterable[Outcome]) -> None:
-    """Write a shard's part manifest (its outcomes so far), atomically and durably."""
-    write_bytes_atomic(path, part_bytes(outcomes))
 
 
 def parse_part(entries: object) -> dict[str, Outcome]:

@@ -1,20 +1,17 @@
-"""Where a run reads, as one interface with two implementations: a local INPUT (`LocalInput`)
-and an INPUT URL (`UrlInput`), as `output` is for where it writes. `convert`'s planner and
-`probe` find their inputs through it and never ask which one they hold; `open_input` is the one
-place that picks.
+"""Where a run reads: the INPUT, a local path or a URL, one class written against its
+`Location` (as `output` is for where it writes). `convert`'s planner and `probe` find their
+inputs through it and never ask which kind it is.
 
 What an input does: find its videos (`find`: the items, the folder their ids are relative to,
 the class map of a folder INPUT, and for a URL the root a job downloads its item from), and
-check that an output does not overlap it (`check_output`, by double dispatch: a local INPUT
-against a local OUTPUT folder, an INPUT URL against a bucket prefix; the other pairs cannot
-overlap).
+check that an output does not overlap it (`check_output`: a local INPUT against a local
+OUTPUT folder, an INPUT URL against a bucket prefix; the other pairs cannot overlap).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -26,16 +23,22 @@ from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import label_by_folder
 
-__all__ = ["InputRoot", "Inputs", "LocalInput", "UrlInput", "open_input"]
+__all__ = ["Input", "Inputs"]
 
 #: A path argument that may be left out (`root`, `labels`).
 PathArg = str | os.PathLike[str] | None
 
 
-class InputRoot(ABC):
-    """An INPUT: a local path or a URL (module doc)."""
+class Input:
+    """The INPUT `input_path`: a local folder, video file, container or annotation list, found
+    on disk (`find_inputs_listed`), or at a URL (with its fsspec `storage_options`) a bucket
+    folder, one object, or a list or manifest, found by one listing
+    (`vidload._convert.remote.find_remote_inputs`)."""
 
-    @abstractmethod
+    def __init__(self, input_path: str | os.PathLike[str], storage_options: Any = None) -> None:
+        self.input_path = input_path
+        self.source = Location(os.fspath(input_path), storage_options)
+
     def find(self, kinds: Sequence[str], *, root: PathArg, labels: PathArg) -> Inputs:
         """The inputs of `kinds`, labelled (`labels`: a folder INPUT's class map, refused
         for another INPUT; `root`: what a local annotation list's entries are relative to).
@@ -45,43 +48,12 @@ class InputRoot(ABC):
             ValueError: nothing of `kinds` there, `labels` for an INPUT that is not a
                 folder, `root` for an INPUT URL (UsageError).
         """
-
-    @abstractmethod
-    def check_output(self, out: Output, found: Inputs, to: str) -> None:
-        """UsageError where `out` overlaps this INPUT (containers written among the inputs)."""
-
-
-def open_input(input_path: str | os.PathLike[str], storage_options: Any = None) -> InputRoot:
-    """The INPUT `input_path` (a local path, or a URL with its fsspec `storage_options`)."""
-    source = Location(os.fspath(input_path), storage_options)
-    return LocalInput(input_path) if source.is_local else UrlInput(source)
-
-
-class LocalInput(InputRoot):
-    """A local folder, video file, container or annotation list (`find_inputs_listed`)."""
-
-    def __init__(self, input_path: str | os.PathLike[str]) -> None:
-        self.input_path = input_path
-
-    def find(self, kinds: Sequence[str], *, root: PathArg, labels: PathArg) -> Inputs:
-        base, items, listed = find_inputs_listed(self.input_path, root=root, kinds=kinds)
-        items, class_map = label_inputs(self.input_path, items, labels)
-        return Inputs(base, items, class_map, listed=listed)
-
-    def check_output(self, out: Output, found: Inputs, to: str) -> None:
-        out.check_local_input(Path(self.input_path), found, to)
-
-
-class UrlInput(InputRoot):
-    """A bucket folder, one object, or an annotation list / manifest in a bucket
-    (`vidload._convert.remote.find_remote_inputs`: one listing)."""
-
-    def __init__(self, source: Location) -> None:
-        self.source = source
-
-    def find(self, kinds: Sequence[str], *, root: PathArg, labels: PathArg) -> Inputs:
         from vidload._convert.remote import find_remote_inputs, folder_labels
 
+        if self.source.local_file() is not None:
+            base, items, listed = find_inputs_listed(self.input_path, root=root, kinds=kinds)
+            items, class_map = label_inputs(self.input_path, items, labels)
+            return Inputs(base, items, class_map, listed=listed)
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
         with tempfile.TemporaryDirectory(prefix="vidload-inputs-") as scratch:
@@ -95,5 +67,9 @@ class UrlInput(InputRoot):
         return Inputs(Path(), items, class_map, url, listed)
 
     def check_output(self, out: Output, found: Inputs, to: str) -> None:
-        assert found.url is not None  # `find` gives the URL of every INPUT URL's items
-        out.check_url_input(found.url)
+        """UsageError where `out` overlaps this INPUT (containers written among the inputs):
+        `found.url` is the URL of an INPUT URL's items (`find`), None for a local INPUT."""
+        if found.url is None:
+            out.check_local_input(Path(self.input_path), found, to)
+        else:
+            out.check_url_input(found.url)

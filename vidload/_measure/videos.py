@@ -3,11 +3,10 @@ folder (recursive, sorted, hidden and partial files skipped), required (an error
 folder where there is none), and linked into a work folder one symlink per chosen video, so a
 run converts and reads them without copying a byte.
 
-`vidload choose` also takes videos in a bucket (`BucketVideos`, beside `LocalVideos`; the
-one place that picks is `open_videos`): found by one listing per folder (the folders of one
-depth listed concurrently), with their sizes, and the chosen ones copied to local disk
-(`local_copies`), where the run builds and measures every storage as it does from a local
-folder.
+`vidload choose` also takes videos in a bucket (`UserVideos`, written once against
+`Location`): found by one listing per folder (the folders of one depth listed concurrently),
+with their sizes, and the chosen ones copied to local disk (`local_copies`), where the run
+builds and measures every storage as it does from a local folder.
 """
 
 from __future__ import annotations
@@ -77,8 +76,8 @@ def link_videos(videos: Path, targets: Mapping[str, Path]) -> None:
 
 
 class UserVideos:
-    """The videos under DATA: one interface, two implementations (`LocalVideos`: a local
-    folder; `BucketVideos`: a folder in a bucket), picked in one place, `open_videos`.
+    """The videos under DATA, a local folder or a folder in a bucket: one class, asking its
+    `Location` what it can do (list, a local file) and never which kind it is.
 
     Attributes:
         root: DATA as a `vidload._storage.Location`.
@@ -87,9 +86,13 @@ class UserVideos:
         sizes: {id: bytes} (after `find`).
     """
 
-    def __init__(self, data: str, root: Any) -> None:
-        self.data = data
-        self.root = root
+    def __init__(
+        self, data: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+    ) -> None:
+        from vidload._storage import Location
+
+        self.data = os.fspath(data)
+        self.root = Location(data, storage_options)
         self.ids: list[str] = []
         self.sizes: dict[str, int] = {}
 
@@ -100,127 +103,79 @@ class UserVideos:
     @property
     def shown(self) -> str:
         """DATA as messages show it (a URL without its credentials)."""
-        raise NotImplementedError
+        return str(self.root)
 
     def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
-        """What is wrong with DATA and `--storage-option`s on the command line, or None."""
-        raise NotImplementedError
+        """What is wrong with DATA and `--storage-option`s on the command line, or None (a
+        folder in a bucket is checked where it is listed: a missing one names the URL)."""
+        if self.root.over_network:
+            return None
+        if storage_options is not None:
+            return "--storage-option is for a DATA URL (s3://bucket/videos)"
+        if not self.root.is_dir():
+            return f"DATA ({self.data!r}) must be a folder of videos"
+        return None
 
     def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
         """ValueError for `storage_options` that DATA does not take."""
-        raise NotImplementedError
+        if storage_options and not self.root.over_network:
+            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
 
     def find(self, where: str, error: type[Exception]) -> UserVideos:
-        """Find the videos (`find_videos`' rule) and their sizes; `error` naming `where`
-        where there is none. Returns self.
+        """Find the videos (`find_videos`' rule) and their sizes, one listing per folder (the
+        folders of one depth listed concurrently); `error` naming `where` where there is none.
+        Returns self.
 
         Raises:
             FileNotFoundError, NotADirectoryError: a local DATA that is not a folder.
             VideoReadError: a bucket folder that cannot be listed (denied, ...).
             ValueError: an `http(s)://` DATA (a web server's folders cannot be listed).
         """
-        raise NotImplementedError
+        from vidload.errors import VideoReadError
 
-    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
-        """{id: a local file of that video} (copies go to `downloads`, a cache folder of this
-        run; errors about a copy name the video's URL)."""
-        raise NotImplementedError
-
-    def copying(self, count: int) -> str | None:
-        """The progress line before `local_copies` of `count` videos, or None (no copy)."""
-        raise NotImplementedError
-
-    @property
-    def notes(self) -> list[str]:
-        """What a report says about where DATA is."""
-        raise NotImplementedError
-
-
-class LocalVideos(UserVideos):
-    """The videos under a local folder: read in place."""
-
-    def __init__(self, data: str, root: Any, base: Path) -> None:
-        super().__init__(data, root)
-        self.base = base
-
-    @property
-    def shown(self) -> str:
-        return self.data
-
-    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
-        if storage_options is not None:
-            return "--storage-option is for a DATA URL (s3://bucket/videos)"
-        if not self.base.is_dir():
-            return f"DATA ({self.data!r}) must be a folder of videos"
-        return None
-
-    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
-        if storage_options:
-            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
-
-    def find(self, where: str, error: type[Exception]) -> UserVideos:
-        base = self.base
-        if not base.exists():
-            raise FileNotFoundError(f"{where} does not exist")
-        if not base.is_dir():
-            raise NotADirectoryError(f"{where} must be a folder of videos")
-        self.ids = require_videos(base, where, error)
-        self.sizes = {v: (base / v).stat().st_size for v in self.ids}
-        return self
-
-    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
-        return {vid: (self.base / vid).resolve() for vid in ids}
-
-    def copying(self, count: int) -> str | None:
-        return None
-
-    @property
-    def notes(self) -> list[str]:
-        return []
-
-
-class BucketVideos(UserVideos):
-    """The videos under a folder in a bucket: found by one listing per folder (the folders
-    of one depth listed concurrently), the chosen ones copied to local disk."""
-
-    @property
-    def shown(self) -> str:
-        from vidload._storage import redact_url
-
-        return redact_url(self.data)
-
-    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
-        return None  # checked where it is listed (a missing one names the URL)
-
-    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
-        return None
-
-    def find(self, where: str, error: type[Exception]) -> UserVideos:
         root = self.root
         if not root.can_list:
             raise ValueError(
                 f"{where}: the videos of an {root.url.split(':', 1)[0]}:// folder cannot be "
                 "listed; give a bucket (s3://, gs://, ...) or a local folder"
             )
-        sizes = _walk_sizes(root)
+        try:
+            sizes = _walk_sizes(root)
+        except VideoReadError as e:
+            if e.path != str(root) or e.reason not in _NOT_A_FOLDER:
+                raise
+            raise _NOT_A_FOLDER[e.reason](f"{where} {_SAID[e.reason]}") from None
         if not sizes:
             raise error(_none_found(where))
         self.ids, self.sizes = sorted(sizes), sizes
         return self
 
     def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+        """{id: a local file of that video}: the file itself where DATA is local, else a copy
+        in `downloads`, a cache folder of this run (errors about a copy name its URL)."""
         from vidload._storage import LocalCache
         from vidload._storage.batch import run_concurrently
 
         cache = LocalCache(downloads, _NO_BOUND)
-        paths = run_concurrently(lambda vid: cache.get(self.root / vid), list(ids))
+
+        def local(vid: str) -> Path:
+            loc = self.root / vid
+            return loc.local_file() or cache.get(loc)
+
+        paths = run_concurrently(local, list(ids))
         return {vid: path.resolve() for vid, path in zip(ids, paths, strict=True)}
 
     def copying(self, count: int) -> str | None:
+        """The progress line before `local_copies` of `count` videos, or None (no copy)."""
+        if self.root.local_file() is not None:
+            return None
         return f"copying {count} videos from {self.root} to local disk"
 
     @property
     def notes(self) -> list[str]:
+        """What a report says about where DATA is."""
+        if self.root.local_file() is not None:
+            return []
         return [
             "DATA is in a bucket: the sample's videos were copied to local disk, and every "
             "storage is built and read there; read from a bucket each costs more (requests, "
@@ -228,22 +183,16 @@ class BucketVideos(UserVideos):
         ]
 
 
-def open_videos(
-    data: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
-) -> UserVideos:
-    """DATA's videos, not yet found (`find`: in a bucket one listing per folder, the folders
-    of one depth concurrently): the one place that picks `LocalVideos` (a path,
-    a file:// URL) or `BucketVideos` (any other URL)."""
-    from vidload._storage import Location
-
-    base = Location(data).local_file()
-    if base is not None:
-        return LocalVideos(os.fspath(data), Location(data), base)
-    return BucketVideos(os.fspath(data), Location(data, storage_options))
+#: A local DATA that is no folder: the listing's reason, the error and what it says.
+_NOT_A_FOLDER: dict[str, type[Exception]] = {
+    "folder not found": FileNotFoundError,
+    "not a folder": NotADirectoryError,
+}
+_SAID = {"folder not found": "does not exist", "not a folder": "must be a folder of videos"}
 
 
 def _walk_sizes(root: Any) -> dict[str, int]:
-    """{relative path: size} of the video files under the bucket folder `root`, hidden
+    """{relative path: size} of the video files under the folder `root`, hidden
     folders skipped: one listing per folder, each depth's folders listed concurrently."""
     from vidload._storage.batch import run_concurrently
 

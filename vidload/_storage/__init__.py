@@ -16,7 +16,7 @@ so a caller never asks which it holds. The parts, one idea each:
 - `ranges`: the one range-coalescing function;
 - `batch`: many locations in one concurrent round (`fetch`: a batch's clips);
 - `cache`: `RangeFile`, `LocalCache`;
-- `roots`: `SourceRoot`, a source's root (`LocalRoot`, `BucketRoot`): what a source asks of
+- `roots`: `SourceRoot`, a source's root, written once against `Location`: what a source asks of
   storage, so that it never asks which kind it holds.
 
 Nothing here imports fsspec until a URL is used: `import vidload` loads no fsspec backend.
@@ -39,17 +39,15 @@ from vidload._storage.local import LocalLocation
 from vidload._storage.location import Location, Stat
 from vidload._storage.ranges import COALESCE_GAP, coalesce
 from vidload._storage.remote import STATS, RemoteLocation
-from vidload._storage.roots import BucketRoot, LocalRoot, SourceRoot
+from vidload._storage.roots import SourceRoot
 
 __all__ = [
-    "BucketRoot",
     "COALESCE_GAP",
     "DEFAULT_CACHE_BYTES",
     "EXTRAS",
     "STATS",
     "LocalCache",
     "LocalLocation",
-    "LocalRoot",
     "Location",
     "MissingExtraError",
     "RangeFile",

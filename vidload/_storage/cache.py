@@ -4,7 +4,7 @@
   it holds (`open_prefetched`: head and tail in one round), for readers that walk metadata in
   many small reads (h5py);
 - `LocalCache`: whole objects copied into a local folder on first use, shared by processes
-  (`roots.BucketRoot` reads through one).
+  (`roots.SourceRoot` reads through one, with a `cache_dir`).
 """
 
 from __future__ import annotations

@@ -83,8 +83,12 @@ def redact_url(url: str) -> str:
 
 
 #: Connections s3fs keeps per process unless `config_kwargs={"max_pool_connections": N}` says
-#: otherwise (botocore's default is 10).
-S3_CONNECTIONS = 128
+#: otherwise (botocore's default is 10). S3 answers one range a request, so a batch of 16
+#: HDF5 or npy clips is ~155 concurrent GETs (8 frames and the heads' checks each): at 128 the
+#: last ~30 would wait for a connection, a second round trip; the same as HTTP's. (Measured
+#: on the loaded 2-core machine, s3fs's own CPU, ~1.5 ms a request, spread a batch's sends
+#: over 0.5-3 s either way, so the limit seldom bound there; a faster client would meet it.)
+S3_CONNECTIONS = 512
 #: Connections fsspec's HTTP filesystem keeps per process unless the options pass a
 #: `get_client` or a `client_kwargs["connector"]` (aiohttp's default is 100: a batch's ~130
 #: concurrent ranges went out in two waves, a second round trip).

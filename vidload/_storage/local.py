@@ -39,7 +39,6 @@ class LocalLocation(Location):
 
     __slots__ = ("_local",)
     _local: Path
-    is_local = True
 
     def _init(self, target: str) -> None:
         if target[:7].lower() == "file://":
@@ -101,9 +100,10 @@ class LocalLocation(Location):
             names = os.listdir(self._local)
         return names
 
-    @property
-    def can_list(self) -> bool:
-        return True
+    can_list = True
+    multi_range = True
+    atomic_rename = True
+    over_network = False
 
     def walk_files(self) -> list[str]:
         base = self._local
@@ -191,17 +191,9 @@ class LocalLocation(Location):
         write_bytes_atomic(self._local, data)
 
     def create_bytes(self, data: bytes) -> bool:
-        """`O_CREAT | O_EXCL`, then the data, fsynced."""
-        try:
-            fd = os.open(self._local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        except FileExistsError:
-            return False
-        try:
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        return True
+        """The complete file linked into place, which fails where one exists (`O_EXCL`'s
+        guarantee, on NFS v3+ too), fsynced: a reader sees all of `data` or no file."""
+        return write_bytes_atomic(self._local, data, exclusive=True)
 
     def rename(self, target: Location) -> None:
         os.replace(self._local, target.local_path)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, ClassVar, NamedTuple
+from typing import IO, Any, NamedTuple
 
 from vidload._storage.filesystems import is_url, scheme
 from vidload.errors import VideoReadError
@@ -45,10 +45,6 @@ class Location:
     __slots__ = ("_options", "_url")
     _options: dict[str, Any] | None
     _url: str
-
-    #: True for a local path (`local_path` can be opened directly). Kept for the callers that
-    #: still choose a path of their own (convert's planner); new code uses `local_file()`.
-    is_local: ClassVar[bool] = False
 
     def __new__(
         cls,
@@ -164,10 +160,34 @@ class Location:
         (a local folder lists without a stat per file: see `LocalLocation.list_names`)."""
         return list(self.list_dir())
 
+    # -- capabilities: what a caller may count on here (asked, never which class it holds)
+
     @property
     def can_list(self) -> bool:
         """Whether `list_dir` names every entry of a folder: local folders and bucket
         prefixes; not HTTP(S), whose "listing" is the links of a page."""
+        raise NotImplementedError
+
+    @property
+    def multi_range(self) -> bool:
+        """Whether the ranges of one `read_ranges` cost about one read however many they are:
+        local (`pread`s on one descriptor), HTTP(S) where the server answers several ranges in
+        one multipart GET (`byteranges`; False once this process saw it refuse); not S3/GCS,
+        one request a range."""
+        raise NotImplementedError
+
+    @property
+    def atomic_rename(self) -> bool:
+        """Whether `rename` commits atomically (a reader sees the old file or the new one,
+        never a part): local `os.replace`; in a bucket a copy and a delete, so a writer
+        commits by an object's existence or a manifest row instead."""
+        raise NotImplementedError
+
+    @property
+    def over_network(self) -> bool:
+        """Whether reads here wait on a network: `storage_options` configure its client, a
+        local cache of whole objects can serve it, and a batch's reads are worth planning into
+        one round (`SourceRoot`). False for a local path (the fast path: no planning)."""
         raise NotImplementedError
 
     def walk_files(self) -> list[str]:

@@ -17,7 +17,13 @@ request then waits forever (seen: a DataLoader worker forked after the main proc
 manifest through obstore). So it serves the processes that do the reading and never fork:
 DataLoader workers (`torch.utils.data.get_worker_info()`), and only where no process this one
 was forked from used it; the main process, which may fork workers later, reads through s3fs.
-At 0 workers that costs the main process s3fs's CPU per request, as before.
+At 0 workers that costs the main process s3fs's CPU per request, as before. A store built
+afresh in the child does not help (measured with obstore 0.12.1, 2026-12-03: a parent that
+read one range through obstore, then forked; the child's first read through a new store
+never returned, async or sync, and after the sync one the parent's next read hung too): the
+runtime is obstore's, one per process image, not the store's. A DataLoader with
+`multiprocessing_context="forkserver"` (or "spawn") gives workers that never inherited it:
+measured, a forkserver child of such a parent reads through obstore.
 
 The requests are vidload's own (`read_ranges`' coalescing, `batch.fetch`'s one round): one
 GET per range asked here, all of one call concurrent on this process's event-loop thread,

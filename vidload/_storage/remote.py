@@ -237,6 +237,13 @@ class RemoteLocation(Location):
     def can_list(self) -> bool:
         return self._protocol not in ("http", "https")
 
+    @property
+    def multi_range(self) -> bool:
+        return self._protocol in ("http", "https") and not byteranges.unsupported(self._url)
+
+    atomic_rename = False
+    over_network = True
+
     def walk_files(self) -> list[str]:
         fs, path = self.fs()
         names = self.call("list the folder", lambda: fs.find(path))

@@ -1,8 +1,9 @@
-"""A source's root: a local folder (`LocalRoot`) or a bucket prefix (`BucketRoot`, read by byte
-ranges or through a `LocalCache`), two implementations of one interface. `SourceRoot(root, ...)`
-returns the one that fits, as `Location(...)` does, so a source asks its root what it needs
-(the container of a video, a folder's listing, a clip's frame files, what to hint for
-read-ahead) and never which kind it holds.
+"""A source's root, local folder or bucket prefix, written once against its `Location`: a
+source asks it what it needs (the container of a video, a folder's listing, a clip's frame
+files, what to hint for read-ahead) and never which kind it holds, and the root asks its
+`Location` what it can do: a local folder (`local_file()`) is read by the fast path, a root
+whose reads wait on a network (`over_network`) plans a batch's reads into one round, through
+a `LocalCache` of whole objects where it has a `cache_dir`.
 
 Names below are relative to the root, `/`-separated. A video's container has two possible
 names (`vidload._layout`: `a/x1.h5`, or `a/x1.mp4.h5` where two ids shared a stem): a local root
@@ -15,7 +16,7 @@ Where the root's manifest names the containers (`vidload._layout.ContainerNames`
 by the source's `use_containers`), a listed video's container is the name it records, on
 either root: no stat, no request, no listing to find it.
 
-The local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
+A local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
 work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per clip
 (`vidload._layout.found_container_name`).
 """
@@ -43,7 +44,7 @@ from vidload._storage.cache import LocalCache, temporary_cache
 from vidload._storage.location import Location
 from vidload.errors import VideoReadError
 
-__all__ = ["BucketRoot", "LocalRoot", "SourceRoot"]
+__all__ = ["SourceRoot"]
 
 T = TypeVar("T")
 #: Opens a local file, given its path as a string.
@@ -63,9 +64,9 @@ Files = tuple[list[bytes], list[str]]
 #: `storage_options`, `cache_dir`.
 Options = Mapping[str, Any] | None
 CacheDir = str | os.PathLike[str] | None
-#: Folders of a bucket whose listing a process keeps (`BucketRoot.first_existing`).
+#: Folders of a bucket whose listing a process keeps (`SourceRoot.first_existing`).
 _LISTINGS = 256
-#: One read of a bucket root's manifest at a time (`BucketRoot._names_at_miss`: a batch's
+#: One read of a bucket root's manifest at a time (`SourceRoot._names_at_miss`: a batch's
 #: containers are opened in threads).
 _MISS_LOCK = threading.Lock()
 
@@ -73,28 +74,15 @@ _MISS_LOCK = threading.Lock()
 class SourceRoot:
     """Where a source's files are (see the module docstring). Picklable.
 
-    `SourceRoot(root, storage_options, cache_dir, cache_max_bytes)` is a `LocalRoot` for a
-    local path and a `BucketRoot` for a URL; `storage_options` and `cache_dir` are for URLs.
+    Args:
+        root: a local folder or a URL.
+        storage_options, cache_dir, cache_max_bytes: for a root whose reads wait on a network
+            (a URL): its filesystem's options, and a local folder that keeps a copy of each
+            object read (`LocalCache`); a ValueError for a local folder.
     """
 
-    location: Location
-    cache: LocalCache | None
-    #: At a URL: the container name found for each full-id name (`container_key`).
-    found_names: dict[str, str]
     #: The container names the root's manifest records (`use_names`), None: found by the rules.
     names: ContainerNames | None = None
-
-    def __new__(
-        cls,
-        root: str | os.PathLike[str] | Location | None = None,
-        storage_options: Mapping[str, Any] | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        cache_max_bytes: int | None = None,
-    ) -> SourceRoot:
-        if cls is not SourceRoot or root is None:  # a subclass, or unpickling
-            return object.__new__(cls)
-        local = Location(root).local_file() is not None
-        return object.__new__(LocalRoot if local else BucketRoot)
 
     def __init__(
         self,
@@ -104,13 +92,20 @@ class SourceRoot:
         cache_max_bytes: int | None = None,
     ) -> None:
         self.location = Location(root, storage_options)
-        self.cache = None
-        self.found_names = {}
-        self._setup(storage_options, cache_dir, cache_max_bytes)
-
-    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
-        """Check the arguments that fit only one kind of root; set up the rest."""
-        raise NotImplementedError
+        if not self.location.over_network and storage_options:
+            raise ValueError(f"storage_options are for URLs; {self.location} is a local path")
+        if not self.location.over_network and cache_dir is not None:
+            raise ValueError(f"cache_dir is for URL roots; {self.location} is a local path")
+        self.cache = None if cache_dir is None else LocalCache(cache_dir, cache_max_bytes)
+        #: The local folder, read by the fast path (its `str`: the per-clip calls), else None.
+        self._path = self.location.local_file()
+        self._str = None if self._path is None else str(self._path)
+        #: Where names are found by requests: the container name found for each full-id name.
+        self.found_names: dict[str, str] = {}
+        self._first: ProcessLRU[tuple[str, ...], str] = ProcessLRU(None)
+        self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(_LISTINGS)
+        # the root's manifest's names, read at the first miss (`_names_at_miss`), per process
+        self._tried: ProcessLRU[str, tuple[ContainerNames | None]] = ProcessLRU(1)
 
     def __str__(self) -> str:
         return str(self.location)
@@ -128,246 +123,81 @@ class SourceRoot:
         names = self.names
         return None if names is None else names.get(video_id)
 
-    # -- the interface: each implementation's own
-
     @property
     def root(self) -> Path | Location:
         """What a source shows as its root: the local folder, or the URL's `Location`."""
-        raise NotImplementedError
+        return self.location if self._path is None else self._path
+
+    @property
+    def _batched(self) -> bool:
+        """Whether a batch's reads are worth planning into one round: they wait on a network
+        (no local file, no cached copy to read instead)."""
+        return self.location.over_network and self.cache is None
 
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
-        ones of `video_ids`) where reads wait on a network (a URL root without a cache);
-        none where they do not (a local root, a cached one): nothing to plan there."""
-        raise NotImplementedError
+        ones of `video_ids`) where reads wait on a network (`_batched`); none elsewhere."""
+        return list(dict.fromkeys(video_ids)) if self._batched else []
 
     def plans(self, make: Callable[[], list[T]]) -> list[T]:
         """A batch's storage requests (`fetch_plan`): `make()` where reads wait on a network
-        (a URL root without a cache), fetched in the batch's one round; none where they do
-        not (a local root, a cached one)."""
-        raise NotImplementedError
+        (`_batched`), fetched in the batch's one round; none elsewhere."""
+        return make() if self._batched else []
 
     def local(self, rel: str) -> Path | None:
         """The local file to read for `rel` by the fast path (under a local root, or the
         cached copy of a remote object), or None: read `location_of(rel)` by byte ranges."""
-        raise NotImplementedError
+        if self._path is not None:
+            return self._path / rel
+        return None if self.cache is None else self.cache.get(self.location / rel)
 
     def local_copy(self, rel: str) -> Path:
         """A local file for `rel` in any case: under a local root, else the object's copy in
         the cache, or (no `cache_dir`) in this user's shared temporary cache
         (`temporary_cache`), for readers that need a local file (FFmpeg's seeks)."""
-        raise NotImplementedError
-
-    def local_path(self, rel: str) -> Path:
-        """`rel`'s path under a local root; ValueError for a URL root (it has no local paths)."""
-        raise NotImplementedError
+        return self.local(rel) or temporary_cache().get(self.location / rel)
 
     def hints(self, make: Callable[[], list[T]]) -> list[T]:
         """Read-ahead hints (local files, byte ranges of them): `make()` under a local root;
-        none for a URL root (nothing local to hint)."""
-        raise NotImplementedError
+        none elsewhere (nothing local to hint)."""
+        return [] if self._path is None else make()
 
     def local_name(self, video_id: str, suffix: str) -> str:
-        """The local path of `video_id`'s container as a string (a local root only: see
-        `local_path`)."""
-        raise NotImplementedError
+        """The local path of `video_id`'s container as a string (`path()` of a source):
+        ValueError for a URL root, which has no local paths."""
+        root = self._str
+        if root is None:
+            raise ValueError(f"{self.location}: a URL root has no local paths")
+        name = self.named(video_id) if self.names is not None else None
+        return join_root(root, name or found_container_name(root, video_id, suffix))
 
     def handle_key(self, video_id: str, suffix: str) -> str:
         """What a per-process cache of open containers keeps `video_id`'s under: its local
         path (`local_name`, what the per-clip lookup computes), or at a URL the id itself
         (the object's name is found when it is opened)."""
-        raise NotImplementedError
+        return video_id if self._str is None else self.local_name(video_id, suffix)
 
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
-        """The name of `video_id`'s container (a file, or a folder with `suffix` ""): local,
-        the full id's name where it exists, else the short one; at a URL the name
-        `probe(name)` does not raise VideoReadError "not found" for, short name first, kept
-        for the process. `probe` runs only at a URL."""
-        raise NotImplementedError
-
-    def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
-        """(name of `video_id`'s container, `probe(name)`): the name the manifest records,
-        else local the full id's name where it exists, else the short one; at a URL the short
-        name, then (not found) the name the root's manifest records or the full id's, kept
-        for the process."""
-        raise NotImplementedError
-
-    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
-        """`local(path)` of the file `rel` under a local root or in the cache, else
-        `remote(location)` of the object in the bucket."""
-        raise NotImplementedError
-
-    def open_container(
-        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
-    ) -> T:
-        """`local(path)` of `video_id`'s container under a local root or in the cache, else
-        `remote(location)` of the object in the bucket (its name found as `container_key`
-        says)."""
-        raise NotImplementedError
-
-    def container(self, video_id: str, suffix: str) -> Location:
-        """Where `video_id`'s container is named, for its sidecar files: its local file, or
-        its object in the bucket (the name found by the last open, else the short name)."""
-        raise NotImplementedError
-
-    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
-        """`local(path)` of the folder `rel` under a local root, else `remote(location)` of
-        its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
-        raise NotImplementedError
-
-    def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
-        """(contents, what names each) of the files of frames `rows` in `folder` (frame i in
-        `name(i)`): each by `read(path, i)` under a local root; at a URL fetched concurrently
-        (through the cache when there is one)."""
-        raise NotImplementedError
-
-    def first_existing(self, names: Sequence[str]) -> str:
-        """The first of `names` that exists under the root, else `names[0]`: local, a stat
-        each (per call); at a URL, from one listing of the folder per process (kept with the
-        answer), and `names[0]` where the store cannot list (HTTP)."""
-        raise NotImplementedError
-
-
-class LocalRoot(SourceRoot):
-    """A local folder as a source's root."""
-
-    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
-        if storage_options:
-            raise ValueError(f"storage_options are for URLs; {self.location} is a local path")
-        if cache_dir is not None:
-            raise ValueError(f"cache_dir is for URL roots; {self.location} is a local path")
-        self._path = self.location.local_path
-        self._str = str(self._path)
-
-    @property
-    def root(self) -> Path:
-        return self._path
-
-    def ahead(self, video_ids: Sequence[str]) -> list[str]:
-        return []
-
-    def plans(self, make: Callable[[], list[T]]) -> list[T]:
-        return []
-
-    def local(self, rel: str) -> Path | None:
-        return self._path / rel
-
-    def local_copy(self, rel: str) -> Path:
-        return self._path / rel
-
-    def local_path(self, rel: str) -> Path:
-        return self._path / rel
-
-    def hints(self, make: Callable[[], list[T]]) -> list[T]:
-        return make()
-
-    def local_name(self, video_id: str, suffix: str) -> str:
-        root = self._str
-        name = self.named(video_id) if self.names is not None else None
-        return join_root(root, name or found_container_name(root, video_id, suffix))
-
-    def handle_key(self, video_id: str, suffix: str) -> str:
-        return self.local_name(video_id, suffix)
-
-    def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
-        return self.named(video_id) or found_container_name(self._str, video_id, suffix)
-
-    def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
-        name = self.named(video_id) or found_container_name(self._str, video_id, suffix)
-        return name, probe(name)
-
-    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
-        return local(join_root(self._str, rel))
-
-    def open_container(
-        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
-    ) -> T:
-        return local(self.local_name(video_id, suffix))
-
-    def container(self, video_id: str, suffix: str) -> Location:
-        name = self.named(video_id) or found_container_name(self._str, video_id, suffix)
-        return self.location / name
-
-    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
-        return local(self._path / rel)
-
-    def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
-        base = join_root(self._str, folder) + "/"
-        paths = [base + name(i) for i in rows]
-        return [read(p, i) for p, i in zip(paths, rows, strict=True)], paths
-
-    def first_existing(self, names: Sequence[str]) -> str:
-        root = self._str
-        return next((n for n in names if os.path.exists(join_root(root, n))), names[0])
-
-
-class BucketRoot(SourceRoot):
-    """A bucket prefix (any URL) as a source's root, read by byte ranges or, with a
-    `cache_dir`, through a `LocalCache` of whole objects."""
-
-    def _setup(self, storage_options: Options, cache_dir: CacheDir, max_bytes: int | None) -> None:
-        if cache_dir is not None:
-            self.cache = LocalCache(cache_dir, max_bytes)
-        self._first: ProcessLRU[tuple[str, ...], str] = ProcessLRU(None)
-        self._listings: ProcessLRU[str, tuple[frozenset[str] | None]] = ProcessLRU(_LISTINGS)
-        # the root's manifest's names, read at the first miss (`_names_at_miss`), per process
-        self._tried: ProcessLRU[str, tuple[ContainerNames | None]] = ProcessLRU(1)
-
-    @property
-    def root(self) -> Location:
-        return self.location
-
-    def ahead(self, video_ids: Sequence[str]) -> list[str]:
-        return list(dict.fromkeys(video_ids)) if self.cache is None else []
-
-    def plans(self, make: Callable[[], list[T]]) -> list[T]:
-        return make() if self.cache is None else []
-
-    def local(self, rel: str) -> Path | None:
-        if self.cache is None:
-            return None
-        return self.cache.get(self.location / rel)
-
-    def local_copy(self, rel: str) -> Path:
-        local = self.local(rel)
-        if local is not None:
-            return local
-        return temporary_cache().get(self.location / rel)
-
-    def local_path(self, rel: str) -> Path:
-        raise ValueError(f"{self.location}: a URL root has no local paths")
-
-    def hints(self, make: Callable[[], list[T]]) -> list[T]:
-        return []
-
-    def local_name(self, video_id: str, suffix: str) -> str:
-        raise ValueError(f"{self.location}: a URL root has no local paths")
-
-    def handle_key(self, video_id: str, suffix: str) -> str:
-        return video_id
-
-    def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
-        full = container_name(video_id, suffix, keep_extension=True)
-        known = self.named(video_id) or self.found_names.get(full)
+        """The name of `video_id`'s container (a file, or a folder with `suffix` ""): as
+        `find` names it; `probe` runs only where names are found by requests, once."""
+        known = self.named(video_id)
+        if known is None and self._str is not None:
+            return found_container_name(self._str, video_id, suffix)
         if known is None:
-            known = self.find(video_id, suffix, probe)[0]
-        return known
-
-    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
-        path = self.local(rel)
-        return local(os.fspath(path)) if path is not None else remote(self.location / rel)
-
-    def open_container(
-        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
-    ) -> T:
-        return self.find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+            known = self.found_names.get(container_name(video_id, suffix, keep_extension=True))
+        return known if known is not None else self.find(video_id, suffix, probe)[0]
 
     def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
-        """(name, `probe(name)`) for the name the manifest records, else the short name, else
-        (not found) the name the root's manifest records, read at this first miss (once per
-        process: `_names_at_miss`), else the full id's; the name kept in `found_names`."""
-        full = container_name(video_id, suffix, keep_extension=True)
+        """(name of `video_id`'s container, `probe(name)`): the name the manifest records;
+        else under a local root the full id's name where it exists (a stat, per call), else
+        the short one; else the short name, then (not found) the name the root's manifest
+        records, read at this first miss (once per process: `_names_at_miss`), else the full
+        id's, the name found kept in `found_names`."""
         recorded = self.named(video_id)
+        if self._str is not None:
+            name = recorded or found_container_name(self._str, video_id, suffix)
+            return name, probe(name)
+        full = container_name(video_id, suffix, keep_extension=True)
         if recorded is not None:
             out = recorded, probe(recorded)
             self.found_names[full] = recorded
@@ -420,20 +250,57 @@ class BucketRoot(SourceRoot):
         self.names = tried[0]
         return True
 
+    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
+        """`local(path)` of the file `rel` under a local root or in the cache, else
+        `remote(location)` of the object in the bucket."""
+        if self._str is not None:
+            return local(join_root(self._str, rel))
+        path = self.local(rel)
+        return local(os.fspath(path)) if path is not None else remote(self.location / rel)
+
+    def open_container(
+        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
+    ) -> T:
+        """`open_file` of `video_id`'s container, named as `find` names it."""
+        if self._str is not None:  # the per-clip path: no closure, no search
+            return local(self.local_name(video_id, suffix))
+        return self.find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+
     def container(self, video_id: str, suffix: str) -> Location:
-        full = container_name(video_id, suffix, keep_extension=True)
-        name = self.named(video_id) or self.found_names.get(full)
-        return self.location / (name or container_name(video_id, suffix))
+        """Where `video_id`'s container is named, for its sidecar files: its local file, or
+        its object in the bucket (the name found by the last open, else the short name)."""
+        name = self.named(video_id)
+        if name is None and self._str is not None:
+            name = found_container_name(self._str, video_id, suffix)
+        if name is None:
+            full = container_name(video_id, suffix, keep_extension=True)
+            name = self.found_names.get(full) or container_name(video_id, suffix)
+        return self.location / name
 
     def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
-        return remote(self.location / rel)
+        """`local(path)` of the folder `rel` under a local root, else `remote(location)` of
+        its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
+        return remote(self.location / rel) if self._path is None else local(self._path / rel)
 
     def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
+        """(contents, what names each) of the files of frames `rows` in `folder` (frame i in
+        `name(i)`): each by `read(path, i)` under a local root; at a URL fetched concurrently
+        (through the cache when there is one)."""
+        if self._str is not None:
+            base = join_root(self._str, folder) + "/"
+            paths = [base + name(i) for i in rows]
+            return [read(p, i) for p, i in zip(paths, rows, strict=True)], paths
         locations = [self.location / f"{folder}/{name(i)}" for i in rows]
         data = self.cache.read_many(locations) if self.cache is not None else read_many(locations)
         return list(data), [str(loc) for loc in locations]
 
     def first_existing(self, names: Sequence[str]) -> str:
+        """The first of `names` that exists under the root, else `names[0]`: local, a stat
+        each (per call); at a URL, from one listing of the folder per process (kept with the
+        answer), and `names[0]` where the store cannot list (HTTP)."""
+        if self._str is not None:
+            root = self._str
+            return next((n for n in names if os.path.exists(join_root(root, n))), names[0])
         key = tuple(names)
         known = self._first.get(key)
         if known is not None:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
-from vidload._lists import VideoEntry, has_video_ext, read_text, text_location
+from vidload._lists import VideoEntry, has_video_ext, not_a_file, read_text, text_location
 from vidload.labels import read_class_map
 
 
@@ -158,7 +158,7 @@ def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
         FileNotFoundError: no such file (named).
     """
     where = text_location(path)
-    if isinstance(where, Path) and not where.is_file():
+    if not_a_file(where):
         raise FileNotFoundError(f"{str(where)!r} is not a file")
     text = read_text(where)
     return [(k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
@@ -175,7 +175,7 @@ def read_csv(
             cells (file and line named; `shape` is the header the dataset writes).
     """
     where = text_location(path)
-    if isinstance(where, Path) and not where.is_file():
+    if not_a_file(where):
         raise FileNotFoundError(f"{str(where)!r} is not a file")
     reader = csv.reader(io.StringIO(read_text(where), newline=""))
     header = [h.strip() for h in next(reader, [])]

@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from vidload._lists import VideoEntry, read_text, text_location
+from vidload._lists import VideoEntry, not_a_file, read_text, text_location
 from vidload._storage import Location
 from vidload.datasets._common import DatasetList, class_numbering
 from vidload.errors import VideoReadError
@@ -64,7 +64,7 @@ def kinetics(
         FileNotFoundError: the CSV is not there.
     """
     where = text_location(csv_path, storage_options)
-    if not isinstance(where, Location) and not where.is_file():
+    if not_a_file(where):
         raise FileNotFoundError(f"{str(where)!r} is not a file")
     rows, labelled = _read_rows(where)
     found = sorted({label for label, _ in rows}) if labelled else []

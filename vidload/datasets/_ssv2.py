@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
-from vidload._lists import VideoEntry, read_text, text_location
+from vidload._lists import VideoEntry, not_a_file, read_text, text_location
 from vidload.datasets._common import DatasetList
 
 
@@ -62,7 +61,7 @@ def ssv2(
 
 def _read_json(path: str | os.PathLike[str]) -> object:
     where = text_location(path)
-    if isinstance(where, Path) and not where.is_file():
+    if not_a_file(where):
         raise FileNotFoundError(f"{str(path)!r} is not a file")
     try:
         return json.loads(read_text(where))

@@ -43,9 +43,10 @@ header and every packet lie, `_video_remote.from_record`), each zlib-compressed 
 container's read decompresses its own), `zblobs` uint8 with `blob_starts` as `starts`; for a
 frame folder (kind "jpeg", `vidload convert --to jpeg`) the ints `frames` and `start_index`,
 with the size and digest of its last frame file (the files' names then need no listing:
-`JpegSource`). Per container ~70 bytes and 4 bytes a frame (HDF5; a video's index, ~10
-compressed: ~27 as JSON): ~1.3 MB for 1,000 videos of 300 frames (Kinetics-400's 240k videos:
-~290 MB for HDF5, ~20 MB for npy or JPEG folders, ~720 MB for `--to video`). Format 2 (digests
+`JpegSource`). Per container ~70 bytes and 4 bytes a frame (HDF5; a video's index, ~15
+compressed, 5 of them its frame digests (the index's format 3): ~33 as JSON): ~1.3 MB for
+1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5, ~20 MB for npy or
+JPEG folders, ~1.1 GB for `--to video`), with no cap. Format 2 (digests
 as a unicode column, no fence) is read the same way, its fence taken from its keys at open.
 """
 

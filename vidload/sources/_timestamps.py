@@ -58,7 +58,7 @@ def container_timestamps(
     return np.arange(num_frames, dtype=np.float64) / float(fps)
 
 
-def _parse(path: Path | Location, f, num_frames: int) -> np.ndarray:
+def _parse(path: Location, f, num_frames: int) -> np.ndarray:
     try:
         ts = np.load(f, allow_pickle=False)
     except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError...

@@ -8,10 +8,11 @@ a demux error or a decode error. `read`, `iter_frames` and `actual_frames` all g
 whatever `threads`:
 
 * Seek-and-decode reads run the decoder with `err_detect=explode`, so that any error (also one
-  the decoder would conceal) stops them; a read that meets one marks the file damaged, and
-  every read of it from then on is a single-threaded sequential decode (no seeking, no skipped
-  frames: concealment depends on the frames decoded before). Without an error the two modes
-  give the same pixels.
+  the decoder would conceal) stops them (where a persisted index has each frame's digest, the
+  digests check every frame returned instead: `_video_digest`); a read that meets one marks
+  the file damaged, and every read of it from then on is a single-threaded sequential decode
+  (no seeking, no skipped frames: concealment depends on the frames decoded before). Without
+  an error the two modes give the same pixels.
 * A sequential decode with threads (`threads` 0 or > 1) also runs with `err_detect=explode`:
   threaded decoders stop at a different frame than a single-threaded one (frames in flight,
   errors reported late). At an error it carries on from a single-threaded decode of the file,
@@ -44,9 +45,11 @@ def decode_all(
 ) -> Iterator[av.VideoFrame]:
     """Every frame of the chosen stream that a single-threaded sequential decode gives, from
     freshly opened files (`fresh`; `where` names the file in errors), in output order (see the
-    module docstring); `recorder` sees every packet decoded and every frame."""
+    module docstring); `recorder` sees every packet decoded and every frame. A recorder of
+    digests (`IndexRecorder(digests=True)`) is given a single-threaded decode: the digests are
+    those of the frames a seek read must match."""
     yielded = 0
-    if threads != 1:
+    if threads != 1 and (recorder is None or recorder.digests is None):
         fast = IndexRecorder()
         frames = _decode_file(fresh, where, threads, fast, on_error="stop")
         try:  # a plain loop, to get the return value; closed with this generator

@@ -81,6 +81,7 @@ class VideoHandle:
     stream: av.VideoStream
     stat: tuple[int, int]
     at_start: bool = True  # nothing demuxed yet
+    explode: bool = True  # opened with err_detect=explode (see `open_video`)
     pid: int = field(default_factory=os.getpid)
     closed: bool = False
 
@@ -183,7 +184,7 @@ def open_video(
     except BaseException:
         container.close()
         raise
-    return VideoHandle(container, chosen, stat)
+    return VideoHandle(container, chosen, stat, explode=explode)
 
 
 def _choose_stream(path: Path | object, container, stream: int | None) -> av.VideoStream:

@@ -24,6 +24,7 @@ from typing import Literal
 import av
 import av.error
 
+from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import ffmpeg_words
 
 
@@ -75,6 +76,9 @@ class FrameIndex:
             timestamps (missing or repeated), in which case only sequential decoding is exact.
         exact: built from a full decode (True) or guessed from a packet scan (False).
         seekable: False once seeking failed to reproduce sequential decoding for this stream.
+        digests: `_video_digest.frame_digest` of each frame of the single-threaded sequential
+            decode (uint32, in output order), where they were recorded (an index written to
+            disk); a seek read checks the frames it returns against them. None elsewhere.
     """
 
     def __init__(
@@ -83,9 +87,13 @@ class FrameIndex:
         keys: Sequence[int] | None,
         exact: bool,
         seek_points: Sequence[SeekPoint],
+        digests: Sequence[int] | None = None,
     ) -> None:
         self.num_frames = num_frames
         self.exact = exact
+        if digests is not None and len(digests) != num_frames:
+            raise ValueError(f"{len(digests)} digests for {num_frames} frames")
+        self.digests = array("I", digests) if digests is not None else None
         self.keys = array("q", keys) if keys is not None else None
         if keys is not None and any(a >= b for a, b in pairwise(keys)):
             order = sorted(range(len(keys)), key=keys.__getitem__)
@@ -107,7 +115,8 @@ class FrameIndex:
     def __repr__(self) -> str:
         return (
             f"FrameIndex(num_frames={self.num_frames}, exact={self.exact}, "
-            f"seekable={self.seekable}, seek_points={list(self._seek_pos)})"
+            f"seekable={self.seekable}, seek_points={list(self._seek_pos)}, "
+            f"digests={self.digests is not None})"
         )
 
     @property
@@ -256,11 +265,14 @@ def decode_packets(
 
 
 class IndexRecorder:
-    """Watches a full sequential decode and builds the exact `FrameIndex` from it."""
+    """Watches a full sequential decode and builds the exact `FrameIndex` from it; with
+    `digests`, each frame's `_video_digest.frame_digest` too (a single-threaded decode's: what
+    an index written to disk keeps)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, digests: bool = False) -> None:
         self.packets: list[tuple[int | None, int | None, bool]] = []
         self.keys: list[int | None] = []
+        self.digests: list[int] | None = [] if digests else None
 
     def on_packet(self, packet: av.Packet) -> None:
         if packet.size > 0:
@@ -268,10 +280,13 @@ class IndexRecorder:
 
     def on_frame(self, frame: av.VideoFrame) -> None:
         self.keys.append(frame_key(frame))
+        if self.digests is not None:
+            self.digests.append(frame_digest(frame))
 
     def index(self) -> FrameIndex:
         present = [k for k in self.keys if k is not None]
         if len(present) != len(self.keys) or len(set(present)) != len(present):
-            return FrameIndex(len(self.keys), None, True, [])
+            return FrameIndex(len(self.keys), None, True, [], self.digests)
         key_to_pos = {k: i for i, k in enumerate(present)}
-        return FrameIndex(len(present), present, True, _seek_points(self.packets, key_to_pos))
+        points = _seek_points(self.packets, key_to_pos)
+        return FrameIndex(len(present), present, True, points, self.digests)

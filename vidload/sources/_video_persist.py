@@ -17,26 +17,37 @@ used: the reader warns with the reason, once per file version, and builds the in
 without one. Reads stay checked against the decoder either way (`_video_seek`): a frame that does
 not carry the index's timestamp makes the reader fall back to sequential decoding.
 
-Format 2: two lines, each a JSON object. The first is the index (`"format": 2`, ~25 bytes a
-frame); the second says where the file's bytes lie (~20 bytes a frame: `_video_ranges.ByteLayout`,
-what FFmpeg reads to open the file and each packet's offset and size), for a reader over a URL
+Format 3: two lines, each a JSON object. The first is the index (`"format": 3`, ~25 bytes a
+frame, plus the digests: `_video_digest.frame_digest` of every frame of the single-threaded
+sequential decode, 4 bytes each as little-endian uint32, in base64 under `"digests"`, ~5.4
+characters a frame; null where not recorded), whose `num_frames` is the sequential decode's
+count: a seek read checks the frames it returns against the digests, and a frame past the count
+raises (`VideoSource.read`, docs/guides/broken-videos.md). The second says where the file's
+bytes lie (~20 bytes a frame: `_video_ranges.ByteLayout`, what FFmpeg reads to open the file
+and each packet's offset and size), for a reader over a URL
 (`_video_remote`), which then fetches a clip's packets instead of the whole object. A local
 reader parses the first line only (the second is parsed on first use), so it costs what format 1
-did. Format 1 (the first line alone) is still read: its index serves local reads as before, and a
-reader over a URL, which needs the byte positions, says so and downloads the object whole.
+did. Formats 1 and 2 are still read, without digests (seek reads then rely on the decoder's
+errors alone, as before). Format 2 is format 3 without `"digests"`. Format 1 (the first line
+alone): its index serves local reads as before, and a reader over a URL, which needs the byte
+positions, says so and downloads the object whole.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import warnings
 from pathlib import Path
 
+import numpy as np
+
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
+from vidload.sources._video_digest import DIGEST_BYTES
 from vidload.sources._video_index import FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
 from vidload.sources.base import open_regular_file
@@ -51,9 +62,9 @@ __all__ = [
     "write_index",
 ]
 
-FORMAT = 2
-#: Formats a reader takes (1: without byte positions).
-READ_FORMATS = (1, 2)
+FORMAT = 3
+#: Formats a reader takes (1: without byte positions; 1 and 2: without digests).
+READ_FORMATS = (1, 2, 3)
 #: Bytes hashed at each end of the file.
 _SPAN = 64 << 10
 
@@ -138,6 +149,7 @@ def write_index(
         "keys": None if index.keys is None else list(index.keys),
         "seek_points": [[sp.pos, sp.pts, sp.dts] for sp in index.seek_points],
         "orientation": [o.transpose, o.flip_rows, o.flip_cols],
+        "digests": _digests_text(index),
     }
     path = index_path(video_file)
     lines = [doc, None if layout is None else layout.to_json()]
@@ -201,7 +213,9 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
         num = int(doc["num_frames"])
         if keys is not None and len(keys) != num:
             raise UnusableIndex(f"{len(keys)} keys for {num} frames")
-        index = FrameIndex(num, [int(k) for k in keys] if keys is not None else None, True, points)
+        digests = _digests_of(doc.get("digests") if doc["format"] >= 3 else None, num)
+        keys = [int(k) for k in keys] if keys is not None else None
+        index = FrameIndex(num, keys, True, points, digests)
         transpose, flip_rows, flip_cols = (bool(b) for b in doc["orientation"])
         persisted = PersistedIndex(
             index,
@@ -214,6 +228,29 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
         raise
     except (ValueError, TypeError, KeyError) as e:
         raise UnusableIndex(f"unreadable ({type(e).__name__}: {e})") from None
+
+
+def _digests_text(index: FrameIndex) -> str | None:
+    """The index's digests as the sidecar keeps them (see the module docstring)."""
+    if index.digests is None:
+        return None
+    return base64.b64encode(np.asarray(index.digests, "<u4").tobytes()).decode("ascii")
+
+
+def _digests_of(text: object, num_frames: int) -> list[int] | None:
+    """The digests of a sidecar's `"digests"` (None: not recorded); UnusableIndex when they
+    are not `num_frames` of them."""
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise UnusableIndex(f"digests are a {type(text).__name__}, not text")
+    try:
+        raw = base64.b64decode(text, validate=True)
+    except ValueError as e:
+        raise UnusableIndex(f"unreadable digests ({e})") from None
+    if len(raw) != DIGEST_BYTES * num_frames:
+        raise UnusableIndex(f"{len(raw)} bytes of digests for {num_frames} frames")
+    return np.frombuffer(raw, "<u4").tolist()
 
 
 def _opt_int(value: object) -> int | None:

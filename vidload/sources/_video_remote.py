@@ -1,7 +1,7 @@
 """A video object at a URL read by byte ranges: its header once per process, then only the
 packets a clip needs, through a file object FFmpeg reads from.
 
-A video with a persisted frame index of format 2 (`_video_persist`: what `vidload convert --to
+A video with a persisted frame index of format 2 or 3 (`_video_persist`: what `vidload convert --to
 video` writes beside each file, and `vidload probe --write-index` beside originals) says where
 its bytes lie (`_video_ranges.ByteLayout`). Read over a URL, a clip of a video never opened in
 this process costs two rounds of requests:
@@ -82,7 +82,7 @@ _MISS_BLOCKS = 8
 
 
 class RemoteVideo:
-    """A video object at `location` with its persisted index (format 2), read by byte ranges.
+    """A video object at `location` with its persisted index (format 2 or 3), read by byte ranges.
 
     Holds the bytes fetched so far: the header (what opening the file reads; kept), the last
     clip's packets (replaced by the next clip's) and the last few blocks fetched on a miss.
@@ -334,7 +334,7 @@ def load_remote(location: Location) -> RemoteVideo | str:
 
 def record_of(location: Location) -> HeadRecord | None:
     """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
-    what `vidload convert --to video` writes): its persisted index's bytes (format 2), with the
+    what `vidload convert --to video` writes): its persisted index's bytes (format 2 or 3), with the
     object's size and the digest of its ends read now; None where it has no such index or the
     index describes another size."""
     try:

@@ -254,16 +254,21 @@ class VideoRoot(FrameSourceBase):
             path, stat, stream=self.stream, threads=threads, explode=explode, file=path.reader()
         )
 
-    def _handle(self, path: VideoFile) -> VideoHandle:
-        """An open handle on `path` from this process's cache (reopened if the file changed)."""
+    def _handle(self, path: VideoFile, *, explode: bool = True) -> VideoHandle:
+        """An open handle on `path` from this process's cache (reopened if the file changed).
+        Seek reads must see every error the decoder reports (`explode`), except where each
+        frame they return is checked against the sequential decode's digest (a persisted
+        index of format 3: `_video_digest`): that file's handle is reopened once without
+        (`explode=False`) and kept so, which spares healthy open GOPs the errors a seek to
+        their recovery point reports (a reference list naming frames before the seek)."""
         key = str(path)
         stat = self._stat(path)
         handle = self._handles.get(key)
-        if handle is not None and handle.stat != stat:
+        if handle is not None and (handle.stat != stat or (handle.explode and not explode)):
             self._handles.discard(key)
             handle = None
         if handle is None:
-            handle = self._open(path, stat, explode=True)  # seek reads must see every error
+            handle = self._open(path, stat, explode=explode)
             self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
         return handle
 

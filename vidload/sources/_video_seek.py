@@ -21,8 +21,15 @@ import av
 import av.error
 import numpy as np
 
+from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import VideoHandle
-from vidload.sources._video_index import FrameIndex, decode_packets, frame_key, packet_key
+from vidload.sources._video_index import (
+    BadData,
+    FrameIndex,
+    decode_packets,
+    frame_key,
+    packet_key,
+)
 
 __all__ = ["Mismatch", "read_seeking"]
 
@@ -41,11 +48,15 @@ def read_seeking(
     convert: Callable[[av.VideoFrame], np.ndarray],
     *,
     skip_nonref: bool,
+    check_corrupt: bool = True,
 ) -> dict[int, np.ndarray]:
     """{frame: convert(frame)} for the `wanted` frames (sorted, distinct): seek to the
     keyframe before each stretch of wanted frames, only when it lies past the decoder's
     position, and decode forward. Raises Mismatch where the decoder disagrees with `index`,
-    BadData where the data goes bad (the caller falls back to a sequential decode)."""
+    BadData where the data goes bad: an error the decoder reports, a frame it flags corrupt
+    (with `check_corrupt`: it concealed damage it did not report as an error), or a frame that
+    differs from the sequential decode's (where `index` has its digests: `_video_digest`); the
+    caller then falls back to a sequential decode."""
     out: dict[int, np.ndarray] = {}
     wanted_set = set(wanted)
     stretch: Generator[tuple[int, av.VideoFrame], None, None] | None = None
@@ -56,10 +67,12 @@ def read_seeking(
             if stretch is None or sp.pos > next_pos:
                 if stretch is not None:
                     stretch.close()
-                stretch = _seek(handle, index, target, wanted_set, skip_nonref)
+                stretch = _seek(handle, index, target, wanted_set, skip_nonref, check_corrupt)
             for pos, frame in stretch:
                 next_pos = pos + 1
                 if pos == target:
+                    if index.digests is not None and frame_digest(frame) != index.digests[pos]:
+                        raise BadData(f"frame {pos} decodes to other pixels after a seek")
                     out[pos] = convert(frame)
                     break
                 if pos > target:
@@ -73,7 +86,12 @@ def read_seeking(
 
 
 def _seek(
-    handle: VideoHandle, index: FrameIndex, target: int, wanted: set[int], skip_nonref: bool
+    handle: VideoHandle,
+    index: FrameIndex,
+    target: int,
+    wanted: set[int],
+    skip_nonref: bool,
+    check_corrupt: bool,
 ) -> Generator[tuple[int, av.VideoFrame], None, None]:
     """Seek so decoding resumes at or before `target`; returns the checked frame stream.
 
@@ -105,7 +123,7 @@ def _seek(
             # in packed or guessed-pts streams it changes which packet a frame is decoded
             # from, hence its timestamp.
             skip = skip_nonref and handle.can_skip_nonref and index.keys_in_order
-            return _checked(ctx, index, start, packets, wanted, skip)
+            return _checked(ctx, index, start, packets, wanted, skip, check_corrupt)
     raise Mismatch("seeking does not land on a known keyframe")
 
 
@@ -128,15 +146,23 @@ def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
 
 
 def _checked(
-    ctx, index: FrameIndex, start: int, packets, wanted: set[int], skip_nonref: bool
+    ctx,
+    index: FrameIndex,
+    start: int,
+    packets,
+    wanted: set[int],
+    skip_nonref: bool,
+    check_corrupt: bool,
 ) -> Generator[tuple[int, av.VideoFrame], None, None]:
     """(position, frame) pairs decoded from `packets`, which begin at position `start`.
 
     Frames of the index placed before `start` (leading frames of an open GOP) are skipped;
     every other frame must carry the key of the next position, or the index is wrong:
-    Mismatch. With `skip_nonref`, packets of unwanted frames go to the decoder with
-    skip_frame=NONREF: it drops them if no other frame refers to them, and only their positions
-    may be missing from the output.
+    Mismatch. With `check_corrupt`, a frame the decoder flags corrupt (`VideoFrame.is_corrupt`:
+    FFmpeg concealed damage in it, which `err_detect=explode` does not always report) raises
+    BadData: its concealment may depend on frames decoded before the seek. With `skip_nonref`,
+    packets of unwanted frames go to the decoder with skip_frame=NONREF: it drops them if no
+    other frame refers to them, and only their positions may be missing from the output.
     """
     droppable: set[int] = set()
     skipping = False
@@ -162,6 +188,8 @@ def _checked(
                 continue
             if pos is None or pos < expected or not droppable.issuperset(range(expected, pos)):
                 raise Mismatch(f"decoded frame at position {pos}, expected {expected}")
+            if check_corrupt and frame.is_corrupt:
+                raise BadData(f"the decoder flags frame {pos} corrupt (damage it concealed)")
             yield pos, frame
             expected = pos + 1
     finally:

@@ -31,7 +31,7 @@ __all__ = [
     "as_index_array",
     "check_in_range",
     "check_regular_file",
-    "frame_ranges",
+    "hints_of",
     "normalize_video_id",
     "open_regular",
     "open_regular_file",
@@ -252,17 +252,28 @@ def open_regular(
     return fd, st
 
 
-def frame_ranges(
-    path: Path, base: int, starts: np.ndarray, lengths: np.ndarray
-) -> list[tuple[Path, int, int]]:
-    """`(path, offset, length)` byte ranges for frames stored at `base + starts[k]` with
-    `lengths[k]` bytes, sorted and merged where they touch or overlap (adjacent frames of a
-    clip become one range: one hint instead of several); the merging is
-    `vidload._storage.coalesce` with no gap, the one range-merging function."""
-    spans = [
-        (a + base, a + base + n) for a, n in zip(starts.tolist(), lengths.tolist(), strict=True)
+def hints_of(requests: Sequence[Request]) -> list[tuple[Path, int, int]]:
+    """Storage requests of local files (`(location, [(start, stop), ...] or None for the
+    whole file)`, what a bucket batch fetches) as read-ahead hints `(path, offset, length)`
+    (length 0: the whole file): each file's spans sorted and merged where they touch or
+    overlap (adjacent frames of a clip become one hint), by `vidload._storage.coalesce` with
+    no gap, the one range-merging function; empty spans left out."""
+    spans: dict[Path, list[tuple[int, int]] | None] = {}
+    for location, asked in requests:
+        path = location.local_file()
+        assert path is not None, f"{location}: read-ahead hints are of local files"
+        known = spans.setdefault(path, [])
+        if asked is None or known is None:
+            spans[path] = None
+        else:
+            known.extend((a, b) for a, b in asked if b > a)
+    return [
+        hint
+        for path, got in spans.items()
+        for hint in (
+            [(path, 0, 0)] if got is None else [(path, a, b - a) for a, b in coalesce(got, 0)]
+        )
     ]
-    return [(path, a, b - a) for a, b in coalesce(spans, 0)]
 
 
 def check_in_range(

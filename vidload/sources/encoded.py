@@ -29,7 +29,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
 from vidload.sources._listing import missing_names
-from vidload.sources.base import FrameSourceBase, as_index_array
+from vidload.sources.base import FrameSourceBase, as_index_array, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -209,6 +209,23 @@ class ContainerSource(FrameSourceBase):
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
         none for a URL root (nothing local to hint)."""
         return self.store.hints(lambda: [self.path(video_id)])
+
+    def byte_ranges(
+        self, video_id: str, indices: Sequence[int] | np.ndarray
+    ) -> list[tuple[Path, int, int]]:
+        """`(path, offset, length)` ranges of the files `read(video_id, indices)` touches, for
+        read-ahead hints (length 0: a whole file): what a bucket batch would fetch for it
+        (`_plan`, the one planner of a kind's reads) with what opening it reads
+        (`_read_ahead`), merged where they touch (`hints_of`). Indices out of range are left
+        out (the read reports them). None for a URL root (nothing local to hint)."""
+        idx = as_index_array(indices)
+        return self.store.hints(lambda: hints_of(self._read_ahead(video_id, idx)))
+
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """The requests a local read of `idx` makes, opening included: by default the whole
+        files it opens (`files`); a kind that plans its reads adds its head's spans to
+        `_plan`'s."""
+        return [(Location(p), None) for p in self.files(video_id)]
 
     def _open_container(
         self,

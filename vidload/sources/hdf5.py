@@ -56,7 +56,6 @@ from vidload.sources.base import (
     as_index_array,
     check_in_range,
     check_regular_file,
-    frame_ranges,
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
@@ -81,7 +80,7 @@ class _Handle:
     name: str = ""  # the file or object, as errors name it
 
 
-def _direct_offset(path: Path | Location, f: h5py.File, frames: h5py.Dataset) -> int | None:
+def _direct_offset(path: str, f: h5py.File, frames: h5py.Dataset) -> int | None:
     """The file offset of the `frames` bytes when they lie as one plain block in the file.
 
     Why: an h5py slice `frames[a:b]` (selection, type conversion, a new array) costs more than
@@ -118,7 +117,7 @@ def _block_offset(frames: h5py.Dataset) -> int | None:
     return int(offset)
 
 
-def _check_within(path: Path | Location, offset: int, frames: h5py.Dataset, size: int) -> int:
+def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> int:
     if offset + frames.shape[0] > size:
         raise VideoReadError(
             path,
@@ -143,12 +142,13 @@ def _open_remote(location: Location) -> _Handle:
         f = h5py.File(raw, "r")
     except Exception as e:
         raise VideoReadError(location, f"cannot open as HDF5: {_what(e)}") from e
-    with _closed_on_failure(location, f):
-        handle = _validate(location, f, direct=False)
+    where = str(location)
+    with _closed_on_failure(where, f):
+        handle = _validate(where, f, direct=False)
         offset = _block_offset(handle.frames)
         handle.location = location
         if offset is not None:
-            handle.data_offset = _check_within(location, offset, handle.frames, raw.size)
+            handle.data_offset = _check_within(where, offset, handle.frames, raw.size)
             f.close()
             handle.file = None
     return handle
@@ -171,13 +171,13 @@ def _open(name: str) -> _Handle:
         size = path.stat().st_size if path.is_file() else None
         reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {_what(e)}"
         raise VideoReadError(path, reason) from e
-    with _closed_on_failure(path, f):
-        handle = _validate(path, f)
+    with _closed_on_failure(str(path), f):
+        handle = _validate(str(path), f)
     return handle
 
 
 @contextmanager
-def _closed_on_failure(where: Path | Location, f: h5py.File) -> Iterator[None]:
+def _closed_on_failure(where: str, f: h5py.File) -> Iterator[None]:
     """Close `f` when reading its structure fails, in a local file and a bucket's object alike;
     a failure other than a VideoReadError becomes one naming `where`, chained to it."""
     try:
@@ -198,7 +198,7 @@ def _what(e: BaseException) -> str:
     return f"{type(e).__name__}: {e}"
 
 
-def _int_attr(path: Path | Location, f: h5py.File, name: str) -> int | None:
+def _int_attr(path: str, f: h5py.File, name: str) -> int | None:
     """Root attribute `name` as an int (None when absent); anything but one integer is a
     VideoReadError naming the attribute."""
     value = f.attrs.get(name)
@@ -212,14 +212,14 @@ def _int_attr(path: Path | Location, f: h5py.File, name: str) -> int | None:
     return int(arr)
 
 
-def _dataset(path: Path | Location, f: h5py.File, name: str) -> h5py.Dataset:
+def _dataset(path: str, f: h5py.File, name: str) -> h5py.Dataset:
     obj = f[name]
     if not isinstance(obj, h5py.Dataset):
         raise VideoReadError(path, f"{name!r} must be a dataset, is a {type(obj).__name__}")
     return obj
 
 
-def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _Handle:
+def _validate(path: str, f: h5py.File, *, direct: bool = True) -> _Handle:
     version = _int_attr(path, f, "format_version")
     if version is not None and version > FORMAT_VERSION:
         raise VideoReadError(
@@ -255,9 +255,7 @@ def _validate(path: Path | Location, f: h5py.File, *, direct: bool = True) -> _H
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
     data_offset = _direct_offset(path, f, frames) if direct else None
-    return _Handle(
-        f, frames, offsets, reported, width, height, data_offset, fps=fps, name=str(path)
-    )
+    return _Handle(f, frames, offsets, reported, width, height, data_offset, fps=fps, name=path)
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -319,34 +317,19 @@ class Hdf5Source(ContainerSource):
             self._container(video_id), actual, fps, "pass fps= (the file has no fps attribute)"
         )
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
-        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
-        for read-ahead hints: the metadata before and after the frame data (superblock,
-        object headers, `offsets`: a few KiB) and each wanted frame's bytes, merged where they
-        touch. Indices out of range are left out (the read reports them). A file whose frames
-        are not one plain block (chunked or filtered, read through h5py) gives the whole file
-        (length 0: to its end). None for a URL root (nothing local to hint)."""
-
-        def ranges() -> list[tuple[Path, int, int]]:
-            with self._handle(video_id) as (handle, _):
-                assert handle.file is not None  # a local file's handle keeps it open
-                path = Path(handle.name)
-                base = handle.data_offset
-                if base is None:
-                    return [(path, 0, 0)]
-                size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-            offsets = handle.offsets
-            idx = np.unique(as_index_array(indices))
-            idx = idx[idx < offsets.shape[0] - 1]
-            end = base + int(offsets[-1])
-            starts = np.concatenate([[0, end], base + offsets[idx]])
-            lengths = np.concatenate([[base, size - end], offsets[idx + 1] - offsets[idx]])
-            keep = lengths > 0
-            return frame_ranges(path, 0, starts[keep], lengths[keep])
-
-        return self.store.hints(ranges)
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """The metadata before and after the frame data (superblock, object headers,
+        `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
+        not one plain block (chunked or filtered, read through h5py) is read whole."""
+        with self._handle(video_id) as (handle, _):
+            assert handle.file is not None  # a local file's handle keeps it open
+            location = Location(handle.name)
+            base = handle.data_offset
+            if base is None:
+                return [(location, None)]
+            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
+        end = base + int(handle.offsets[-1])
+        return [(location, [(0, base), (end, size)]), *self._plan(video_id, idx, handle)]
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
@@ -424,7 +407,7 @@ class Hdf5Source(ContainerSource):
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         handle = head if isinstance(head, _Handle) else self._handles.get(video_id)
-        if handle is None or handle.location is None or handle.data_offset is None:
+        if handle is None or handle.data_offset is None:
             return []  # not open, or read through h5py (chunked, filtered)
         offsets, base = handle.offsets, handle.data_offset
         frames = distinct_frames(idx[idx < offsets.shape[0] - 1], offsets.shape[0] - 1)[0]
@@ -432,7 +415,8 @@ class Hdf5Source(ContainerSource):
             return []
         starts = (base + offsets[frames]).tolist()
         stops = (base + offsets[frames + 1]).tolist()
-        return [(handle.location, list(zip(starts, stops, strict=True)))]
+        location = handle.location or Location(handle.name)  # an object, or a local file
+        return [(location, list(zip(starts, stops, strict=True)))]
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""
@@ -468,7 +452,7 @@ def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) ->
     return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, path: str | Path | Location, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, path: str, frames: list[int]) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     starts = handle.offsets[frames].tolist()

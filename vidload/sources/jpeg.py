@@ -273,27 +273,16 @@ class JpegSource(ContainerSource):
 
         def files() -> list[Path]:
             key = self._key(video_id)
-            folder = self.store.local_path(key)
+            folder = self.store.local(key)
+            assert folder is not None  # hints are made under a local root only
             return [folder / self._name(i) for i in range(self._scan(key)[1])]
 
         return self.store.hints(files)
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
-        """`(path, 0, 0)` (a whole file) for each distinct frame file `read(video_id, indices)`
-        opens, in frame order, for read-ahead hints; indices past the frames that exist are
-        left out (the read reports them). Raises VideoReadError like `read` for a missing
-        folder. None for a URL root."""
-
-        def ranges() -> list[tuple[Path, int, int]]:
-            key = self._key(video_id)
-            folder = self.store.local_path(key)
-            idx = np.unique(as_index_array(indices))
-            idx = idx[idx < self._scan(key)[1]]
-            return [(folder / self._name(i), 0, 0) for i in idx.tolist()]
-
-        return self.store.hints(ranges)
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """Each distinct frame file the read opens, whole, in frame order (`_plan`); a missing
+        folder raises VideoReadError as `read` does."""
+        return self._plan(video_id, idx, None)
 
     def _name(self, index: int) -> str:
         """File name of frame `index` (0-based); names are made once per source and process."""
@@ -335,7 +324,7 @@ class JpegSource(ContainerSource):
 
     def _recorded_count(self, key: str) -> int | None:
         """Where the root cannot list (HTTP): the frame count of the folder `key` as the
-        root's sidecar of heads records it (`_heads`, read once per process), taken once its
+        root's sidecar of heads records it (`_heads`, fetched once per machine), taken once its
         last frame file is checked (one request: the bytes the record's digest covers); None
         where there is no record or it does not check (the folder is then listed)."""
         heads = self._sidecar()

@@ -56,7 +56,6 @@ from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     as_index_array,
     check_in_range,
-    frame_ranges,
     open_regular,
 )
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
@@ -94,7 +93,7 @@ _HEADER_RE = re.compile(
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
-def _parse_header(path: str | Path | Location, f) -> tuple[int, int, int]:
+def _parse_header(path: str, f) -> tuple[int, int, int]:
     """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
@@ -187,27 +186,15 @@ class NpySource(ContainerSource):
             self._container(video_id), self.actual_frames(video_id), self.fps, "pass fps="
         )
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
-        """`(path, offset, length)` ranges of the file that `read(video_id, indices)` touches,
-        for read-ahead hints: in "mmap" mode the header and each wanted row, merged where they
-        touch (indices out of range are left out: the read reports them); in "read" mode the
-        whole file (length 0: to its end), which that mode reads per clip. None for a URL
-        root (nothing local to hint)."""
-
-        def ranges() -> list[tuple[Path, int, int]]:
-            path = self.path(video_id)
-            if self.mode == "read":
-                return [(path, 0, 0)]
-            header = self._header(video_id)
-            idx = np.unique(as_index_array(indices))
-            idx = idx[idx < header.rows]
-            starts = np.concatenate([[0], header.data_offset + idx * header.cols])
-            lengths = np.concatenate([[header.data_offset], np.full(idx.shape, header.cols)])
-            return frame_ranges(path, 0, starts, lengths)
-
-        return self.store.hints(ranges)
+    def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
+        """In "mmap" mode the header and each wanted row (`_plan`); in "read" mode the whole
+        file, which that mode reads per clip."""
+        location = self._container(video_id)
+        if self.mode == "read":
+            return [(location, None)]
+        header = self._header(video_id)
+        opened = (location, [(0, header.data_offset)])
+        return [opened, *self._plan(video_id, idx, (location.url, header))]
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
@@ -220,7 +207,7 @@ class NpySource(ContainerSource):
                 if st.st_size == 0:
                     raise VideoReadError(path, "empty file (0 bytes)")
                 with os.fdopen(os.dup(fd), "rb") as f:
-                    offset, rows, cols = _parse_header(path, f)
+                    offset, rows, cols = _parse_header(str(path), f)
                 expected = offset + rows * cols
                 if st.st_size != expected:
                     raise VideoReadError(
@@ -333,14 +320,14 @@ class NpySource(ContainerSource):
             if whole.shape[0] != size:
                 raise VideoReadError(location, "object changed size while being read")
             matrix = whole[base:].reshape(header.rows, cols)
-            buffers = [_frame_bytes(location, matrix[i], i) for i in rows]
+            buffers = [_frame_bytes(str(location), matrix[i], i) for i in rows]
             return EncodedFrames(buffers, frames, order, str(location), whole.shape[0])
         got = location.read_ranges([(base + i * cols, base + (i + 1) * cols) for i in rows])
         buffers = []
         for i, data in zip(rows, got, strict=True):
             if len(data) != cols:
                 raise VideoReadError(location, f"object ended inside row {i}", i)
-            buffers.append(_frame_bytes(location, np.frombuffer(data, np.uint8), i))
+            buffers.append(_frame_bytes(str(location), np.frombuffer(data, np.uint8), i))
         return EncodedFrames(buffers, frames, order, str(location), len(rows) * cols)
 
     def _read_local(self, path: str | Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
@@ -397,7 +384,7 @@ def _read_remote_header(location: Location) -> _Header:
     need = _header_bytes(head)
     if need > len(head) and need <= size:
         head = location.read_range(0, need)
-    offset, rows, cols = _parse_header(location, io.BytesIO(head))
+    offset, rows, cols = _parse_header(str(location), io.BytesIO(head))
     expected = offset + rows * cols
     if size != expected:
         raise VideoReadError(
@@ -433,7 +420,7 @@ def _rows_bytes(path: str | Path, data: np.ndarray, frames: np.ndarray) -> list[
     return buffers
 
 
-def _frame_bytes(path: Path | Location, row: np.ndarray, index: int) -> np.ndarray:
+def _frame_bytes(path: str, row: np.ndarray, index: int) -> np.ndarray:
     """The JPEG stored in one row (a view), checked against the row's length prefix."""
     length = int(row[:LENGTH_BYTES].view("<u4")[0])
     room = row.shape[0] - LENGTH_BYTES
@@ -451,7 +438,7 @@ def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
         raise VideoReadError(path, f"cannot load the npy file: {e}") from e
     if arr.dtype != np.uint8 or arr.ndim != 2:
         raise VideoReadError(path, f"not a vidload npy file: {arr.dtype} {arr.shape}")
-    return [_frame_bytes(path, row, i).tobytes() for i, row in enumerate(arr)]
+    return [_frame_bytes(str(path), row, i).tobytes() for i, row in enumerate(arr)]
 
 
 def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[bytes]) -> int:

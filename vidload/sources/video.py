@@ -17,7 +17,8 @@ Frame i of a video is the i-th frame a full sequential decode of the chosen stre
 
 Damaged files: the frames of a video are those a single-threaded sequential decode gives, up
 to where it stops; `read`, `iter_frames` and `actual_frames` all give these frames, whatever
-`threads` (`_video_decode` says how).
+`threads` (`_video_decode` says how); a persisted index's frame digests catch what no decode
+error reports (`_video_digest`).
 
 The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
 handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
@@ -47,6 +48,7 @@ from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_decode import decode_all
+from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import VideoHandle, VideoInfo, ffmpeg_words, video_info
 from vidload.sources._video_index import (
     BadData,
@@ -104,10 +106,10 @@ class VideoSource(VideoRoot):
         frame_index: how a file's frames are located before the first read in a process.
             "packets" (default): a demux-only packet scan where the container stores pts,
             checked against the decoder on every read; on a damaged file a read of a frame past
-            the point where sequential decoding stops (a corrupt GOP before it) can still
-            return a frame, until `actual_frames` is known. "decode": a full sequential decode
-            of the file first (`actual_frames`), so every read relies on the true count and
-            gives the same result in any call order; costs one full decode per file and
+            the point where sequential decoding stops (a corrupt GOP before it) can still return
+            a frame until `actual_frames` is known (a persisted index knows it). "decode": a
+            full sequential decode of the file first (`actual_frames`), so every read relies on
+            the true count, the same in any call order; costs one full decode per file and
             process (mma_test.mp4, 300 frames: 142 ms of CPU, against 71 ms for one 8-frame
             seek-and-decode read; `python tools/read_paths.py --only video`).
         <<storage>>
@@ -142,6 +144,7 @@ class VideoSource(VideoRoot):
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
+        self._check_corrupt = True  # a frame the decoder flags corrupt: damaged (_video_seek)
         self._reset_caches()
 
     # ------------------------------------------------------------------ per-process state
@@ -170,6 +173,7 @@ class VideoSource(VideoRoot):
             "rotation": self.rotation,
             "frame_index": self.frame_index,
             "_skip_nonref": self._skip_nonref,
+            "_check_corrupt": self._check_corrupt,
         }
 
     def __setstate__(self, state: dict) -> None:
@@ -188,7 +192,7 @@ class VideoSource(VideoRoot):
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Find the persisted indexes of the videos of `video_ids` this process has not looked
         up yet: from the root's sidecar of heads (`_heads`, written by `vidload convert --to
-        video`; read once per process) where it lists them, so their header and packets are
+        video`; fetched once per machine) where it lists them, so their header and packets are
         the batch's one round (with the sidecar's check spans: a video rewritten since is
         opened from its own index, `RemoteVideo.fetch`); the others' own indexes all at once,
         one concurrent round for the batch instead of one per video (`ClipDataset.
@@ -334,8 +338,7 @@ class VideoSource(VideoRoot):
         if done is not None:
             return done
         own = handle is None
-        if handle is None:
-            handle = self._handle(path)
+        handle = self._handle(path) if handle is None else handle
         try:
             stream_index = video_info(handle).stream_index
         finally:
@@ -348,11 +351,19 @@ class VideoSource(VideoRoot):
         self._persisted.put(key, found is not None)
         return found is not None
 
+    def _has_digests(self, path: VideoFile) -> bool:
+        """Whether `path`'s persisted index records each frame's digest: seek reads then check
+        every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
+        key = (str(path), self._stat(path))
+        found = self._indexes.get(key) if self._use_persisted(path) else None
+        return found is not None and found.digests is not None
+
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
-        `actual_frames`), with its display orientation: what `write_index` persists."""
+        `actual_frames`), with its display orientation and each frame's digest (the decode is
+        single-threaded then: `_video_digest`): what `write_index` persists."""
         path = self._file(video_id)
-        index = self._exact_index(path)
+        index = self._exact_index(path, digests=True)
         orientation = self.orientation(video_id)
         return PersistedIndex(index, orientation, self.info(video_id).stream_index)
 
@@ -362,14 +373,15 @@ class VideoSource(VideoRoot):
         a decode; costs one full decode now. Returns the index file's path."""
         return write_index(self.path(video_id), self.exact_frame_index(video_id))
 
-    def _exact_index(self, path: VideoFile) -> FrameIndex:
-        """Index built from a full sequential decode (cached)."""
+    def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
+        """Index built from a full sequential decode (cached); with `digests`, one that has
+        each frame's digest (`_video_digest`)."""
         key = (str(path), self._stat(path))
         index = self._indexes.get(key)
         if (index is None or not index.exact) and self._use_persisted(path):
             index = self._indexes.get(key)
-        if index is None or not index.exact:
-            recorder = IndexRecorder()
+        if index is None or not index.exact or (digests and index.digests is None):
+            recorder = IndexRecorder(digests=digests)
             for _ in self._decode_all(path, recorder):
                 pass
             index = self._store_exact(key, recorder.index())
@@ -454,7 +466,7 @@ class VideoSource(VideoRoot):
         """
         idx = as_index_array(indices)
         path = self._file(video_id, idx)
-        handle = self._handle(path)
+        handle = self._handle(path, explode=not self._has_digests(path))
         convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
         try:
             if idx.size == 0:
@@ -494,7 +506,8 @@ class VideoSource(VideoRoot):
             if not index.seekable:
                 return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
             try:
-                return read_seeking(handle, index, wanted, convert, skip_nonref=self._skip_nonref)
+                checks = {"skip_nonref": self._skip_nonref, "check_corrupt": self._check_corrupt}
+                return read_seeking(handle, index, wanted, convert, **checks)
             except Mismatch:
                 if index.exact:
                     index.seekable = False
@@ -510,14 +523,28 @@ class VideoSource(VideoRoot):
         check_in_range(video_id, idx, actual, lambda: video_info(handle).reported_frames)
 
     def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
-        """Decode from the start of a fresh file up to the last wanted frame."""
+        """Decode from the start of a fresh file up to the last wanted frame. Where the index
+        has digests, the frames are checked against them: a threaded decode that differs is
+        redone single-threaded; a single-threaded one that differs means the file is not the
+        one the index was written from."""
         self._raise_if_beyond(video_id, handle, index.num_frames, idx)
-        out: dict[int, np.ndarray] = {}
         targets = set(wanted)
-        for pos, frame in enumerate(self._decode_all(path)):
-            if pos in targets:
-                out[pos] = convert(frame)
-                if len(out) == len(targets):
-                    return out
-        # the file decoded fewer frames than its exact index said: it changed under us
-        raise VideoReadError(path, f"decoded fewer frames than the {index.num_frames} counted")
+        for threads in dict.fromkeys((self.threads, 1)):
+            out: dict[int, np.ndarray] = {}
+            frames = decode_all(partial(self._fresh, path), path, threads)
+            for pos, frame in enumerate(frames):
+                if pos in targets:
+                    if index.digests is not None and frame_digest(frame) != index.digests[pos]:
+                        break
+                    out[pos] = convert(frame)
+                    if len(out) == len(targets):
+                        return out
+            else:  # fewer frames than its exact index said: it changed under us
+                raise VideoReadError(
+                    path, f"decoded fewer frames than the {index.num_frames} counted"
+                )
+        raise VideoReadError(
+            path,
+            f"frame {pos} decodes to other pixels than when its frame index was written: the "
+            "file changed since (rewrite it with `vidload probe --write-index`)",
+        )
