@@ -331,6 +331,12 @@ def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
     # only the rewritten one is opened from itself (the sidecar aside: read once)
     assert set(heads_of) == {f"x1{'.h5' if kind == 'hdf5' else '.npy'}"}, heads_of
     assert "a/x1.mp4" not in ds.source._pending_heads()._own()
+    # the sidecar is stale for one: this process asks its version once (it is unchanged: kept)
+    s3_bucket.faults.clear_log()
+    heads = ds.source._sidecar()
+    assert heads is not None and ds.source._sidecar() is heads
+    asked = s3_bucket.faults.requests(path_contains="manifest-heads.npz")
+    assert [r.method for r in asked] == ["HEAD"], asked
     kept = ds.source._handles if kind == "hdf5" else None
     if kept is not None:  # the rewritten one was opened from itself: its own frame count
         assert kept.get("a/x1.mp4").offsets.shape[0] - 1 == N - 5

@@ -133,7 +133,10 @@ class VideoRoot(FrameSourceBase):
             found = self._keep_remote(vid, load_remote(location))
         if isinstance(found, RemoteVideo):
             try:
+                from_sidecar = found.check is not None
                 found.fetch(wanted)
+                if from_sidecar and found.check is None:  # its record was stale (`fetch`)
+                    self._suspect_heads()
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
@@ -179,6 +182,12 @@ class VideoRoot(FrameSourceBase):
             got = (now,)  # noted suspect: asked again (`_heads.Heads.refreshed`)
             self._heads_lru.put("heads", got)
         return got[0]
+
+    def _suspect_heads(self) -> None:
+        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
+        got = self._heads_lru.get("heads")
+        if got is not None and got[0] is not None:
+            got[0].suspect()
 
     def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
         """(object name relative to the root, its record: the persisted index's bytes) for

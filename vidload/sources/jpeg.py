@@ -336,6 +336,7 @@ class JpegSource(ContainerSource):
             return None
         location, head = got
         if not ContainerSource._head_checks(self, location, record, head):
+            self._suspect_sidecar()  # rewritten since the sidecar was: it may be too
             return None
         assert isinstance(head, _Recorded)
         return head.count
