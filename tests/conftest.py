@@ -29,6 +29,19 @@ from media import (
 from servers import http_dir, http_server, s3_bucket, s3_server  # noqa: F401 (fixtures)
 
 W, H = 96, 64
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _session_temporary_cache(tmp_path_factory):
+    """This session's own temporary cache (`vidload._storage.temporary_cache`: copies of
+    bucket objects and the sidecars of heads, `node_copy`), not the user's: no copy from an
+    earlier run is found, and none is left in it."""
+    from vidload._storage import cache
+
+    folder = tmp_path_factory.mktemp("vidload-cache")
+    cache._TEMPORARY[:] = [cache.LocalCache(folder, cache.TEMPORARY_CACHE_BYTES)]
+
+
 X265 = {"x265-params": "log-level=error"}
 
 

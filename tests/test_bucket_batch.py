@@ -331,6 +331,12 @@ def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
     # only the rewritten one is opened from itself (the sidecar aside: read once)
     assert set(heads_of) == {f"x1{'.h5' if kind == 'hdf5' else '.npy'}"}, heads_of
     assert "a/x1.mp4" not in ds.source._pending_heads()._own()
+    # the sidecar is stale for one: this process asks its version once (it is unchanged: kept)
+    s3_bucket.faults.clear_log()
+    heads = ds.source._sidecar()
+    assert heads is not None and ds.source._sidecar() is heads
+    asked = s3_bucket.faults.requests(path_contains="manifest-heads.npz")
+    assert [r.method for r in asked] == ["HEAD"], asked
     kept = ds.source._handles if kind == "hdf5" else None
     if kept is not None:  # the rewritten one was opened from itself: its own frame count
         assert kept.get("a/x1.mp4").offsets.shape[0] - 1 == N - 5
@@ -352,26 +358,35 @@ def test_a_head_from_the_sidecar_names_its_object(tree, s3_bucket, tmp_path):
     assert named == opened and str(named).startswith("s3://"), (named, opened)
 
 
-def test_a_sidecar_over_the_limit_is_said_and_not_used(tree, s3_bucket, tmp_path, monkeypatch):
-    """Every process would hold its own copy: a sidecar over `HEADS_MAX_BYTES` is dropped
-    with a ResourceWarning naming it, and the batch opens its containers as without one (a
-    round of heads before the frames), with the same items."""
-    from vidload.sources import _heads
+def test_a_sidecar_of_a_kinetics_size_dataset_is_used_whole(tree, http_dir, tmp_path):
+    """No size cap: a sidecar over the 128 MiB a process once kept (33,000 more containers of
+    1,024 frames beside the real ones) is used, its cold batch one round with no head request,
+    and the process holds only the small members of it (each record read by its own rows)."""
+    import shutil
 
-    url = s3_bucket.upload(_with_heads("hdf5", tree, tmp_path), "big-heads")
-    opts = s3_bucket.storage_options
+    from vidload.sources import _heads
+    from vidload.sources._heads_file import StoredArrays
+
+    root = http_dir.path
+    shutil.copytree(tree["hdf5"], root, dirs_exist_ok=True)
+    src = source("hdf5", root)
+    records = dict(src.head_record(v) for v, _ in VIDEO_LIST)
+    pad = _heads.HeadRecord(1 << 20, "00" * 20, records["a/x0.h5"].ints, records["a/x0.h5"].floats)
+    pad.lengths = np.full(1024, 3000, np.uint32)
+    records.update({f"pad/{i:06d}.h5": pad for i in range(33_000)})
+    (root / _heads.HEADS_NAME).write_bytes(_heads.render_heads("hdf5", records))
+    assert (root / _heads.HEADS_NAME).stat().st_size > 128 * 2**20
     listed = [(v, label, N) for v, label in VIDEO_LIST]
-    size = len((tmp_path / "data" / _heads.HEADS_NAME).read_bytes())
-    monkeypatch.setattr(_heads, "HEADS_MAX_BYTES", size - 1)
-    ds = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
-    with pytest.warns(ResourceWarning, match=r"big-heads/manifest-heads\.npz: .* not used"):
-        assert ds.source._sidecar() is None
-    monkeypatch.setattr(_heads, "HEADS_MAX_BYTES", size)
-    one = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
-    assert one.source._sidecar() is not None  # at the limit: used
+    ds = ClipDataset(listed, source("hdf5", http_dir.url), num_frames=4, seed=3)
+    one = ClipDataset(listed, source("hdf5", root), num_frames=4, seed=3)
+    heads = ds.source._sidecar()
+    assert heads is not None and len(heads) == VIDEOS + 33_000
+    assert isinstance(heads._t, StoredArrays)
+    assert sum(a.nbytes for a in heads._t._arrays.values()) < 2**16  # fence, field names
     batch = list(range(VIDEOS))
-    reqs, _ = _heads_then_frames("hdf5", ds, s3_bucket.faults, batch)
-    assert sum(map(_is_head, reqs)) >= VIDEOS  # each container opened from itself
+    reqs, peak = _heads_then_frames("hdf5", ds, http_dir.faults, batch)
+    assert not any(map(_is_head, reqs)), reqs  # every head from the sidecar
+    assert len(reqs) >= 1 and peak == len(reqs), (peak, len(reqs))  # one round
     ds.set_epoch(0)
     _check_equal(ds, one, batch)
 

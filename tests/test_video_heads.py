@@ -140,6 +140,12 @@ def test_a_video_rewritten_since_the_sidecar_is_read_from_its_own_index(
     assert _same(got, [local[i] for i in range(VIDEOS)])
     assert frame_number(src.read(IDS[1], [0])[0]) == 100  # the new object's frames
     assert all(src._remote.get(v).check is None for v in IDS)  # each checked
+    # the sidecar is stale for one: this process asks its version once (it is unchanged: kept)
+    s3_bucket.faults.clear_log()
+    heads = src._video_heads()
+    assert heads is not None and src._video_heads() is heads
+    asked = s3_bucket.faults.requests(path_contains=HEADS_NAME)
+    assert [r.method for r in asked] == ["HEAD"], asked
 
 
 def test_originals_with_an_index_are_one_round_too(s3_bucket, tmp_path):

@@ -164,7 +164,8 @@ DEFAULT_CACHE_BYTES = 32 << 30
 _RESCAN_EVERY = 32
 #: Partial downloads older than this are a crashed process's, and removed by eviction.
 _STALE_PART_S = 3600.0
-_PART = ".part"
+#: Ends the name of a partial download (a crashed process's is removed by `evict`).
+PART_SUFFIX = ".part"
 
 
 class LocalCache:
@@ -215,16 +216,19 @@ class LocalCache:
     def __repr__(self) -> str:
         return f"LocalCache({str(self.folder)!r}, max_bytes={self.max_bytes})"
 
-    def path_of(self, location: Location) -> Path:
+    def path_of(self, location: Location, version: str | None = None) -> Path:
         """Where the copy of `location` as it is now lives in the cache (whether or not it is
-        there): `<key>~<version hash>`, the version learned once per process (`version_of`)."""
+        there): `<key>~<version hash>`, the version learned once per process (`version_of`),
+        or `version` where the caller knows it (`node_copy`: no request)."""
         where = endpoint(location.storage_options)
         protocol = scheme(location.url)
         tag = hashlib.sha1(f"{protocol}|{where}".encode()).hexdigest()[:12]
         self._named[tag] = protocol
         rest = redact_url(location.url).split("://", 1)[1].split("?", 1)[0]
         parts = [p for p in rest.split("/") if p not in ("", ".", "..")]
-        version = hashlib.sha1(version_of(location).encode()).hexdigest()[:12]
+        if version is None:
+            version = version_of(location)
+        version = hashlib.sha1(version.encode()).hexdigest()[:12]
         parts[-1] = f"{parts[-1]}{VERSION_MARK}{version}"
         return self.folder.joinpath(tag, *parts)
 
@@ -237,9 +241,15 @@ class LocalCache:
             return path
         except FileNotFoundError:
             pass
+        self.download(location, path)
+        return path
+
+    def download(self, location: Location, path: Path) -> None:
+        """Fetch `location` whole into `path` in the cache: written under a name of its own,
+        renamed over `path` when complete (see the class docstring)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._count += 1
-        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
         try:
             assert isinstance(location, RemoteLocation)
             fs, remote = location.fs()
@@ -251,7 +261,6 @@ class LocalCache:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(part)
         self._note_added(size)
-        return path
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
         """The contents of each location: hits read from the cache, misses fetched
@@ -277,7 +286,7 @@ class LocalCache:
     def _store(self, path: Path, data: bytes) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._count += 1
-        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{_PART}")
+        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
         try:
             part.write_bytes(data)
             os.replace(part, path)
@@ -309,7 +318,7 @@ class LocalCache:
                     st = os.stat(full)
                 except FileNotFoundError:
                     continue  # removed by another process meanwhile
-                if name.endswith(_PART):
+                if name.endswith(PART_SUFFIX):
                     if now - st.st_mtime > _STALE_PART_S:
                         with contextlib.suppress(FileNotFoundError):
                             os.unlink(full)

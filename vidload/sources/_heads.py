@@ -4,9 +4,19 @@ Read from a bucket, a container never opened in this process costs a round trip 
 frames can be asked for: HDF5's frame table (`offsets`, where `frames` starts), npy's header
 (rows, row length, where the rows start). At 20 ms a round, a batch of cold containers then
 waits two rounds, not one (issue 23). `vidload convert` therefore writes every container's
-head into one sidecar beside `manifest.csv`, `HEADS_NAME`, which a source reads once per
-process (one GET, the first batch); a batch's containers listed there are planned from it, and
-their frames fetched in the batch's one round (`vidload._dataset.batch`).
+head into one sidecar beside `manifest.csv`, `HEADS_NAME`; a batch's containers listed there
+are planned from it, and their frames fetched in the batch's one round
+(`vidload._dataset.batch`).
+
+Once per machine, shared: a bucket's sidecar is fetched by the first process that needs it
+into a local folder (the source's `cache_dir`, else this user's temporary cache) and every
+other process of the machine (ranks, DataLoader workers, later runs) finds it there with no
+request (`vidload._storage.node_copy`). No process reads it whole: a record is a few
+`os.pread`s of its own rows (`_heads_file`), so a worker holds what it asked for, and a
+Kinetics-size sidecar (hundreds of MB) costs the page cache one copy per machine. The copy is
+named by the sidecar's version (ETag); a process that sees it stale (a head that fails its
+check, a container it does not list) asks the version once and fetches a rewritten sidecar
+again (`Heads.refreshed`).
 
 A head from the sidecar is checked before it is used: the round also fetches the container's
 first and last `CHECK_BYTES` (`check_spans`, coalesced with nearby frames), and their digest
@@ -22,21 +32,22 @@ found by `name_key(name)`, a 64-bit digest of its container's name relative to t
 one, by the name its rules find); a name the sidecar does not hold finds no record. A sidecar
 of format 1 (before the column) lists the names themselves (`names`) and is read as well.
 
-Layout (`numpy.savez`'s, read with `allow_pickle=False`): `format` (2), `kind` ("hdf5", "npy",
-"video", "jpeg"), `keys` (uint64, increasing: `name_key` of each container's name), `size` and
-`digest` per container, `ints` (n, k) int64 with the field names in `int_fields`, `floats` (n,
-m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame lengths:
-`lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video (kind
-"video", `vidload convert --to video`) its persisted frame index's bytes (`raw`: where its
-header and every packet lie, `_video_remote.from_record`), each zlib-compressed, `zblobs` uint8
-with `blob_starts` as `starts`; for a frame folder (kind "jpeg", `vidload convert --to
-jpeg`) the ints `frames` and `start_index`, with the size and digest of its last frame file
-(the files' names then need no listing: `JpegSource`). Per container a few dozen bytes and 4
-bytes a frame (HDF5; a video's index, ~15 compressed, 5 of them its frame digests (format 3):
-~33 as JSON), read whole by every process: ~1.2 MB for 1,000 videos of 300 frames
-(Kinetics-400's 240k videos: ~290 MB for HDF5, a few MB for npy or JPEG folders, ~1.1 GB for
-`--to video`): over `HEADS_MAX_BYTES` (128 MiB,
-each process holding its own copy) a sidecar is dropped once read, said by a `ResourceWarning`.
+Layout (`numpy.savez`'s, every member stored, not deflated, read with `allow_pickle=False`):
+`format` (3), `kind` ("hdf5", "npy", "video", "jpeg"), `keys` (uint64, increasing: `name_key`
+of each container's name) with `fence` (every `FENCE`th key), `size` and `digest` (uint8 (n,
+20): the SHA-1) per container, `ints` (n, k) int64 with the field names in `int_fields`,
+`floats` (n, m) float64 (NaN: none) with `float_fields`, and for HDF5 the frame table as frame
+lengths: `lengths` uint32, container i's in `lengths[starts[i]:starts[i + 1]]`; for a video
+(kind "video", `vidload convert --to video`) its persisted frame index's bytes (`raw`: where its
+header and every packet lie, `_video_remote.from_record`), each zlib-compressed on its own (one
+container's read decompresses its own), `zblobs` uint8 with `blob_starts` as `starts`; for a
+frame folder (kind "jpeg", `vidload convert --to jpeg`) the ints `frames` and `start_index`,
+with the size and digest of its last frame file (the files' names then need no listing:
+`JpegSource`). Per container ~70 bytes and 4 bytes a frame (HDF5; a video's index, ~15
+compressed, 5 of them its frame digests (the index's format 3): ~33 as JSON): ~1.3 MB for
+1,000 videos of 300 frames (Kinetics-400's 240k videos: ~290 MB for HDF5, ~20 MB for npy or
+JPEG folders, ~1.1 GB for `--to video`), with no cap. Format 2 (digests
+as a unicode column, no fence) is read the same way, its fence taken from its keys at open.
 """
 
 from __future__ import annotations
@@ -44,7 +55,7 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-import warnings
+import os
 import zipfile
 import zlib
 from collections.abc import Mapping, Sequence
@@ -55,19 +66,21 @@ import numpy as np
 
 from vidload._storage import Location
 from vidload._storage.batch import run_concurrently
+from vidload._storage.cache import temporary_cache
+from vidload._storage.node_copy import node_copy
 from vidload.errors import VidloadError
+from vidload.sources._heads_file import LoadedArrays, StoredArrays
 from vidload.sources._video_ranges import span_digest
 
 __all__ = [
     "CHECK_BYTES",
-    "HEADS_MAX_BYTES",
     "HEADS_NAME",
     "HeadRecord",
     "Heads",
     "check_spans",
     "name_key",
     "head_record",
-    "parse_heads",
+    "open_heads",
     "read_heads",
     "record_digest",
     "render_heads",
@@ -76,9 +89,13 @@ __all__ = [
 
 #: The sidecar's name, in the root beside `manifest.csv`.
 HEADS_NAME = "manifest-heads.npz"
-FORMAT = 2
-#: Formats read: 1 listed the names (`names`), 2 keys them by digest (`keys`).
-_FORMATS = (1, 2)
+FORMAT = 3
+#: Formats read: 1 listed the names (`names`), 2 keys them by digest (`keys`), 3 stores the
+#: digests as bytes (not a unicode column, 8x the size) with the `fence` of the keys.
+_FORMATS = (1, 2, 3)
+#: Every FENCE'th key is held in memory (`fence`): a lookup reads one block of FENCE keys
+#: (4 KiB) of the file, so a process holds n / FENCE keys, not n.
+FENCE = 512
 #: Bytes at each end of a container that a head from the sidecar is checked by.
 CHECK_BYTES = 4096
 
@@ -125,52 +142,99 @@ def name_key(name: str) -> int:
 
 
 class Heads:
-    """A parsed sidecar: the record of a container by its name (`get`)."""
+    """A sidecar: the record of a container by its name (`get`), read by rows from its local
+    file (`_heads_file`); where it came from a bucket, `refreshed` fetches it again once a
+    process has seen it is stale."""
 
-    def __init__(self, kind: str, arrays: Mapping[str, np.ndarray]) -> None:
+    def __init__(
+        self, kind: str, table: LoadedArrays, origin: tuple[Location, Any, str] | None = None
+    ) -> None:
         self.kind = kind
-        self._a = arrays
-        self._keys: np.ndarray | None = None
+        self._t = table
+        #: (the sidecar in the bucket, the `LocalCache` its copy is in, the copy's version)
+        self._origin = origin
+        self._rechecked = origin is None
+        self._suspect = False
         self._row: dict[str, int] = {}
-        if "keys" in arrays:
-            self._keys = np.asarray(arrays["keys"], np.uint64)
+        self._fence: np.ndarray | None = None
+        if "keys" in table:
+            self._n = table.shape("keys")[0]
+            fence = table.whole("fence") if "fence" in table else table.whole("keys")[::FENCE]
+            self._fence = np.asarray(fence, np.uint64)  # format 2 had none: every FENCE'th key
         else:  # format 1: the names themselves
-            self._row = {str(n): i for i, n in enumerate(arrays["names"].tolist())}
+            self._row = {str(n): i for i, n in enumerate(table.whole("names").tolist())}
+            self._n = len(self._row)
+        self._int_fields = [str(k) for k in table.whole("int_fields").tolist()]
+        self._float_fields = [str(k) for k in table.whole("float_fields").tolist()]
 
     def __len__(self) -> int:
-        return len(self._row) if self._keys is None else int(self._keys.size)
+        return self._n
 
     def _index(self, name: str) -> int | None:
-        if self._keys is None:
+        if self._fence is None:
             return self._row.get(name)
         key = np.uint64(name_key(name))  # a Python int over 2**63 would convert the array
-        i = int(self._keys.searchsorted(key))
-        return i if i < self._keys.size and self._keys[i] == key else None
+        block = int(self._fence.searchsorted(key, "right")) - 1
+        if block < 0:
+            return None
+        keys = self._t.rows("keys", block * FENCE, (block + 1) * FENCE)
+        i = int(keys.searchsorted(key))
+        return block * FENCE + i if i < keys.size and keys[i] == key else None
 
     def get(self, name: str) -> HeadRecord | None:
         i = self._index(name)
         if i is None:
             return None
-        a = self._a
-        ints = {
-            str(k): int(v)
-            for k, v in zip(a["int_fields"].tolist(), a["ints"][i].tolist(), strict=True)
-        }
+        t = self._t
+        ints = dict(zip(self._int_fields, t.rows("ints", i, i + 1)[0].tolist(), strict=True))
         floats: dict[str, float | None] = {
-            str(k): (None if math.isnan(v) else float(v))
-            for k, v in zip(a["float_fields"].tolist(), a["floats"][i].tolist(), strict=True)
+            k: (None if math.isnan(v) else float(v))
+            for k, v in zip(self._float_fields, t.rows("floats", i, i + 1)[0].tolist(), strict=True)
         }
         lengths = None
-        if "lengths" in a:
-            lengths = a["lengths"][int(a["starts"][i]) : int(a["starts"][i + 1])]
+        if "lengths" in t:
+            a, b = t.rows("starts", i, i + 2).tolist()
+            lengths = t.rows("lengths", a, b)
         raw = None
-        if "zblobs" in a:
-            blob = a["zblobs"][int(a["blob_starts"][i]) : int(a["blob_starts"][i + 1])]
-            raw = zlib.decompress(blob.tobytes()) if blob.size else None
-        return HeadRecord(int(a["size"][i]), str(a["digest"][i]), ints, floats, lengths, raw)
+        if "zblobs" in t:
+            a, b = t.rows("blob_starts", i, i + 2).tolist()
+            raw = zlib.decompress(t.rows("zblobs", a, b).tobytes()) if b > a else None
+        digest = t.rows("digest", i, i + 1)[0]
+        text = digest.tobytes().hex() if digest.dtype == np.uint8 else str(digest)
+        return HeadRecord(int(t.rows("size", i, i + 1)[0]), text, ints, floats, lengths, raw)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self._index(name) is not None
+
+    def suspect(self) -> None:
+        """Note that this copy may be stale (a head from it failed its check, or it does not
+        list a container asked for): the next `current` asks."""
+        self._suspect = True
+
+    def current(self) -> Heads | None:
+        """This sidecar, or where it was noted suspect, `refreshed()` (no request otherwise)."""
+        return self.refreshed() if self._suspect else self
+
+    def refreshed(self) -> Heads | None:
+        """The sidecar as it is in the bucket now, where this copy may be stale (a head that
+        failed its check, a container it does not list): once per process, the version is
+        asked (one request) and a rewritten sidecar fetched again, once per machine
+        (`node_copy`); this copy where it is the store's, or the sidecar is local."""
+        if self._rechecked:
+            return self
+        self._rechecked = True
+        assert self._origin is not None
+        where, cache, version = self._origin
+        try:
+            path, now = node_copy(where, cache, stale=version)
+        except VidloadError:
+            return self  # the copy stands: each head is checked before it is used
+        if now == version:
+            return self
+        heads = open_heads(path, self.kind, (where, cache, now))
+        if heads is not None:
+            heads._rechecked = True
+        return heads
 
 
 def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
@@ -179,14 +243,16 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
     if len({k for k, _ in keyed}) != len(keyed):  # 2**-64 a pair: never met, but said
         raise ValueError("two container names share a sidecar key")
     rows = [records[n] for _, n in keyed]
+    keys = np.array([k for k, _ in keyed], np.uint64)
     int_fields = sorted({k for r in rows for k in r.ints})
     float_fields = sorted({k for r in rows for k in r.floats})
     arrays: dict[str, np.ndarray] = {
         "format": np.array(FORMAT),
         "kind": np.array(kind),
-        "keys": np.array([k for k, _ in keyed], np.uint64),
+        "keys": keys,
+        "fence": keys[::FENCE],
         "size": np.array([r.size for r in rows], np.int64),
-        "digest": np.array([r.digest for r in rows], dtype=str),
+        "digest": _digests([r.digest for r in rows]),
         "int_fields": np.array(int_fields, dtype=str),
         "ints": np.array([[r.ints.get(k, -1) for k in int_fields] for r in rows], np.int64).reshape(
             len(rows), len(int_fields)
@@ -222,44 +288,60 @@ def _nan(value: float | None) -> float:
     return math.nan if value is None else float(value)
 
 
-def parse_heads(raw: bytes, kind: str) -> Heads | None:
-    """The sidecar in `raw`, or None when it is not one of `kind` in a format this reads."""
+def _digests(digests: Sequence[str]) -> np.ndarray:
+    """uint8 (n, w): each hex digest's bytes (20 for SHA-1, not 160 as a unicode column)."""
+    raw = [bytes.fromhex(d) for d in digests]
+    width = len(raw[0]) if raw else 0
+    if any(len(r) != width for r in raw):
+        raise ValueError("the records' digests are not all of one length")
+    return np.frombuffer(b"".join(raw), np.uint8).reshape(len(raw), width)
+
+
+def open_heads(
+    path: str | os.PathLike[str], kind: str, origin: tuple[Location, Any, str] | None = None
+) -> Heads | None:
+    """The sidecar in the local file `path`, or None when it is not one of `kind` in a format
+    this reads. Read by rows where it lies (`_heads_file.StoredArrays`); a format 1 sidecar,
+    or one whose members are deflated, is loaded whole."""
     try:
-        with np.load(io.BytesIO(raw), allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files}
-        if int(arrays["format"]) not in _FORMATS or str(arrays["kind"]) != kind:
+        table: LoadedArrays
+        try:
+            table = StoredArrays(path) if hasattr(os, "pread") else _loaded(path)
+        except ValueError:
+            table = _loaded(path)
+        if "keys" not in table:  # format 1: the names, held whole
+            table.close()
+            table = _loaded(path)
+        if int(table.whole("format")) not in _FORMATS or str(table.whole("kind")) != kind:
+            table.close()
             return None
-        return Heads(kind, arrays)
-    except (OSError, ValueError, KeyError, TypeError, EOFError):
+        return Heads(kind, table, origin)
+    except (OSError, ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile):
         return None
 
 
-#: The largest sidecar a process loads: every process (each DataLoader worker) holds its own
-#: copy, so a sidecar for hundreds of thousands of videos (Kinetics-400 in HDF5: ~290 MB) would
-#: cost that much memory per worker. A larger one is dropped once read, said once per process:
-#: its containers' heads are read from the containers, a round before their frames.
-HEADS_MAX_BYTES = 128 * 2**20
+def _loaded(path: str | os.PathLike[str]) -> LoadedArrays:
+    with np.load(path, allow_pickle=False) as z:
+        return LoadedArrays({k: z[k] for k in z.files})
 
 
-def read_heads(root: Location, kind: str) -> Heads | None:
-    """The sidecar under `root` (one request, once per process), or None where there is none,
-    it is over `HEADS_MAX_BYTES` (dropped once read; a `ResourceWarning` says so), or it is not
-    readable as one of `kind` (the heads are then read from the containers, as without it)."""
+def read_heads(root: Location, kind: str, cache: Any = None) -> Heads | None:
+    """The sidecar under `root`, or None where there is none or it is not readable as one of
+    `kind` (the heads are then read from the containers, as without it). A local root's is
+    read where it lies; a bucket's from this machine's copy (`node_copy`: in `cache`, a
+    `LocalCache`, else this user's temporary cache), fetched by the first process that needs
+    it and found by the others with no request."""
     where = root / HEADS_NAME
+    local = where.local_file()
+    if local is not None:
+        return open_heads(local, kind) if local.is_file() else None
+    if cache is None:
+        cache = temporary_cache()
     try:
-        raw = where.read_bytes()  # once per process
+        path, version = node_copy(where, cache)
     except VidloadError:
         return None
-    if len(raw) > HEADS_MAX_BYTES:
-        warnings.warn(
-            f"{where}: {len(raw) / 2**20:.0f} MiB, over the {HEADS_MAX_BYTES // 2**20} MiB a "
-            "process keeps (each DataLoader worker would hold a copy): not used; the "
-            "containers' heads are read from the containers (a round before their frames)",
-            ResourceWarning,
-            stacklevel=2,
-        )
-        return None
-    return parse_heads(raw, kind)
+    return open_heads(path, kind, (where, cache, version))
 
 
 def head_record(location: Location, ints, floats, lengths=None) -> HeadRecord:

@@ -133,7 +133,10 @@ class VideoRoot(FrameSourceBase):
             found = self._keep_remote(vid, load_remote(location))
         if isinstance(found, RemoteVideo):
             try:
+                from_sidecar = found.check is not None
                 found.fetch(wanted)
+                if from_sidecar and found.check is None:  # its record was stale (`fetch`)
+                    self._suspect_heads()
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
@@ -168,13 +171,23 @@ class VideoRoot(FrameSourceBase):
     heads_kind = "video"
 
     def _video_heads(self) -> Heads | None:
-        """This process's sidecar of heads of the root (one request, the first time), None
-        where there is none. Only asked where reads wait on a network (`prepare`)."""
+        """This process's sidecar of heads of the root (this machine's copy: `_heads.
+        read_heads`), None where there is none. Only asked where reads wait on a network
+        (`prepare`)."""
         got = self._heads_lru.get("heads")
         if got is None:
-            got = (read_heads(self.store.location, self.heads_kind),)
+            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
+            self._heads_lru.put("heads", got)
+        elif got[0] is not None and (now := got[0].current()) is not got[0]:
+            got = (now,)  # noted suspect: asked again (`_heads.Heads.refreshed`)
             self._heads_lru.put("heads", got)
         return got[0]
+
+    def _suspect_heads(self) -> None:
+        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
+        got = self._heads_lru.get("heads")
+        if got is not None and got[0] is not None:
+            got[0].suspect()
 
     def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
         """(object name relative to the root, its record: the persisted index's bytes) for

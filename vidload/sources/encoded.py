@@ -271,6 +271,8 @@ class ContainerSource(FrameSourceBase):
         heads = self._sidecar() if self.heads_kind is not None else None
         if heads is not None:
             todo = [v for v in todo if not self._pend_from(heads, v, pending)]
+            if todo:  # listed nowhere in it: the sidecar may be older than the data
+                heads.suspect()
         if not todo:
             return
         found = run_concurrently(self._try_fetch_head, todo)
@@ -311,6 +313,8 @@ class ContainerSource(FrameSourceBase):
         for vid, (location, record, head) in items:
             if self._head_checks(location, record, head):
                 self._keep_head(vid, head)
+            else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
+                self._suspect_sidecar()
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
         """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;
@@ -322,17 +326,28 @@ class ContainerSource(FrameSourceBase):
         return record.checks(spans)
 
     def _sidecar(self) -> Heads | None:
-        """This process's sidecar of heads of the root (`_heads.read_heads`: one request, the
-        first time), None where there is none."""
+        """This process's sidecar of heads of the root (`_heads.read_heads`: this machine's
+        copy, fetched by the first process that needs it; asked again where this process
+        noted it suspect), None where there is none."""
         lru = self.__dict__.get("_heads_lru")
         if lru is None:
             lru = self.__dict__["_heads_lru"] = ProcessLRU(1)
         got = lru.get("heads")
         if got is None:
             assert self.heads_kind is not None
-            got = (read_heads(self.store.location, self.heads_kind),)
+            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
+            lru.put("heads", got)
+        elif got[0] is not None and (now := got[0].current()) is not got[0]:
+            got = (now,)
             lru.put("heads", got)
         return got[0]
+
+    def _suspect_sidecar(self) -> None:
+        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
+        lru = self.__dict__.get("_heads_lru")
+        got = None if lru is None else lru.get("heads")
+        if got is not None and got[0] is not None:
+            got[0].suspect()
 
     def _pending_heads(self) -> ProcessLRU[str, tuple[Location, HeadRecord, object]]:
         """Heads from the sidecar waiting for their check (`settle`), by video id: those of

@@ -324,7 +324,7 @@ class JpegSource(ContainerSource):
 
     def _recorded_count(self, key: str) -> int | None:
         """Where the root cannot list (HTTP): the frame count of the folder `key` as the
-        root's sidecar of heads records it (`_heads`, read once per process), taken once its
+        root's sidecar of heads records it (`_heads`, fetched once per machine), taken once its
         last frame file is checked (one request: the bytes the record's digest covers); None
         where there is no record or it does not check (the folder is then listed)."""
         heads = self._sidecar()
@@ -336,6 +336,7 @@ class JpegSource(ContainerSource):
             return None
         location, head = got
         if not ContainerSource._head_checks(self, location, record, head):
+            self._suspect_sidecar()  # rewritten since the sidecar was: it may be too
             return None
         assert isinstance(head, _Recorded)
         return head.count

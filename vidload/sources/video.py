@@ -192,7 +192,7 @@ class VideoSource(VideoRoot):
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Find the persisted indexes of the videos of `video_ids` this process has not looked
         up yet: from the root's sidecar of heads (`_heads`, written by `vidload convert --to
-        video`; read once per process) where it lists them, so their header and packets are
+        video`; fetched once per machine) where it lists them, so their header and packets are
         the batch's one round (with the sidecar's check spans: a video rewritten since is
         opened from its own index, `RemoteVideo.fetch`); the others' own indexes all at once,
         one concurrent round for the batch instead of one per video (`ClipDataset.
@@ -211,6 +211,8 @@ class VideoSource(VideoRoot):
                 if known is not None:
                     self._keep_remote(vid, known)
                     todo.remove(vid)
+            if todo:  # listed nowhere in it: the sidecar may be older than the data
+                heads.suspect()
         found = run_concurrently(self._try_load_remote, todo)
         for vid, got in zip(todo, found, strict=True):
             if got is not None:
