@@ -17,31 +17,19 @@ import sys
 import warnings
 from pathlib import Path
 
+import _resume_run as resume_run
 import torch
 import torch.distributed as dist
 
-from vidload import ClipDataset, NpySource, epochs, make_loader, set_epoch
+from vidload import epochs, set_epoch
 
-#: 14 readable videos and a broken one (on_error="skip" takes the next video's clip instead);
-#: with SEED the broken one's item is the first of epoch 0's order: met before the save.
-VIDEOS = [(f"v{k}.mp4", k) for k in range(7)] + [("bad.mp4", 99)]
-VIDEOS += [(f"v{k}.mp4", k) for k in range(7, 14)]
+#: _resume_run's videos; with SEED the broken one's item is the first of epoch 0's order: met
+#: before the save.
 SEED, BATCH, STOP = 2, 1, 2
 
 
 def build(root: str, workers: int):
-    ds = ClipDataset(
-        VIDEOS,
-        NpySource(root),
-        num_frames=4,
-        short_side=(14, 16),
-        crop=12,
-        flip=True,
-        on_error="skip",
-        seed=SEED,
-        return_info=True,
-    )
-    return ds, make_loader(ds, batch_size=BATCH, num_workers=workers, stateful=True)
+    return resume_run.build(root, workers, seed=SEED, batch=BATCH)
 
 
 def first(root: str, tmp: Path, workers: int) -> dict[str, object]:

@@ -12,13 +12,18 @@ process joins a gloo group first (make_loader then picks a DistributedSampler).
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
 from vidload import ClipDataset, NpySource, epochs, make_loader, normalize
 from vidload.augment import ClipAugment
 from vidload.normalization import KINETICS_MEAN, KINETICS_STD
+from vidload.sources._timestamps import write_timestamps
+from vidload.sources.jpeg_decode import encode_jpeg
+from vidload.sources.npy import write_npy
 
 #: 14 readable videos and a broken one (on_error="skip" takes the next video's clip instead).
 VIDEOS = [(f"v{k}.mp4", k) for k in range(7)] + [("bad.mp4", 99)]
@@ -26,7 +31,21 @@ VIDEOS += [(f"v{k}.mp4", k) for k in range(7, 14)]
 SEED, BATCH, EPOCHS, SAVE_AFTER = 11, 2, 2, 3
 
 
-def build(root: str, workers: int):
+def write_videos(root: Path) -> None:
+    """VIDEOS as npy files under `root`: 14 of 8 noise frames (16x16: crops and flips show,
+    timestamps beside them for return_info) and a broken one (tests/test_resume.py and
+    tests/test_elastic.py make them; this script and tests/_elastic_run.py read them)."""
+    rng = np.random.default_rng(0)
+    for k in range(14):
+        frames = [rng.integers(0, 256, (16, 16, 3), dtype=np.uint8) for _ in range(8)]
+        write_npy(root / f"v{k}.npy", [encode_jpeg(f) for f in frames])
+        write_timestamps(root / f"v{k}.npy", np.arange(8) / 25)
+    (root / "bad.npy").write_bytes(b"not an npy file")
+
+
+def build(root: str, workers: int, *, seed: int = SEED, batch: int = BATCH):
+    """A fresh dataset of VIDEOS (random geometry, broken video skipped, `return_info`) and
+    its stateful loader."""
     ds = ClipDataset(
         VIDEOS,
         NpySource(root),
@@ -35,10 +54,10 @@ def build(root: str, workers: int):
         crop=12,
         flip=True,
         on_error="skip",
-        seed=SEED,
+        seed=seed,
         return_info=True,
     )
-    loader = make_loader(ds, batch_size=BATCH, num_workers=workers, stateful=True)
+    loader = make_loader(ds, batch_size=batch, num_workers=workers, stateful=True)
     return ds, loader
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from _resume_run import write_videos
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -387,12 +388,7 @@ REPO = Path(__file__).resolve().parents[1]
 def broken_root(tmp_path_factory):
     """tests/_elastic_run.py's videos: 14 npy videos of 8 noise frames and a broken one."""
     root = tmp_path_factory.mktemp("elastic-gloo")
-    rng = np.random.default_rng(0)
-    for k in range(14):
-        frames = [rng.integers(0, 256, (16, 16, 3), dtype=np.uint8) for _ in range(8)]
-        write_npy(root / f"v{k}.npy", [encode_jpeg(f) for f in frames])
-        write_timestamps(root / f"v{k}.npy", np.arange(8) / 25)
-    (root / "bad.npy").write_bytes(b"not an npy file")
+    write_videos(root)
     return root
 
 

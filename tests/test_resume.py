@@ -8,17 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from _resume_run import write_videos
 from torch.utils.data import DataLoader
 
 from vidload import ClipDataset, NpySource, epochs, make_loader, set_epoch
 from vidload.loader import EpochShuffleSampler, ResumableDistributedSampler, ShardSampler
 from vidload.prefetch import ReadAheadSampler
-from vidload.sources._timestamps import write_timestamps
-from vidload.sources.jpeg_decode import encode_jpeg
-from vidload.sources.npy import write_npy
 
 pytest.importorskip("torchdata.stateful_dataloader")
 
@@ -30,12 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 def root(tmp_path_factory):
     """14 npy videos of 8 noise frames (16x16: crops and flips show) and a broken one."""
     root = tmp_path_factory.mktemp("resume")
-    rng = np.random.default_rng(0)
-    for k in range(14):
-        frames = [rng.integers(0, 256, (16, 16, 3), dtype=np.uint8) for _ in range(8)]
-        write_npy(root / f"v{k}.npy", [encode_jpeg(f) for f in frames])
-        write_timestamps(root / f"v{k}.npy", np.arange(8) / 25)  # return_info gives them
-    (root / "bad.npy").write_bytes(b"not an npy file")
+    write_videos(root)
     return root
 
 
