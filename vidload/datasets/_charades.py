@@ -20,7 +20,7 @@ from typing import Literal
 from vidload._checks import check_choice
 from vidload._lists import UNLABELLED, VideoEntry
 from vidload._windows import check_window
-from vidload.datasets._common import DatasetList, read_csv, split_lines
+from vidload.datasets._common import DatasetList, class_names, read_csv, split_lines
 from vidload.sources.base import normalize_video_id
 
 #: Charades' class count (`c000` .. `c156`): the names when no class file is given.
@@ -62,7 +62,8 @@ def charades(
             finite times included), a class code beyond `classes` (file and line named).
     """
     check_choice("items", items, ("windows", "videos"))
-    names = _class_names(classes)
+    codes = (f"c{k:03d}" for k in range(NUM_CLASSES))
+    names = class_names(classes, default=codes, read=_class_file)
     rows = read_csv(csv_path, ("id", "actions"), _SHAPE)
     entries: list[VideoEntry] = []
     empty: list[str] = []  # windows with no time (end <= start): no frame to sample
@@ -123,20 +124,14 @@ def _actions(cell: str, num_classes: int) -> list[tuple[int, float, float]]:
     return out
 
 
-def _class_names(classes: str | os.PathLike[str] | Sequence[str] | None) -> tuple[str, ...]:
-    if classes is None:
-        return tuple(f"c{k:03d}" for k in range(NUM_CLASSES))
-    if not isinstance(classes, (str, os.PathLike)):
-        given = tuple(classes)
-        if any(not isinstance(n, str) for n in given):
-            raise TypeError("classes must be class names (str) in label order, or a file")
-        return given
+def _class_file(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The names of `Charades_v1_classes.txt` (`c000 Holding some clothes` lines)."""
     names: list[str] = []
-    for line_no, line in split_lines(classes):
+    for line_no, line in split_lines(path):
         code, _, name = line.partition(" ")
         if code != f"c{len(names):03d}" or not name.strip():
             raise ValueError(
-                f"{classes}:{line_no}: {line!r} is not `c{len(names):03d} <name>`: Charades' "
+                f"{path}:{line_no}: {line!r} is not `c{len(names):03d} <name>`: Charades' "
                 f"class file numbers its classes c000, c001, ... in order"
             )
         names.append(name.strip())

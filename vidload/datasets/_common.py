@@ -12,12 +12,14 @@ import csv
 import io
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
+from vidload._checks import check_choice
 from vidload._lists import VideoEntry, has_video_ext, not_a_file, read_text, text_location
+from vidload._storage import Location
 from vidload.labels import read_class_map
 
 
@@ -120,25 +122,48 @@ def _json_item(entry: VideoEntry) -> dict[str, Any]:
     return item
 
 
+def class_names(
+    classes: Sequence[str] | str | os.PathLike[str] | None,
+    *,
+    default: Iterable[str],
+    read: Callable[[str | os.PathLike[str]], tuple[str, ...]] | None = None,
+) -> tuple[str, ...]:
+    """The class names in label order that `classes=` gives: `default` for None, a class
+    file read by `read` (`class_file_names` when None), or the names themselves.
+
+    Raises:
+        TypeError: a sequence holding something other than a name (str).
+    """
+    if classes is None:
+        return tuple(default)
+    if isinstance(classes, (str, os.PathLike)):
+        return (read or class_file_names)(classes)
+    names = tuple(classes)
+    if any(not isinstance(n, str) for n in names):
+        raise TypeError("classes must be class names (str) in label order, or a file")
+    return names
+
+
+def class_file_names(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The names of a class file in label order (`vidload.labels.read_class_map`: a name per
+    line, or numbered `N name` lines)."""
+    mapping = read_class_map(path)
+    return tuple(sorted(mapping, key=mapping.__getitem__))
+
+
 def class_numbering(
     found: Sequence[str], classes: Sequence[str] | str | os.PathLike[str] | None, where: str
 ) -> tuple[dict[str, int], tuple[str, ...]]:
     """({name: label}, names in label order): `found` (the dataset's own order) unless
-    `classes` pins it: a sequence of names (label k = position k) or a class file
-    (`vidload.labels.read_class_map`: a name per line, or numbered `N name` lines).
+    `classes` pins it (`class_names`: label k = position k).
 
     Raises:
-        ValueError: a class of the dataset that `classes` does not name.
+        ValueError: a class of the dataset that `classes` does not name, or a name given
+            twice.
     """
-    if classes is None:
-        names = tuple(found)
-    elif isinstance(classes, (str, os.PathLike)):
-        mapping = read_class_map(classes)
-        names = tuple(sorted(mapping, key=mapping.__getitem__))
-    else:
-        names = tuple(classes)
-        if any(not isinstance(n, str) for n in names) or len(set(names)) != len(names):
-            raise ValueError("classes must be distinct class names (str), in label order")
+    names = class_names(classes, default=found)
+    if len(set(names)) != len(names):
+        raise ValueError("classes must be distinct class names (str), in label order")
     numbering = {name: k for k, name in enumerate(names)}
     absent = [n for n in found if n not in numbering]
     if absent:
@@ -150,6 +175,21 @@ def class_numbering(
     return numbering, names
 
 
+def read_file(
+    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
+) -> tuple[Location, str]:
+    """(where, text) of a dataset's file (`vidload._lists.read_text`: UTF-8, a byte-order
+    mark dropped).
+
+    Raises:
+        FileNotFoundError: no such file (named).
+    """
+    where = text_location(path, storage_options)
+    if not_a_file(where):
+        raise FileNotFoundError(f"{str(where)!r} is not a file")
+    return where, read_text(where)
+
+
 def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     """(line number, stripped line) of a split file's non-blank lines: UTF-8, a byte-order
     mark dropped, CRLF or LF line ends, surrounding spaces (HMDB51's trailing ones) removed.
@@ -157,10 +197,7 @@ def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     Raises:
         FileNotFoundError: no such file (named).
     """
-    where = text_location(path)
-    if not_a_file(where):
-        raise FileNotFoundError(f"{str(where)!r} is not a file")
-    text = read_text(where)
+    text = read_file(path)[1]
     return [(k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
 
 
@@ -174,10 +211,8 @@ def read_csv(
         ValueError: a header without a `required` column, or a row with another number of
             cells (file and line named; `shape` is the header the dataset writes).
     """
-    where = text_location(path)
-    if not_a_file(where):
-        raise FileNotFoundError(f"{str(where)!r} is not a file")
-    reader = csv.reader(io.StringIO(read_text(where), newline=""))
+    where, text = read_file(path)
+    reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
     absent = [c for c in required if c not in header]
     if absent:
@@ -194,17 +229,8 @@ def read_csv(
     return rows
 
 
-def check_subset(subset: object, allowed: Sequence[str]) -> str:
-    if subset not in allowed:
-        raise ValueError(f"subset ({subset!r}) must be one of {tuple(allowed)}")
-    return str(subset)
-
-
-def check_split(split: object) -> int:
+def check_split(split: object, subset: object) -> tuple[int, str]:
+    """(split, subset) of an official split's reader: an int >= 1, "train" or "test"."""
     if isinstance(split, bool) or not isinstance(split, int) or split < 1:
         raise ValueError(f"split ({split!r}) must be an int >= 1")
-    return split
-
-
-def mapping_order(mapping: Mapping[str, int]) -> list[str]:
-    return sorted(mapping, key=mapping.__getitem__)
+    return split, str(check_choice("subset", subset, ("train", "test")))

@@ -24,8 +24,7 @@ from typing import Literal
 from vidload._checks import check_choice
 from vidload._lists import UNLABELLED, VideoEntry, check_range
 from vidload._windows import check_window
-from vidload.datasets._common import DatasetList, read_csv
-from vidload.labels import read_class_map
+from vidload.datasets._common import DatasetList, class_file_names, class_names, read_csv
 from vidload.sources.base import normalize_video_id
 
 Label = Literal["verb", "noun", "action"]
@@ -100,18 +99,17 @@ def epic_kitchens(
             raise ValueError("classes= names verb or noun classes; pin actions with actions=")
         pairs = _action_pairs(actions, rows if labelled else [], str(csv_path), names)
         numbering = {pair: k for k, pair in enumerate(pairs)}
-        class_names = tuple(
-            f"{_name(names, 'verb', v)} {_name(names, 'noun', n)}" for v, n in pairs
-        )
+        named = tuple(f"{_name(names, 'verb', v)} {_name(names, 'noun', n)}" for v, n in pairs)
     else:
-        class_names = _class_names(classes, label, names[label])
+        every = (_name(names, label, k) for k in range(max(names[label], default=-1) + 1))
+        named = class_names(classes, default=every, read=_class_file)
     entries = []
     for line, row in rows:
         where = f"{csv_path}:{line}"
         try:
             k = UNLABELLED
             if labelled and label == "action":
-                pair = (_class(row, "verb"), _class(row, "noun"))
+                pair = (_int(row, "verb_class"), _int(row, "noun_class"))
                 if pair not in numbering:
                     raise ValueError(
                         f"action (verb_class, noun_class) {pair} is not one of the {len(numbering)}"
@@ -120,15 +118,13 @@ def epic_kitchens(
                     )
                 k = numbering[pair]
             elif labelled:
-                k = _class(row, label)
-                if k >= len(class_names):
-                    raise ValueError(
-                        f"{label}_class {k} is outside classes= ({len(class_names)} names)"
-                    )
+                k = _int(row, f"{label}_class")
+                if k >= len(named):
+                    raise ValueError(f"{label}_class {k} is outside classes= ({len(named)} names)")
             entries.append(_entry(row, k, media, window, video_ext))
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from e
-    return DatasetList(entries, class_names)
+    return DatasetList(entries, named)
 
 
 def _entry(row: dict[str, str], k: int, media: str, window: str, ext: str) -> VideoEntry:
@@ -139,7 +135,7 @@ def _entry(row: dict[str, str], k: int, media: str, window: str, ext: str) -> Vi
         vid = normalize_video_id(f"{person}/rgb_frames/{video}")
     extra = {"narration_id": row["narration_id"]} if "narration_id" in row else {}
     if window == "frames":
-        first, stop = (_frame(row, name) for name in ("start_frame", "stop_frame"))
+        first, stop = (_int(row, name) for name in ("start_frame", "stop_frame"))
         if stop <= first:
             raise ValueError(f"frames [{first}, {stop}) hold no frame: stop_frame <= start_frame")
         return VideoEntry(vid, k, stop - first, offset=first - 1, extra=extra)
@@ -155,23 +151,16 @@ def seconds(text: str) -> float:
     return int(m[1]) * 3600 + int(m[2]) * 60 + float(m[3])
 
 
-def _frame(row: dict[str, str], name: str) -> int:
+def _int(row: dict[str, str], name: str) -> int:
+    """The int of a row's cell: a class number (>= 0) or a frame number (>= 1: EPIC's frame
+    numbers start at 1)."""
     try:
         value = int(row[name])
     except ValueError:
         raise ValueError(f"{name} ({row[name]!r}) is not an integer") from None
-    if value < 1:
+    if name.endswith("_frame") and value < 1:
         raise ValueError(f"{name} ({value}) must be >= 1: EPIC's frame numbers start at 1")
-    return value
-
-
-def _class(row: dict[str, str], kind: str) -> int:
-    text = row[f"{kind}_class"]
-    try:
-        value = int(text)
-    except ValueError:
-        raise ValueError(f"{kind}_class ({text!r}) is not an integer") from None
-    check_range(f"{kind}_class", value, minimum=0)
+    check_range(name, value, minimum=0)
     return value
 
 
@@ -189,40 +178,21 @@ def _name(names: dict[str, dict[int, str]], kind: str, k: int) -> str:
     return names[kind].get(k, f"{kind}_class {k}")
 
 
-def _class_names(
-    classes: Sequence[str] | str | os.PathLike[str] | None, kind: str, found: dict[int, str]
-) -> tuple[str, ...]:
-    """The names of the verb or noun classes, `classes[k]` naming class k."""
-    if classes is None:
-        top = max(found, default=-1)
-        return tuple(found.get(k, f"{kind}_class {k}") for k in range(top + 1))
-    if not isinstance(classes, (str, os.PathLike)):
-        names = tuple(classes)
-        if any(not isinstance(n, str) for n in names):
-            raise TypeError("classes must be class names (str) in label order, or a file")
-        return names
-    rows = _class_file_rows(classes)
-    if rows is None:
-        mapping = read_class_map(classes)
-        return tuple(sorted(mapping, key=mapping.__getitem__))
+def _class_file(path: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The names of an EPIC class CSV (`id,key,...`), or of another class file."""
+    with open(path, encoding="utf-8") as f:
+        first = f.readline().lstrip("\ufeff")
+    if not {"id", "key"} <= {c.strip() for c in first.split(",")}:
+        return class_file_names(path)
     by_id = {}
-    for line, row in rows:
+    for line, row in read_csv(path, ("id", "key"), "EPIC's id,key,instances,category"):
         try:
             by_id[int(row["id"])] = row["key"]
         except ValueError:
-            raise ValueError(f"{classes}:{line}: id ({row['id']!r}) is not an integer") from None
+            raise ValueError(f"{path}:{line}: id ({row['id']!r}) is not an integer") from None
     if sorted(by_id) != list(range(len(by_id))):
-        raise ValueError(f"{classes}: the ids must run 0..{len(by_id) - 1}, each once")
+        raise ValueError(f"{path}: the ids must run 0..{len(by_id) - 1}, each once")
     return tuple(by_id[k] for k in range(len(by_id)))
-
-
-def _class_file_rows(path: str | os.PathLike[str]) -> list[tuple[int, dict[str, str]]] | None:
-    """The rows of an EPIC class CSV (`id,key,...`), or None when the file is not one."""
-    with open(path, encoding="utf-8") as f:
-        first = f.readline().lstrip("\ufeff")
-    if {"id", "key"} <= {c.strip() for c in first.split(",")}:
-        return read_csv(path, ("id", "key"), "EPIC's id,key,instances,category")
-    return None
 
 
 def _action_pairs(
@@ -241,7 +211,7 @@ def _action_pairs(
         pairs = set()
         for line, row in rows:
             try:
-                pairs.add((_class(row, "verb"), _class(row, "noun")))
+                pairs.add((_int(row, "verb_class"), _int(row, "noun_class")))
             except ValueError as e:
                 raise ValueError(f"{where}:{line}: {e}") from e
         return sorted(pairs)

@@ -15,7 +15,6 @@ from vidload._lists import VideoEntry
 from vidload.datasets._common import (
     DatasetList,
     check_split,
-    check_subset,
     class_numbering,
     split_lines,
 )
@@ -44,8 +43,7 @@ def hmdb51(
         ValueError: a line that is not `<video> <tag>` with a tag in {0, 1, 2} (file and line
             named).
     """
-    split = check_split(split)
-    chosen = check_subset(subset, ("train", "test"))
+    split, chosen = check_split(split, subset)
     folder = Path(splits_dir)
     pattern = re.compile(rf"^(.+)_test_split{split}\.txt$")
     files = sorted(

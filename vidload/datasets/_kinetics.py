@@ -22,9 +22,9 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from vidload._lists import VideoEntry, not_a_file, read_text, text_location
+from vidload._lists import VideoEntry
 from vidload._storage import Location
-from vidload.datasets._common import DatasetList, class_numbering
+from vidload.datasets._common import DatasetList, class_numbering, read_file
 from vidload.errors import VideoReadError
 from vidload.sources.base import VIDEO_EXTENSIONS
 
@@ -63,10 +63,8 @@ def kinetics(
             when `root` is one level too high).
         FileNotFoundError: the CSV is not there.
     """
-    where = text_location(csv_path, storage_options)
-    if not_a_file(where):
-        raise FileNotFoundError(f"{str(where)!r} is not a file")
-    rows, labelled = _read_rows(where)
+    where, text = read_file(csv_path, storage_options)
+    rows, labelled = _read_rows(where, text)
     found = sorted({label for label, _ in rows}) if labelled else []
     numbering, names = class_numbering(found, classes, str(where))
     base = Location(root, storage_options)
@@ -148,10 +146,10 @@ def _none_under(
     )
 
 
-def _read_rows(where: Any) -> tuple[list[tuple[str, str]], bool]:
+def _read_rows(where: Location, text: str) -> tuple[list[tuple[str, str]], bool]:
     """[(label, file stem)] of the CSV's rows ("" labels when it has no `label` column),
     and whether it has one."""
-    reader = csv.reader(io.StringIO(read_text(where), newline=""))
+    reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
     absent = [c for c in _REQUIRED if c not in header]
     if absent:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from vidload._lists import VideoEntry, not_a_file, read_text, text_location
-from vidload.datasets._common import DatasetList
+from vidload._lists import VideoEntry
+from vidload.datasets._common import DatasetList, read_file
 
 
 def ssv2(
@@ -60,10 +60,8 @@ def ssv2(
 
 
 def _read_json(path: str | os.PathLike[str]) -> object:
-    where = text_location(path)
-    if not_a_file(where):
-        raise FileNotFoundError(f"{str(path)!r} is not a file")
+    text = read_file(path)[1]
     try:
-        return json.loads(read_text(where))
+        return json.loads(text)
     except ValueError as e:
         raise ValueError(f"{path}: not JSON ({e})") from e

@@ -16,7 +16,6 @@ from vidload._official import UCF101_CLASS_INDEX
 from vidload.datasets._common import (
     DatasetList,
     check_split,
-    check_subset,
     class_numbering,
     split_lines,
 )
@@ -49,8 +48,7 @@ def ucf101(
         ValueError: a line whose class folder `classInd.txt` does not name, or whose label
             disagrees with it (file and line named).
     """
-    split = check_split(split)
-    chosen = check_subset(subset, ("train", "test"))
+    split, chosen = check_split(split, subset)
     folder = Path(annotations_dir)
     index_path = folder / UCF101_CLASS_INDEX
     index = read_numbered_classes([ln for _, ln in split_lines(index_path)], where=str(index_path))
