@@ -16,7 +16,7 @@ warned about once. A shallow copy of the dataset (read-ahead's) shares them too.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -67,7 +67,7 @@ class SharedCounts:
             n = len(ids)
             offs = [0] * n if offsets is None else offsets.tolist()
             start, end = (np.full(n, np.nan), np.full(n, np.nan)) if windows is None else windows
-            starts = np.where(np.isnan(start), -1.0, start).tolist()  # `_sortable`'s values
+            starts = np.where(np.isnan(start), -1.0, start).tolist()  # `state_key`'s values
             ends = np.where(np.isnan(end), np.inf, end).tolist()
             keys = list(zip(ids, offs, starts, ends, strict=True))
         slot_of: dict[object, int] = {}
@@ -91,10 +91,9 @@ class SharedCounts:
         return v if self._index is None else int(self._index["slot"][v])
 
     def _key(self, slot: int) -> tuple[str, int, float, float]:
-        """(video_id, offset, start, end) of a slot, the window as `_sortable` gives it."""
-        v = slot if self._index is None else int(self._index["rep"][slot])
-        entry = self._entries[v]
-        return _slot_key(entry)
+        """(video_id, offset, start, end) of a slot, the window as `state_key` gives it."""
+        entry = self._entries[slot if self._index is None else int(self._index["rep"][slot])]
+        return state_key(entry.video_id, entry.offset, (entry.start, entry.end))
 
     def _sorted(self, slots: np.ndarray) -> list[tuple[tuple[str, int, float, float], int]]:
         """(key, slot) of `slots`, sorted by key (video_id, offset, window)."""
@@ -135,11 +134,10 @@ class SharedCounts:
             return
         slot_of = {self._key(k): k for k in range(len(self._learned))}
 
-        def slot(vid: object, offset: object, window: list) -> int:
-            start, end = window if window else (None, None)
-            key = (vid, offset, *_sortable(start, end))
+        def slot(vid: str, offset: int, window: list) -> int:
+            key = state_key(vid, offset, window)
             if key not in slot_of:
-                where = f" window {describe(start, end)}" if window else ""
+                where = f" window {describe(*window)}" if window else ""
                 raise ValueError(
                     f"ClipDataset state names video {vid!r} (offset {offset}{where}), which is "
                     f"not in this dataset's video list: a state from another list?"
@@ -289,24 +287,15 @@ class SharedCounts:
         except FrameCountError as e:
             actual = e.actual if e.actual is not None else source.actual_frames(vid)
             actual -= self.offset(entry, v)  # frames from the entry's start
-            if strict:
-                raise FrameCountError(
-                    vid,
-                    count,
-                    actual,
-                    e.index,
-                    message=f"{vid}: clip sampled from {count} frames ({origin}) but only "
-                    f"{actual} frames exist (on_mismatch='error')",
-                ) from e
-            if actual >= count:
-                raise FrameCountError(
-                    vid,
-                    count,
-                    actual,
-                    e.index,
-                    message=f"{vid}: {type(source).__name__} raised FrameCountError for "
-                    f"frame {e.index} although it says {actual} frames exist",
-                ) from e
+            if strict or actual >= count:
+                why = (
+                    f"clip sampled from {count} frames ({origin}) but only {actual} frames "
+                    f"exist (on_mismatch='error')"
+                    if strict
+                    else f"{type(source).__name__} raised FrameCountError for frame {e.index} "
+                    f"although it says {actual} frames exist"
+                )
+                raise FrameCountError(vid, count, actual, e.index, message=f"{vid}: {why}") from e
             self.learn(v, actual, warn=f"{vid}: {count} frames {origin},")
         try:
             return read_from(actual)
@@ -321,30 +310,46 @@ class SharedCounts:
             ) from e
 
 
-def _sortable(start: float | None, end: float | None) -> tuple[float, float]:
-    """A window as two floats that sort (no window: from -1 to infinity)."""
-    return (-1.0 if start is None else start), (float("inf") if end is None else end)
+def state_key(video_id: str, offset: int, window: Sequence) -> tuple[str, int, float, float]:
+    """The sortable key of a slot: (video_id, offset, start, end), a window's open side (or no
+    `window`: `[]`) as the widest one, from -1 to infinity."""
+    start, end = window if window else (None, None)
+    return video_id, offset, (-1.0 if start is None else start), (_INF if end is None else end)
 
 
-_WHOLE = (-1.0, float("inf"))
+def merge_learned(states: Iterable[dict[str, list] | None]) -> dict[str, list]:
+    """One `SharedCounts.state()` holding every entry of `states`, the ranks' states: every
+    entry once, broken if any rank found it broken, the smallest count where two ranks learned
+    two (both are reads of the same stream; the smaller is the one a read proved). A run
+    resumed on another number of ranks deals the items out otherwise, so rank 0's saved state
+    must hold what every rank learned (`vidload._loader.stateful`). Sorted by slot key, as one
+    dataset's state is."""
+    frames: dict[tuple, list] = {}
+    broken: dict[tuple, list] = {}
+    for state in states:
+        for entry in (state or {}).get("learned", []):
+            key = state_key(entry[0], entry[1], entry[3:])
+            if key not in frames or entry[2] < frames[key][2]:
+                frames[key] = list(entry)
+        for entry in (state or {}).get("broken", []):
+            broken.setdefault(state_key(entry[0], entry[1], entry[2:]), list(entry))
+    return {
+        "learned": [frames[k] for k in sorted(frames)],
+        "broken": [broken[k] for k in sorted(broken)],
+    }
 
 
-def _slot_key(entry: VideoEntry) -> tuple[str, int, float, float]:
-    if entry.start is None and entry.end is None:
-        return (entry.video_id, entry.offset, *_WHOLE)
-    return (entry.video_id, entry.offset, *_sortable(entry.start, entry.end))
+_INF = float("inf")
 
 
 def _window_of(key: tuple[str, int, float, float]) -> list[float | None]:
     """[start, end] of a windowed slot's key (None for an open side); [] without a window."""
     _, _, start, end = key
-    if start == -1.0 and end == float("inf"):
+    if start == -1.0 and end == _INF:
         return []
-    return [None if start == -1.0 else start, None if end == float("inf") else end]
+    return [None if start == -1.0 else start, None if end == _INF else end]
 
 
 def _slot_name(key: tuple[str, int, float, float]) -> str:
-    if key[2:] == _WHOLE:
-        return key[0]
     window = _window_of(key)
     return key[0] if not window else f"{key[0]} {describe(*window)}"

@@ -4,7 +4,6 @@ position:  a sampler's place in its epoch (the samplers' state_dict/load_state_d
            items=c) and the samplers' shared part (Resumable).
 split:     one global order per epoch dealt out to the ranks step by step, from any item count.
 epochs:    set_epoch on a loader's sampler and dataset; a loader's epoch.
-learned:   the ranks' learned frame counts and broken videos, merged into one state.
 stateful:  make_loader(stateful=True)'s torchdata StatefulDataLoader; imported only then, so
            torchdata stays optional.
 """

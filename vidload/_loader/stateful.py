@@ -20,9 +20,9 @@ it was for batch k, not for the batches prefetched after it. What it cannot know
   (`vidload._loader.split`); the same W, B and worker count restore through torchdata as before;
 - what the dataset learned (`ClipDataset.learned_state()`: frame counts from short reads,
   broken videos), read from the main process, where the shared-memory arrays hold what every
-  worker learned, and under torch.distributed gathered from every rank
-  (`vidload._loader.learned`: `state_dict()` is then a collective, called on every rank after
-  the same step); loaded before any worker starts, so a resumed run decodes none of them again.
+  worker learned, and under torch.distributed gathered from every rank and merged
+  (`vidload._dataset.counts.merge_learned`: `state_dict()` is then a collective, called on every
+  rank after the same step); loaded before any worker starts, so a resumed run decodes none of them again.
   It may hold a little more than the batches up to k needed (prefetched items): that changes
   no clip (see `ClipDataset.load_learned_state`).
 
@@ -39,9 +39,9 @@ from typing import Any
 
 from torchdata.stateful_dataloader import StatefulDataLoader
 
+from vidload._dataset.counts import merge_learned
 from vidload._dist import gather_objects, process_group
 from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
-from vidload._loader.learned import merge_learned
 from vidload._loader.position import Resumable, innermost
 from vidload._loader.split import handed_out
 
