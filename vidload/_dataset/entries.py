@@ -33,7 +33,6 @@ pages instead of unpickling its own copy.
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import operator
 import os
@@ -52,9 +51,10 @@ __all__ = ["NONE", "VideoEntries", "entries_of"]
 #: The int64 value that stands for None in the count columns (no count is ever this).
 NONE = INT64[0]
 _ABSOLUTE, _MULTI = 1, 2
-_FIELDS = frozenset(f.name for f in dataclasses.fields(VideoEntry))
-#: VideoEntry has a window (issue 22's start/end) in this version
-_WINDOWS = {"start", "end"} <= _FIELDS
+#: The columns of one value per entry.
+_PER_ENTRY = (
+    "label known_frames reported_frames offset start end flags extra_kind extra_first".split()
+)
 
 
 class VideoEntries(Sequence[VideoEntry]):
@@ -144,9 +144,6 @@ class VideoEntries(Sequence[VideoEntry]):
         def field(name: str) -> list[Any]:
             return list(map(operator.attrgetter(name), entries))
 
-        windows: dict[str, Any] = {}
-        if _WINDOWS:
-            windows = {"start": field("start"), "end": field("end")}
         return cls.build(
             field("video_id"),
             field("label"),
@@ -156,7 +153,8 @@ class VideoEntries(Sequence[VideoEntry]):
             multi_labels=field("labels"),
             absolute=field("absolute"),
             extra=field("extra"),
-            **windows,
+            start=field("start"),
+            end=field("end"),
         )
 
     # ---------------------------------------------------------------- reading
@@ -228,10 +226,7 @@ class VideoEntries(Sequence[VideoEntry]):
         ids = self.video_ids()
         blob, ends, ascii_ids = _string_table([ids[i] for i in np.flatnonzero(keep)], "video_id")
         cols: dict[str, np.ndarray] = {"id_bytes": blob, "id_ends": ends}
-        for name in ("label", "known_frames", "reported_frames", "offset", "start", "end"):
-            if name in c:
-                cols[name] = c[name][keep]
-        for name in ("flags", "extra_kind", "extra_first"):
+        for name in _PER_ENTRY:
             if name in c:
                 cols[name] = c[name][keep]
         if "extra_kind" in c:  # the value table stays whole: extra_first still points into it
@@ -241,12 +236,6 @@ class VideoEntries(Sequence[VideoEntry]):
             cols["labels_ends"] = _ends(lengths[keep])
             cols["labels_values"] = c["labels_values"][np.repeat(keep, lengths)]
         return VideoEntries(SharedArrays(cols), extra_keys=self._extra_keys, ascii_ids=ascii_ids)
-
-    def label_array(self) -> np.ndarray:
-        """int64 (n,) labels (read-only view)."""
-        view = self._cols["label"].view()
-        view.flags.writeable = False
-        return view
 
     def all_labels(self) -> tuple[np.ndarray, np.ndarray]:
         """(labels int64 (m,), entry of each int64 (m,)): each entry's `labels or (label,)`,
