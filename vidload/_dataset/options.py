@@ -27,7 +27,7 @@ from vidload._dataset.entries import VideoEntries
 from vidload._dist import shared_seed
 from vidload._windows import describe
 from vidload.manifest import UNLABELLED
-from vidload.sampling import SAMPLING_MODES, SHORT_POLICIES, SamplingFn, SamplingMode, ShortPolicy
+from vidload.sampling import SAMPLING_MODES, SamplingFn, SamplingMode, ShortPolicy
 from vidload.sources._adapted import adapt_source
 from vidload.sources.base import FrameSource, FrameSourceBase
 from vidload.transforms import Crop, GeometryOptions, ShortSide, check_geometry
@@ -90,25 +90,31 @@ class ClipOptions:
         put("adapted", adapt_source(self.source))  # TypeError unless a FrameSource
         put("num_frames", check_positive_int("num_frames", self.num_frames))
         put("clips_per_video", check_positive_int("clips_per_video", self.clips_per_video))
-        stride = check_positive_int("stride", self.stride)
-        put("stride", stride)
+        put("stride", check_positive_int("stride", self.stride))
         put("max_attempts", check_positive_int("max_attempts", self.max_attempts))
-        if isinstance(sampling, str):
-            check_choice("sampling", sampling, SAMPLING_MODES)
-            if sampling == "segment" and stride != 1:
-                raise ValueError(f"stride ({stride}) must be 1 for sampling='segment'")
-        elif not callable(sampling):
-            raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
-        elif stride != 1:
-            raise ValueError(f"stride ({stride}) must be 1 with a sampling function")
         check_bool("train", train)
-        if self.transform is not None and not callable(self.transform):
-            raise TypeError(f"transform must be callable or None, got {self.transform!r}")
+        check_bool("stack_views", self.stack_views)
+        check_bool("multi_label", self.multi_label)
+        check_bool("return_info", self.return_info)
         check_choice("on_mismatch", self.on_mismatch, get_args(OnMismatch))
         check_choice("on_error", self.on_error, get_args(OnError))
-        check_choice("short_policy", self.short_policy, SHORT_POLICIES)
+        check_choice("short_policy", self.short_policy, get_args(ShortPolicy))
         check_choice("layout", self.layout, get_args(Layout))
-        check_bool("stack_views", self.stack_views)
+        check_choice("missing", self.missing, get_args(Missing))
+        if self.fps is not None:
+            put("fps", check_positive_number("fps", self.fps))
+        if self.clip_seconds is not None:
+            put("clip_seconds", check_positive_number("clip_seconds", self.clip_seconds))
+        if isinstance(sampling, str):
+            check_choice("sampling", sampling, SAMPLING_MODES)
+            if sampling == "segment" and self.stride != 1:
+                raise ValueError(f"stride ({self.stride}) must be 1 for sampling='segment'")
+        elif not callable(sampling):
+            raise TypeError(f"sampling must be one of {SAMPLING_MODES} or a callable")
+        elif self.stride != 1:
+            raise ValueError(f"stride ({self.stride}) must be 1 with a sampling function")
+        if self.transform is not None and not callable(self.transform):
+            raise TypeError(f"transform must be callable or None, got {self.transform!r}")
         geometry = check_geometry(
             short_side=self.short_side,
             crop=self.crop,
@@ -120,7 +126,6 @@ class ClipOptions:
         put("geometry", geometry)
         put("spatial_views", geometry.num_views)  # checked there: an int >= 1
         seed = check_optional_int("seed", self.seed, minimum=0)
-        check_bool("multi_label", self.multi_label)
         if self.multi_label:
             if self.num_classes is None:
                 raise TypeError(
@@ -131,12 +136,6 @@ class ClipOptions:
         elif self.num_classes is not None:
             raise ValueError(f"num_classes ({self.num_classes}) applies only with multi_label=True")
         fps, clip_seconds = self.fps, self.clip_seconds
-        if fps is not None:
-            fps = check_positive_number("fps", fps)
-            put("fps", fps)
-        if clip_seconds is not None:
-            clip_seconds = check_positive_number("clip_seconds", clip_seconds)
-            put("clip_seconds", clip_seconds)
         if fps is not None and clip_seconds is not None:
             raise ValueError(
                 f"fps ({fps}) and clip_seconds ({clip_seconds}) are alternatives: fps resamples "
@@ -144,8 +143,6 @@ class ClipOptions:
             )
         if clip_seconds is not None and not isinstance(sampling, str):
             raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
-        check_bool("return_info", self.return_info)
-        check_choice("missing", self.missing, get_args(Missing))
         put("seed", shared_seed() if seed is None else seed)
 
 

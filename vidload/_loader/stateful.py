@@ -21,10 +21,10 @@ it was for batch k, not for the batches prefetched after it. What it cannot know
 - what the dataset learned (`ClipDataset.learned_state()`: frame counts from short reads,
   broken videos), read from the main process, where the shared-memory arrays hold what every
   worker learned, and under torch.distributed gathered from every rank and merged
-  (`vidload._dataset.counts.merge_learned`: `state_dict()` is then a collective, called on every
-  rank after the same step); loaded before any worker starts, so a resumed run decodes none of them again.
-  It may hold a little more than the batches up to k needed (prefetched items): that changes
-  no clip (see `ClipDataset.load_learned_state`).
+  (`vidload._dataset.counts.merge_learned`: `state_dict()` is then a collective, called on
+  every rank after the same step); loaded before any worker starts, so a resumed run decodes
+  none of them again. It may hold a little more than the batches up to k needed (prefetched
+  items): that changes no clip (see `ClipDataset.load_learned_state`).
 
 torchdata's part of the state is laid out per worker and holds only for the same `num_workers`;
 vidload's clips and order do not depend on it, so a state loaded into a loader with another
