@@ -147,6 +147,8 @@ def test_values_the_columns_cannot_hold_are_refused_by_name():
         VideoEntries.from_entries([VideoEntry("a", 0, None, -(2**63))])
     with pytest.raises(TypeError, match=r"video 'a': extra \('k': 1\) must map a str column"):
         VideoEntries.from_entries([VideoEntry("a", 0, extra={"k": 1})])  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match=r"video 'b': start must be a number or None, got 'x'"):
+        VideoEntries.build(["a", "b"], [0, 1], start=[None, "x"])  # type: ignore[list-item]
 
 
 def test_pickling_round_trips():

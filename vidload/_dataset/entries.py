@@ -180,12 +180,6 @@ class VideoEntries(Sequence[VideoEntry]):
     def __repr__(self) -> str:
         return f"VideoEntries({self._n} videos, {self._cols.nbytes / 2**20:.1f} MiB of arrays)"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"cols": self._cols, "extra_keys": self._extra_keys, "ascii": self._ascii}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["cols"], extra_keys=state["extra_keys"], ascii_ids=state["ascii"])  # type: ignore[misc]
-
     def _position(self, index: int) -> int:
         i = operator.index(index)
         if i < 0:
@@ -436,21 +430,13 @@ def _where(ids: Sequence[str], k: int, owners: np.ndarray | None) -> str:
 
 
 def _float_column(name: str, values: Sequence[float | None], ids: Sequence[str]) -> np.ndarray:
-    try:
-        return np.array([np.nan if v is None else float(v) for v in values], np.float64)
-    except (TypeError, ValueError) as e:
-        k = next(k for k, v in enumerate(values) if v is not None and not _is_number(v))
-        raise TypeError(
-            f"video {ids[k]!r}: {name} must be a number or None, got {values[k]!r}"
-        ) from e
-
-
-def _is_number(value: object) -> bool:
-    try:
-        float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return False
-    return True
+    column = np.full(len(values), np.nan)
+    for k, v in enumerate(values):
+        try:
+            column[k] = np.nan if v is None else float(v)
+        except (TypeError, ValueError) as e:
+            raise TypeError(f"video {ids[k]!r}: {name} must be a number or None, got {v!r}") from e
+    return column
 
 
 def _extra_columns(
