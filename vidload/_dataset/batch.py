@@ -59,11 +59,7 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
         return [dataset[i] for i in indices]
     ahead.STATS["batches"] += 1
     sent = ahead.take(dataset)  # the round sent ahead for this batch, if one was
-    # the items in up to _GROUPS groups, all sent at once (one round); each item is built as
-    # soon as its group (and those before it) has been answered
-    size = -(-len(indices) // _GROUPS)
-    starts = range(0, len(indices), size)
-    groups = [[r for c in chunks[k : k + size] for r in c] for k in starts]
+    size, groups = _grouped(chunks)  # all sent at once: one round
     taken, groups = ahead.split(sent, groups)
     futures = fetch_started(groups)
     following = ahead.following(indices)
@@ -127,11 +123,17 @@ def _send_ahead(dataset: Any, prepare: Any, plan: Any, indices: Sequence[int]) -
         chunks, _ = _planned(dataset, prepare, plan, indices)
     except IndexError:
         return
-    size = -(-len(indices) // _GROUPS)
-    groups = [[r for c in chunks[k : k + size] for r in c] for k in range(0, len(indices), size)]
-    ahead.send(dataset, groups)
+    ahead.send(dataset, _grouped(chunks)[1])
 
 
 #: The groups a batch's requests are sent in (at once): its first items are built while the
 #: answers to the others arrive.
 _GROUPS = 4
+
+
+def _grouped(chunks: list[list[Request]]) -> tuple[int, list[list[Request]]]:
+    """(items a group, each group's requests): the items' requests (`chunks`) in up to
+    `_GROUPS` groups of consecutive items; an item is built as soon as its group (and those
+    before it) has been answered."""
+    size = -(-len(chunks) // _GROUPS)
+    return size, [[r for c in chunks[k : k + size] for r in c] for k in range(0, len(chunks), size)]
