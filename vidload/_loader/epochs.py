@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import is_positioned
+from vidload._loader.position import POSITIONED
 
 __all__ = ["loader_epoch", "resume_at", "set_epoch", "unwrap"]
 
@@ -47,7 +47,7 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
                 f"with loader.load_state_dict({{}})"
             )
         return  # load_state_dict set the epoch and the position already
-    if start_batch and not is_positioned(loader.sampler):
+    if start_batch and not isinstance(loader.sampler, POSITIONED):
         raise TypeError(
             f"start_batch needs one of vidload's samplers (make_loader builds them), got "
             f"{type(loader.sampler).__name__}"
@@ -67,7 +67,7 @@ def resume_at(loader: DataLoader, epoch: int, *, items: int) -> None:
     """Set `epoch` on the loader's dataset and samplers, its next pass this rank's share of
     the rest of the epoch's global order after its first `items` items (a state from another
     world size or batch size: `vidload._loader.position`). Needs one of vidload's samplers."""
-    if not is_positioned(loader.sampler):
+    if not isinstance(loader.sampler, POSITIONED):
         raise TypeError(
             f"resuming at an item count needs one of vidload's samplers (make_loader builds "
             f"them), got {type(loader.sampler).__name__}"
@@ -88,7 +88,7 @@ def _set(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> N
         set_sampler_epoch = getattr(sampler, "set_epoch", None)
         if set_sampler_epoch is not None and id(sampler) not in done:
             done.add(id(sampler))
-            if is_positioned(sampler):
+            if isinstance(sampler, POSITIONED):
                 set_sampler_epoch(epoch, start=start, items=items)
             else:
                 set_sampler_epoch(epoch)

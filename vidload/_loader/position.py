@@ -170,11 +170,6 @@ def check_items(name: str, items: object, size: int) -> int:
     return items
 
 
-def is_positioned(sampler: object) -> bool:
-    """Whether `sampler` is one of vidload's, whose `set_epoch` takes `start` and `items`."""
-    return isinstance(getattr(sampler, "_position", None), Position)
-
-
 class Wrapper:
     """The position of a sampler that yields what the sampler it wraps yields, reading ahead
     of it (`vidload.prefetch.ReadAheadSampler`, `vidload._loader.ahead.FetchAheadSampler`):
@@ -206,8 +201,8 @@ class Wrapper:
 
     def _set_inner(self, epoch: int, items: int) -> None:
         inner = self.sampler
-        if is_positioned(inner):
-            inner.set_epoch(epoch, items=items)  # type: ignore[attr-defined]
+        if isinstance(inner, POSITIONED):
+            inner.set_epoch(epoch, items=items)
             return
         if items:
             raise TypeError(
@@ -223,12 +218,12 @@ class Wrapper:
         """The item of the wrapped order the latest (or next) pass begins at (0 for a
         sampler that is not vidload's)."""
         inner = self.sampler
-        return inner.begin if is_positioned(inner) else 0  # type: ignore[attr-defined]
+        return inner.begin if isinstance(inner, POSITIONED) else 0
 
     def split_state(self, yielded: int) -> dict[str, Any] | None:
         """The wrapped sampler's `split_state` (None if it is not one of vidload's)."""
         inner = self.sampler
-        return inner.split_state(yielded) if is_positioned(inner) else None  # type: ignore[attr-defined]
+        return inner.split_state(yielded) if isinstance(inner, POSITIONED) else None
 
     def state_dict(self) -> dict[str, int | None]:
         return position_state(getattr(self.sampler, "epoch", None), self._position, self.begin)
@@ -240,6 +235,11 @@ class Wrapper:
         epoch, yielded, begin = check_state(state, owner)
         self._set_inner(epoch, begin)
         self._position.reset(check_start(f"{owner} state 'yielded'", yielded, len(self)))
+
+
+#: vidload's samplers, whose `set_epoch` takes `start` and `items`: those that split an order
+#: and those that wrap one.
+POSITIONED = (Resumable, Wrapper)
 
 
 def innermost(sampler: object) -> object:
