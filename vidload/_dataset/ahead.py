@@ -7,7 +7,7 @@ the order and how torch deals batches to workers (in turn: a worker's next batch
 `num_workers` batches later), and hands each batch's first index as a `Lead`, an int that also
 names the indices of the batch the same worker reads next. `getitems` plans that batch and
 sends its round (`send`) before decoding the current one, and when it arrives takes what the
-round fetched (`take`, `split`).
+round fetched (`split`).
 
 What makes a byte fetched ahead safe to use: bytes are held by object (URL) and exact [start,
 stop) range, never by item. A batch uses the round sent ahead for an object only when its own
@@ -33,7 +33,7 @@ from typing import Any
 from vidload._lru import ProcessLRU
 from vidload._storage.batch import Request, fetch_started
 
-__all__ = ["STATS", "Lead", "Taken", "following", "send", "split", "take", "waiting"]
+__all__ = ["STATS", "Lead", "Taken", "following", "send", "split", "waiting"]
 
 #: What this process's planned batches waited for and what they fetched ahead (not
 #: thread-safe: a count; `tools/fetch_ahead.py` reads it in each worker):
@@ -85,7 +85,7 @@ _SENT: ProcessLRU[int, tuple[weakref.ref, Sent]] = ProcessLRU(4)
 
 def send(dataset: object, groups: list[list[Request]]) -> None:
     """Send `groups` (the requests of the batch this process reads next, in the groups its
-    decode takes them in) as one round in threads, and keep it for that batch (`take`),
+    decode takes them in) as one round in threads, and keep it for that batch (`split`),
     dropping one sent before."""
     _SENT.discard(id(dataset))
     if not any(groups):
@@ -93,16 +93,6 @@ def send(dataset: object, groups: list[list[Request]]) -> None:
     futures = fetch_started(groups, ahead=True)
     STATS["sent_ahead"] += 1
     _SENT.put(id(dataset), (weakref.ref(dataset), Sent(groups, futures)))
-
-
-def take(dataset: object) -> Sent | None:
-    """The round sent ahead for `dataset`'s batch now arriving (removed: one batch ahead at
-    most), or None."""
-    got = _SENT.get(id(dataset))
-    _SENT.discard(id(dataset))
-    if got is None or got[0]() is not dataset:
-        return None
-    return got[1]
 
 
 @dataclass
@@ -133,14 +123,16 @@ class Taken:
         return requests, got
 
 
-def split(
-    sent: Sent | None, groups: list[list[Request]]
-) -> tuple[Taken | None, list[list[Request]]]:
-    """(what the batch takes from the round `sent` ahead, the requests of `groups` it still
-    sends): an object is taken when every request the batch plans for it lies within what
-    was asked of it ahead (the module docstring); the others' requests are all sent now."""
-    if sent is None:
+def split(dataset: object, groups: list[list[Request]]) -> tuple[Taken | None, list[list[Request]]]:
+    """(what `dataset`'s batch now arriving takes from the round sent ahead for it, the
+    requests of `groups` it still sends): an object is taken when every request the batch
+    plans for it lies within what was asked of it ahead (the module docstring); the others'
+    requests are all sent now. The round is removed: one batch ahead at most."""
+    got = _SENT.get(id(dataset))
+    _SENT.discard(id(dataset))
+    if got is None or got[0]() is not dataset:
         return None, groups
+    sent = got[1]
     asked: dict[str, list[tuple[int, int]] | None] = {}  # None: the whole object
     for group in sent.groups:
         for loc, ranges in group:

@@ -58,9 +58,8 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     if not any(chunks):
         return [dataset[i] for i in indices]
     ahead.STATS["batches"] += 1
-    sent = ahead.take(dataset)  # the round sent ahead for this batch, if one was
     size, groups = _grouped(chunks)  # all sent at once: one round
-    taken, groups = ahead.split(sent, groups)
+    taken, groups = ahead.split(dataset, groups)  # what the round sent ahead for it answers
     futures = fetch_started(groups)
     following = ahead.following(indices)
     if following is not None:  # the next batch's round on the wire while this one decodes
