@@ -65,11 +65,12 @@ class DatasetList(list[VideoEntry]):
                 list, an offset into a video file, beside a window or in a JSON list):
                 written, it would read back as something else.
         """
-        if str(path).lower().endswith(".json"):
-            self._check_writable(json_list=True)
+        json_list = str(path).lower().endswith(".json")
+        windows = any(e.start is not None or e.end is not None for e in self)
+        self._check_writable(json_list=json_list, windows=windows)
+        if json_list:
             data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
-        elif any(e.start is not None or e.end is not None for e in self):
-            self._check_writable(json_list=False)
+        elif windows:
             text = io.StringIO(newline="")
             writer = csv.writer(text, lineterminator="\n")
             writer.writerow(["video_id", "label", "start", "end"])
@@ -79,12 +80,10 @@ class DatasetList(list[VideoEntry]):
                 writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
             data = text.getvalue()
         else:
-            self._check_writable(json_list=False)
             data = "".join(_list_line(e) for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
 
-    def _check_writable(self, *, json_list: bool) -> None:
-        windows = any(e.start is not None or e.end is not None for e in self)
+    def _check_writable(self, *, json_list: bool, windows: bool) -> None:
         for e in self:
             why = None
             if json_list:
