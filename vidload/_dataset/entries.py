@@ -174,8 +174,7 @@ class VideoEntries(Sequence[VideoEntry]):
         return self._entry(self._position(index))
 
     def __iter__(self) -> Iterator[VideoEntry]:
-        for i in range(self._n):
-            yield self._entry(i)
+        return map(self._entry, range(self._n))
 
     def __repr__(self) -> str:
         return f"VideoEntries({self._n} videos, {self._cols.nbytes / 2**20:.1f} MiB of arrays)"
@@ -251,11 +250,7 @@ class VideoEntries(Sequence[VideoEntry]):
 
     def _entry(self, i: int) -> VideoEntry:
         c = self._cols
-        ends = c["id_ends"]
-        values: dict[str, Any] = {
-            "video_id": _text(c["id_bytes"], ends[i], ends[i + 1]),
-            "label": int(c["label"][i]),
-        }
+        values: dict[str, Any] = {"video_id": self.video_id(i), "label": int(c["label"][i])}
         for name in ("known_frames", "reported_frames"):
             column = c.get(name)
             if column is not None and column[i] != NONE:
