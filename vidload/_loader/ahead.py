@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import operator
-from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -74,17 +73,11 @@ class FetchAheadSampler(Wrapper, Sampler[int]):
     def _led(self, start: int) -> Iterator[Any]:
         """The wrapped pass from element `start` on, `stride` + 1 batches read at a time."""
         order = itertools.islice(self.sampler, start, None)
-        upcoming: deque[list[Any]] = deque()
-        while True:
-            while len(upcoming) <= self.stride:
-                batch = list(itertools.islice(order, self.batch_size))
-                if not batch:
-                    break
-                upcoming.append(batch)
-            if not upcoming:
-                return
-            batch = upcoming.popleft()
-            named = upcoming[self.stride - 1] if len(upcoming) >= self.stride else None
+        batches = iter(lambda: list(itertools.islice(order, self.batch_size)), [])
+        now, later = itertools.tee(batches)  # `later`: `stride` batches further on
+        later = itertools.islice(later, self.stride, None)
+        for batch in now:
+            named = next(later, None)
             if named is not None and self.drop_last and len(named) < self.batch_size:
                 named = None  # dropped by the batch sampler: never read
             yield _lead(batch[0], named)
