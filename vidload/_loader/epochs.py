@@ -83,11 +83,9 @@ def _set(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> N
         clips.set_epoch(epoch)
     batch_sampler = loader.batch_sampler
     samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
-    done: set[int] = set()
-    for sampler in samplers:
+    for sampler in {id(s): s for s in samplers}.values():  # each once
         set_sampler_epoch = getattr(sampler, "set_epoch", None)
-        if set_sampler_epoch is not None and id(sampler) not in done:
-            done.add(id(sampler))
+        if set_sampler_epoch is not None:
             if isinstance(sampler, POSITIONED):
                 set_sampler_epoch(epoch, start=start, items=items)
             else:
