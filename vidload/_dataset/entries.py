@@ -238,15 +238,11 @@ class VideoEntries(Sequence[VideoEntry]):
         if ends is None:
             return label, np.arange(n)
         lengths = np.diff(ends)
-        own = lengths == 0  # no multi-labels: the entry's label
-        counts = np.where(own, 1, lengths)
-        owners = np.repeat(np.arange(n), counts)
-        values = np.empty(len(owners), np.int64)
-        starts = _ends(counts)[:-1]
-        values[starts[own]] = label[own]
-        multi = np.repeat(~own, counts)
-        values[multi] = self._cols["labels_values"]
-        return values, owners
+        single = np.flatnonzero(lengths == 0)  # no multi-labels: the entry's label
+        owners = np.concatenate([single, np.repeat(np.arange(n), lengths)])
+        values = np.concatenate([label[single], self._cols["labels_values"]])
+        order = np.argsort(owners, kind="stable")  # list order, each entry's labels in order
+        return values[order], owners[order]
 
     def _entry(self, i: int) -> VideoEntry:
         c = self._cols
