@@ -86,16 +86,12 @@ def to_tensor(frames: np.ndarray, layout: str) -> torch.Tensor:
     (`python tools/micro.py to_tensor`).
     """
     k, h, w, _ = frames.shape
-    if layout == "TCHW":
-        out = np.empty((k, 3, h, w), np.uint8)
-        planes = [[out[j, 0], out[j, 1], out[j, 2]] for j in range(k)]
-    else:
-        out = np.empty((3, k, h, w), np.uint8)
-        planes = [[out[0, j], out[1, j], out[2, j]] for j in range(k)]
+    out = np.empty((k, 3, h, w) if layout == "TCHW" else (3, k, h, w), np.uint8)
+    by_frame = out if layout == "TCHW" else out.swapaxes(0, 1)  # (k, 3, H, W) either way
     if out.size:
         frames = np.ascontiguousarray(frames)
         for j in range(k):
-            cv2.split(frames[j], planes[j])
+            cv2.split(frames[j], list(by_frame[j]))  # frame j's three planes of `out`
     return torch.from_numpy(out)
 
 
