@@ -12,7 +12,7 @@ For each data set (a folder of videos, `--videos`; `--synth N` generated UCF101-
   are encoded by this tool with PyAV (vidload does not write them) with the same layout rules
   (keyframe every GOP, no B-frames, no scene cuts) and carry no convert figure's verification.
 * bytes x the originals: the converted files' bytes over the originals'.
-* clips/s per core: 8-frame segment clips (`vidload._choose.measure.sample_clips`, the indices
+* clips/s per core: 8-frame segment clips (`vidload._measure.clips.sample_clips`, the indices
   `ClipDataset` samples) read by `VideoSource` on the converted files, rows interleaved with
   `VideoSource` on the originals, best of `--rounds` rounds, CPU seconds of this process
   (`vidload._choose.measure.warm_rates`, the benchmark's round robin); shown as clips/s and as
@@ -39,10 +39,11 @@ from pathlib import Path
 import av
 import numpy as np
 
-from vidload._choose.measure import psnr, psnr_indices, sample_clips, warm_rates
+from vidload._choose.measure import psnr, psnr_indices, warm_rates
 from vidload._convert.inputs import find_inputs, sharing_a_name
 from vidload._kinds import get_kind
 from vidload._layout import container_name
+from vidload._measure.clips import sample_clips
 from vidload.convert import convert
 from vidload.sources._video_format import even_crop, output_pts
 from vidload.sources.video import VideoSource

@@ -17,7 +17,6 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,9 +24,9 @@ import numpy as np
 from vidload._bench.workdir import VIDEO_ROW, WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
+from vidload._measure.clips import common_counts, sample_clips
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin
-from vidload.sampling import segment_indices
 from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
@@ -55,17 +54,6 @@ def _sources(work: WorkDir) -> dict[str, Any]:
     }
 
 
-def _clips(work: WorkDir, sources: dict[str, Any], n: int, frames: int, seed: int):
-    counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
-    rng = np.random.default_rng(seed)
-    ids = list(work.video_ids)
-    out = []
-    for i in range(n):
-        vid = ids[i % len(ids)]
-        out.append((vid, segment_indices(counts[vid], frames, train=True, rng=rng)))
-    return out
-
-
 def _measure_set(
     label: str,
     work: WorkDir,
@@ -84,7 +72,8 @@ def _measure_set(
         sources = {k: v for k, v in sources.items() if k in only}
     if not sources:
         return None
-    clip_list = _clips(work, sources, clips, frames, seed)
+    counts = common_counts(sources, work.video_ids, {})
+    clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
     # test-time geometry draws nothing from its rng
     plan = plan_geometry(short_side=short_side, train=False, rng=np.random.default_rng(seed))
     if plan is None:
@@ -145,48 +134,34 @@ def _measure_set(
     }
 
 
-def measure_geometry(
-    main: WorkDir,
-    main_label: str,
-    hd_work: Path | None,
-    *,
-    short_side: int,
-    hd_size: tuple[int, int] | None,
-    hd_seconds: float,
-    clips: int,
-    frames: int,
-    repeats: int,
-    min_time: float,
-    seed: int,
-    quality: int,
-    only: tuple[str, ...] | None,
-    convert_workers: int | None,
-    progress: bool,
-) -> list[dict[str, Any]]:
-    """Fused vs full + resize for every source, on the benchmark's videos and (when `hd_size`
-    is given) on 2 generated videos of that size kept under `hd_work`."""
+def measure_geometry(main: WorkDir, main_label: str, cfg: Any) -> list[dict[str, Any]]:
+    """Fused vs full + resize for every source at `cfg.geometry_short_side` (a `BenchConfig`),
+    on the benchmark's videos and (when `cfg.geometry_hd` is given) on 2 generated videos of
+    that size kept under the work folder's `geometry-hd`."""
     kw: dict[str, Any] = dict(
-        frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only
+        frames=cfg.frames, repeats=cfg.repeats, min_time=cfg.min_time, seed=cfg.seed, only=cfg.only
     )
-    first = _measure_set(main_label, main, short_side, clips=clips, **kw)
+    short_side = cfg.geometry_short_side
+    first = _measure_set(main_label, main, short_side, clips=cfg.clips, **kw)
     if first is None:
         return []
     sets = [first]
-    if hd_size is not None and hd_work is not None:
-        spec = SynthSpec(num_videos=2, width=hd_size[0], height=hd_size[1], seconds=hd_seconds)
-        log(f"preparing the {hd_size[0]}x{hd_size[1]} sample for the geometry rows")
+    if cfg.geometry_hd is not None:
+        width, height = cfg.geometry_hd
+        spec = SynthSpec(num_videos=2, width=width, height=height, seconds=cfg.geometry_hd_seconds)
+        log(f"preparing the {width}x{height} sample for the geometry rows")
         hd = prepare(
             None,
-            hd_work,
+            main.root / "geometry-hd",
             num_videos=2,
             spec=spec,
-            quality=quality,
+            quality=cfg.quality,
             short_side=None,
-            workers=convert_workers,
-            progress=progress,
+            workers=cfg.convert_workers,
+            progress=cfg.progress,
         )
-        label = f"synthetic {hd_size[0]}x{hd_size[1]} H.264"
-        hd_set = _measure_set(label, hd, short_side, clips=max(4, clips // 4), **kw)
+        label = f"synthetic {width}x{height} H.264"
+        hd_set = _measure_set(label, hd, short_side, clips=max(4, cfg.clips // 4), **kw)
         if hd_set is not None:  # the same `only` as the first set: never None here
             sets.append(hd_set)
     return sets
