@@ -37,6 +37,7 @@ from vidload._bench.run import REFERENCE_NAMES, BenchConfig, run_benchmark, sour
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
 from vidload._exit import report_error
+from vidload._kinds import kind_names
 from vidload.errors import UsageError
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]
@@ -49,9 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="vidload bench",
         description=(
-            "Speed of every frame source (video, jpeg, hdf5, npy) on the same clips, against "
-            "reference loaders; bytes on disk and read per clip. Without DATA, UCF101-like "
-            "sample videos are generated. Figures are the best of the interleaved repeats."
+            "Speed of every frame source (the videos as they are and every storage kind: "
+            f"{', '.join(kind_names())}) on the same clips, against reference loaders; bytes "
+            "on disk and read per clip. Without DATA, UCF101-like sample videos are generated. "
+            "Figures are the best of the interleaved repeats."
         ),
     )
     add = p.add_argument

@@ -1,6 +1,6 @@
 """The `vidload` command line: argument parsing and printing only; the work is in the library.
 
-    vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy,video} [--workers N] [--short-side S]
+    vidload convert INPUT OUTPUT --to KIND [--workers N] [--short-side S]
                     [--quality Q] [--subsampling {420,422,444}]
                     [--gop N] [--crf Q] [--preset P] [--tune T] [--overwrite] [--root DIR]
                     [--labels FILE] [--quiet]
@@ -13,6 +13,7 @@
                     [--plot FILE.png] [--workdir DIR] [--keep] [--quick] [--quiet]
     vidload bench   ...   (vidload.bench's own arguments)
 
+KIND is a storage kind of the table (`vidload._kinds`: `vidload --help` lists them).
 `--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
 `--dask local` starts a local one of `--workers` processes.
 
