@@ -191,13 +191,6 @@ def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
     return [original] + [s for s in specs if s != original]
 
 
-def _unsupported(specs: list[StorageSpec]) -> list[StorageSpec]:
-    """The storages this vidload's `convert` cannot build (`--to video` before it existed)."""
-    from vidload._kinds import kind_names
-
-    return [s for s in specs if s.to != "original" and s.to not in kind_names()]
-
-
 def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
     """(the scratch folder, whether this run made it)."""
     if workdir is None:
@@ -237,13 +230,6 @@ def _measure_all(
     log: Log,
 ) -> ChooseResult:
     notes: list[str] = []
-    missing = _unsupported(specs)
-    if missing:
-        notes.append(
-            "left out (this vidload's convert cannot build them): "
-            + ", ".join(s.name for s in missing)
-        )
-        specs = [s for s in specs if s not in missing]
     sample_dir = scratch / "sample"
     original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
@@ -294,7 +280,7 @@ def _measure_all(
         colds = cold_and_warm(rows, clips, cfg.batch_size, cfg.cold_rounds)
 
     data_bytes = float(videos.total_bytes)
-    table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes, cfg)
+    table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes)
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
@@ -384,7 +370,6 @@ def _rows(
     clips: list[Clip],
     kept: list[str],
     data_bytes: float,
-    cfg: ChooseOptions,
 ) -> list[StorageRow]:
     """One row per storage, the frontier marked."""
     sample_bytes = stored_bytes(ORIGINAL, roots[ORIGINAL], kept)
@@ -406,12 +391,10 @@ def _rows(
                 data_bytes=size / sample_bytes * data_bytes,
                 clips_per_s_per_core=rate,
                 cold_clips_per_s=None if c is None else len(clips) / c["cold_s"],
-                cold_vs_warm=None if c is None else c["ratio"],
                 psnr_db=None if q is None else q[0],
                 psnr_min_db=None if q is None else q[1],
                 convert_cpu_s_per_video=cpu,
                 data_convert_core_h=None if cpu is None else cpu * data_bytes / sample_bytes / 3600,
-                meets_need=None if cfg.need is None else rate * cfg.cores >= cfg.need,
                 spec=dataclasses.asdict(spec),
             )
         )

@@ -36,8 +36,6 @@ from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
 
-Read = Callable[[str, np.ndarray], np.ndarray]
-
 
 @dataclass
 class VideoPayload:
