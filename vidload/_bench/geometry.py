@@ -81,40 +81,36 @@ def _measure_set(
     height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
     out = plan.resolve(height, width).out
 
-    def fused(src) -> None:
-        for vid, idx in clip_list:
-            src.read(vid, idx, geometry=plan)
-
-    def full_apply(src) -> None:
-        for vid, idx in clip_list:
-            apply_geometry(src.read(vid, idx), plan)
-
     def area(frames: np.ndarray) -> np.ndarray:
         size = (int(out[1]), int(out[0]))
         return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
 
-    def full_area(src) -> None:
+    # the three ways to a resized clip: fused into the read, or a full read then resized
+    ways = {
+        "fused": lambda src, vid, idx: src.read(vid, idx, geometry=plan),
+        "apply": lambda src, vid, idx: apply_geometry(src.read(vid, idx), plan),
+        "full": lambda src, vid, idx: area(src.read(vid, idx)),
+    }
+
+    def read_all(way: str, src: Any) -> None:
         for vid, idx in clip_list:
-            area(src.read(vid, idx))
+            ways[way](src, vid, idx)
 
     diffs = {}
     for name, src in sources.items():
-        vid, idx = clip_list[0]
-        a = src.read(vid, idx, geometry=plan).astype(np.int16)
-        b = area(src.read(vid, idx)).astype(np.int16)
+        a, b = (ways[way](src, *clip_list[0]).astype(np.int16) for way in ("fused", "full"))
         diffs[name] = float(np.abs(a - b).mean())
     with OwnClock() as clock:
         rr = RoundRobin(min_time, clock)
         for name, src in sources.items():
-            rr.add(f"{name}/fused", functools.partial(fused, src))
-            rr.add(f"{name}/apply", functools.partial(full_apply, src))
-            rr.add(f"{name}/full", functools.partial(full_area, src))
+            for way in ways:
+                rr.add(f"{name}/{way}", functools.partial(read_all, way, src))
         log(f"timing fused resize on {label}: {repeats} interleaved repeats")
         with OtherLoad() as other:
             rr.run(repeats)
     rows = {}
     for name in sources:
-        f, a, g = (rr.best(f"{name}/{k}") for k in ("fused", "apply", "full"))
+        f, a, g = (rr.best(f"{name}/{way}") for way in ways)
         rows[name] = {
             "fused_ms_per_clip": 1000 * f / len(clip_list),
             "full_apply_ms_per_clip": 1000 * a / len(clip_list),
@@ -122,7 +118,7 @@ def _measure_set(
             "speedup": g / f,
             "speedup_vs_apply": a / f,
             "mean_abs_diff": diffs[name],
-            "times_s": {k: rr.times[f"{name}/{k}"] for k in ("fused", "apply", "full")},
+            "times_s": {way: rr.times[f"{name}/{way}"] for way in ways},
         }
     return {
         "label": label,
