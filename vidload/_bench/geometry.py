@@ -17,7 +17,7 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,9 @@ from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
+
+if TYPE_CHECKING:
+    from vidload._bench.run import BenchConfig
 
 __all__ = ["geometry_sources", "measure_geometry"]
 
@@ -72,7 +75,10 @@ def _measure_set(
         sources = {k: v for k, v in sources.items() if k in only}
     if not sources:
         return None
-    counts = common_counts(sources, work.video_ids, {})
+    dropped: dict[str, str] = {}
+    counts = common_counts(sources, work.video_ids, dropped)
+    if dropped:  # the videos every other row read, or a sample made for these rows
+        raise ValueError(f"geometry rows on {label}: {'; '.join(dropped.values())}")
     clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
     # test-time geometry draws nothing from its rng
     plan = plan_geometry(short_side=short_side, train=False, rng=np.random.default_rng(seed))
@@ -130,14 +136,15 @@ def _measure_set(
     }
 
 
-def measure_geometry(main: WorkDir, main_label: str, cfg: Any) -> list[dict[str, Any]]:
-    """Fused vs full + resize for every source at `cfg.geometry_short_side` (a `BenchConfig`),
-    on the benchmark's videos and (when `cfg.geometry_hd` is given) on 2 generated videos of
-    that size kept under the work folder's `geometry-hd`."""
+def measure_geometry(
+    main: WorkDir, main_label: str, short_side: int, cfg: BenchConfig
+) -> list[dict[str, Any]]:
+    """Fused vs full + resize for every source at `short_side`, on the benchmark's videos and
+    (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under the work
+    folder's `geometry-hd`."""
     kw: dict[str, Any] = dict(
         frames=cfg.frames, repeats=cfg.repeats, min_time=cfg.min_time, seed=cfg.seed, only=cfg.only
     )
-    short_side = cfg.geometry_short_side
     first = _measure_set(main_label, main, short_side, clips=cfg.clips, **kw)
     if first is None:
         return []

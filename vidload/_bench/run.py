@@ -187,7 +187,12 @@ def _measure_bucket(
 
     bucket.upload_work(work, url)
     sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    counts = common_counts(sources, work.video_ids, {})
+    dropped: dict[str, str] = {}
+    counts = common_counts(sources, work.video_ids, dropped)
+    left_out = [f"{vid}: {reason}" for vid, reason in sorted(dropped.items())]
+    if not counts:
+        raise ValueError(f"no video can be read by every bucket row: {'; '.join(left_out)}")
+    notes += [f"left out {line}" for line in left_out]
     clips, _labels = sample_bench_clips(work, counts, cfg)
     notes.append(bucket.bucket_path_note(url))
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
@@ -238,7 +243,8 @@ def _measure(
         measure_cold(sources, work, clips, results, cfg, notes)
     geometry = None
     if cfg.geometry_short_side is not None:
-        geometry = measure_geometry(work, _describe(work, spec, counts), cfg)
+        label = _describe(work, spec, counts)
+        geometry = measure_geometry(work, label, cfg.geometry_short_side, cfg)
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
     machine = {
