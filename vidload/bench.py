@@ -205,8 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _json_default(value: object) -> object:
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
-    if isinstance(value, (Path, tuple)):
-        return str(value) if isinstance(value, Path) else list(value)
+    if isinstance(value, Path):
+        return str(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 

@@ -347,12 +347,9 @@ class _Reader:
     def __call__(self, name: str, source: Any) -> Any:
         if name != "original" or self.short_side is None:
             return source.read
-        from vidload.transforms import ClipGeometry
+        from vidload.transforms import plan_geometry
 
-        geometry = ClipGeometry(
-            short_side=self.short_side, crop=None, area=None, aspect=None, pos=(0.5, 0.5),
-            flip=False,
-        )  # fmt: skip
+        geometry = plan_geometry(short_side=self.short_side, train=False, rng=None)
         return functools.partial(source.read, geometry=geometry)
 
     def fresh(self, spec: StorageSpec, root: Path) -> Any:

@@ -80,8 +80,7 @@ def _measure_set(
     if dropped:  # the videos every other row read, or a sample made for these rows
         raise ValueError(f"geometry rows on {label}: {'; '.join(dropped.values())}")
     clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
-    # test-time geometry draws nothing from its rng
-    plan = plan_geometry(short_side=short_side, train=False, rng=np.random.default_rng(seed))
+    plan = plan_geometry(short_side=short_side, train=False, rng=None)  # test time: no draw
     if plan is None:
         raise ValueError(f"short_side ({short_side}) plans no geometry")
     height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
