@@ -31,7 +31,7 @@ from vidload._kinds import formats
 from vidload._layout import MANIFEST_NAME
 from vidload._measure.clips import ORIGINAL
 from vidload._measure.timing import Log
-from vidload._measure.videos import find_videos, link_user_videos, require_videos
+from vidload._measure.videos import UserVideos, find_videos, link_videos
 from vidload.errors import UsageError
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
@@ -141,13 +141,13 @@ def prepare(
         if not data.is_dir():
             raise UsageError(f"DATA ({data}) must be a folder of videos")
         # x.mp4 and x.avi both kept: convert names them apart
-        ids = require_videos(data, str(data), UsageError)[:num_videos]
+        ids = UserVideos(data).find(str(data), UsageError).ids[:num_videos]
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)
             or find_videos(videos) != ids
         ):
-            link_user_videos(data, videos, ids)
+            link_videos(videos, {vid: (data / vid).resolve() for vid in ids})
             state = {}
     fingerprint = _fingerprint(videos, ids)
     # convert's keywords, and what the state file records of each format
