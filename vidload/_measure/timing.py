@@ -105,18 +105,23 @@ def row_pass(
     return {"total": total, "read": read_s, "decode": decode_s}
 
 
-_settled = 0  # depth of `settled_heap()`: inside it, what survives a collection stays frozen
+_settled = 0  # depth of `measuring()`: inside it, what survives a collection stays frozen
 
 
 @contextlib.contextmanager
-def settled_heap() -> Iterator[None]:
-    """Inside: each timing's garbage collection (`collect_garbage`) walks only the objects made
+def measuring() -> Iterator[None]:
+    """A measuring run: torch on one thread, as in a DataLoader worker (torch's intra-op
+    threads would fight other processes for the cores and skew CPU time), on a settled heap.
+
+    Settled: each timing's garbage collection (`collect_garbage`) walks only the objects made
     since the last one. Every timing first collects garbage, so that no row pays for a
     collection of another's leftovers; a full collection walks the whole heap (about 0.2 s with
     torch imported), and a bench run times about a hundred units. So what survives a collection
     is frozen (`gc.freeze`: kept out of later collections) until the run ends, when it is
     unfrozen and collectable again."""
     global _settled
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     _settled += 1
     try:
         yield
@@ -124,24 +129,11 @@ def settled_heap() -> Iterator[None]:
         _settled -= 1
         if not _settled:
             gc.unfreeze()
-
-
-@contextlib.contextmanager
-def measuring() -> Iterator[None]:
-    """A measuring run: torch on one thread, as in a DataLoader worker (torch's intra-op
-    threads would fight other processes for the cores and skew CPU time), on a settled heap
-    (`settled_heap`)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with settled_heap():
-            yield
-    finally:
         torch.set_num_threads(threads)
 
 
 def collect_garbage() -> None:
-    """Collect garbage before a timing (inside `settled_heap()`: only objects made since)."""
+    """Collect garbage before a timing (inside `measuring()`: only objects made since)."""
     gc.collect()
     if _settled:
         gc.freeze()
