@@ -103,55 +103,41 @@ def render(result: Result, *, markdown: bool = False) -> str:
         f"batches of {cfg['batch_size']}; best of {cfg['repeats']} interleaved repeats; "
         f"{result['machine']['cpus']} CPUs"
     )
-    parts = []
-    if markdown:
-        parts.append(f"**{head}**")
-    else:
-        parts.append(head)
-    parts.append("")
-    clock = clock_of(result)
     dl_clock = (
         "; DataLoader columns: wall-clock time, so load from other processes lowers them"
         if result.get("dataloader_settings")
         else ""
     )
-    parts.append(
+    # blocks: the heading, then each table after the line that says what it shows
+    blocks = [
+        f"**{head}**" if markdown else head,
         "Speed, one process, warm page cache (× columns: this row's clips/s over the "
-        f"reference's). One-process columns: {CLOCKS[clock]}{dl_clock}:"
-    )
-    parts.append("")
-    parts.append(speed_table(result, markdown=markdown))
-    parts.append("")
-    parts.append(
+        f"reference's). One-process columns: {CLOCKS[clock_of(result)]}{dl_clock}:",
+        speed_table(result, markdown=markdown),
         "Where the time goes (one process, warm; each clip's parts timed in the same pass): "
         "read = the bytes only, decode = the same bytes already in memory, "
-        "rest = total - read - decode (container, tensors, collate):"
-    )
-    parts.append("")
-    parts.append(split_table(result, markdown=markdown))
+        "rest = total - read - decode (container, tensors, collate):",
+        split_table(result, markdown=markdown),
+    ]
     red = result.get("reduced_decode")
     if red:
-        parts.append("")
-        parts.append(
+        blocks.append(
             f"Reduced-size decode to {red['size'][1]}x{red['size'][0]} (JPEG DCT scaling) vs full "
             f"decode + cv2.resize(INTER_AREA): {fmt(red['dct_frames_per_s'], 0)} vs "
             f"{fmt(red['full_resize_frames_per_s'], 0)} frames/s = {red['speedup']:.2f}×"
         )
     for g in result.get("geometry") or []:
-        parts.append("")
-        parts.append(
+        blocks.append(
             f"Fused resize, {g['label']} ({g['input'][0]}x{g['input'][1]} -> "
             f"{g['output'][0]}x{g['output'][1]}), "
             f"{g['clips']} clips: read(..., geometry=) vs a full-size read, then "
             "apply_geometry (the same filters) or cv2.resize(INTER_AREA):"
         )
-        parts.append("")
-        parts.append(geometry_table(g, markdown=markdown))
+        blocks.append(geometry_table(g, markdown=markdown))
     notes = result.get("notes", [])
     if notes:
-        parts.append("")
-        parts += [("- " if markdown else "* ") + n for n in notes]
-    return "\n".join(parts)
+        blocks.append("\n".join(("- " if markdown else "* ") + n for n in notes))
+    return "\n\n".join(blocks)
 
 
 def plot(result: Result, path: Path) -> None:
