@@ -1,10 +1,11 @@
-"""The tables bench and choose print, written one way: a list of columns, each a header and
-the cell it shows for a row; as Markdown, or as text with the first column left-aligned, the
-others right-aligned, each as wide as its widest cell, two spaces between columns."""
+"""The tables bench, choose and probe print, written one way: a list of columns, each a header
+and the cell it shows for a row; as Markdown, or as text with the first column left-aligned,
+the others right-aligned (or those named), each as wide as its widest cell, two spaces between
+columns."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Any
 
 __all__ = ["Column", "column", "fmt", "table"]
@@ -39,10 +40,16 @@ def column(
 
 
 def table(
-    columns: Sequence[Column], rows: Iterable[Any], *, markdown: bool = False, rule: bool = True
+    columns: Sequence[Column],
+    rows: Iterable[Any],
+    *,
+    markdown: bool = False,
+    rule: bool = True,
+    right: Container[int] | None = None,
 ) -> list[str]:
     """The lines of a table of `rows`, one cell per column: Markdown, or aligned text (with a
-    rule of dashes under the header where `rule`)."""
+    rule of dashes under the header where `rule`; the columns `right` right-aligned, by
+    default all but the first)."""
     lines = [[h for h, _ in columns], *([cell(r) for _, cell in columns] for r in rows)]
     if markdown:
         head, *body = ["| " + " | ".join(line) + " |" for line in lines]
@@ -50,10 +57,11 @@ def table(
     widths = [max(len(line[i]) for line in lines) for i in range(len(columns))]
     if rule:
         lines.insert(1, ["-" * w for w in widths])
-    return ["  ".join(_aligned(line, widths)) for line in lines]
-
-
-def _aligned(cells: Sequence[str], widths: Sequence[int]) -> list[str]:
-    """The first cell left-aligned, the others right-aligned, each to its width."""
-    first, *rest = zip(cells, widths, strict=True)
-    return [first[0].ljust(first[1]), *(c.rjust(w) for c, w in rest)]
+    right = range(1, len(columns)) if right is None else right
+    return [
+        "  ".join(
+            c.rjust(w) if i in right else c.ljust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in lines
+    ]
