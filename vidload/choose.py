@@ -55,13 +55,14 @@ from vidload._choose.storages import (
 )
 from vidload._measure.clips import (
     ORIGINAL,
+    Clip,
     common_counts,
     sample_clips,
     stored_bytes,
     stored_files,
     why,
 )
-from vidload._measure.timing import Clip, Log, cold_and_warm, measuring
+from vidload._measure.timing import Log, cold_and_warm, measuring
 from vidload._measure.videos import UserVideos, link_videos
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode

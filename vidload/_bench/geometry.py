@@ -17,10 +17,11 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
+from vidload._bench.config import BenchConfig
 from vidload._bench.workdir import VIDEO_ROW, WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
@@ -31,9 +32,6 @@ from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
-
-if TYPE_CHECKING:
-    from vidload._bench.run import BenchConfig
 
 __all__ = ["geometry_sources", "measure_geometry"]
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from vidload._measure.timing import Clip, Reader, RoundRobin, row_pass
+from vidload._measure.clips import Clip
+from vidload._measure.timing import Reader, RoundRobin, row_pass
 from vidload.convert import resize_short_side
 from vidload.sampling import segment_indices
 

@@ -12,10 +12,20 @@ from typing import Any
 import numpy as np
 
 from vidload._kinds import get_kind
-from vidload._measure.timing import Clip
 from vidload.sampling import SamplingMode, sample_clip
 
-__all__ = ["ORIGINAL", "common_counts", "sample_clips", "stored_bytes", "stored_files", "why"]
+__all__ = [
+    "ORIGINAL",
+    "Clip",
+    "common_counts",
+    "sample_clips",
+    "stored_bytes",
+    "stored_files",
+    "why",
+]
+
+#: A clip: (video id, int64 frame indices), what every row of both commands reads.
+Clip = tuple[str, np.ndarray]
 
 #: The storage that is the videos as they are (read by `VideoSource`), no storage kind.
 ORIGINAL = "original"

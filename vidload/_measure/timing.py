@@ -36,7 +36,8 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
-Clip = tuple[str, np.ndarray]
+from vidload._measure.clips import Clip
+
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
 
 
