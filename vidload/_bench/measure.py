@@ -121,6 +121,8 @@ def measure_one_process(
         rounds = rr.rounds[f"row/{ld.name}"]
         best = rr.best_round(f"row/{ld.name}")
         total = best["total"]
+        # the parts of its reads the row timed besides the whole: none, the raw read, or both
+        split = [] if ld.raw is None else ["read"] if ld.decode is None else ["read", "decode"]
         row: dict[str, Any] = {
             "kind": ld.kind,
             "storage": ld.storage,
@@ -129,30 +131,25 @@ def measure_one_process(
             "clock": clock_kind,
             "clips_per_s": n / total,
             "frames_per_s": n * cfg.frames / total,
-            "times_s": {
-                "total": [p["total"] for p in rounds],
-                "wall": [p["wall"] for p in rounds],
-            },
+            "times_s": {part: [p[part] for p in rounds] for part in ("total", "wall", *split)},
         }
         if ld.raw is not None:
-            dec = best["decode"] if ld.decode is not None else None
-            rest = None if dec is None else 1000 * (total - best["read"] - dec) / n
-            row["split_ms_per_clip"] = {
-                "total": 1000 * total / n,
-                "read": 1000 * best["read"] / n,
-                "decode": None if dec is None else 1000 * dec / n,
-                "rest": rest,
-            }
-            row["times_s"]["read"] = [p["read"] for p in rounds]
-            if ld.decode is not None:
-                row["times_s"]["decode"] = [p["decode"] for p in rounds]
+            ms = {part: 1000 * best[part] / n for part in ("total", *split)}
+            rest = ms["total"] - ms["read"] - ms["decode"] if "decode" in ms else None
+            row["split_ms_per_clip"] = {**ms, "decode": ms.get("decode"), "rest": rest}
             if ld.name in bytes_read:
                 row["bytes_read_per_clip"] = bytes_read[ld.name]
-            _note_split_off(notes, ld.name, row["split_ms_per_clip"])
             if rest is not None and rest < 0:  # parts timed apart: noise, not a negative cost
-                row["split_ms_per_clip"]["rest"] = 0.0
-                row["split_ms_per_clip"]["rest_measured"] = rest
+                row["split_ms_per_clip"].update(rest=0.0, rest_measured=rest)
                 clamped.append(ld.name)
+                # by more than 10%: the same pass timed them, so its timing was disturbed
+                if 0 < ms["total"] < -10 * rest:
+                    notes.append(
+                        f"warning: {ld.name}: read + decode exceed the whole read by "
+                        f"{-rest / ms['total']:.0%} ({ms['total'] - rest:.2f} vs "
+                        f"{ms['total']:.2f} ms/clip); its split was disturbed (other load?): "
+                        "rerun with more --repeats"
+                    )
         results[ld.name] = row
     if clamped:
         notes.append(
@@ -185,18 +182,6 @@ def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:
         f"process (run-queue delay, /proc/thread-self/schedstat): {waited:.0%} of the "
         "wall-clock time here"
     )
-
-
-def _note_split_off(notes: list[str], name: str, split: dict[str, float | None]) -> None:
-    """A warning note when read + decode exceed the whole read by more than 10%: the parts
-    are timed in the same pass, so this means the timing was disturbed, not a real cost."""
-    rest, total = split["rest"], split["total"]
-    if rest is not None and total and rest < -0.1 * total:
-        notes.append(
-            f"warning: {name}: read + decode exceed the whole read by {-rest / total:.0%} "
-            f"({total - rest:.2f} vs {total:.2f} ms/clip); its split was disturbed (other "
-            "load?): rerun with more --repeats"
-        )
 
 
 def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: WorkDir) -> None:
