@@ -178,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cfg = config_from_args(args)
             if args.plot is not None:
+                if cfg.bucket is not None:  # its result has no loader rows to draw
+                    raise ValueError("--plot draws the loader rows; --bucket measures none")
                 report.check_plotting()
         except (ValueError, TypeError, RuntimeError) as e:  # only the arguments are looked at
             raise UsageError(str(e)) from e
