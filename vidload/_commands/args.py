@@ -205,12 +205,12 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
         raise UsageError(f"--root ({args.root!r}) is not a folder")
 
 
-def check_storage_option(args: argparse.Namespace) -> None:
-    """`--storage-option` is for URLs: given where INPUT (and OUTPUT) are local paths it would
-    be ignored, so it is a usage error."""
+def check_storage_option(args: argparse.Namespace, output: str | None = None) -> None:
+    """`--storage-option` is for URLs: given where INPUT (and `output`, convert's OUTPUT) are
+    local paths it would be ignored, so it is a usage error."""
     from vidload._storage import Location
 
-    given = {"INPUT": args.input, "OUTPUT": getattr(args, "output", None)}
+    given = {"INPUT": args.input, "OUTPUT": output}
     remote = [Location(t).over_network for t in given.values() if t is not None]
     if args.storage_option and not any(remote):
         paths = " and ".join(n for n, t in given.items() if t is not None)
