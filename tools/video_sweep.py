@@ -179,13 +179,13 @@ def sweep(
         readers[name] = conv.read
     sample = sample_clips(counts, clips=clips, num_frames=8, sampling="segment", stride=1, seed=0)
     rates = warm_rates(readers, sample, batch_size=8, rounds=rounds, min_time=min_time, log=log)
-    base = rates["originals"]["clips_per_s_per_core"]
+    base = rates["originals"]
     rows.append(
         {"data": label, "storage": "originals", "clips_per_s_per_core": base, "vs_originals": 1.0,
          "bytes_ratio": 1.0, "psnr_db": None, "convert_frames_per_s_per_core": None}
     )  # fmt: skip
     for name, row in built.items():
-        rate = rates[name]["clips_per_s_per_core"]
+        rate = rates[name]
         rows.append(
             {"data": label, "storage": name, "clips_per_s_per_core": rate,
              "vs_originals": rate / base, **row}

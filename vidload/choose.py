@@ -230,7 +230,6 @@ def _measure_all(
     cfg: ChooseOptions,
     log: Log,
 ) -> ChooseResult:
-    notes: list[str] = []
     sample_dir = scratch / "sample"
     original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
@@ -285,7 +284,6 @@ def _measure_all(
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
-    notes += _notes(cfg, scratch, videos.notes)
     log("done")
     config = cfg.as_config()
     config["storages"] = [s.name for s in specs]
@@ -296,7 +294,7 @@ def _measure_all(
         sample=tuple(kept),
         left_out=left_out,
         config=config,
-        notes=tuple(notes),
+        notes=tuple(_notes(cfg, scratch, videos.notes)),
     )
 
 
@@ -363,7 +361,7 @@ def _rows(
     roots: dict[str, Path],
     built: dict[str, Built],
     quality: dict[str, tuple[float, float]],
-    warm: dict[str, dict[str, Any]],
+    warm: dict[str, float],
     colds: dict[str, dict[str, Any]],
     clips: list[Clip],
     kept: list[str],
@@ -378,7 +376,7 @@ def _rows(
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
         q = quality.get(name)
-        rate = warm[name]["clips_per_s_per_core"]
+        rate = warm[name]
         c = colds.get(name)
         table.append(
             StorageRow(

@@ -97,21 +97,15 @@ def warm_rates(
     rounds: int,
     min_time: float,
     log: Callable[[str], None],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, float]:
     """Clips per CPU-second of each reader, warm, in one process: best of `rounds` rounds
     interleaved over the readers (each calibrated to last `min_time` s). Returns {name:
-    {"clips_per_s_per_core", "times_s": CPU seconds per pass of each round}}."""
+    clips per second per core}."""
     clock = time.process_time
     rr = RoundRobin(min_time, clock)
     for name, read in readers.items():
         log(f"  warming up {name}")
         rr.add(name, functools.partial(row_pass, read, clips, batch_size, clock=clock))
     rr.run(rounds, on_round=lambda r: log(f"  round {r + 1}/{rounds} done"))
-    out = {}
-    for name in readers:
-        best = rr.best(name)
-        out[name] = {
-            "clips_per_s_per_core": len(clips) / best if best > 0 else math.inf,
-            "times_s": rr.times[name],
-        }
-    return out
+    best = {name: rr.best(name) for name in readers}  # CPU seconds per pass
+    return {name: len(clips) / t if t > 0 else math.inf for name, t in best.items()}
