@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     from vidload._commands.args import quick_or
 
-    quick, pick = args.quick, quick_or(args.quick)
+    quick, pick, normal = args.quick, quick_or(args.quick), BenchConfig  # its defaults
 
     only = None
     if args.only:
@@ -144,27 +144,27 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     return BenchConfig(
         data=args.data,
         work=args.work,
-        num_videos=pick(args.num_videos, 8, 2),
-        clips=pick(args.clips, 64, 16),
-        repeats=pick(args.repeats, 3, 1),
+        num_videos=pick(args.num_videos, normal.num_videos, 2),
+        clips=pick(args.clips, normal.clips, 16),
+        repeats=pick(args.repeats, normal.repeats, 1),
         frames=args.frames,
         batch_size=args.batch_size,
         workers=args.workers if args.workers is not None else default_workers(),
         seed=args.seed,
         quality=args.quality,
         short_side=args.short_side,
-        min_time=pick(args.min_time, 0.3, 0.0),
+        min_time=pick(args.min_time, normal.min_time, 0.0),
         cold=args.cold,
         bucket=args.bucket,
         dataloader=not args.no_dataloader,
         only=only,
-        synth_seconds=2.0 if quick else 7.0,
-        synth_size=(160, 120) if quick else (320, 240),
+        synth_seconds=2.0 if quick else normal.synth_seconds,
+        synth_size=(160, 120) if quick else normal.synth_size,
         convert_workers=1 if quick else None,
         progress=not args.no_progress,
         geometry_short_side=args.geometry_short_side or None,
-        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else (1920, 1080)),
-        geometry_hd_seconds=0.6 if quick else 1.0,
+        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else normal.geometry_hd),
+        geometry_hd_seconds=0.6 if quick else normal.geometry_hd_seconds,
     )
 
 
