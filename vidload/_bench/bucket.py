@@ -102,9 +102,9 @@ def measure_bucket(
         for name, dl in loaders.items():
             rr.add(f"{name} DataLoader", functools.partial(epoch, dl))
         rr.run(repeats)
-        del loaders
         best = {name: rr.best(name) for name in pair}
         best_dl = {name: rr.best(f"{name} DataLoader") for name in pair}
+        del loaders, rr  # the DataLoaders' workers end before the next storage's start
         row: dict[str, Any] = {
             name: {
                 "clips_per_s": len(clips) / best[name],
