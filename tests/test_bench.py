@@ -333,6 +333,7 @@ def test_own_clock_leaves_out_the_run_queue_delay(monkeypatch, tmp_path):
         (lambda tmp: [str(tmp)], r"no video files .* found under"),
         (lambda tmp: ["--only", "video,bogus"], r"unknown loaders \['bogus'\]"),
         (lambda tmp: ["--clips", "0"], r"clips \(0\) must be > 0"),
+        (lambda tmp: ["--bucket", "s3://b/x", "--plot", str(tmp / "p.png")], r"--bucket measures"),
     ],
 )
 def test_bad_arguments_fail_with_a_clear_message(tmp_path, capsys, make_args, match):

@@ -83,3 +83,10 @@ def test_a_kind_whose_extra_is_missing_is_named_with_what_to_install(capsys):
                 assert "pip install 'vidload[absent]'" in text, argv
     finally:
         _kinds.unregister("absent")
+
+
+def test_bench_help_names_every_kind(dummy, capsys):
+    """bench's summary names the kinds from the table (it once typed four and left out lmdb)."""
+    text = _help(["bench"], capsys)
+    assert f"every storage kind: {', '.join(kind_names())})" in text
+    assert "lmdb" in kind_names() and "raw" in kind_names()

@@ -12,7 +12,7 @@ For each data set (a folder of videos, `--videos`; `--synth N` generated UCF101-
   are encoded by this tool with PyAV (vidload does not write them) with the same layout rules
   (keyframe every GOP, no B-frames, no scene cuts) and carry no convert figure's verification.
 * bytes x the originals: the converted files' bytes over the originals'.
-* clips/s per core: 8-frame segment clips (`vidload._choose.measure.sample_clips`, the indices
+* clips/s per core: 8-frame segment clips (`vidload._measure.clips.sample_clips`, the indices
   `ClipDataset` samples) read by `VideoSource` on the converted files, rows interleaved with
   `VideoSource` on the originals, best of `--rounds` rounds, CPU seconds of this process
   (`vidload._choose.measure.warm_rates`, the benchmark's round robin); shown as clips/s and as
@@ -39,10 +39,11 @@ from pathlib import Path
 import av
 import numpy as np
 
-from vidload._choose.measure import psnr, psnr_indices, sample_clips, warm_rates
+from vidload._choose.measure import psnr, psnr_indices, warm_rates
 from vidload._convert.inputs import find_inputs, sharing_a_name
 from vidload._kinds import get_kind
 from vidload._layout import container_name
+from vidload._measure.clips import sample_clips
 from vidload.convert import convert
 from vidload.sources._video_format import even_crop, output_pts
 from vidload.sources.video import VideoSource
@@ -178,13 +179,13 @@ def sweep(
         readers[name] = conv.read
     sample = sample_clips(counts, clips=clips, num_frames=8, sampling="segment", stride=1, seed=0)
     rates = warm_rates(readers, sample, batch_size=8, rounds=rounds, min_time=min_time, log=log)
-    base = rates["originals"]["clips_per_s_per_core"]
+    base = rates["originals"]
     rows.append(
         {"data": label, "storage": "originals", "clips_per_s_per_core": base, "vs_originals": 1.0,
          "bytes_ratio": 1.0, "psnr_db": None, "convert_frames_per_s_per_core": None}
     )  # fmt: skip
     for name, row in built.items():
-        rate = rates[name]["clips_per_s_per_core"]
+        rate = rates[name]
         rows.append(
             {"data": label, "storage": name, "clips_per_s_per_core": rate,
              "vs_originals": rate / base, **row}

@@ -37,6 +37,7 @@ from vidload._bench.run import REFERENCE_NAMES, BenchConfig, run_benchmark, sour
 from vidload._bench.workdir import log
 from vidload._cpus import default_workers
 from vidload._exit import report_error
+from vidload._kinds import kind_names
 from vidload.errors import UsageError
 
 __all__ = ["BenchConfig", "main", "run_benchmark"]
@@ -49,9 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="vidload bench",
         description=(
-            "Speed of every frame source (video, jpeg, hdf5, npy) on the same clips, against "
-            "reference loaders; bytes on disk and read per clip. Without DATA, UCF101-like "
-            "sample videos are generated. Figures are the best of the interleaved repeats."
+            "Speed of every frame source (the videos as they are and every storage kind: "
+            f"{', '.join(kind_names())}) on the same clips, against reference loaders; bytes "
+            "on disk and read per clip. Without DATA, UCF101-like sample videos are generated. "
+            "Figures are the best of the interleaved repeats."
         ),
     )
     add = p.add_argument
@@ -134,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
     from vidload._commands.args import quick_or
 
-    quick, pick = args.quick, quick_or(args.quick)
+    quick, pick, normal = args.quick, quick_or(args.quick), BenchConfig  # its defaults
 
     only = None
     if args.only:
@@ -142,27 +144,27 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     return BenchConfig(
         data=args.data,
         work=args.work,
-        num_videos=pick(args.num_videos, 8, 2),
-        clips=pick(args.clips, 64, 16),
-        repeats=pick(args.repeats, 3, 1),
+        num_videos=pick(args.num_videos, normal.num_videos, 2),
+        clips=pick(args.clips, normal.clips, 16),
+        repeats=pick(args.repeats, normal.repeats, 1),
         frames=args.frames,
         batch_size=args.batch_size,
         workers=args.workers if args.workers is not None else default_workers(),
         seed=args.seed,
         quality=args.quality,
         short_side=args.short_side,
-        min_time=pick(args.min_time, 0.3, 0.0),
+        min_time=pick(args.min_time, normal.min_time, 0.0),
         cold=args.cold,
         bucket=args.bucket,
         dataloader=not args.no_dataloader,
         only=only,
-        synth_seconds=2.0 if quick else 7.0,
-        synth_size=(160, 120) if quick else (320, 240),
+        synth_seconds=2.0 if quick else normal.synth_seconds,
+        synth_size=(160, 120) if quick else normal.synth_size,
         convert_workers=1 if quick else None,
         progress=not args.no_progress,
         geometry_short_side=args.geometry_short_side or None,
-        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else (1920, 1080)),
-        geometry_hd_seconds=0.6 if quick else 1.0,
+        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else normal.geometry_hd),
+        geometry_hd_seconds=0.6 if quick else normal.geometry_hd_seconds,
     )
 
 
@@ -176,6 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         try:
             cfg = config_from_args(args)
             if args.plot is not None:
+                if cfg.bucket is not None:  # its result has no loader rows to draw
+                    raise ValueError("--plot draws the loader rows; --bucket measures none")
                 report.check_plotting()
         except (ValueError, TypeError, RuntimeError) as e:  # only the arguments are looked at
             raise UsageError(str(e)) from e
@@ -203,8 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _json_default(value: object) -> object:
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
-    if isinstance(value, (Path, tuple)):
-        return str(value) if isinstance(value, Path) else list(value)
+    if isinstance(value, Path):
+        return str(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 

@@ -31,30 +31,18 @@ The rows no other row beats on size, speed and quality together are the frontier
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import os
 import shutil
-import sys
 import tempfile
-import time
-from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
-from vidload._choose.measure import (
-    cold_rates,
-    cut_to,
-    psnr,
-    psnr_indices,
-    reference_frames,
-    sample_clips,
-    spread,
-    warm_rates,
-)
+from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
 from vidload._choose.storages import (
@@ -64,10 +52,17 @@ from vidload._choose.storages import (
     StorageSpec,
     build_storage,
     open_storage,
+)
+from vidload._measure.clips import (
+    ORIGINAL,
+    Clip,
+    common_counts,
+    sample_clips,
     stored_bytes,
     stored_files,
+    why,
 )
-from vidload._measure.timing import settled_heap
+from vidload._measure.timing import Log, cold_and_warm, measuring
 from vidload._measure.videos import UserVideos, link_videos
 from vidload._parallel import run_parallel
 from vidload.sampling import SamplingMode
@@ -83,22 +78,6 @@ __all__ = [
     "frontier",
     "pick_storage",
 ]
-
-
-@dataclass
-class _Log:
-    enabled: bool
-    start: float = field(default_factory=time.perf_counter)
-
-    def __call__(self, message: str) -> None:
-        if self.enabled:
-            elapsed = time.perf_counter() - self.start
-            print(f"[choose {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
-
-
-def _why(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:300]
 
 
 def choose(
@@ -186,9 +165,9 @@ def choose(
     videos.check_options(storage_options)
     videos.find(f"DATA ({videos.shown!r})", ValueError)
     scratch, made = _scratch(workdir)
-    log = _Log(cfg.progress)
+    log = Log("choose", cfg.progress)
     try:
-        with _one_torch_thread(), settled_heap():
+        with measuring():
             result = _measure_all(videos, specs, scratch, cfg, log)
     except BaseException:
         if not cfg.keep:
@@ -211,13 +190,6 @@ def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
         raise ValueError(f"storages named twice: {dupes}")
     original = StorageSpec("original")
     return [original] + [s for s in specs if s != original]
-
-
-def _unsupported(specs: list[StorageSpec]) -> list[StorageSpec]:
-    """The storages this vidload's `convert` cannot build (`--to video` before it existed)."""
-    from vidload._kinds import kind_names
-
-    return [s for s in specs if s.to != "original" and s.to not in kind_names()]
 
 
 def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
@@ -251,44 +223,28 @@ def _folder_name(spec: StorageSpec) -> str:
     return spec.name.replace(":", "-")
 
 
-@contextlib.contextmanager
-def _one_torch_thread() -> Iterator[None]:
-    """torch on one thread, as in a DataLoader worker (intra-op threads would skew CPU time)."""
-    import torch
-
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _measure_all(
     videos: UserVideos,
     specs: list[StorageSpec],
     scratch: Path,
     cfg: ChooseOptions,
-    log: _Log,
+    log: Log,
 ) -> ChooseResult:
-    notes: list[str] = []
-    missing = _unsupported(specs)
-    if missing:
-        notes.append(
-            "left out (this vidload's convert cannot build them): "
-            + ", ".join(s.name for s in missing)
-        )
-        specs = [s for s in specs if s not in missing]
     sample_dir = scratch / "sample"
     original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
     for b in built.values():
-        for vid, why in b.failed.items():
-            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {why}")
+        for vid, reason in b.failed.items():
+            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {reason}")
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
     sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already
-    counts = _common_counts(sources, readable, left_out)
+    counts = common_counts(sources, readable, left_out)
+    if not counts:
+        raise ValueError(
+            "no video of the sample can be read in every storage: "
+            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
+        )
     kept = sorted(counts)
 
     log("measuring PSNR against the original decode")
@@ -317,18 +273,17 @@ def _measure_all(
         rows = {
             s.name: (
                 functools.partial(reader.fresh, s, roots[s.name]),
-                [p for v in kept for p in stored_files(s, roots[s.name], sources[s.name], v)],
+                [p for v in kept for p in stored_files(s.to, roots[s.name], v)],
             )
             for s in specs
         }
-        colds = cold_rates(rows, clips, batch_size=cfg.batch_size, rounds=cfg.cold_rounds)
+        colds = cold_and_warm(rows, clips, cfg.batch_size, cfg.cold_rounds)
 
     data_bytes = float(videos.total_bytes)
-    table = _rows(specs, sources, roots, built, quality, warm, colds, kept, data_bytes, cfg)
+    table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes)
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)
         pick = pick_storage(table, need=cfg.need, cores=cfg.cores, min_psnr=cfg.min_psnr)
-    notes += _notes(cfg, scratch, videos.notes)
     log("done")
     config = cfg.as_config()
     config["storages"] = [s.name for s in specs]
@@ -339,12 +294,12 @@ def _measure_all(
         sample=tuple(kept),
         left_out=left_out,
         config=config,
-        notes=tuple(notes),
+        notes=tuple(_notes(cfg, scratch, videos.notes)),
     )
 
 
 def _readable_sample(
-    videos: UserVideos, scratch: Path, cfg: ChooseOptions, log: _Log
+    videos: UserVideos, scratch: Path, cfg: ChooseOptions, log: Log
 ) -> tuple[Any, list[str], dict[str, str]]:
     """Link the sample's videos into `scratch/sample` (a bucket's: their copies, fetched into
     `scratch/downloads`) and decode each once (its actual count): a video that does not
@@ -366,39 +321,18 @@ def _readable_sample(
         try:
             original.actual_frames(vid)
         except Exception as e:  # noqa: BLE001 - a damaged video: named, left out, run goes on
-            left_out[vid] = f"cannot be decoded: {_why(e)}"
+            left_out[vid] = f"cannot be decoded: {why(e)}"
     kept = [v for v in chosen if v not in left_out]
     if not kept:
         raise ValueError(
             "no video of the sample can be decoded: "
-            + "; ".join(f"{v}: {why}" for v, why in left_out.items())
+            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
         )
     if left_out:
         link_videos(sample_dir, {v: files[v] for v in kept})  # same links: counts hold
-        for vid, why in left_out.items():
-            log(f"left out {vid}: {why}")
+        for vid, reason in left_out.items():
+            log(f"left out {vid}: {reason}")
     return original, kept, left_out
-
-
-def _common_counts(
-    sources: dict[str, Any], ids: list[str], left_out: dict[str, str]
-) -> dict[str, int]:
-    """{video id: the smallest frame count any storage has for it} for the ids not left out;
-    a video some storage cannot count is left out (added to `left_out`)."""
-    counts: dict[str, int] = {}
-    for vid in ids:
-        if vid in left_out:
-            continue
-        try:
-            counts[vid] = min(src.actual_frames(vid) for src in sources.values())
-        except Exception as e:  # noqa: BLE001 - named and left out of every row
-            left_out[vid] = f"counting its frames: {_why(e)}"
-    if not counts:
-        raise ValueError(
-            "no video of the sample can be read in every storage: "
-            + "; ".join(f"{v}: {why}" for v, why in left_out.items())
-        )
-    return counts
 
 
 @dataclass(frozen=True)
@@ -412,12 +346,9 @@ class _Reader:
     def __call__(self, name: str, source: Any) -> Any:
         if name != "original" or self.short_side is None:
             return source.read
-        from vidload.transforms import ClipGeometry
+        from vidload.transforms import plan_geometry
 
-        geometry = ClipGeometry(
-            short_side=self.short_side, crop=None, area=None, aspect=None, pos=(0.5, 0.5),
-            flip=False,
-        )  # fmt: skip
+        geometry = plan_geometry(short_side=self.short_side, train=False, rng=None)
         return functools.partial(source.read, geometry=geometry)
 
     def fresh(self, spec: StorageSpec, root: Path) -> Any:
@@ -427,27 +358,25 @@ class _Reader:
 
 def _rows(
     specs: list[StorageSpec],
-    sources: dict[str, Any],
     roots: dict[str, Path],
     built: dict[str, Built],
     quality: dict[str, tuple[float, float]],
-    warm: dict[str, dict[str, Any]],
+    warm: dict[str, float],
     colds: dict[str, dict[str, Any]],
+    clips: list[Clip],
     kept: list[str],
     data_bytes: float,
-    cfg: ChooseOptions,
 ) -> list[StorageRow]:
     """One row per storage, the frontier marked."""
-    original = StorageSpec("original")
-    sample_bytes = stored_bytes(original, roots["original"], sources["original"], kept)
+    sample_bytes = stored_bytes(ORIGINAL, roots[ORIGINAL], kept)
     table = []
     for spec in specs:
         name = spec.name
-        size = stored_bytes(spec, roots[name], sources[name], kept)
+        size = stored_bytes(spec.to, roots[name], kept)
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
         q = quality.get(name)
-        rate = warm[name]["clips_per_s_per_core"]
+        rate = warm[name]
         c = colds.get(name)
         table.append(
             StorageRow(
@@ -457,13 +386,11 @@ def _rows(
                 size_ratio=size / sample_bytes,
                 data_bytes=size / sample_bytes * data_bytes,
                 clips_per_s_per_core=rate,
-                cold_clips_per_s=None if c is None else c["cold_clips_per_s"],
-                cold_vs_warm=None if c is None else c["cold_vs_warm"],
+                cold_clips_per_s=None if c is None else len(clips) / c["cold_s"],
                 psnr_db=None if q is None else q[0],
                 psnr_min_db=None if q is None else q[1],
                 convert_cpu_s_per_video=cpu,
                 data_convert_core_h=None if cpu is None else cpu * data_bytes / sample_bytes / 3600,
-                meets_need=None if cfg.need is None else rate * cfg.cores >= cfg.need,
                 spec=dataclasses.asdict(spec),
             )
         )
@@ -472,7 +399,7 @@ def _rows(
 
 
 def _build_all(
-    specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: ChooseOptions, log: _Log
+    specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: ChooseOptions, log: Log
 ) -> dict[str, Built]:
     jobs = [
         BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg.short_side)

@@ -1,6 +1,6 @@
 """The `vidload` command line: argument parsing and printing only; the work is in the library.
 
-    vidload convert INPUT OUTPUT --to {jpeg,hdf5,npy,video} [--workers N] [--short-side S]
+    vidload convert INPUT OUTPUT --to KIND [--workers N] [--short-side S]
                     [--quality Q] [--subsampling {420,422,444}]
                     [--gop N] [--crf Q] [--preset P] [--tune T] [--overwrite] [--root DIR]
                     [--labels FILE] [--quiet]
@@ -13,6 +13,7 @@
                     [--plot FILE.png] [--workdir DIR] [--keep] [--quick] [--quiet]
     vidload bench   ...   (vidload.bench's own arguments)
 
+KIND is a storage kind of the table (`vidload._kinds`: `vidload --help` lists them).
 `--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
 `--dask local` starts a local one of `--workers` processes.
 
@@ -29,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+import vidload
 from vidload._commands import bench, choose, convert, probe
 from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
@@ -41,21 +43,10 @@ __all__ = ["COMMANDS", "build_parser", "main", "print_convert_summary"]
 COMMANDS: tuple[ModuleType, ...] = (convert, probe, choose, bench)
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("vidload")
-    except PackageNotFoundError:
-        import vidload
-
-        return vidload.__version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The `vidload` parser: one subcommand per module of `COMMANDS`."""
     parser = argparse.ArgumentParser(prog="vidload")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {vidload.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
         # its usage line goes with its errors; its module runs it

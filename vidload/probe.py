@@ -34,6 +34,7 @@ from vidload._convert.remote import input_copy, shard_staging, unstage
 from vidload._convert.report import print_failures
 from vidload._convert.source import Input
 from vidload._kinds import get_kind, input_kinds
+from vidload._measure.tables import Column, table
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.errors import VideoReadError, VidloadError
@@ -195,34 +196,28 @@ def _cell(value: object) -> str:
     return str(value)
 
 
+def _size(r: ManifestRow) -> str:
+    return f"{r.width}x{r.height}" if r.width is not None and r.height is not None else "-"
+
+
+#: The probe table's columns; the counts and fps right-aligned (`_RIGHT`).
+_COLUMNS: tuple[Column, ...] = (
+    ("", lambda r: {"mismatch": "!", "failed": "x"}.get(r.status, " ")),
+    ("video_id", lambda r: r.video_id),
+    ("reported", lambda r: _cell(r.reported_frames)),
+    ("actual", lambda r: _cell(r.actual_frames)),
+    ("size", _size),
+    ("fps", lambda r: _cell(r.fps)),
+    ("rotation", lambda r: _cell(r.rotation)),
+    ("status", lambda r: r.status if r.error is None else f"{r.status}: {r.error}"),
+)
+_RIGHT = (2, 3, 5)
+
+
 def print_probe_table(rows: Sequence[ManifestRow], out: TextIO) -> None:
     """A table of reported vs actual counts: `!` marks a mismatch, `x` a failure."""
-    header = ("", "video_id", "reported", "actual", "size", "fps", "rotation", "status")
-    table = [header]
-    for r in rows:
-        mark = {"mismatch": "!", "failed": "x"}.get(r.status, " ")
-        size = f"{r.width}x{r.height}" if r.width is not None and r.height is not None else "-"
-        status = r.status if r.error is None else f"{r.status}: {r.error}"
-        table.append(
-            (
-                mark,
-                r.video_id,
-                _cell(r.reported_frames),
-                _cell(r.actual_frames),
-                size,
-                _cell(r.fps),
-                _cell(r.rotation),
-                status,
-            )
-        )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header) - 1)]
-    right = {2, 3, 5}  # numbers
-    for row in table:
-        cells = [
-            row[i].rjust(widths[i]) if i in right else row[i].ljust(widths[i])
-            for i in range(len(widths))
-        ]
-        print("  ".join([*cells, row[-1]]).rstrip(), file=out)
+    for line in table(_COLUMNS, rows, rule=False, right=_RIGHT):
+        print(line.rstrip(), file=out)
     total = len(rows)
     mismatched = sum(r.status == "mismatch" for r in rows)
     print(f"{mismatched} of {total} videos: reported != actual", file=out)

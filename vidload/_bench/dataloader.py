@@ -9,7 +9,8 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from vidload._measure.timing import Clip, collate_clips
+from vidload._measure.clips import Clip
+from vidload._measure.timing import collate_clips
 
 
 class ClipList(Dataset):

@@ -17,17 +17,17 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from vidload._bench.config import BenchConfig
 from vidload._bench.workdir import VIDEO_ROW, WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
+from vidload._measure.clips import common_counts, sample_clips
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin
-from vidload.sampling import segment_indices
 from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
@@ -55,17 +55,6 @@ def _sources(work: WorkDir) -> dict[str, Any]:
     }
 
 
-def _clips(work: WorkDir, sources: dict[str, Any], n: int, frames: int, seed: int):
-    counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
-    rng = np.random.default_rng(seed)
-    ids = list(work.video_ids)
-    out = []
-    for i in range(n):
-        vid = ids[i % len(ids)]
-        out.append((vid, segment_indices(counts[vid], frames, train=True, rng=rng)))
-    return out
-
-
 def _measure_set(
     label: str,
     work: WorkDir,
@@ -84,48 +73,47 @@ def _measure_set(
         sources = {k: v for k, v in sources.items() if k in only}
     if not sources:
         return None
-    clip_list = _clips(work, sources, clips, frames, seed)
-    # test-time geometry draws nothing from its rng
-    plan = plan_geometry(short_side=short_side, train=False, rng=np.random.default_rng(seed))
+    dropped: dict[str, str] = {}
+    counts = common_counts(sources, work.video_ids, dropped)
+    if dropped:  # the videos every other row read, or a sample made for these rows
+        raise ValueError(f"geometry rows on {label}: {'; '.join(dropped.values())}")
+    clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
+    plan = plan_geometry(short_side=short_side, train=False, rng=None)  # test time: no draw
     if plan is None:
         raise ValueError(f"short_side ({short_side}) plans no geometry")
     height, width = next(iter(sources.values())).read(*clip_list[0]).shape[1:3]
     out = plan.resolve(height, width).out
 
-    def fused(src) -> None:
-        for vid, idx in clip_list:
-            src.read(vid, idx, geometry=plan)
-
-    def full_apply(src) -> None:
-        for vid, idx in clip_list:
-            apply_geometry(src.read(vid, idx), plan)
-
     def area(frames: np.ndarray) -> np.ndarray:
         size = (int(out[1]), int(out[0]))
         return np.stack([cv2.resize(f, size, interpolation=cv2.INTER_AREA) for f in frames])
 
-    def full_area(src) -> None:
+    # the three ways to a resized clip: fused into the read, or a full read then resized
+    ways = {
+        "fused": lambda src, vid, idx: src.read(vid, idx, geometry=plan),
+        "apply": lambda src, vid, idx: apply_geometry(src.read(vid, idx), plan),
+        "full": lambda src, vid, idx: area(src.read(vid, idx)),
+    }
+
+    def read_all(way: str, src: Any) -> None:
         for vid, idx in clip_list:
-            area(src.read(vid, idx))
+            ways[way](src, vid, idx)
 
     diffs = {}
     for name, src in sources.items():
-        vid, idx = clip_list[0]
-        a = src.read(vid, idx, geometry=plan).astype(np.int16)
-        b = area(src.read(vid, idx)).astype(np.int16)
+        a, b = (ways[way](src, *clip_list[0]).astype(np.int16) for way in ("fused", "full"))
         diffs[name] = float(np.abs(a - b).mean())
     with OwnClock() as clock:
         rr = RoundRobin(min_time, clock)
         for name, src in sources.items():
-            rr.add(f"{name}/fused", functools.partial(fused, src))
-            rr.add(f"{name}/apply", functools.partial(full_apply, src))
-            rr.add(f"{name}/full", functools.partial(full_area, src))
+            for way in ways:
+                rr.add(f"{name}/{way}", functools.partial(read_all, way, src))
         log(f"timing fused resize on {label}: {repeats} interleaved repeats")
         with OtherLoad() as other:
             rr.run(repeats)
     rows = {}
     for name in sources:
-        f, a, g = (rr.best(f"{name}/{k}") for k in ("fused", "apply", "full"))
+        f, a, g = (rr.best(f"{name}/{way}") for way in ways)
         rows[name] = {
             "fused_ms_per_clip": 1000 * f / len(clip_list),
             "full_apply_ms_per_clip": 1000 * a / len(clip_list),
@@ -133,7 +121,7 @@ def _measure_set(
             "speedup": g / f,
             "speedup_vs_apply": a / f,
             "mean_abs_diff": diffs[name],
-            "times_s": {k: rr.times[f"{name}/{k}"] for k in ("fused", "apply", "full")},
+            "times_s": {way: rr.times[f"{name}/{way}"] for way in ways},
         }
     return {
         "label": label,
@@ -146,47 +134,34 @@ def _measure_set(
 
 
 def measure_geometry(
-    main: WorkDir,
-    main_label: str,
-    hd_work: Path | None,
-    *,
-    short_side: int,
-    hd_size: tuple[int, int] | None,
-    hd_seconds: float,
-    clips: int,
-    frames: int,
-    repeats: int,
-    min_time: float,
-    seed: int,
-    quality: int,
-    only: tuple[str, ...] | None,
-    convert_workers: int | None,
-    progress: bool,
+    main: WorkDir, main_label: str, short_side: int, cfg: BenchConfig
 ) -> list[dict[str, Any]]:
-    """Fused vs full + resize for every source, on the benchmark's videos and (when `hd_size`
-    is given) on 2 generated videos of that size kept under `hd_work`."""
+    """Fused vs full + resize for every source at `short_side`, on the benchmark's videos and
+    (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under the work
+    folder's `geometry-hd`."""
     kw: dict[str, Any] = dict(
-        frames=frames, repeats=repeats, min_time=min_time, seed=seed, only=only
+        frames=cfg.frames, repeats=cfg.repeats, min_time=cfg.min_time, seed=cfg.seed, only=cfg.only
     )
-    first = _measure_set(main_label, main, short_side, clips=clips, **kw)
+    first = _measure_set(main_label, main, short_side, clips=cfg.clips, **kw)
     if first is None:
         return []
     sets = [first]
-    if hd_size is not None and hd_work is not None:
-        spec = SynthSpec(num_videos=2, width=hd_size[0], height=hd_size[1], seconds=hd_seconds)
-        log(f"preparing the {hd_size[0]}x{hd_size[1]} sample for the geometry rows")
+    if cfg.geometry_hd is not None:
+        width, height = cfg.geometry_hd
+        spec = SynthSpec(num_videos=2, width=width, height=height, seconds=cfg.geometry_hd_seconds)
+        log(f"preparing the {width}x{height} sample for the geometry rows")
         hd = prepare(
             None,
-            hd_work,
+            main.root / "geometry-hd",
             num_videos=2,
             spec=spec,
-            quality=quality,
+            quality=cfg.quality,
             short_side=None,
-            workers=convert_workers,
-            progress=progress,
+            workers=cfg.convert_workers,
+            progress=cfg.progress,
         )
-        label = f"synthetic {hd_size[0]}x{hd_size[1]} H.264"
-        hd_set = _measure_set(label, hd, short_side, clips=max(4, clips // 4), **kw)
+        label = f"synthetic {width}x{height} H.264"
+        hd_set = _measure_set(label, hd, short_side, clips=max(4, cfg.clips // 4), **kw)
         if hd_set is not None:  # the same `only` as the first set: never None here
             sets.append(hd_set)
     return sets

@@ -32,11 +32,10 @@ import numpy as np
 import simplejpeg
 
 from vidload._layout import FRAME_TEMPLATE, container_path
+from vidload._measure.clips import why
 from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
-
-Read = Callable[[str, np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -243,6 +242,5 @@ def optional_import(name: str) -> str | None:
         else:
             __import__(name)
     except Exception as e:  # ImportError, or OSError/RuntimeError from a native library
-        text = str(e).strip().splitlines()
-        return f"{type(e).__name__}: {text[-1] if text else ''}"[:200]
+        return why(e)
     return None

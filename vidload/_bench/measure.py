@@ -6,7 +6,6 @@ and the notes that say what disturbed a measurement.
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 from typing import Any
 
@@ -16,8 +15,9 @@ import torch
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.loaders import Loader, MemoryJpeg
 from vidload._bench.rows import container_rows, source_names
-from vidload._bench.workdir import ORIGINAL, VIDEO_ROW, WorkDir, log
+from vidload._bench.workdir import VIDEO_ROW, WorkDir, log
 from vidload._cv2 import cv2
+from vidload._measure.clips import ORIGINAL, stored_bytes, stored_files
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin, cold_and_warm, filesystem_of, row_pass
 from vidload.sources.jpeg_decode import decode_jpeg
@@ -71,9 +71,7 @@ def check_outputs(readers: dict[str, Any], clips, notes: list[str]) -> dict[str,
     return verdict
 
 
-def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any] | None:
-    if "size" not in inspect.signature(decode_jpeg).parameters:
-        return None
+def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any]:
     bufs = memory.buffers()
     h, w = decode_jpeg(bufs[0]).shape[:2]
     half = (h // 2, w // 2)
@@ -93,17 +91,18 @@ def _reduced_decode_tasks(memory: MemoryJpeg, rr: RoundRobin) -> dict[str, Any] 
 
 def measure_one_process(
     loaders, readers, memory, clips, cfg, notes, checks
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every row's whole reads, with the raw reads and decodes of the same clips timed in the
     same pass (`row_pass`), and the reduced-size decode, in interleaved rounds: (one result
-    row per loader, the reduced-size decode result or None)."""
+    row per loader, the reduced-size decode result)."""
     with OwnClock() as clock:
         rr = RoundRobin(cfg.min_time, clock)
         log(f"warming up and calibrating {len(loaders)} rows")
         bytes_read: dict[str, float] = {}
         for ld in loaders:
-            task = _row_task(readers[ld.name], ld, clips, cfg.batch_size, clock)
-            rr.add(f"row/{ld.name}", task)
+            read = readers[ld.name].read
+            args = (read, clips, cfg.batch_size, ld.raw, ld.decode, clock)
+            rr.add(f"row/{ld.name}", functools.partial(row_pass, *args))
             if ld.raw is not None and ld.storage != "memory":
                 bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
         reduced_tasks = _reduced_decode_tasks(memory, rr)
@@ -122,6 +121,8 @@ def measure_one_process(
         rounds = rr.rounds[f"row/{ld.name}"]
         best = rr.best_round(f"row/{ld.name}")
         total = best["total"]
+        # the parts of its reads the row timed besides the whole: none, the raw read, or both
+        split = [] if ld.raw is None else ["read"] if ld.decode is None else ["read", "decode"]
         row: dict[str, Any] = {
             "kind": ld.kind,
             "storage": ld.storage,
@@ -130,39 +131,31 @@ def measure_one_process(
             "clock": clock_kind,
             "clips_per_s": n / total,
             "frames_per_s": n * cfg.frames / total,
-            "times_s": {
-                "total": [p["total"] for p in rounds],
-                "wall": [p["wall"] for p in rounds],
-            },
+            "times_s": {part: [p[part] for p in rounds] for part in ("total", "wall", *split)},
         }
         if ld.raw is not None:
-            dec = best["decode"] if ld.decode is not None else None
-            rest = None if dec is None else 1000 * (total - best["read"] - dec) / n
-            row["split_ms_per_clip"] = {
-                "total": 1000 * total / n,
-                "read": 1000 * best["read"] / n,
-                "decode": None if dec is None else 1000 * dec / n,
-                "rest": rest,
-            }
-            row["times_s"]["read"] = [p["read"] for p in rounds]
-            if ld.decode is not None:
-                row["times_s"]["decode"] = [p["decode"] for p in rounds]
+            ms = {part: 1000 * best[part] / n for part in ("total", *split)}
+            rest = ms["total"] - ms["read"] - ms["decode"] if "decode" in ms else None
+            row["split_ms_per_clip"] = {**ms, "decode": ms.get("decode"), "rest": rest}
             if ld.name in bytes_read:
                 row["bytes_read_per_clip"] = bytes_read[ld.name]
-            _note_split_off(notes, ld.name, row["split_ms_per_clip"])
             if rest is not None and rest < 0:  # parts timed apart: noise, not a negative cost
-                row["split_ms_per_clip"]["rest"] = 0.0
-                row["split_ms_per_clip"]["rest_measured"] = rest
+                row["split_ms_per_clip"].update(rest=0.0, rest_measured=rest)
                 clamped.append(ld.name)
+                # by more than 10%: the same pass timed them, so its timing was disturbed
+                if 0 < ms["total"] < -10 * rest:
+                    notes.append(
+                        f"warning: {ld.name}: read + decode exceed the whole read by "
+                        f"{-rest / ms['total']:.0%} ({ms['total'] - rest:.2f} vs "
+                        f"{ms['total']:.2f} ms/clip); its split was disturbed (other load?): "
+                        "rerun with more --repeats"
+                    )
         results[ld.name] = row
     if clamped:
         notes.append(
             f"rest shown as 0 for {', '.join(clamped)}: read + decode came out larger than the "
             "whole read (timing noise); the measured value is in the JSON (rest_measured)"
         )
-    if reduced_tasks is None:
-        notes.append("reduced-size decode not measured: decode_jpeg has no size= argument")
-        return results, None
     full, dct = rr.best("reduced/full+resize"), rr.best("reduced/dct")
     reduced = {
         **reduced_tasks,
@@ -172,12 +165,6 @@ def measure_one_process(
         "times_s": {"full+resize": rr.times["reduced/full+resize"], "dct": rr.times["reduced/dct"]},
     }
     return results, reduced
-
-
-def _row_task(reader, ld: Loader, clips, batch_size: int, clock):
-    """The timed unit of one row: a `row_pass` over `clips` (raw read and decode of each clip
-    right after its whole read, where the row has them)."""
-    return lambda: row_pass(reader.read, clips, batch_size, ld.raw, ld.decode, clock)
 
 
 def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:
@@ -197,24 +184,11 @@ def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:
     )
 
 
-def _note_split_off(notes: list[str], name: str, split: dict[str, float | None]) -> None:
-    """A warning note when read + decode exceed the whole read by more than 10%: the parts
-    are timed in the same pass, so this means the timing was disturbed, not a real cost."""
-    rest, total = split["rest"], split["total"]
-    if rest is not None and total and rest < -0.1 * total:
-        notes.append(
-            f"warning: {name}: read + decode exceed the whole read by {-rest / total:.0%} "
-            f"({total - rest:.2f} vs {total:.2f} ms/clip); its split was disturbed (other "
-            "load?): rerun with more --repeats"
-        )
-
-
 def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: WorkDir) -> None:
     """Bytes on disk per video (and against the video file), and speed against the references."""
 
     def disk(storage: str) -> float:
-        sizes = [work.video_bytes(storage, v) for v in work.video_ids]
-        return float(np.mean(sizes))
+        return stored_bytes(storage, work.root_of(storage), work.video_ids)
 
     video_disk = disk(ORIGINAL)
     for ld in loaders:
@@ -295,16 +269,13 @@ def measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
         "posix_fadvise(DONTNEED) and the source is created afresh (first-epoch setup included)"
     )
     log(f"timing cold vs warm epochs: {cfg.repeats} interleaved repeats")
-    rows = {
-        ld.name: (
-            lambda make=ld.make: make().read,
-            [p for v in work.video_ids for p in work.files(ld.storage, v)],
-        )
-        for ld in sources
-    }
+    rows = {}
+    for ld in sources:
+        root = work.root_of(ld.storage)
+        files = [p for v in work.video_ids for p in stored_files(ld.storage, root, v)]
+        rows[ld.name] = (lambda make=ld.make: make().read, files)
     with OtherLoad() as other:
         times = cold_and_warm(rows, clips, cfg.batch_size, cfg.repeats)
     note_other_load(notes, "the cold-cache timing", other.cpus)
     for name, t in times.items():
-        cold, warm = min(t["cold"]), min(t["warm"])
-        results[name]["cold"] = {"cold_s": cold, "warm_s": warm, "ratio": cold / warm, **t}
+        results[name]["cold"] = t

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 from vidload._measure.plots import check_plotting, pyplot
-from vidload._measure.tables import align
+from vidload._measure.tables import Column, column, fmt, table
 
-__all__ = ["check_plotting", "plot", "render", "render_table"]
+__all__ = ["check_plotting", "plot", "render"]
 
 Result = dict[str, Any]
 
@@ -19,6 +19,8 @@ CLOCKS = {
     "process (run-queue delay)",
     "wall": "wall-clock time",
 }
+#: The parts of a read in the split table (`row_pass`'s, and the rest).
+_PARTS = ("read", "decode", "rest")
 
 
 def clock_of(result: Result) -> str:
@@ -27,107 +29,67 @@ def clock_of(result: Result) -> str:
     return "own" if kinds == {"own"} else "wall"
 
 
-def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
-    if value is None:
-        return "–"
-    if abs(value) >= 100 and digits <= 1:
-        return f"{value:,.0f}{suffix}"
-    return f"{value:,.{digits}f}{suffix}"
+def _loaders(result: Result) -> list[dict[str, Any]]:
+    """The rows of the loader tables: each loader's results with its "label"."""
+    return [
+        {"label": name if r["kind"] == "source" else f"{name} (ref)", **r}
+        for name, r in result["loaders"].items()
+    ]
 
 
-def render_table(headers: list[str], rows: list[list[str]], *, markdown: bool) -> str:
-    """Columns: the first left-aligned, the others right-aligned."""
-    if markdown:
-        lines = ["| " + " | ".join(headers) + " |"]
-        lines.append("|" + "|".join([":---"] + ["---:"] * (len(headers) - 1)) + "|")
-        lines += ["| " + " | ".join(r) + " |" for r in rows]
-        return "\n".join(lines)
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    return "\n".join(align([headers, ["-" * w for w in widths], *rows]))
+def _label(row: dict[str, Any]) -> str:
+    return row["label"]
 
 
 def speed_table(result: Result, *, markdown: bool) -> str:
-    cfg = result["config"]
+    columns: list[Column] = [
+        ("loader", _label),
+        column("clips/s", "clips_per_s"),
+        column("frames/s", "frames_per_s", digits=0),
+        column("× in-memory", "vs_memory", digits=2, suffix="×"),
+        column("× PIL", "vs_pil", digits=2, suffix="×"),
+    ]
     dl = result.get("dataloader_settings")
-    headers = ["loader", "clips/s", "frames/s", "× in-memory", "× PIL"]
     if dl:
         w = dl["workers"]
-        headers += [f"DataLoader clips/s ({w} worker{'s' * (w != 1)})", "DataLoader ÷ 1 process"]
-    if cfg["cold"]:
-        headers += ["cold ÷ warm epoch"]
-    rows = []
-    for name, r in result["loaders"].items():
-        row = [
-            name if r["kind"] == "source" else f"{name} (ref)",
-            _fmt(r["clips_per_s"]),
-            _fmt(r["frames_per_s"], 0),
-            _fmt(r.get("vs_memory"), 2, "×"),
-            _fmt(r.get("vs_pil"), 2, "×"),
+        columns += [
+            column(f"DataLoader clips/s ({w} worker{'s' * (w != 1)})", "dataloader", "clips_per_s"),
+            column("DataLoader ÷ 1 process", "dataloader", "vs_one_process", digits=2, suffix="×"),
         ]
-        if dl:
-            d = r.get("dataloader")
-            row += [_fmt(d and d["clips_per_s"]), _fmt(d and d["vs_one_process"], 2, "×")]
-        if cfg["cold"]:
-            c = r.get("cold")
-            row += [_fmt(c and c["ratio"], 2, "×")]
-        rows.append(row)
-    return render_table(headers, rows, markdown=markdown)
+    if result["config"]["cold"]:
+        columns.append(column("cold ÷ warm epoch", "cold", "ratio", digits=2, suffix="×"))
+    return "\n".join(table(columns, _loaders(result), markdown=markdown))
+
+
+def _ms_per_clip(row: dict[str, Any]) -> str:
+    return fmt(1000 / row["clips_per_s"] if row["clips_per_s"] else None, 2)
 
 
 def split_table(result: Result, *, markdown: bool) -> str:
-    headers = [
-        "loader",
-        "total ms/clip",
-        "read ms",
-        "decode ms",
-        "rest ms",
-        "KiB read/clip",
-        "MiB on disk/video",
-        "× video size",
+    columns: list[Column] = [
+        ("loader", _label),
+        ("total ms/clip", _ms_per_clip),
+        *(column(f"{part} ms", "split_ms_per_clip", part, digits=2) for part in _PARTS),
+        column("KiB read/clip", "bytes_read_per_clip", scale=1024),
+        column("MiB on disk/video", "disk_bytes_per_video", digits=2, scale=2**20),
+        column("× video size", "disk_vs_video", suffix="×"),
     ]
-    rows = []
-    for name, r in result["loaders"].items():
-        s = r.get("split_ms_per_clip") or {}
-        disk = r.get("disk_bytes_per_video")
-        rows.append(
-            [
-                name if r["kind"] == "source" else f"{name} (ref)",
-                _fmt(1000 / r["clips_per_s"] if r["clips_per_s"] else None, 2),
-                _fmt(s.get("read"), 2),
-                _fmt(s.get("decode"), 2),
-                _fmt(s.get("rest"), 2),
-                _fmt(r["bytes_read_per_clip"] / 1024 if r.get("bytes_read_per_clip") else None),
-                _fmt(disk / 2**20 if disk else None, 2),
-                _fmt(r.get("disk_vs_video"), 1, "×"),
-            ]
-        )
-    return render_table(headers, rows, markdown=markdown)
+    return "\n".join(table(columns, _loaders(result), markdown=markdown))
 
 
 def geometry_table(g: dict, *, markdown: bool) -> str:
     """One geometry set: per source, ms per clip three ways, and the fused path's ratios."""
-    headers = [
-        "source",
-        "fused ms/clip",
-        "full + apply_geometry ms",
-        "full + INTER_AREA ms",
-        "× full + INTER_AREA",
-        "× full + apply_geometry",
-        "mean |diff| vs INTER_AREA",
+    columns: list[Column] = [
+        ("source", _label),
+        column("fused ms/clip", "fused_ms_per_clip", digits=2),
+        column("full + apply_geometry ms", "full_apply_ms_per_clip", digits=2),
+        column("full + INTER_AREA ms", "full_resize_ms_per_clip", digits=2),
+        column("× full + INTER_AREA", "speedup", digits=2),
+        column("× full + apply_geometry", "speedup_vs_apply", digits=2),
+        column("mean |diff| vs INTER_AREA", "mean_abs_diff", digits=2),
     ]
-    rows = [
-        [
-            name,
-            _fmt(row["fused_ms_per_clip"], 2),
-            _fmt(row["full_apply_ms_per_clip"], 2),
-            _fmt(row["full_resize_ms_per_clip"], 2),
-            _fmt(row["speedup"], 2),
-            _fmt(row["speedup_vs_apply"], 2),
-            _fmt(row["mean_abs_diff"], 2),
-        ]
-        for name, row in g["rows"].items()
-    ]
-    return render_table(headers, rows, markdown=markdown)
+    rows = [{"label": name, **row} for name, row in g["rows"].items()]
+    return "\n".join(table(columns, rows, markdown=markdown))
 
 
 def render(result: Result, *, markdown: bool = False) -> str:
@@ -141,55 +103,41 @@ def render(result: Result, *, markdown: bool = False) -> str:
         f"batches of {cfg['batch_size']}; best of {cfg['repeats']} interleaved repeats; "
         f"{result['machine']['cpus']} CPUs"
     )
-    parts = []
-    if markdown:
-        parts.append(f"**{head}**")
-    else:
-        parts.append(head)
-    parts.append("")
-    clock = clock_of(result)
     dl_clock = (
         "; DataLoader columns: wall-clock time, so load from other processes lowers them"
         if result.get("dataloader_settings")
         else ""
     )
-    parts.append(
+    # blocks: the heading, then each table after the line that says what it shows
+    blocks = [
+        f"**{head}**" if markdown else head,
         "Speed, one process, warm page cache (× columns: this row's clips/s over the "
-        f"reference's). One-process columns: {CLOCKS[clock]}{dl_clock}:"
-    )
-    parts.append("")
-    parts.append(speed_table(result, markdown=markdown))
-    parts.append("")
-    parts.append(
+        f"reference's). One-process columns: {CLOCKS[clock_of(result)]}{dl_clock}:",
+        speed_table(result, markdown=markdown),
         "Where the time goes (one process, warm; each clip's parts timed in the same pass): "
         "read = the bytes only, decode = the same bytes already in memory, "
-        "rest = total - read - decode (container, tensors, collate):"
-    )
-    parts.append("")
-    parts.append(split_table(result, markdown=markdown))
+        "rest = total - read - decode (container, tensors, collate):",
+        split_table(result, markdown=markdown),
+    ]
     red = result.get("reduced_decode")
     if red:
-        parts.append("")
-        parts.append(
+        blocks.append(
             f"Reduced-size decode to {red['size'][1]}x{red['size'][0]} (JPEG DCT scaling) vs full "
-            f"decode + cv2.resize(INTER_AREA): {_fmt(red['dct_frames_per_s'], 0)} vs "
-            f"{_fmt(red['full_resize_frames_per_s'], 0)} frames/s = {red['speedup']:.2f}×"
+            f"decode + cv2.resize(INTER_AREA): {fmt(red['dct_frames_per_s'], 0)} vs "
+            f"{fmt(red['full_resize_frames_per_s'], 0)} frames/s = {red['speedup']:.2f}×"
         )
     for g in result.get("geometry") or []:
-        parts.append("")
-        parts.append(
+        blocks.append(
             f"Fused resize, {g['label']} ({g['input'][0]}x{g['input'][1]} -> "
             f"{g['output'][0]}x{g['output'][1]}), "
             f"{g['clips']} clips: read(..., geometry=) vs a full-size read, then "
             "apply_geometry (the same filters) or cv2.resize(INTER_AREA):"
         )
-        parts.append("")
-        parts.append(geometry_table(g, markdown=markdown))
+        blocks.append(geometry_table(g, markdown=markdown))
     notes = result.get("notes", [])
     if notes:
-        parts.append("")
-        parts += [("- " if markdown else "* ") + n for n in notes]
-    return "\n".join(parts)
+        blocks.append("\n".join(("- " if markdown else "* ") + n for n in notes))
+    return "\n\n".join(blocks)
 
 
 def plot(result: Result, path: Path) -> None:

@@ -96,34 +96,26 @@ def build_loaders(
             lambda: PyAvFromStart(vids),
         ),
     ]
-    why = optional_import("torchcodec")
-    if why is None:
-        loaders.append(
-            Loader(
-                "torchcodec",
-                "reference",
-                ORIGINAL,
-                'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
-                "(FFmpeg's best video stream, as VideoSource)",
-                lambda: TorchcodecExact(vids),
-            )
-        )
-    else:
-        notes.append(f"torchcodec skipped: cannot import it here ({why})")
-    why = optional_import("decord")
-    if why is None:
-        loaders.append(
-            Loader(
-                "decord",
-                "reference",
-                ORIGINAL,
-                "decord VideoReader(num_threads=1).get_batch "
-                "(FFmpeg's best video stream, as VideoSource)",
-                lambda: DecordBatch(vids),
-            )
-        )
-    else:
-        notes.append(f"decord skipped: cannot import it here ({why})")
+    for name, description, reader in (
+        (
+            "torchcodec",
+            'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
+            "(FFmpeg's best video stream, as VideoSource)",
+            TorchcodecExact,
+        ),
+        (
+            "decord",
+            "decord VideoReader(num_threads=1).get_batch "
+            "(FFmpeg's best video stream, as VideoSource)",
+            DecordBatch,
+        ),
+    ):
+        cannot = optional_import(name)
+        if cannot is None:
+            make = functools.partial(reader, vids)
+            loaders.append(Loader(name, "reference", ORIGINAL, description, make))
+        else:
+            notes.append(f"{name} skipped: cannot import it here ({cannot})")
     if only is not None:
         loaders = [ld for ld in loaders if ld.name in only]
     return loaders

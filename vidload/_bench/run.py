@@ -9,13 +9,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import platform
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from vidload._bench.config import BenchConfig
 from vidload._bench.geometry import measure_geometry
 from vidload._bench.loaders import MemoryJpeg
 from vidload._bench.measure import (
@@ -37,93 +38,23 @@ from vidload._bench.workdir import (
     prepare,
     ram_copy,
 )
-from vidload._checks import check_int, check_positive_int, check_real
-from vidload._cpus import default_workers
 from vidload._cv2 import cv2
 from vidload._kinds import formats
-from vidload._measure.timing import settled_heap
-from vidload.sampling import segment_indices
+from vidload._measure.clips import common_counts, sample_clips, why
+from vidload._measure.timing import measuring
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
 
 
-#: The settings `measure_geometry` takes by the names `BenchConfig` has for them.
-_GEOMETRY_SETTINGS = (
-    "clips", "frames", "repeats", "min_time", "seed", "quality", "only", "convert_workers",
-    "progress",
-)  # fmt: skip
-
-
-@dataclass
-class BenchConfig:
-    """Settings of one benchmark run (the command line's options)."""
-
-    data: Path | None = None
-    work: Path | None = None
-    num_videos: int = 8
-    clips: int = 64
-    repeats: int = 3
-    frames: int = 8
-    batch_size: int = 16
-    workers: int = field(default_factory=default_workers)
-    seed: int = 0
-    quality: int = 95
-    short_side: int | None = None
-    min_time: float = 0.3
-    cold: bool = False
-    bucket: str | None = None  # --bucket URL: only the bucket-against-local-disk rows
-    dataloader: bool = True
-    only: tuple[str, ...] | None = None
-    synth_seconds: float = 7.0
-    synth_size: tuple[int, int] = (320, 240)
-    convert_workers: int | None = None  # None: default_workers()
-    progress: bool = True
-    geometry_short_side: int | None = 128  # None: no geometry rows
-    geometry_hd: tuple[int, int] | None = (1920, 1080)  # None: no high-resolution sample
-    geometry_hd_seconds: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("num_videos", "clips", "repeats", "frames", "batch_size"):
-            setattr(self, name, check_positive_int(name, getattr(self, name)))
-        self.workers = check_int("workers", self.workers, minimum=0)
-        self.min_time = check_real("min_time", self.min_time)
-        if not self.min_time >= 0:  # NaN too
-            raise ValueError(f"min_time ({self.min_time}) must be >= 0")
-        if self.only is not None:
-            unknown = sorted(set(self.only) - set(source_names()) - set(REFERENCE_NAMES))
-            if unknown:
-                raise ValueError(
-                    f"--only names unknown loaders {unknown}; choose from "
-                    f"{', '.join(source_names() + REFERENCE_NAMES)}"
-                )
-
-
-def sample_clips(
+def sample_bench_clips(
     work: WorkDir, counts: dict[str, int], cfg: BenchConfig
 ) -> tuple[list[tuple[str, np.ndarray]], list[int]]:
-    """`cfg.clips` clips (video id, int64 indices), cycling over `work.video_ids` in a shuffled
-    order; indices from `segment_indices(n, frames, train=True)` with n = `counts[video id]`
-    (the smallest frame count any source has for that video, so every row can read every
-    clip)."""
-    rng = np.random.default_rng(cfg.seed)
-    clips: list[tuple[str, np.ndarray]] = []
-    labels: list[int] = []
-    order: list[str] = []
-    while len(clips) < cfg.clips:
-        if not order:
-            order = [work.video_ids[i] for i in rng.permutation(len(work.video_ids))]
-        vid = order.pop()
-        idx = segment_indices(counts[vid], cfg.frames, train=True, rng=rng)
-        clips.append((vid, idx))
-        labels.append(work.labels[vid])
-    return clips, labels
-
-
-def _why(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[-1] if text else ''}"[:300]
+    """`cfg.clips` TSN segment clips of `cfg.frames` frames over the videos of `counts`
+    (`vidload._measure.clips.sample_clips`, seed `cfg.seed`), and their labels."""
+    clips = sample_clips(counts, clips=cfg.clips, num_frames=cfg.frames, seed=cfg.seed)
+    return clips, [work.labels[vid] for vid, _ in clips]
 
 
 def usable_clips(
@@ -138,21 +69,16 @@ def usable_clips(
     counts, {dropped video id: which row failed and why}).
     """
     dropped: dict[str, str] = {}
-    counts: dict[str, int] = {}
-    for vid in work.video_ids:
-        try:
-            counts[vid] = min(src.actual_frames(vid) for src in sources.values())
-        except Exception as e:  # noqa: BLE001 - named in the report, left out of every row
-            dropped[vid] = f"counting its frames: {_why(e)}"
+    counts = common_counts(sources, work.video_ids, dropped)
     while True:
         kept = [v for v in work.video_ids if v not in dropped]
         if not kept:
             raise ValueError(
                 "no video can be read by every row: "
-                + "; ".join(f"{v}: {why}" for v, why in sorted(dropped.items()))
+                + "; ".join(f"{v}: {reason}" for v, reason in sorted(dropped.items()))
             )
         kept_work = dataclasses.replace(work, video_ids=kept)
-        clips, labels = sample_clips(kept_work, counts, cfg)
+        clips, labels = sample_bench_clips(kept_work, {v: counts[v] for v in kept}, cfg)
         before = len(dropped)
         for name, reader in readers.items():
             for vid, idx in clips:
@@ -163,7 +89,7 @@ def usable_clips(
                         reader.preload(vid, idx)
                     reader.read(vid, idx)
                 except Exception as e:  # noqa: BLE001 - decord, torchcodec, PyAV, vidload
-                    dropped[vid] = f"row {name}: {_why(e)}"
+                    dropped[vid] = f"row {name}: {why(e)}"
         if len(dropped) == before:
             return kept_work, clips, labels, {v: counts[v] for v in kept}, dropped
 
@@ -174,13 +100,8 @@ def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
     One-process figures run with one torch thread, as a DataLoader worker does: torch's
     intra-op threads would otherwise fight other processes for the cores during `stack`.
     """
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with settled_heap():
-            return _run(cfg)
-    finally:
-        torch.set_num_threads(threads)
+    with measuring():
+        return _run(cfg)
 
 
 def _run(cfg: BenchConfig) -> dict[str, Any]:
@@ -205,8 +126,8 @@ def _run(cfg: BenchConfig) -> dict[str, Any]:
         workers=cfg.convert_workers,
         progress=cfg.progress,
     )
-    for vid, why in sorted(work.failed.items()):
-        notes.append(f"left out {vid}: {why}")
+    for vid, reason in sorted(work.failed.items()):
+        notes.append(f"left out {vid}: {reason}")
     if cfg.bucket is not None:
         return _measure_bucket(cfg, work, spec, notes, cfg.bucket)
     with ram_copy(work.videos, work.video_ids, notes) as ram_videos:
@@ -221,8 +142,13 @@ def _measure_bucket(
 
     bucket.upload_work(work, url)
     sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    counts = {v: min(s.actual_frames(v) for s in sources.values()) for v in work.video_ids}
-    clips, _labels = sample_clips(work, counts, cfg)
+    dropped: dict[str, str] = {}
+    counts = common_counts(sources, work.video_ids, dropped)
+    left_out = [f"{vid}: {reason}" for vid, reason in sorted(dropped.items())]
+    if not counts:
+        raise ValueError(f"no video can be read by every bucket row: {'; '.join(left_out)}")
+    notes += [f"left out {line}" for line in left_out]
+    clips, _labels = sample_bench_clips(work, counts, cfg)
     notes.append(bucket.bucket_path_note(url))
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
     rows = bucket.measure_bucket(
@@ -233,21 +159,7 @@ def _measure_bucket(
         workers=cfg.workers,
         batch_size=cfg.batch_size,
     )
-    return {
-        "config": {
-            **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
-            "statistic": f"best of {cfg.repeats} interleaved repeats",
-        },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "data": {
-            "work": str(work.root),
-            "origin": work.origin,
-            "description": _describe(work, spec, counts),
-            "num_videos": len(work.video_ids),
-        },
-        "bucket": rows,
-        "notes": notes,
-    }
+    return _result(cfg, work, spec, counts, notes, {}, {}, bucket=rows)
 
 
 def _measure(
@@ -268,8 +180,8 @@ def _measure(
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
     work, clips, labels, counts, dropped = usable_clips(work, all_sources, readers, cfg)
-    for vid, why in sorted(dropped.items()):
-        notes.append(f"left out {vid} from every row (so that rows stay comparable): {why}")
+    for vid, reason in sorted(dropped.items()):
+        notes.append(f"left out {vid} from every row (so that rows stay comparable): {reason}")
     memory = readers.get("memory") or MemoryJpeg(frame_folders(work))
     for vid, idx in clips:
         memory.preload(vid, idx)
@@ -286,41 +198,49 @@ def _measure(
         measure_cold(sources, work, clips, results, cfg, notes)
     geometry = None
     if cfg.geometry_short_side is not None:
-        geometry = measure_geometry(
-            work,
-            _describe(work, spec, counts),
-            work.root / "geometry-hd",
-            short_side=cfg.geometry_short_side,
-            hd_size=cfg.geometry_hd,
-            hd_seconds=cfg.geometry_hd_seconds,
-            **{name: getattr(cfg, name) for name in _GEOMETRY_SETTINGS},
-        )
+        label = _describe(work, spec, counts)
+        geometry = measure_geometry(work, label, cfg.geometry_short_side, cfg)
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
+    machine = {
+        "platform": platform.platform(),
+        "torch": torch.__version__,
+        "cuda": torch.cuda.is_available(),
+        "opencv": cv2.__version__,
+    }
+    return _result(
+        cfg, work, spec, counts, notes, machine, {"frames_per_video": counts},
+        dataloader_settings=dl_settings, loaders=results, reduced_decode=reduced,
+        geometry=geometry,
+    )  # fmt: skip
+
+
+def _result(
+    cfg: BenchConfig,
+    work: WorkDir,
+    spec: SynthSpec,
+    counts: dict[str, int],
+    notes: list[str],
+    machine: dict[str, Any],
+    data: dict[str, Any],
+    **measured: Any,
+) -> dict[str, Any]:
+    """The results as `--json` writes them: the settings, the machine, the data, what was
+    `measured` and the notes."""
     return {
         "config": {
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
             "statistic": f"best of {cfg.repeats} interleaved repeats",
         },
-        "machine": {
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "torch": torch.__version__,
-            "cuda": torch.cuda.is_available(),
-            "opencv": cv2.__version__,
-        },
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), **machine},
         "data": {
             "work": str(work.root),
             "origin": work.origin,
             "description": _describe(work, spec, counts),
             "num_videos": len(work.video_ids),
-            "frames_per_video": counts,
+            **data,
         },
-        "dataloader_settings": dl_settings,
-        "loaders": results,
-        "reduced_decode": reduced,
-        "geometry": geometry,
+        **measured,
         "notes": notes,
     }
 

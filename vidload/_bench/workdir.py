@@ -19,9 +19,7 @@ import hashlib
 import json
 import os
 import shutil
-import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -29,15 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
-from vidload._kinds import formats, get_kind
+from vidload._kinds import formats
 from vidload._layout import MANIFEST_NAME
-from vidload._measure.videos import find_videos, link_user_videos, require_videos
+from vidload._measure.clips import ORIGINAL
+from vidload._measure.timing import Log
+from vidload._measure.videos import UserVideos, find_videos, link_videos
 from vidload.errors import UsageError
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
-#: The storage name of the videos as they are (`files`); the kinds' are their names.
-ORIGINAL = "original"
 #: The row of the original video files, read by `VideoSource` (the `video` kind's own row,
 #: `convert --to video`'s files, is "video-reencoded").
 VIDEO_ROW = "video"
@@ -55,21 +53,9 @@ class WorkDir:
     converted: dict[str, Path] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # video id -> why it is left out
 
-    def files(self, storage: str, video_id: str) -> list[Path]:
-        """The files that hold `video_id` in `storage` (`ORIGINAL`: the video file, else a
-        storage kind of `vidload._kinds`: `StorageFormat.files`)."""
-        if storage == ORIGINAL:
-            return [self.videos / video_id]
-        if storage not in self.converted:
-            known = ", ".join(map(repr, (ORIGINAL, *self.converted)))
-            raise ValueError(f"storage ({storage!r}) must be one of {known}")
-        return get_kind(storage).files(self.converted[storage], video_id)
-
-    def video_bytes(self, storage: str, video_id: str) -> int:
-        """The bytes on disk that hold `video_id` in `storage` (a kind's `video_bytes`)."""
-        if storage == ORIGINAL or storage not in self.converted:
-            return sum(p.stat().st_size for p in self.files(storage, video_id))
-        return get_kind(storage).video_bytes(self.converted[storage], video_id)
+    def root_of(self, storage: str) -> Path:
+        """Where `storage` is (`ORIGINAL`: the videos, else a kind's conversion)."""
+        return self.videos if storage == ORIGINAL else self.converted[storage]
 
 
 def frame_folders(work: WorkDir) -> Path:
@@ -88,12 +74,8 @@ def default_work_dir(data: Path | None) -> Path:
     return base / f"data-{data.resolve().name}-{digest}"
 
 
-_START = time.perf_counter()
-
-
-def log(message: str) -> None:
-    """A progress line on stderr, with the seconds since the benchmark module was loaded."""
-    print(f"[bench {time.perf_counter() - _START:6.1f}s] {message}", file=sys.stderr, flush=True)
+#: The benchmark's progress lines, timed from when this module was loaded.
+log = Log("bench")
 
 
 def _fingerprint(videos: Path, ids: list[str]) -> dict[str, list[int]]:
@@ -159,13 +141,13 @@ def prepare(
         if not data.is_dir():
             raise UsageError(f"DATA ({data}) must be a folder of videos")
         # x.mp4 and x.avi both kept: convert names them apart
-        ids = require_videos(data, str(data), UsageError)[:num_videos]
+        ids = UserVideos(data).find(str(data), UsageError).ids[:num_videos]
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)
             or find_videos(videos) != ids
         ):
-            link_user_videos(data, videos, ids)
+            link_videos(videos, {vid: (data / vid).resolve() for vid in ids})
             state = {}
     fingerprint = _fingerprint(videos, ids)
     # convert's keywords, and what the state file records of each format

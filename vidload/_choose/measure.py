@@ -1,12 +1,12 @@
 """What `vidload choose` measures on each storage: bytes, warm and cold read speed, PSNR.
 
-The timing machinery is the one bench uses too (`vidload._measure.timing`): a row's pass reads every
-clip through the storage's source, makes tensors and collates them (`row_pass`); rows are
+The timing machinery is the one bench uses too (`vidload._measure.timing`): a row's pass reads
+every clip through the storage's source, makes tensors and collates them (`row_pass`); rows are
 interleaved round-robin and the best round counts (`RoundRobin`); cold passes evict the files
-first (`cold_and_warm`). Warm reads are timed in CPU seconds of this process
-(`time.process_time`, all its threads), so clips/s per core is clips per CPU-second and other
-processes on the machine do not count. Cold reads are timed in wall-clock seconds, since waiting
-for the disk is what they cost.
+first (`cold_and_warm`); the clips are `vidload._measure.clips`'. Warm reads are timed in CPU
+seconds of this process (`time.process_time`, all its threads), so clips/s per core is clips
+per CPU-second and other processes on the machine do not count. Cold reads are timed in
+wall-clock seconds, since waiting for the disk is what they cost.
 """
 
 from __future__ import annotations
@@ -15,28 +15,18 @@ import functools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from vidload._measure.timing import Reader, RoundRobin, cold_and_warm, row_pass
+from vidload._measure.clips import Clip
+from vidload._measure.timing import Reader, RoundRobin, row_pass
 from vidload.convert import resize_short_side
-from vidload.sampling import SamplingMode, sample_clip, segment_indices
+from vidload.sampling import segment_indices
 
 __all__ = [
-    "PSNR_CAP_DB",
-    "bytes_per_video",
-    "cold_rates",
-    "cut_to",
-    "psnr",
-    "sample_clips",
-    "spread",
-    "storage_files",
-    "warm_rates",
-]
-
-Clip = tuple[str, np.ndarray]
+    "PSNR_CAP_DB", "cut_to", "psnr", "psnr_indices", "reference_frames", "spread", "warm_rates"
+]  # fmt: skip
 
 #: PSNR given to a frame identical to its reference (infinite otherwise): above any lossy
 #: storage here (JPEG q95 is 40-45 dB), and a finite number for the JSON.
@@ -51,42 +41,6 @@ def spread(ids: Sequence[str], k: int) -> list[str]:
     if k >= n:
         return list(ids)
     return [ids[(2 * i + 1) * n // (2 * k)] for i in range(k)]
-
-
-def storage_files(source: Any, video_id: str) -> list[Path]:
-    """The files that hold `video_id` in `source`'s storage: those it reads (`source.files`)."""
-    return list(source.files(video_id))
-
-
-def bytes_per_video(source: Any, video_ids: Sequence[str]) -> float:
-    """Mean bytes on disk of the files that hold each video (`storage_files`)."""
-    sizes = [sum(p.stat().st_size for p in storage_files(source, v)) for v in video_ids]
-    return float(np.mean(sizes))
-
-
-def sample_clips(
-    counts: Mapping[str, int],
-    *,
-    clips: int,
-    num_frames: int,
-    sampling: SamplingMode,
-    stride: int,
-    seed: int,
-) -> list[Clip]:
-    """`clips` training clips (video id, int64 indices), cycling over the videos in shuffled
-    orders; the indices from `vidload.sampling.sample_clip` (what `ClipDataset` samples) on
-    `counts[video]` frames. The same list serves every storage."""
-    rng = np.random.default_rng(seed)
-    ids = sorted(counts)
-    out: list[Clip] = []
-    order: list[str] = []
-    while len(out) < clips:
-        if not order:
-            order = [ids[i] for i in rng.permutation(len(ids))]
-        vid = order.pop()
-        idx = sample_clip(sampling, counts[vid], num_frames, train=True, rng=rng, stride=stride)
-        out.append((vid, idx))
-    return out
 
 
 def psnr_indices(count: int, frames: int) -> np.ndarray:
@@ -143,42 +97,15 @@ def warm_rates(
     rounds: int,
     min_time: float,
     log: Callable[[str], None],
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, float]:
     """Clips per CPU-second of each reader, warm, in one process: best of `rounds` rounds
     interleaved over the readers (each calibrated to last `min_time` s). Returns {name:
-    {"clips_per_s_per_core", "times_s": CPU seconds per pass of each round}}."""
+    clips per second per core}."""
     clock = time.process_time
     rr = RoundRobin(min_time, clock)
     for name, read in readers.items():
         log(f"  warming up {name}")
         rr.add(name, functools.partial(row_pass, read, clips, batch_size, clock=clock))
     rr.run(rounds, on_round=lambda r: log(f"  round {r + 1}/{rounds} done"))
-    out = {}
-    for name in readers:
-        best = rr.best(name)
-        out[name] = {
-            "clips_per_s_per_core": len(clips) / best if best > 0 else math.inf,
-            "times_s": rr.times[name],
-        }
-    return out
-
-
-def cold_rates(
-    rows: Mapping[str, tuple[Callable[[], Reader], Sequence[Path]]],
-    clips: Sequence[Clip],
-    *,
-    batch_size: int,
-    rounds: int,
-) -> dict[str, dict[str, Any]]:
-    """Clips per wall-clock second of a first pass with the files evicted from the page cache
-    and a new source (best of `rounds`), and that pass's time over the warm pass after it."""
-    times = cold_and_warm(rows, clips, batch_size, rounds)
-    out = {}
-    for name, t in times.items():
-        cold, warm = min(t["cold"]), min(t["warm"])
-        out[name] = {
-            "cold_clips_per_s": len(clips) / cold,
-            "cold_vs_warm": cold / warm,
-            "times_s": t,
-        }
-    return out
+    best = {name: rr.best(name) for name in readers}  # CPU seconds per pass
+    return {name: len(clips) / t if t > 0 else math.inf for name, t in best.items()}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from vidload._measure.plots import check_plotting, pyplot
-from vidload._measure.tables import align
+from vidload._measure.tables import table
 
 __all__ = ["CELLS", "check_plotting", "plot", "render"]
 
@@ -49,9 +49,10 @@ CELLS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
 
 def table_lines(rows: list[dict[str, Any]]) -> list[str]:
     """The table: a header, then one line per row (`*` first on frontier rows)."""
-    cells = [[h for h, _, _ in CELLS]] + [[fmt(r[key]) for _, key, fmt in CELLS] for r in rows]
+    columns = [(h, lambda r, key=key, fmt=fmt: fmt(r[key])) for h, key, fmt in CELLS]
     marks = [" "] + ["*" if r["frontier"] else " " for r in rows]
-    return [f"{mark} {line}" for mark, line in zip(marks, align(cells), strict=True)]
+    lines = table(columns, rows, rule=False)
+    return [f"{mark} {line}" for mark, line in zip(marks, lines, strict=True)]
 
 
 def render(result: dict[str, Any]) -> str:

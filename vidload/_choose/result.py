@@ -24,12 +24,10 @@ class StorageRow:
         data_bytes: DATA's total bytes times `size_ratio`.
         clips_per_s_per_core: warm clips per CPU-second, one process.
         cold_clips_per_s: clips per wall-clock second of a cold first pass (None: not measured).
-        cold_vs_warm: that pass's time against the warm pass right after it.
         psnr_db: mean PSNR (dB) against the original decode; None for the originals (exact).
         psnr_min_db: the worst frame's PSNR.
         convert_cpu_s_per_video: CPU seconds per video to build it (None for the originals).
         data_convert_core_h: core-hours to build it for all of DATA (scaled by bytes).
-        meets_need: clips_per_s_per_core x cores >= need (None without a need).
         spec: what it is (`StorageSpec` fields).
     """
 
@@ -40,12 +38,10 @@ class StorageRow:
     data_bytes: float
     clips_per_s_per_core: float
     cold_clips_per_s: float | None
-    cold_vs_warm: float | None
     psnr_db: float | None
     psnr_min_db: float | None
     convert_cpu_s_per_video: float | None
     data_convert_core_h: float | None
-    meets_need: bool | None
     spec: dict[str, Any]
 
 
@@ -72,10 +68,6 @@ class ChooseResult:
     config: dict[str, Any]
     notes: tuple[str, ...] = ()
     workdir: str | None = None
-
-    @property
-    def frontier_rows(self) -> tuple[StorageRow, ...]:
-        return tuple(r for r in self.rows if r.frontier)
 
     def to_json(self) -> dict[str, Any]:
         """The dictionary `vidload choose --json` writes: {"rows": [...], "recommendation",

@@ -14,6 +14,7 @@ from typing import Any
 
 from vidload._checks import check_choice
 from vidload._kinds import formats, get_kind, kind_names
+from vidload._measure.clips import ORIGINAL
 
 __all__ = [
     "DEFAULT_STORAGES",
@@ -21,12 +22,8 @@ __all__ = [
     "build_storage",
     "open_storage",
     "storage_forms",
-    "stored_bytes",
-    "stored_files",
 ]
 
-#: The candidate that is the videos as they are (`VideoSource`), no storage kind.
-ORIGINAL = "original"
 #: The options a candidate may set: each kind takes those of its own options dataclass
 #: (`StorageFormat.options`: `quality` for the JPEG kinds; `gop`, `crf`, `preset` for video).
 _OPTIONS = ("quality", "gop", "crf", "preset")
@@ -194,22 +191,3 @@ def open_storage(spec: StorageSpec, root: Path) -> Any:
 
         return VideoSource(root)
     return get_kind(spec.to).open(root)
-
-
-def stored_files(spec: StorageSpec, root: Path, source: Any, video_id: str) -> list[Path]:
-    """The files that hold `video_id` in `spec`'s storage under `root` (a cold read drops them
-    from the page cache): the originals' are those their source reads, a kind's its
-    `StorageFormat.files`."""
-    if spec.to == ORIGINAL:
-        return list(source.files(video_id))
-    return get_kind(spec.to).files(root, video_id)
-
-
-def stored_bytes(spec: StorageSpec, root: Path, source: Any, video_ids: list[str]) -> float:
-    """Mean bytes on disk of each video in `spec`'s storage (a kind's `video_bytes`: its own
-    share where one file holds many videos)."""
-    if spec.to == ORIGINAL:
-        sizes = [sum(p.stat().st_size for p in source.files(v)) for v in video_ids]
-    else:
-        sizes = [get_kind(spec.to).video_bytes(root, v) for v in video_ids]
-    return sum(sizes) / len(sizes)

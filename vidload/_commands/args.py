@@ -88,19 +88,22 @@ def kind_help(name: str, form: str) -> str:
     return form.format(described=kind.described, reader=kind.source.__name__)
 
 
-def kinds_described(names: Sequence[str] | None = None, *, last: str = "or") -> str:
-    """What the kinds `names` (default: every kind of the table) are, as a help text lists
-    them: "JPEG frame folders, .h5 files, .npy files or video files"."""
-    words = [kind_help(n, "{described}") for n in (kind_names() if names is None else names)]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+def kinds_described() -> str:
+    """What the kinds of the table are, as a help text lists them: "JPEG frame folders, .h5
+    files, .npy files or video files"."""
+    return _listed([kind_help(n, "{described}") for n in kind_names()])
 
 
 def inputs_described() -> str:
     """What `convert` and `probe` take as INPUT: video files, and the containers of the
     kinds the table says they take ("video files, JPEG frame folders, .h5 files or .npy
     files")."""
-    words = ["video files", *(k.described for k in input_kinds())]
-    return f"{', '.join(words[:-1])} or {words[-1]}"
+    return _listed(["video files", *(k.described for k in input_kinds())])
+
+
+def _listed(words: Sequence[str]) -> str:
+    """The words as a sentence lists them: "a, b or c" ("a" alone)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
@@ -205,12 +208,12 @@ def check_paths(args: argparse.Namespace, *, name: str = "INPUT", url: bool = Tr
         raise UsageError(f"--root ({args.root!r}) is not a folder")
 
 
-def check_storage_option(args: argparse.Namespace) -> None:
-    """`--storage-option` is for URLs: given where INPUT (and OUTPUT) are local paths it would
-    be ignored, so it is a usage error."""
+def check_storage_option(args: argparse.Namespace, output: str | None = None) -> None:
+    """`--storage-option` is for URLs: given where INPUT (and `output`, convert's OUTPUT) are
+    local paths it would be ignored, so it is a usage error."""
     from vidload._storage import Location
 
-    given = {"INPUT": args.input, "OUTPUT": getattr(args, "output", None)}
+    given = {"INPUT": args.input, "OUTPUT": output}
     remote = [Location(t).over_network for t in given.values() if t is not None]
     if args.storage_option and not any(remote):
         paths = " and ".join(n for n, t in given.items() if t is not None)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import inspect
 from pathlib import Path
 from typing import Any
 
@@ -137,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from vidload._choose import report
+    from vidload._choose.options import ChooseOptions
     from vidload._choose.storages import default_storages
     from vidload.choose import choose
 
@@ -155,24 +155,22 @@ def run(args: argparse.Namespace) -> int:
             report.check_plotting()
         except RuntimeError as e:
             raise UsageError(str(e)) from e
-    quick, pick = args.quick, quick_or(args.quick)
-    normal = {k: p.default for k, p in inspect.signature(choose).parameters.items()}
-
+    pick, normal = quick_or(args.quick), ChooseOptions  # its defaults are choose()'s
     result = choose(
         args.input,
         storage_options=options,
-        sample=pick(args.sample, normal["sample"], 2),
+        sample=pick(args.sample, normal.sample, 2),
         storages=args.storages if args.storages is not None else default_storages(),
         short_side=args.short_side,
         num_frames=args.num_frames,
         sampling=args.sampling,
         stride=args.stride,
-        clips=pick(args.clips, normal["clips"], 4),
-        rounds=pick(args.rounds, normal["rounds"], 1),
-        min_time=0.0 if quick else 0.3,
+        clips=pick(args.clips, normal.clips, 4),
+        rounds=pick(args.rounds, normal.rounds, 1),
+        min_time=0.0 if args.quick else normal.min_time,
         cold=not args.no_cold,
         cold_rounds=args.cold_rounds,
-        psnr_frames=4 if quick else 16,
+        psnr_frames=4 if args.quick else normal.psnr_frames,
         need=args.need,
         cores=args.cores,
         min_psnr=args.min_psnr,

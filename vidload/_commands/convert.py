@@ -116,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
-    check_storage_option(args)
+    check_storage_option(args, args.output)
     _jpeg_options(args)
     from vidload.convert import run_convert
 

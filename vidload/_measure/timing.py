@@ -25,8 +25,10 @@ import functools
 import gc
 import math
 import os
+import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +36,8 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
-Clip = tuple[str, np.ndarray]
+from vidload._measure.clips import Clip
+
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
 
 
@@ -46,21 +49,21 @@ def collate_clips(batch: Sequence[tuple[torch.Tensor, int]]):
     return [clip for clip, _ in batch], torch.tensor([label for _, label in batch])
 
 
-def build_batch(read: Callable[[str, np.ndarray], np.ndarray], clips: Sequence[Clip]):
-    """What a training step receives: each clip read, made a uint8 (T, C, H, W) tensor, and
-    collated as the DataLoader does (`collate_clips`)."""
-    return collate_clips(
-        [(torch.from_numpy(read(v, idx)).permute(0, 3, 1, 2), 0) for v, idx in clips]
-    )
-
-
-def one_pass(read, clips: Sequence[Clip], batch_size: int) -> None:
-    """Read every clip, in batches of `batch_size`, as one process training would."""
-    for start in range(0, len(clips), batch_size):
-        build_batch(read, clips[start : start + batch_size])
-
-
 Parts = dict[str, float]
+
+
+@dataclass
+class Log:
+    """Progress lines on stderr (where `enabled`), each with the seconds since it was made."""
+
+    command: str
+    enabled: bool = True
+    start: float = field(default_factory=time.perf_counter)
+
+    def __call__(self, message: str) -> None:
+        if self.enabled:
+            elapsed = time.perf_counter() - self.start
+            print(f"[{self.command} {elapsed:6.1f}s] {message}", file=sys.stderr, flush=True)
 
 
 def row_pass(
@@ -71,7 +74,9 @@ def row_pass(
     decode: Callable[[Any], object] | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Parts:
-    """One pass as `one_pass` reads it, with the time split between its parts.
+    """One pass over `clips` as one process training reads them: each clip read, made a uint8
+    (T, C, H, W) tensor, and collated in batches of `batch_size` as the DataLoader does
+    (`collate_clips`), with the time split between its parts.
 
     Each clip is read whole (`read`, made a tensor) and then, where the row has them, read raw
     (`raw(video_id, indices)`) and the bytes just read decoded (`decode(payload)`), so the three
@@ -101,25 +106,23 @@ def row_pass(
     return {"total": total, "read": read_s, "decode": decode_s}
 
 
-def calibrate(seconds_per_pass: float, min_time: float, max_passes: int = 50) -> int:
-    """Passes per timed unit so one unit lasts at least `min_time` seconds."""
-    if seconds_per_pass <= 0:
-        return max_passes
-    return max(1, min(max_passes, math.ceil(min_time / seconds_per_pass)))
-
-
-_settled = 0  # depth of `settled_heap()`: inside it, what survives a collection stays frozen
+_settled = 0  # depth of `measuring()`: inside it, what survives a collection stays frozen
 
 
 @contextlib.contextmanager
-def settled_heap() -> Iterator[None]:
-    """Inside: each timing's garbage collection (`collect_garbage`) walks only the objects made
+def measuring() -> Iterator[None]:
+    """A measuring run: torch on one thread, as in a DataLoader worker (torch's intra-op
+    threads would fight other processes for the cores and skew CPU time), on a settled heap.
+
+    Settled: each timing's garbage collection (`collect_garbage`) walks only the objects made
     since the last one. Every timing first collects garbage, so that no row pays for a
     collection of another's leftovers; a full collection walks the whole heap (about 0.2 s with
     torch imported), and a bench run times about a hundred units. So what survives a collection
     is frozen (`gc.freeze`: kept out of later collections) until the run ends, when it is
     unfrozen and collectable again."""
     global _settled
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
     _settled += 1
     try:
         yield
@@ -127,22 +130,35 @@ def settled_heap() -> Iterator[None]:
         _settled -= 1
         if not _settled:
             gc.unfreeze()
+        torch.set_num_threads(threads)
 
 
 def collect_garbage() -> None:
-    """Collect garbage before a timing (inside `settled_heap()`: only objects made since)."""
+    """Collect garbage before a timing (inside `measuring()`: only objects made since)."""
     gc.collect()
     if _settled:
         gc.freeze()
 
 
-def timed(fn: Callable[[], object], passes: int = 1) -> float:
-    """Seconds per call of `fn`, averaged over `passes` back-to-back calls."""
+def timed(
+    fn: Callable[[], object], passes: int = 1, clock: Callable[[], float] = time.perf_counter
+) -> Parts:
+    """Seconds per call of `passes` back-to-back calls of `fn`, garbage collected first:
+    "wall" (wall-clock) and "total" (measured with `clock`); a `fn` that returns a dict of
+    seconds (`row_pass`, which must then use the same clock) adds that dict's averages."""
     collect_garbage()
-    start = time.perf_counter()
+    sums: Parts = {}
+    wall, own = time.perf_counter(), clock()
     for _ in range(passes):
-        fn()
-    return (time.perf_counter() - start) / passes
+        parts = fn()
+        if isinstance(parts, dict):
+            for key, value in parts.items():
+                sums[key] = sums.get(key, 0.0) + value
+    own = clock() - own
+    wall = time.perf_counter() - wall
+    sums.setdefault("total", own)
+    sums["wall"] = wall
+    return {key: value / passes for key, value in sums.items()}
 
 
 class RoundRobin:
@@ -163,15 +179,17 @@ class RoundRobin:
     def add(self, name: str, fn: Callable[[], object]) -> Parts:
         """Run `fn` once (warm-up: files opened, indexes built, caches filled), calibrate, and
         schedule it. Returns the warm-up's parts."""
-        parts = self._timed(fn, 1)
-        self.tasks.append((name, fn, calibrate(parts["wall"], self.min_time)))
+        parts = timed(fn, 1, self.clock)
+        # passes per timed unit, so that one unit lasts at least `min_time` seconds
+        passes = math.ceil(self.min_time / parts["wall"]) if parts["wall"] > 0 else 50
+        self.tasks.append((name, fn, max(1, min(50, passes))))
         self.rounds[name] = []
         return parts
 
     def run(self, repeats: int, on_round: Callable[[int], None] | None = None) -> None:
         for r in range(repeats):
             for name, fn, passes in self.tasks:
-                self.rounds[name].append(self._timed(fn, passes))
+                self.rounds[name].append(timed(fn, passes, self.clock))
             if on_round is not None:
                 on_round(r)
 
@@ -186,22 +204,6 @@ class RoundRobin:
     def best_round(self, name: str) -> Parts:
         """The parts of the fastest round of `name` (all measured in the same pass)."""
         return min(self.rounds[name], key=lambda p: p["total"])
-
-    def _timed(self, fn: Callable[[], object], passes: int) -> Parts:
-        """Seconds per call of `passes` back-to-back calls of `fn`."""
-        collect_garbage()
-        sums: Parts = {}
-        wall, own = time.perf_counter(), self.clock()
-        for _ in range(passes):
-            parts = fn()
-            if isinstance(parts, dict):
-                for key, value in parts.items():
-                    sums[key] = sums.get(key, 0.0) + value
-        own = self.clock() - own
-        wall = time.perf_counter() - wall
-        sums.setdefault("total", own)
-        sums["wall"] = wall
-        return {key: value / passes for key, value in sums.items()}
 
 
 # --------------------------------------------------------------------------- page cache
@@ -227,7 +229,7 @@ def cold_and_warm(
     clips: Sequence[Clip],
     batch_size: int,
     repeats: int,
-) -> dict[str, dict[str, list[float]]]:
+) -> dict[str, dict[str, Any]]:
     """Wall-clock seconds of a first pass over `clips` with cold files, and of the pass right
     after it (warm), per row, in `repeats` rounds interleaved over the rows.
 
@@ -235,16 +237,19 @@ def cold_and_warm(
     (`make()` returns `read(video_id, indices)`; a new source, so the first-epoch setup counts
     in the cold pass) and its `files` are evicted (`drop_from_page_cache`). Wall-clock time,
     since waiting for the disk is what a cold read costs. Returns {name: {"cold": [...],
-    "warm": [...]}}.
+    "warm": [...], "cold_s", "warm_s": the best of each, "ratio": cold_s / warm_s}}.
     """
-    times: dict[str, dict[str, list[float]]] = {name: {"cold": [], "warm": []} for name in rows}
+    times: dict[str, dict[str, Any]] = {name: {"cold": [], "warm": []} for name in rows}
     for _ in range(repeats):
         for name, (make, files) in rows.items():
-            read_pass = functools.partial(one_pass, make(), clips, batch_size)
+            read_pass = functools.partial(row_pass, make(), clips, batch_size)
             drop_from_page_cache(files)
-            times[name]["cold"].append(timed(read_pass))
-            times[name]["warm"].append(timed(read_pass))
+            times[name]["cold"].append(timed(read_pass)["wall"])
+            times[name]["warm"].append(timed(read_pass)["wall"])
             del read_pass  # its open files and maps go before the next row's eviction
+    for t in times.values():
+        t.update(cold_s=min(t["cold"]), warm_s=min(t["warm"]))
+        t["ratio"] = t["cold_s"] / t["warm_s"]
     return times
 
 

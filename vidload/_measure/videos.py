@@ -1,13 +1,11 @@
-"""The user's videos, as `vidload bench` and `vidload choose` both take them: found under a
-folder (recursive, sorted, hidden and partial files skipped), required (an error naming the
-folder where there is none), and linked into a work folder one symlink per chosen video, so a
-run converts and reads them without copying a byte.
-
-`vidload choose` also takes videos in a bucket (`UserVideos`, written once against
-`Location`): found by one listing per folder (the folders of one depth listed concurrently),
-with their sizes, and the chosen ones copied to local disk (`local_copies`), where the run
-builds and measures every storage as it does from a local folder.
-"""
+"""The user's videos, as `vidload bench` and `vidload choose` both take them (`UserVideos`,
+written once against `Location`): found under DATA, a local folder or a folder in a bucket
+(recursive, sorted, hidden and partial files skipped; one listing per folder, the folders of
+one depth listed concurrently), required (an error naming DATA where there is none), and
+linked into a work folder one symlink per chosen video (`link_videos`; `find_videos` lists
+such a folder), so a run converts and reads them without copying a byte. A bucket's chosen
+videos are copied to local disk first (`local_copies`), where the run builds and measures
+every storage as it does from a local folder."""
 
 from __future__ import annotations
 
@@ -21,14 +19,6 @@ from vidload._ids import VIDEO_EXTENSIONS
 
 #: A bucket's copies for one run: never evicted while it lasts.
 _NO_BOUND = 1 << 62
-
-
-def require_videos(root: Path, where: str, error: type[Exception]) -> list[str]:
-    """`find_videos(root)`, raising `error` naming `where` when there is none."""
-    found = find_videos(root)
-    if not found:
-        raise error(_none_found(where))
-    return found
 
 
 def _none_found(where: str) -> str:
@@ -53,11 +43,6 @@ def find_videos(root: Path) -> list[str]:
                 rel = os.path.relpath(os.path.join(dirpath, name), root)
                 ids.append(rel.replace(os.sep, "/"))
     return sorted(ids)
-
-
-def link_user_videos(data: Path, videos: Path, ids: list[str]) -> None:
-    """Make `videos` hold exactly one symlink per chosen id, pointing into `data`."""
-    link_videos(videos, {vid: (data / vid).resolve() for vid in ids})
 
 
 def link_videos(videos: Path, targets: Mapping[str, Path]) -> None:
