@@ -468,20 +468,6 @@ class ClipDataset(OptionAttributes, Dataset):
 
     # ---------------------------------------------------------------- one clip
 
-    def _read_clip(
-        self,
-        entry: VideoEntry,
-        v: int,
-        c: int,
-        key: list[int],
-        i: int,
-        views: list[int],
-        count: int,
-    ) -> tuple[list[np.ndarray], np.ndarray]:
-        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
-        (k, H, W, 3) frames per view in `views`, and the indices from the entry's start."""
-        return self._read(entry, v, *self._sample(count, c, key, i, views, entry, v))
-
     def _sample(
         self,
         count: int,
@@ -512,14 +498,24 @@ class ClipDataset(OptionAttributes, Dataset):
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         return indices, [self.options.geometry.plan(rng, view) for view in views]
 
-    def _read(
-        self, entry: VideoEntry, v: int, indices: np.ndarray, plans: list[ClipGeometry | None]
+    def _read_clip(
+        self,
+        entry: VideoEntry,
+        v: int,
+        c: int,
+        key: list[int],
+        i: int,
+        views: list[int],
+        count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """The clip's frames, one array per view (`_items.read_views`), and `indices` (from the
-        entry's start: its offset, or its window's first frame, into the source's video)."""
+        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
+        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the indices from
+        the entry's start (its offset, or its window's first frame, into the source's
+        video)."""
+        indices, plans = self._sample(count, c, key, i, views, entry, v)
         offset = self._counts.offset(entry, v)
         wanted = indices + offset if offset else indices
-        views = _items.read_views(
+        views_read = _items.read_views(
             self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
         )
-        return views, indices
+        return views_read, indices
