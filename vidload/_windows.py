@@ -23,10 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-#: A time within 1 ns of a frame's timestamp counts as reaching it (timestamps are pts x time
-#: base in floating point: 1380 x 0.001 is 1.3800000000000001), as `vidload.sampling` does.
-_TIE_S = 1e-9
-
+from vidload.sampling import TIE_S
 
 _EPIC = "vidload.datasets.epic_kitchens(CSV)"
 _SECONDS = "give each window as `start`,`end` in seconds from the video's first frame"
@@ -131,8 +128,8 @@ def window_frames(
     if ts.size == 0:
         return 0, 0
     rel = ts - ts[0]
-    first = 0 if start is None else int(np.searchsorted(rel, start - _TIE_S, side="left"))
-    stop = ts.size if end is None else int(np.searchsorted(rel, end - _TIE_S, side="left"))
+    first = 0 if start is None else int(np.searchsorted(rel, start - TIE_S, side="left"))
+    stop = ts.size if end is None else int(np.searchsorted(rel, end - TIE_S, side="left"))
     return first, max(0, stop - first)
 
 
