@@ -156,7 +156,7 @@ def _parse_line(
         found = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
         if found is None:  # rawframes: the path is what precedes the trailing integers
             ints = len(fields)
-            while ints > 1 and _is_int(fields[ints - 1]):
+            while ints > 1 and is_int(fields[ints - 1]):
                 ints -= 1
             path = line[: spans[ints - 1][1]]
             return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
@@ -184,7 +184,8 @@ def has_video_ext(field: str) -> bool:
     return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
 
 
-def _is_int(text: str) -> bool:
+def is_int(text: str) -> bool:
+    """Whether `text` spells an int (`int(text)` succeeds)."""
     try:
         int(text)
     except ValueError:
@@ -193,7 +194,7 @@ def _is_int(text: str) -> bool:
 
 
 def _all_ints(fields: list[str]) -> bool:
-    return all(_is_int(f) for f in fields)
+    return all(is_int(f) for f in fields)
 
 
 def _parse_list_fields(

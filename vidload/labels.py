@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
+from vidload._lists import is_int
 from vidload.errors import UsageError
 
 __all__ = [
@@ -197,13 +198,7 @@ def is_contiguous(class_map: Mapping[str, int]) -> bool:
 
 def _looks_like_entry(line: str) -> bool:
     fields = line.split()
-    if len(fields) < 2:
-        return False
-    try:
-        int(fields[-1])
-    except ValueError:
-        return False
-    return True
+    return len(fields) >= 2 and is_int(fields[-1])
 
 
 def _map_from_entries(path: Path, entries) -> dict[str, int]:

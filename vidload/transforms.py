@@ -334,19 +334,14 @@ def resize_into(
     )
     region = image[top:bottom, left:right]
     out_h, out_w = out.shape[:2]
-    if region.shape[:2] == (out_h, out_w):
-        resized = region
-    else:
+    if region.shape[:2] != (out_h, out_w):
         shrink = max(region.shape[0] / out_h, region.shape[1] / out_w)
         interp = cv2.INTER_AREA if shrink >= 2 else cv2.INTER_LINEAR
-        if not resolved.flip:
+        if not resolved.flip:  # straight into `out`
             cv2.resize(region, (out_w, out_h), dst=out, interpolation=interp)
             return
-        resized = cv2.resize(region, (out_w, out_h), interpolation=interp)
-    if resolved.flip:
-        out[...] = resized[:, ::-1]
-    else:
-        out[...] = resized
+        region = cv2.resize(region, (out_w, out_h), interpolation=interp)
+    out[...] = region[:, ::-1] if resolved.flip else region
 
 
 def apply_geometry(
