@@ -268,7 +268,6 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
         raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
     entries = []
     for k, item in enumerate(items):
-        where = f"{path}: entry {k}"
         try:
             if not isinstance(item, dict):
                 raise TypeError(f"must be an object, got {item!r}")
@@ -277,9 +276,9 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
                 raise ValueError(f"has neither 'filename' nor 'frame_dir': {item!r}")
             video_id, absolute = _list_id(name)
             label = item.get("label", UNLABELLED)
-            labels = tuple(label) if isinstance(label, (list, tuple)) else (label,)
+            given = label if isinstance(label, (list, tuple)) else [label]
+            labels = tuple(check_int("label", v) for v in given)
             for value in labels:
-                check_int("label", value)
                 check_range("label", value)
             if not labels:
                 raise ValueError("has an empty label list")
@@ -287,24 +286,22 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
                 raise ValueError(
                     f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
                 )
-            known = item.get("total_frames")
-            offset = item.get("offset", 0)
             start, end = check_window(item.get("start"), item.get("end"))
             check_window_columns(item, "its keys")  # after the values: their errors first
-            for key, value in (("total_frames", known), ("offset", offset)):
-                if value is not None:
-                    check_int(key, value)
-                    check_range(key, value, minimum=0)
+            known, offset = item.get("total_frames"), item.get("offset", 0)
+            for key, number in (("total_frames", known), ("offset", offset)):
+                if number is not None:
+                    check_range(key, check_int(key, number), minimum=0)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{path}: entry {k}: {e}") from e
         entries.append(
             VideoEntry(
                 video_id,
-                int(labels[0]),
+                labels[0],
                 None if known is None else int(known),
                 None,
                 offset=int(offset),
-                labels=tuple(int(v) for v in labels) if multi_label else None,
+                labels=labels if multi_label else None,
                 absolute=absolute,
                 start=start,
                 end=end,

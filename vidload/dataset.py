@@ -362,10 +362,10 @@ class ClipDataset(OptionAttributes, Dataset):
         v, attempt = i // self.items_per_video, 0
         if self.on_error == "skip":
             n = len(self.videos)
-            alive = [s for s in range(n) if not self._counts.is_broken((v + s) % n)]
-            if not alive:
+            attempt = next((s for s in range(n) if not self._counts.is_broken((v + s) % n)), -1)
+            if attempt < 0:
                 return []
-            v, attempt = (v + alive[0]) % n, alive[0]
+            v = (v + attempt) % n
         entry = self.videos[v]
         count = self._counts.known(self.options.adapted, entry, v)
         offset = self._counts.offset(entry, v)
