@@ -330,12 +330,12 @@ def make_loader(
         item_sampler = sampler
     else:
         if shuffle is None:
-            shuffle = bool(getattr(clips, "train", True))
+            shuffle = clips.train if isinstance(clips, ClipDataset) else True
         group = process_group()
         shuffle_seed = 0  # used only when shuffling
         if shuffle:
-            if seed is None:
-                seed = getattr(clips, "seed", None)
+            if seed is None and isinstance(clips, ClipDataset):
+                seed = clips.seed
             # without a process group shared_seed() is just a fresh seed
             shuffle_seed = shared_seed() if seed is None else seed
         if group is not None:

@@ -166,8 +166,9 @@ class ManifestRow:
         if self.fps is not None:
             object.__setattr__(self, "fps", check_real("fps", self.fps))
         for name in _TEXT_FIELDS:
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be a str or None, got {getattr(self, name)!r}")
+            text = getattr(self, name)
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{name} must be a str or None, got {text!r}")
         if self.rotation is not None:
             from vidload.sources._orientation import parse_orientation
 
