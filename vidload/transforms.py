@@ -262,14 +262,7 @@ def check_geometry(
     crop_hw = _pair("crop", crop)
     scale = _scale_range(crop_scale)
     num_views = check_int("spatial_views", num_views, minimum=1)
-    options = GeometryOptions(
-        short,
-        crop_hw,
-        scale,
-        check_bool("flip", flip),
-        num_views,
-        check_bool("train", train),
-    )
+    flip, train = check_bool("flip", flip), check_bool("train", train)
     if scale is not None and crop_hw is None:
         raise ValueError(
             f"crop_scale ({crop_scale!r}) needs crop: the random box is resized to the crop size"
@@ -283,7 +276,7 @@ def check_geometry(
             f"spatial_views ({num_views}) > 1 is for testing (train=False): training crops "
             "are drawn at random"
         )
-    return options
+    return GeometryOptions(short, crop_hw, scale, flip, num_views, train)
 
 
 def plan_geometry(
