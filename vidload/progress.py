@@ -57,8 +57,7 @@ class Progress:
         self.enabled = enabled
         self.count = 0
         self.postfix = ""
-        isatty = getattr(self.stream, "isatty", None)
-        self._tty = bool(isatty and isatty())
+        self._tty = self.stream.isatty()  # TextIO has it: io streams answer False
         self._interval = tty_interval if self._tty else log_interval
         self._start = time.perf_counter()
         self._last_draw = float("-inf")
