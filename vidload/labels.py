@@ -114,12 +114,7 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
         return _map_from_entries(path, load_videos(path))
     if all(_NUMBERED.match(ln) for ln in lines):
         return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
-    out: dict[str, int] = {}
-    for k, name in enumerate(lines):
-        if name in out:
-            raise ValueError(f"labels ({str(path)!r}): class {name!r} is named twice")
-        out[name] = k
-    return out
+    return _in_order(lines, where=f"labels ({str(path)!r})")
 
 
 _NUMBERED = re.compile(r"^(\d+)\s+(\S.*)$")
@@ -149,12 +144,16 @@ def read_numbered_classes(lines: Sequence[str], *, where: str) -> dict[str, int]
             f"{where}: class numbers {sorted(numbered)[:5]}... must run 0..{len(numbered) - 1} "
             f"or 1..{len(numbered)} without gaps"
         )
+    return _in_order([numbered[k] for k in sorted(numbered)], where=where)
+
+
+def _in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
+    """{name: its position in `names`}; ValueError naming `where` when a name is given twice."""
     out: dict[str, int] = {}
-    for k in sorted(numbered):
-        name = numbered[k]
+    for k, name in enumerate(names):
         if name in out:
             raise ValueError(f"{where}: class {name!r} is named twice")
-        out[name] = k - base
+        out[name] = k
     return out
 
 
