@@ -220,10 +220,8 @@ def _parse_list_fields(
         if len(counts) < (2 if has_offset else 1):
             raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
         if has_offset:
-            offset = parse_int("offset", counts[0])
-            check_range("offset", offset, minimum=0)
-        known = parse_int("total_frames", counts[-1])
-        check_range("total_frames", known, minimum=0)
+            offset = check_range("offset", parse_int("offset", counts[0]), minimum=0)
+        known = check_range("total_frames", parse_int("total_frames", counts[-1]), minimum=0)
         labels = fields[1 + len(counts) :]
     if not labels:
         raise ValueError(f"{' '.join(fields)!r} has no label")
@@ -233,9 +231,7 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    values = tuple(parse_int("label", t) for t in labels)
-    for value in values:
-        check_range("label", value)
+    values = tuple(check_range("label", parse_int("label", t)) for t in labels)
     return VideoEntry(
         video_id,
         values[0],
@@ -277,9 +273,7 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
             video_id, absolute = _list_id(name)
             label = item.get("label", UNLABELLED)
             given = label if isinstance(label, (list, tuple)) else [label]
-            labels = tuple(check_int("label", v) for v in given)
-            for value in labels:
-                check_range("label", value)
+            labels = tuple(check_range("label", check_int("label", v)) for v in given)
             if not labels:
                 raise ValueError("has an empty label list")
             if len(labels) > 1 and not multi_label:
@@ -333,8 +327,8 @@ def read_text(path: Location) -> str:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
 
 
-def check_range(name: str, value: int, *, minimum: int | None = None) -> None:
-    """ValueError unless `value` fits int64 (labels are collated into int64 tensors), is
+def check_range(name: str, value: int, *, minimum: int | None = None) -> int:
+    """`value`; ValueError unless it fits int64 (labels are collated into int64 tensors), is
     >= `minimum`, and for a frame count is <= MAX_FRAMES."""
     lo, hi = INT64
     if minimum is not None:
@@ -346,6 +340,7 @@ def check_range(name: str, value: int, *, minimum: int | None = None) -> None:
     if value > hi:
         why = "MAX_FRAMES" if hi == MAX_FRAMES else "the int64 maximum"
         raise ValueError(f"{name} ({value}) must be <= {hi} ({why})")
+    return value
 
 
 def parse_int(name: str, text: str) -> int:

@@ -398,8 +398,7 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
         item = (item[0], classes[item[1]], *item[2:])
     try:
         video_id = normalize_video_id(item[0])
-        label = check_int(f"videos[{i}] label", item[1])
-        check_range("label", label)
+        label = check_range("label", check_int(f"videos[{i}] label", item[1]))
         known = check_optional_int(f"videos[{i}] num_frames", item[2] if len(item) == 3 else None)
         if known is not None:
             check_range("num_frames", known, minimum=0)
