@@ -483,17 +483,10 @@ class ClipDataset(OptionAttributes, Dataset):
         timestamps (`vidload._dataset.sample.clip_indices`): the entry's own
         (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
-        vid = entry.video_id
+        vid, offset = entry.video_id, self._counts.offset(entry, v)
+        timestamps = functools.partial(entry_timestamps, self.options.adapted, vid, offset, count)
         try:
-            indices = clip_indices(
-                self.options,
-                count,
-                c,
-                rng,
-                lambda: entry_timestamps(
-                    self.options.adapted, vid, self._counts.offset(entry, v), count
-                ),
-            )
+            indices = clip_indices(self.options, count, c, rng, timestamps)
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         return indices, [self.options.geometry.plan(rng, view) for view in views]
