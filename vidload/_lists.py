@@ -117,8 +117,10 @@ def read_annotation_list(
             return _read_json_list(path, text, multi_label)
         except ValueError as e:
             raise json_list_error(e, text) from e
-    check_kinetics_csv(path, text)
-    _check_csv_header(path, text)
+    first = text.lstrip().split("\n", 1)[0]
+    check_kinetics_csv(path, first)
+    if "," in first:  # a CSV header naming another window dataset's columns (Charades')
+        check_window_columns(first.split(","), f"{path}:1")
 
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
@@ -131,14 +133,6 @@ def read_annotation_list(
             raise line_error(path, line_no, e) from e
     check_plain_list(path, entries)
     return entries
-
-
-def _check_csv_header(path: Location, text: str) -> None:
-    """Refuse a text list whose first line is a CSV header naming another window dataset's
-    columns (Charades' `id,...,actions,length`), naming its reader."""
-    first = text.lstrip().split("\n", 1)[0]
-    if "," in first:
-        check_window_columns(first.split(","), f"{path}:1")
 
 
 def _parse_line(

@@ -90,13 +90,13 @@ def check_plain_list(path: Location, entries: Sequence) -> None:
         )
 
 
-def check_kinetics_csv(path: Location, text: str) -> None:
-    """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list.
+def check_kinetics_csv(path: Location, first: str) -> None:
+    """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list
+    (`first`: the list's first line).
 
     Raises:
         ValueError: its header names `youtube_id` and `time_start`, naming the reader.
     """
-    first = text.lstrip().split("\n", 1)[0]
     if "youtube_id" in first and "time_start" in first:
         raise OfficialFileError(
             f"{path}: a Kinetics CSV ({first.strip()!r}), not an annotation list: its rows "
