@@ -61,17 +61,8 @@ def label_by_folder(
     Raises:
         ValueError: a video's class folder is not in `class_map` (named, with `where`).
     """
-    labels: list[int | None] = []
-    missing: set[str] = set()
-    for vid in video_ids:
-        name = class_of(vid)
-        if name is None:
-            labels.append(None)
-        elif name in class_map:
-            labels.append(class_map[name])
-        else:
-            missing.add(name)
-            labels.append(None)
+    names = [class_of(vid) for vid in video_ids]
+    missing = {name for name in names if name is not None and name not in class_map}
     if missing:
         shown = ", ".join(repr(m) for m in sorted(missing)[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -79,7 +70,7 @@ def label_by_folder(
             f"class folder(s) {shown}{more} are not in {where}; every top-level folder of the "
             f"input must be named there"
         )
-    return labels
+    return [None if name is None else class_map[name] for name in names]
 
 
 def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
