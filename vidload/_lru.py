@@ -84,6 +84,10 @@ class ProcessLRU(Generic[K, V]):
         """(key, entry) pairs, least recently used first (a list: safe to change the cache)."""
         return list(self._own().items())
 
+    def values(self) -> list[V]:
+        """The entries, least recently used first."""
+        return list(self._own().values())
+
     def get(self, key: K) -> V | None:
         """The entry of `key`, marked most recently used; None when absent."""
         entries = self._own()
