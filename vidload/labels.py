@@ -13,6 +13,7 @@ manifest, whose entries give each top-level folder its label.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import warnings
@@ -295,12 +296,8 @@ def _class_files(folder: Path) -> list[Path]:
     try:
         here = folder.resolve()
         parent = folder.parent if folder.name not in ("", ".", "..") else here.parent
-        siblings: list[Path] = []
-        for p in sorted(parent.iterdir()):
-            if len(siblings) == _MAX_FOLDERS:
-                break
-            if p.is_dir() and p.resolve() != here:
-                siblings.append(p)
+        folders = (p for p in sorted(parent.iterdir()) if p.is_dir() and p.resolve() != here)
+        siblings = list(itertools.islice(folders, _MAX_FOLDERS))
     except OSError:
         return []
     found = []
