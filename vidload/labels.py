@@ -165,13 +165,12 @@ def classes_bytes(class_map: Mapping[str, int]) -> bytes:
         ValueError: the labels are not exactly 0..n-1 (one name per line cannot say which
             labels are missing; `is_contiguous` tells beforehand), or a name cannot be one line.
     """
-    names = sorted(class_map, key=class_map.__getitem__)
     if not is_contiguous(class_map):
         raise ValueError(
-            f"class labels {sorted(class_map.values())} must be 0..{len(names) - 1} to be "
+            f"class labels {sorted(class_map.values())} must be 0..{len(class_map) - 1} to be "
             f"written one name per line"
         )
-    for name in names:
+    for name in sorted(class_map, key=class_map.__getitem__):
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
     return classes_text(class_map).encode("utf-8")
