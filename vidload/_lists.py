@@ -143,7 +143,7 @@ def _parse_line(
     fields = line.split()
     if has_video_ext(fields[0]):  # the usual video line: a path without spaces
         ext, rest_at = 0, len(fields[0])
-    elif len(fields) > 1 and _all_ints(fields[1:]):  # the usual rawframes line
+    elif len(fields) > 1 and all(map(is_int, fields[1:])):  # the usual rawframes line
         return _parse_list_fields(fields, multi_label, with_offset)
     else:  # a path with spaces
         spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
@@ -156,7 +156,7 @@ def _parse_line(
             return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
         ext, rest_at = found, spans[found][1]
     rest = fields[ext + 1 :]
-    if rest and not _all_ints(rest):
+    if rest and not all(map(is_int, rest)):
         name = line[rest_at:].strip()
         if classes is None:
             raise ValueError(
@@ -185,10 +185,6 @@ def is_int(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _all_ints(fields: list[str]) -> bool:
-    return all(is_int(f) for f in fields)
 
 
 def _parse_list_fields(
