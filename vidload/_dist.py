@@ -33,10 +33,9 @@ def shared_seed() -> int:
     """
     entropy = np.random.SeedSequence().entropy
     assert isinstance(entropy, int)  # drawn from the OS when none is given
-    seed = entropy
     if process_group() is None:
-        return seed
-    box = [seed]
+        return entropy
+    box = [entropy]
     # broadcast_object_list places its buffer on the current CUDA device for NCCL groups
     torch.distributed.broadcast_object_list(box, src=0)
     return int(box[0])

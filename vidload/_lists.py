@@ -117,8 +117,10 @@ def read_annotation_list(
             return _read_json_list(path, text, multi_label)
         except ValueError as e:
             raise json_list_error(e, text) from e
-    check_kinetics_csv(path, text)
-    _check_csv_header(path, text)
+    first = text.lstrip().split("\n", 1)[0]
+    check_kinetics_csv(path, first)
+    if "," in first:  # a CSV header naming another window dataset's columns (Charades')
+        check_window_columns(first.split(","), f"{path}:1")
 
     entries: list[VideoEntry] = []
     for line_no, line in enumerate(text.split("\n"), start=1):
@@ -133,14 +135,6 @@ def read_annotation_list(
     return entries
 
 
-def _check_csv_header(path: Location, text: str) -> None:
-    """Refuse a text list whose first line is a CSV header naming another window dataset's
-    columns (Charades' `id,...,actions,length`), naming its reader."""
-    first = text.lstrip().split("\n", 1)[0]
-    if "," in first:
-        check_window_columns(first.split(","), f"{path}:1")
-
-
 def _parse_line(
     line: str, multi_label: bool, with_offset: bool | None, classes: Mapping[str, int] | None
 ) -> VideoEntry:
@@ -149,20 +143,20 @@ def _parse_line(
     fields = line.split()
     if has_video_ext(fields[0]):  # the usual video line: a path without spaces
         ext, rest_at = 0, len(fields[0])
-    elif len(fields) > 1 and _all_ints(fields[1:]):  # the usual rawframes line
+    elif len(fields) > 1 and all(map(is_int, fields[1:])):  # the usual rawframes line
         return _parse_list_fields(fields, multi_label, with_offset)
     else:  # a path with spaces
         spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
         found = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
         if found is None:  # rawframes: the path is what precedes the trailing integers
             ints = len(fields)
-            while ints > 1 and _is_int(fields[ints - 1]):
+            while ints > 1 and is_int(fields[ints - 1]):
                 ints -= 1
             path = line[: spans[ints - 1][1]]
             return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
         ext, rest_at = found, spans[found][1]
     rest = fields[ext + 1 :]
-    if rest and not _all_ints(rest):
+    if rest and not all(map(is_int, rest)):
         name = line[rest_at:].strip()
         if classes is None:
             raise ValueError(
@@ -184,16 +178,13 @@ def has_video_ext(field: str) -> bool:
     return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
 
 
-def _is_int(text: str) -> bool:
+def is_int(text: str) -> bool:
+    """Whether `text` spells an int (`int(text)` succeeds)."""
     try:
         int(text)
     except ValueError:
         return False
     return True
-
-
-def _all_ints(fields: list[str]) -> bool:
-    return all(_is_int(f) for f in fields)
 
 
 def _parse_list_fields(
@@ -219,10 +210,8 @@ def _parse_list_fields(
         if len(counts) < (2 if has_offset else 1):
             raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
         if has_offset:
-            offset = parse_int("offset", counts[0])
-            check_range("offset", offset, minimum=0)
-        known = parse_int("total_frames", counts[-1])
-        check_range("total_frames", known, minimum=0)
+            offset = check_range("offset", parse_int("offset", counts[0]), minimum=0)
+        known = check_range("total_frames", parse_int("total_frames", counts[-1]), minimum=0)
         labels = fields[1 + len(counts) :]
     if not labels:
         raise ValueError(f"{' '.join(fields)!r} has no label")
@@ -232,9 +221,7 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    values = tuple(parse_int("label", t) for t in labels)
-    for value in values:
-        check_range("label", value)
+    values = tuple(check_range("label", parse_int("label", t)) for t in labels)
     return VideoEntry(
         video_id,
         values[0],
@@ -267,7 +254,6 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
         raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
     entries = []
     for k, item in enumerate(items):
-        where = f"{path}: entry {k}"
         try:
             if not isinstance(item, dict):
                 raise TypeError(f"must be an object, got {item!r}")
@@ -276,34 +262,30 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
                 raise ValueError(f"has neither 'filename' nor 'frame_dir': {item!r}")
             video_id, absolute = _list_id(name)
             label = item.get("label", UNLABELLED)
-            labels = tuple(label) if isinstance(label, (list, tuple)) else (label,)
-            for value in labels:
-                check_int("label", value)
-                check_range("label", value)
+            given = label if isinstance(label, (list, tuple)) else [label]
+            labels = tuple(check_range("label", check_int("label", v)) for v in given)
             if not labels:
                 raise ValueError("has an empty label list")
             if len(labels) > 1 and not multi_label:
                 raise ValueError(
                     f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
                 )
-            known = item.get("total_frames")
-            offset = item.get("offset", 0)
             start, end = check_window(item.get("start"), item.get("end"))
             check_window_columns(item, "its keys")  # after the values: their errors first
-            for key, value in (("total_frames", known), ("offset", offset)):
-                if value is not None:
-                    check_int(key, value)
-                    check_range(key, value, minimum=0)
+            known, offset = item.get("total_frames"), item.get("offset", 0)
+            for key, number in (("total_frames", known), ("offset", offset)):
+                if number is not None:
+                    check_range(key, check_int(key, number), minimum=0)
         except (ValueError, TypeError) as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{path}: entry {k}: {e}") from e
         entries.append(
             VideoEntry(
                 video_id,
-                int(labels[0]),
+                labels[0],
                 None if known is None else int(known),
                 None,
                 offset=int(offset),
-                labels=tuple(int(v) for v in labels) if multi_label else None,
+                labels=labels if multi_label else None,
                 absolute=absolute,
                 start=start,
                 end=end,
@@ -335,8 +317,8 @@ def read_text(path: Location) -> str:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
 
 
-def check_range(name: str, value: int, *, minimum: int | None = None) -> None:
-    """ValueError unless `value` fits int64 (labels are collated into int64 tensors), is
+def check_range(name: str, value: int, *, minimum: int | None = None) -> int:
+    """`value`; ValueError unless it fits int64 (labels are collated into int64 tensors), is
     >= `minimum`, and for a frame count is <= MAX_FRAMES."""
     lo, hi = INT64
     if minimum is not None:
@@ -348,6 +330,7 @@ def check_range(name: str, value: int, *, minimum: int | None = None) -> None:
     if value > hi:
         why = "MAX_FRAMES" if hi == MAX_FRAMES else "the int64 maximum"
         raise ValueError(f"{name} ({value}) must be <= {hi} ({why})")
+    return value
 
 
 def parse_int(name: str, text: str) -> int:

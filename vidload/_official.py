@@ -57,6 +57,13 @@ def _beside(path: Location, name: str) -> bool:
     return (path.parent / name).is_file()
 
 
+def _ucf101_call(path: Location, subset: str) -> str:
+    """The `ucf101(...)` call that reads the UCF101 split list `path` (split 1 unless its name
+    gives one)."""
+    n = _UCF101_LIST.match(path.name)
+    return f"ucf101({str(path.parent)!r}, split={n['n'] if n else '1'}, subset={subset!r})"
+
+
 def check_plain_list(path: Location, entries: Sequence) -> None:
     """Refuse a plain list that is an official split file (see the module docstring).
 
@@ -74,24 +81,22 @@ def check_plain_list(path: Location, entries: Sequence) -> None:
             labels="",
         )
     if labels and min(labels) == 1 and _beside(path, UCF101_CLASS_INDEX):
-        n = _UCF101_LIST.match(path.name)
-        split = n["n"] if n else "1"
         raise OfficialFileError(
             f"{path}: labels run from 1 (1..{max(labels)}, no 0) and {UCF101_CLASS_INDEX} is "
             f"beside it: a UCF101 split list, whose labels are 1-based",
-            f"ucf101({str(path.parent)!r}, split={split}, subset='train')",
+            _ucf101_call(path, "train"),
             f", which numbers the classes 0..N-1 by {UCF101_CLASS_INDEX}",
             labels=str(path.parent / UCF101_CLASS_INDEX),
         )
 
 
-def check_kinetics_csv(path: Location, text: str) -> None:
-    """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list.
+def check_kinetics_csv(path: Location, first: str) -> None:
+    """Refuse a Kinetics CSV (`label,youtube_id,time_start,time_end,...`) read as a list
+    (`first`: the list's first line).
 
     Raises:
         ValueError: its header names `youtube_id` and `time_start`, naming the reader.
     """
-    first = text.lstrip().split("\n", 1)[0]
     if "youtube_id" in first and "time_start" in first:
         raise OfficialFileError(
             f"{path}: a Kinetics CSV ({first.strip()!r}), not an annotation list: its rows "
@@ -126,12 +131,10 @@ def line_error(path: Location, line_no: int, error: Exception) -> ValueError:
     where = f"{path}:{line_no}: {error}"
     if "has no label" not in str(error) or not _beside(path, UCF101_CLASS_INDEX):
         return ValueError(where)
-    n = _UCF101_LIST.match(path.name)
-    split = n["n"] if n else "1"
     return OfficialFileError(
         f"{where}. {UCF101_CLASS_INDEX} is beside it: a UCF101 test list, labelled by its "
         "class folders",
-        f"ucf101({str(path.parent)!r}, split={split}, subset='test')",
+        _ucf101_call(path, "test"),
         labels=str(path.parent / UCF101_CLASS_INDEX),
     )
 

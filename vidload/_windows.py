@@ -23,10 +23,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-#: A time within 1 ns of a frame's timestamp counts as reaching it (timestamps are pts x time
-#: base in floating point: 1380 x 0.001 is 1.3800000000000001), as `vidload.sampling` does.
-_TIE_S = 1e-9
-
+from vidload.sampling import TIE_S
 
 _EPIC = "vidload.datasets.epic_kitchens(CSV)"
 _SECONDS = "give each window as `start`,`end` in seconds from the video's first frame"
@@ -85,36 +82,37 @@ def check_window(start: object, end: object) -> tuple[float | None, float | None
         TypeError: not a number (a bool, a string).
         ValueError: a value that is not finite, negative, or an empty window.
     """
-    out: list[float | None] = []
-    for name, value in (("start", start), ("end", end)):
-        if value is None:
-            out.append(None)
-            continue
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            raise TypeError(f"window {name} ({value!r}) must be a number of seconds or None")
-        value = float(value)
-        if not math.isfinite(value) or value < 0:
-            raise ValueError(f"window {name} ({value}) must be finite and >= 0 seconds")
-        out.append(value)
-    lo, hi = out
+    lo, hi = _seconds("start", start), _seconds("end", end)
     if lo is not None and hi is not None and not lo < hi:
         raise ValueError(f"window [{lo}, {hi}) is empty: start must be < end")
     return lo, hi
 
 
+def _seconds(name: str, value: object) -> float | None:
+    """One side of a window as a float (None kept), checked as `check_window` says."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"window {name} ({value!r}) must be a number of seconds or None")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"window {name} ({seconds}) must be finite and >= 0 seconds")
+    return seconds
+
+
 def parse_window(start: str, end: str) -> tuple[float | None, float | None]:
     """A window from two text cells (CSV columns), an empty cell meaning None."""
-    values: list[float | None] = []
-    for name, text in (("start", start), ("end", end)):
-        text = text.strip()
-        if not text:
-            values.append(None)
-            continue
-        try:
-            values.append(float(text))
-        except ValueError:
-            raise ValueError(f"window {name} ({text!r}) is not a number of seconds") from None
-    return check_window(*values)
+    return check_window(_cell("start", start), _cell("end", end))
+
+
+def _cell(name: str, text: str) -> float | None:
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"window {name} ({text!r}) is not a number of seconds") from None
 
 
 def window_frames(
@@ -131,8 +129,8 @@ def window_frames(
     if ts.size == 0:
         return 0, 0
     rel = ts - ts[0]
-    first = 0 if start is None else int(np.searchsorted(rel, start - _TIE_S, side="left"))
-    stop = ts.size if end is None else int(np.searchsorted(rel, end - _TIE_S, side="left"))
+    first = 0 if start is None else int(np.searchsorted(rel, start - TIE_S, side="left"))
+    stop = ts.size if end is None else int(np.searchsorted(rel, end - TIE_S, side="left"))
     return first, max(0, stop - first)
 
 

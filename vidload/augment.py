@@ -155,14 +155,8 @@ class ClipAugment:
         leaves the others' draws as they were)."""
         epoch = check_int("epoch", epoch, minimum=0)
         items = [check_int("index", int(i), minimum=0) for i in _as_list(indices)]
-        u = np.array(
-            [
-                np.random.default_rng(
-                    np.random.SeedSequence([self.seed, epoch, i], spawn_key=(4,))
-                ).random(7)
-                for i in items
-            ]
-        ).reshape(len(items), 7)
+        seeds = (np.random.SeedSequence([self.seed, epoch, i], spawn_key=(4,)) for i in items)
+        u = np.array([np.random.default_rng(s).random(7) for s in seeds]).reshape(len(items), 7)
         lo, hi = self.blur_sigma
         return AugmentParams(
             brightness=1 + self.brightness * (2 * u[:, 0] - 1),

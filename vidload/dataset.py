@@ -362,10 +362,10 @@ class ClipDataset(OptionAttributes, Dataset):
         v, attempt = i // self.items_per_video, 0
         if self.on_error == "skip":
             n = len(self.videos)
-            alive = [s for s in range(n) if not self._counts.is_broken((v + s) % n)]
-            if not alive:
+            attempt = next((s for s in range(n) if not self._counts.is_broken((v + s) % n)), -1)
+            if attempt < 0:
                 return []
-            v, attempt = (v + alive[0]) % n, alive[0]
+            v = (v + attempt) % n
         entry = self.videos[v]
         count = self._counts.known(self.options.adapted, entry, v)
         offset = self._counts.offset(entry, v)
@@ -468,20 +468,6 @@ class ClipDataset(OptionAttributes, Dataset):
 
     # ---------------------------------------------------------------- one clip
 
-    def _read_clip(
-        self,
-        entry: VideoEntry,
-        v: int,
-        c: int,
-        key: list[int],
-        i: int,
-        views: list[int],
-        count: int,
-    ) -> tuple[list[np.ndarray], np.ndarray]:
-        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
-        (k, H, W, 3) frames per view in `views`, and the indices from the entry's start."""
-        return self._read(entry, v, *self._sample(count, c, key, i, views, entry, v))
-
     def _sample(
         self,
         count: int,
@@ -497,29 +483,32 @@ class ClipDataset(OptionAttributes, Dataset):
         timestamps (`vidload._dataset.sample.clip_indices`): the entry's own
         (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
-        vid = entry.video_id
+        vid, offset = entry.video_id, self._counts.offset(entry, v)
+        timestamps = functools.partial(entry_timestamps, self.options.adapted, vid, offset, count)
         try:
-            indices = clip_indices(
-                self.options,
-                count,
-                c,
-                rng,
-                lambda: entry_timestamps(
-                    self.options.adapted, vid, self._counts.offset(entry, v), count
-                ),
-            )
+            indices = clip_indices(self.options, count, c, rng, timestamps)
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         return indices, [self.options.geometry.plan(rng, view) for view in views]
 
-    def _read(
-        self, entry: VideoEntry, v: int, indices: np.ndarray, plans: list[ClipGeometry | None]
+    def _read_clip(
+        self,
+        entry: VideoEntry,
+        v: int,
+        c: int,
+        key: list[int],
+        i: int,
+        views: list[int],
+        count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """The clip's frames, one array per view (`_items.read_views`), and `indices` (from the
-        entry's start: its offset, or its window's first frame, into the source's video)."""
+        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
+        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the indices from
+        the entry's start (its offset, or its window's first frame, into the source's
+        video)."""
+        indices, plans = self._sample(count, c, key, i, views, entry, v)
         offset = self._counts.offset(entry, v)
         wanted = indices + offset if offset else indices
-        views = _items.read_views(
+        views_read = _items.read_views(
             self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
         )
-        return views, indices
+        return views_read, indices

@@ -13,6 +13,7 @@ manifest, whose entries give each top-level folder its label.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import warnings
@@ -21,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
+from vidload._lists import is_int
 from vidload.errors import UsageError
 
 __all__ = [
@@ -60,17 +62,8 @@ def label_by_folder(
     Raises:
         ValueError: a video's class folder is not in `class_map` (named, with `where`).
     """
-    labels: list[int | None] = []
-    missing: set[str] = set()
-    for vid in video_ids:
-        name = class_of(vid)
-        if name is None:
-            labels.append(None)
-        elif name in class_map:
-            labels.append(class_map[name])
-        else:
-            missing.add(name)
-            labels.append(None)
+    names = [class_of(vid) for vid in video_ids]
+    missing = {name for name in names if name is not None and name not in class_map}
     if missing:
         shown = ", ".join(repr(m) for m in sorted(missing)[:5])
         more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
@@ -78,7 +71,7 @@ def label_by_folder(
             f"class folder(s) {shown}{more} are not in {where}; every top-level folder of the "
             f"input must be named there"
         )
-    return labels
+    return [None if name is None else class_map[name] for name in names]
 
 
 def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
@@ -113,12 +106,7 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
         return _map_from_entries(path, load_videos(path))
     if all(_NUMBERED.match(ln) for ln in lines):
         return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
-    out: dict[str, int] = {}
-    for k, name in enumerate(lines):
-        if name in out:
-            raise ValueError(f"labels ({str(path)!r}): class {name!r} is named twice")
-        out[name] = k
-    return out
+    return _in_order(lines, where=f"labels ({str(path)!r})")
 
 
 _NUMBERED = re.compile(r"^(\d+)\s+(\S.*)$")
@@ -148,12 +136,16 @@ def read_numbered_classes(lines: Sequence[str], *, where: str) -> dict[str, int]
             f"{where}: class numbers {sorted(numbered)[:5]}... must run 0..{len(numbered) - 1} "
             f"or 1..{len(numbered)} without gaps"
         )
+    return _in_order([numbered[k] for k in sorted(numbered)], where=where)
+
+
+def _in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
+    """{name: its position in `names`}; ValueError naming `where` when a name is given twice."""
     out: dict[str, int] = {}
-    for k in sorted(numbered):
-        name = numbered[k]
+    for k, name in enumerate(names):
         if name in out:
             raise ValueError(f"{where}: class {name!r} is named twice")
-        out[name] = k - base
+        out[name] = k
     return out
 
 
@@ -173,13 +165,12 @@ def classes_bytes(class_map: Mapping[str, int]) -> bytes:
         ValueError: the labels are not exactly 0..n-1 (one name per line cannot say which
             labels are missing; `is_contiguous` tells beforehand), or a name cannot be one line.
     """
-    names = sorted(class_map, key=class_map.__getitem__)
     if not is_contiguous(class_map):
         raise ValueError(
-            f"class labels {sorted(class_map.values())} must be 0..{len(names) - 1} to be "
+            f"class labels {sorted(class_map.values())} must be 0..{len(class_map) - 1} to be "
             f"written one name per line"
         )
-    for name in names:
+    for name in sorted(class_map, key=class_map.__getitem__):
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
     return classes_text(class_map).encode("utf-8")
@@ -197,13 +188,7 @@ def is_contiguous(class_map: Mapping[str, int]) -> bool:
 
 def _looks_like_entry(line: str) -> bool:
     fields = line.split()
-    if len(fields) < 2:
-        return False
-    try:
-        int(fields[-1])
-    except ValueError:
-        return False
-    return True
+    return len(fields) >= 2 and is_int(fields[-1])
 
 
 def _map_from_entries(path: Path, entries) -> dict[str, int]:
@@ -310,12 +295,8 @@ def _class_files(folder: Path) -> list[Path]:
     try:
         here = folder.resolve()
         parent = folder.parent if folder.name not in ("", ".", "..") else here.parent
-        siblings: list[Path] = []
-        for p in sorted(parent.iterdir()):
-            if len(siblings) == _MAX_FOLDERS:
-                break
-            if p.is_dir() and p.resolve() != here:
-                siblings.append(p)
+        folders = (p for p in sorted(parent.iterdir()) if p.is_dir() and p.resolve() != here)
+        siblings = list(itertools.islice(folders, _MAX_FOLDERS))
     except OSError:
         return []
     found = []

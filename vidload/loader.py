@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import gc
 import logging
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from vidload._loader.position import Position, Resumable
 from vidload._loader.split import share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
-from vidload.prefetch import ReadAheadSampler, item_files
+from vidload.prefetch import ReadAheadSampler
 from vidload.sources.base import FrameSourceBase
 from vidload.sources.jpeg import JpegSource
 
@@ -59,44 +59,6 @@ _said_distributed = False
 #: Measured defaults (the docs' "DataLoader recipe").
 DEFAULT_PREFETCH_FACTOR = 2
 DEFAULT_LOOKAHEAD_BATCHES = 1
-
-
-class EpochShuffleSampler(Resumable, Sampler[int]):
-    """A permutation of range(n) drawn from (seed, epoch): the same epoch gives the same order.
-
-    `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
-    `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
-    `state_dict()` -> `{"epoch", "yielded"}` and `load_state_dict` save and restore the
-    position in the epoch (`vidload._loader.position`); `set_epoch(epoch, start=k)` starts the
-    next pass at its k-th index, `set_epoch(epoch, items=c)` at the permutation's element c
-    (the items a run with another batch size handed out; `split_state` counts them). One
-    process's order: a run under torch.distributed shuffles with `DistributedSampler`.
-    """
-
-    def __init__(self, n: int, *, seed: int) -> None:
-        self.n = check_int("n", n, minimum=0)
-        self.seed = check_int("seed", seed, minimum=0)
-        self.epoch = 0
-        self._position = Position()
-
-    @property
-    def world_size(self) -> int:
-        return 1
-
-    def global_size(self) -> int:
-        return self.n
-
-    def _share(self, items: int) -> range:
-        return range(items, self.n)
-
-    def __iter__(self) -> Iterator[int]:
-        # spawn_key keeps this stream apart from the items' np.random.default_rng([seed, e, i])
-        seq = np.random.SeedSequence([self.seed, self.epoch], spawn_key=(1,))
-        order = np.random.default_rng(seq).permutation(self.n).tolist()
-        yield from self._position.run(order[self._position.items :])
-
-    def __repr__(self) -> str:
-        return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
 
 
 class ShardSampler(Resumable, Sampler[int]):
@@ -134,11 +96,42 @@ class ShardSampler(Resumable, Sampler[int]):
     def _share(self, items: int) -> range:
         return share(self.n, items, self.rank, self.num_replicas, pad=False, drop=False)
 
+    def _order(self) -> Sequence[int]:
+        """The epoch's global order (a list, or a range)."""
+        return range(self.n)
+
     def __iter__(self) -> Iterator[int]:
-        yield from self._position.run(self._share(self._position.items))
+        order = self._order()
+        yield from self._position.run(order[p] for p in self._share(self._position.items))
 
     def __repr__(self) -> str:
         return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
+
+
+class EpochShuffleSampler(ShardSampler):
+    """A permutation of range(n) drawn from (seed, epoch): the same epoch gives the same order.
+
+    `set_epoch(epoch)` picks the epoch; `make_loader` uses this sampler when shuffling, and
+    `set_epoch(loader, epoch)` sets it together with the dataset's epoch.
+    `state_dict()` -> `{"epoch", "yielded"}` and `load_state_dict` save and restore the
+    position in the epoch (`vidload._loader.position`); `set_epoch(epoch, start=k)` starts the
+    next pass at its k-th index, `set_epoch(epoch, items=c)` at the permutation's element c
+    (the items a run with another batch size handed out; `split_state` counts them): a
+    `ShardSampler` of one rank over the permutation. One process's order: a run under
+    torch.distributed shuffles with `DistributedSampler`.
+    """
+
+    def __init__(self, n: int, *, seed: int) -> None:
+        super().__init__(n, num_replicas=1, rank=0)
+        self.seed = check_int("seed", seed, minimum=0)
+
+    def _order(self) -> Sequence[int]:
+        # spawn_key keeps this stream apart from the items' np.random.default_rng([seed, e, i])
+        seq = np.random.SeedSequence([self.seed, self.epoch], spawn_key=(1,))
+        return np.random.default_rng(seq).permutation(self.n).tolist()
+
+    def __repr__(self) -> str:
+        return f"EpochShuffleSampler({self.n}, seed={self.seed}, epoch={self.epoch})"
 
 
 class ResumableDistributedSampler(Resumable, DistributedSampler):
@@ -337,12 +330,12 @@ def make_loader(
         item_sampler = sampler
     else:
         if shuffle is None:
-            shuffle = bool(getattr(clips, "train", True))
+            shuffle = clips.train if isinstance(clips, ClipDataset) else True
         group = process_group()
         shuffle_seed = 0  # used only when shuffling
         if shuffle:
-            if seed is None:
-                seed = getattr(clips, "seed", None)
+            if seed is None and isinstance(clips, ClipDataset):
+                seed = clips.seed
             # without a process group shared_seed() is just a fresh seed
             shuffle_seed = shared_seed() if seed is None else seed
         if group is not None:
@@ -472,14 +465,11 @@ def _stateful_class() -> type[DataLoader]:
 def _can_read_ahead(dataset: Dataset) -> bool:
     """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders, not
     a URL root without a cache: no local file)."""
-    try:
-        item_files(dataset)
-    except TypeError:
-        return False
-    clips = unwrap(dataset)  # a ClipDataset: `item_files` takes no other
+    clips = unwrap(dataset)  # what `item_files` takes: a ClipDataset or a Subset of one
     if not isinstance(clips, ClipDataset) or isinstance(clips.source, JpegSource):
         return False
-    return not _root_waits(clips.options.adapted)
+    source = clips.options.adapted
+    return source.files is not None and not _root_waits(source)
 
 
 def _reads_wait(dataset: Dataset) -> bool:

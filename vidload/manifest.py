@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
-from vidload._checks import check_int, check_real
+from vidload._checks import check_int, check_optional_int, check_real
 from vidload._lists import (
     MAX_FRAMES,
     UNLABELLED,
@@ -109,6 +109,7 @@ REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
 MAX_ERROR_CHARS = 8192
 
 _INT_FIELDS = ("label", "reported_frames", "actual_frames", "width", "height", "bytes")
+_TEXT_FIELDS = ("error", "rotation", "container")  # str or None
 
 
 @dataclass(frozen=True)
@@ -164,17 +165,15 @@ class ManifestRow:
                 object.__setattr__(self, name, value)
         if self.fps is not None:
             object.__setattr__(self, "fps", check_real("fps", self.fps))
-        if self.error is not None and not isinstance(self.error, str):
-            raise TypeError(f"error must be a str or None, got {self.error!r}")
+        for name in _TEXT_FIELDS:
+            text = getattr(self, name)
+            if text is not None and not isinstance(text, str):
+                raise TypeError(f"{name} must be a str or None, got {text!r}")
         if self.rotation is not None:
             from vidload.sources._orientation import parse_orientation
 
-            if not isinstance(self.rotation, str):
-                raise TypeError(f"rotation must be a str or None, got {self.rotation!r}")
             parse_orientation(self.rotation)
         if self.container is not None:
-            if not isinstance(self.container, str):
-                raise TypeError(f"container must be a str or None, got {self.container!r}")
             try:
                 canonical: str | None = normalize_video_id(self.container)
             except ValueError:
@@ -245,23 +244,19 @@ def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
     extra = [h for h in header if h not in MANIFEST_FIELDS]
     check_window_columns(extra, f"{path}:1")
     rows = []
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            break
-        except csv.Error as e:  # e.g. a cell over csv.field_size_limit() (128 KiB)
-            raise ValueError(f"{path}:{reader.line_num}: not a readable CSV row: {e}") from e
-        if not cells or cells == [""]:
-            continue
-        where = f"{path}:{reader.line_num}"
-        if len(cells) != len(header):
-            raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
-        by_name = dict(zip(header, cells, strict=True))
-        try:
-            rows.append(_parse_row(by_name, extra))
-        except (ValueError, TypeError) as e:
-            raise ValueError(f"{where}: {e}") from e
+    try:
+        for cells in reader:
+            if not cells or cells == [""]:
+                continue
+            where = f"{path}:{reader.line_num}"
+            if len(cells) != len(header):
+                raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
+            try:
+                rows.append(_parse_row(dict(zip(header, cells, strict=True)), extra))
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"{where}: {e}") from e
+    except csv.Error as e:  # e.g. a cell over csv.field_size_limit() (128 KiB)
+        raise ValueError(f"{path}:{reader.line_num}: not a readable CSV row: {e}") from e
     return rows
 
 
@@ -392,38 +387,25 @@ def entries_from_manifest(
 def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = None) -> VideoEntry:
     if isinstance(item, VideoEntry):
         return item
-    if classes is not None and isinstance(item, (tuple, list)) and len(item) >= 2:
-        if isinstance(item[1], str):
-            if item[1] not in classes:
-                raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
-            item = (item[0], classes[item[1]], *item[2:])
     if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
         raise TypeError(
             f"videos[{i}] ({item!r}) must be (video_id, label), (video_id, label, num_frames) "
             f"or a window (video_id, label, start, end)"
         )
-    video_id, label = item[0], item[1]
-    if len(item) == 4:
-        try:
-            video_id = normalize_video_id(video_id)
-            check_int(f"videos[{i}] label", label)
-            check_range("label", label)
-            start, end = check_window(item[2], item[3])
-        except (TypeError, ValueError) as e:
-            raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
-        return VideoEntry(video_id, int(label), start=start, end=end)
+    if classes is not None and isinstance(item[1], str):
+        if item[1] not in classes:
+            raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
+        item = (item[0], classes[item[1]], *item[2:])
     try:
-        video_id = normalize_video_id(video_id)
-        check_int(f"videos[{i}] label", label)
-        check_range("label", label)
-        known = None
-        if len(item) == 3 and item[2] is not None:
-            known = item[2]
-            check_int(f"videos[{i}] num_frames", known)
+        video_id = normalize_video_id(item[0])
+        label = check_range("label", check_int(f"videos[{i}] label", item[1]))
+        known = check_optional_int(f"videos[{i}] num_frames", item[2] if len(item) == 3 else None)
+        if known is not None:
             check_range("num_frames", known, minimum=0)
+        start, end = check_window(item[2], item[3]) if len(item) == 4 else (None, None)
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
-    return VideoEntry(video_id, int(label), None if known is None else int(known), None)
+    return VideoEntry(video_id, label, known, None, start=start, end=end)
 
 
 def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
@@ -440,9 +422,8 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
             raise ValueError(f"fps ({cells['fps']!r}) is not a number") from None
     if "status" in cells:
         values["status"] = cells["status"]
-    values["error"] = cells.get("error") or None
-    values["rotation"] = cells.get("rotation") or None
-    values["container"] = cells.get("container") or None
+    for name in _TEXT_FIELDS:
+        values[name] = cells.get(name) or None
     values["extra"] = {name: cells[name] for name in extra}
     return ManifestRow(**values)
 

@@ -45,6 +45,7 @@ import threading
 import warnings
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
@@ -155,6 +156,24 @@ def _files_of(source: FrameSourceBase) -> Callable[[str], list[Path]]:
     )
 
 
+def _lookup(
+    ds: ClipDataset, mapping: list[int] | None, find: Callable[[int, str], T]
+) -> Callable[[int], tuple[str, Callable[[], T]]]:
+    """`index -> (video_id, lambda: find(item, video_id))` for the items of `ds` (through the
+    item map of a Subset)."""
+    per_video, videos = ds.items_per_video, ds.videos
+    size = len(mapping) if mapping is not None else len(ds)
+
+    def lookup(index: int) -> tuple[str, Callable[[], T]]:
+        if not -size <= index < size:
+            raise IndexError(f"index ({index}) must be in [{-size}, {size})")
+        i = mapping[index] if mapping is not None else index % size
+        video_id = videos[i // per_video].video_id
+        return video_id, functools.partial(find, i, video_id)
+
+    return lookup
+
+
 def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list[Path]]]]:
     """A function `index -> (video_id, files)` for the items of a ClipDataset (or a Subset).
 
@@ -163,19 +182,7 @@ def item_files(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list
     """
     ds, mapping = _clip_dataset(dataset)
     files = _files_of(ds.options.adapted)
-    per_video = ds.items_per_video
-    videos = ds.videos
-
-    size = len(mapping) if mapping is not None else len(ds)
-
-    def lookup(index: int) -> tuple[str, Callable[[], list[Path]]]:
-        if not -size <= index < size:
-            raise IndexError(f"index ({index}) must be in [{-size}, {size})")
-        i = mapping[index] if mapping is not None else index % size
-        video_id = videos[i // per_video].video_id
-        return video_id, functools.partial(files, video_id)
-
-    return lookup
+    return _lookup(ds, mapping, lambda i, video_id: files(video_id))
 
 
 def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], list[ByteRange]]]]:
@@ -211,89 +218,20 @@ def item_ranges(dataset: Dataset) -> Callable[[int], tuple[str, Callable[[], lis
         ds.options = dataclasses.replace(ds.options, source=source)  # adapted again, once
         ranged = ds.options.adapted.byte_ranges
         files = _files_of(ds.options.adapted)
-    per_video = ds.items_per_video
-    videos = ds.videos
-    size = len(mapping) if mapping is not None else len(ds)
-
-    def whole(video_id: str) -> list[ByteRange]:
-        return [(path, 0, 0) for path in files(video_id)]
 
     def ranges(i: int, video_id: str) -> list[ByteRange]:
-        if ranged is None:
-            return whole(video_id)
-        try:
-            plans = ds.planned_reads(i)
-        except LookupError as e:
-            if type(e) is not LookupError:  # an IndexError (FrameCountError) is a failure
-                raise
-            return whole(video_id)  # the count is not known without decoding
-        return [r for vid, indices in plans for r in ranged(vid, indices)]
-
-    def lookup(index: int) -> tuple[str, Callable[[], list[ByteRange]]]:
-        if not -size <= index < size:
-            raise IndexError(f"index ({index}) must be in [{-size}, {size})")
-        i = mapping[index] if mapping is not None else index % size
-        video_id = videos[i // per_video].video_id
-        return video_id, functools.partial(ranges, i, video_id)
-
-    return lookup
-
-
-class _Hinter:
-    """A thread that issues WILLNEED hints for lists of byte ranges, in order."""
-
-    def __init__(self, owner: ReadAheadSampler) -> None:
-        self._owner = owner
-        self._pending: deque[tuple[str, Callable[[], list[ByteRange]]]] = deque()
-        self._recent: OrderedDict[ByteRange, None] = OrderedDict()
-        self._ready = threading.Condition()
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name="vidload-read-ahead", daemon=True)
-        self._thread.start()
-
-    def put(self, video_id: str, ranges: Callable[[], list[ByteRange]]) -> None:
-        with self._ready:
-            self._pending.append((video_id, ranges))
-            self._ready.notify()
-
-    def close(self, *, drain: bool) -> None:
-        """Wait for the thread to end, after issuing the pending hints if `drain`, else
-        dropping them (the iteration was abandoned)."""
-        with self._ready:
-            self._stopped = True
-            if not drain:
-                self._pending.clear()
-            self._ready.notify()
-        self._thread.join()
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while not self._pending and not self._stopped:
-                    self._ready.wait()
-                if not self._pending:
-                    return
-                video_id, find = self._pending.popleft()
+        if ranged is not None:
             try:
-                found = find()
-            except Exception as e:  # noqa: BLE001 - the worker's read raises the real error
-                self._owner._failed(f"video {video_id!r}", e)
-                continue
-            for path, offset, length in self._fresh(found):
-                self._owner._hint(video_id, path, offset, length)
+                plans = ds.planned_reads(i)
+            except LookupError as e:
+                if type(e) is not LookupError:  # an IndexError (FrameCountError) is a failure
+                    raise
+            else:
+                return [r for vid, indices in plans for r in ranged(vid, indices)]
+        # no ranges, or the count is not known without decoding: the whole files
+        return [(path, 0, 0) for path in files(video_id)]
 
-    def _fresh(self, found: list[ByteRange]) -> list[ByteRange]:
-        """`found` less the ranges hinted a moment ago (clips_per_video > 1, repeats)."""
-        recent, fresh = self._recent, []
-        for r in found:
-            if r in recent:
-                recent.move_to_end(r)
-                continue
-            recent[r] = None
-            fresh.append(r)
-        while len(recent) > 16 * (2 * self._owner.lookahead + 64):
-            recent.popitem(last=False)
-        return fresh
+    return _lookup(ds, mapping, ranges)
 
 
 class ReadAheadSampler(Wrapper, Sampler[T]):
@@ -339,18 +277,8 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         self.num_failed = 0
         self._position = Position()
         self._warned = False
-        self._lock = threading.Lock()  # counters are updated by the hint thread too
         if not read_ahead_supported():
             _warn_unsupported()
-
-    def __getstate__(self) -> dict[str, object]:
-        state = self.__dict__.copy()
-        del state["_lock"]
-        return state
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self.__dict__.update(state)
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"ReadAheadSampler({self.sampler!r}, lookahead={self.lookahead})"
@@ -363,32 +291,58 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         yield from self._position.run(self._hinted(start), skipped=True)
 
     def _hinted(self, start: int) -> Iterator[T]:
-        """The sampler's elements from `start` on, hinting each `lookahead` elements ahead."""
-        hinter = _Hinter(self)
+        """The sampler's elements from `start` on, hinting each `lookahead` elements ahead.
+
+        The hints are issued in order by one thread (`_hint_item`), the only one that counts
+        and warns; this one only finds each item's video (`_queue`)."""
+        hinter = ThreadPoolExecutor(1, initializer=_name_thread)
+        recent: OrderedDict[ByteRange, None] = OrderedDict()  # hinted a moment ago
         finished = False
         try:
             upcoming: deque[T] = deque()
             for element in itertools.islice(self.sampler, start, None):
                 upcoming.append(element)
-                self._queue(hinter, element)
+                self._queue(hinter, recent, element)
                 if len(upcoming) > self.lookahead:
                     yield upcoming.popleft()
             while upcoming:
                 yield upcoming.popleft()
             finished = True
-        finally:
-            hinter.close(drain=finished)
+        finally:  # the pending hints issued, or dropped when the iteration was abandoned
+            hinter.shutdown(wait=True, cancel_futures=not finished)
 
-    def _queue(self, hinter: _Hinter, element: T) -> None:
+    def _queue(self, hinter: Executor, recent: OrderedDict[ByteRange, None], element: T) -> None:
         """Find the video of each of `element`'s items (this thread) and hand the finding of
         its byte ranges to the hinter's thread."""
         for index in _indices_of(element):
             try:
                 video_id, ranges = self._lookup(operator.index(index))
             except (TypeError, IndexError) as e:  # the DataLoader reports bad indices itself
-                self._failed(f"item {index!r}", e)
+                hinter.submit(self._failed, f"item {index!r}", e)
                 continue
-            hinter.put(video_id, ranges)
+            hinter.submit(self._hint_item, video_id, ranges, recent)
+
+    def _hint_item(
+        self,
+        video_id: str,
+        find: Callable[[], list[ByteRange]],
+        recent: OrderedDict[ByteRange, None],
+    ) -> None:
+        """Hint the byte ranges of one item, less those in `recent` (clips_per_video > 1,
+        repeats)."""
+        try:
+            found = find()
+        except Exception as e:  # noqa: BLE001 - the worker's read raises the real error
+            self._failed(f"video {video_id!r}", e)
+            return
+        for r in found:
+            if r in recent:
+                recent.move_to_end(r)
+                continue
+            recent[r] = None
+            self._hint(video_id, *r)
+        while len(recent) > 16 * (2 * self.lookahead + 64):
+            recent.popitem(last=False)
 
     def _hint(self, video_id: str, path: Path, offset: int, length: int) -> None:
         try:
@@ -398,18 +352,16 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
             return
         try:
             os.posix_fadvise(fd, offset, length, os.POSIX_FADV_WILLNEED)
-            with self._lock:
-                self.num_hinted += 1
+            self.num_hinted += 1
         except OSError as e:
             self._failed(f"{str(path)!r} (video {video_id!r})", e)
         finally:
             os.close(fd)
 
     def _failed(self, what: str, error: BaseException) -> None:
-        with self._lock:
-            self.num_failed += 1
-            first, self._warned = not self._warned, True
-        if first:
+        self.num_failed += 1
+        if not self._warned:
+            self._warned = True
             warnings.warn(
                 f"read-ahead could not hint {what}: {error}; the "
                 f"read will report it. Further failures are only counted "
@@ -417,3 +369,8 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
                 ReadAheadWarning,
                 stacklevel=2,
             )
+
+
+def _name_thread() -> None:
+    """The hint thread's name (`vidload-read-ahead`), as a thread list or a profiler shows."""
+    threading.current_thread().name = "vidload-read-ahead"

@@ -25,11 +25,11 @@ def format_duration(seconds: float) -> str:
 
 def format_bytes(n: float) -> str:
     """`1536` -> `'1.5 KiB'`."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(n) < 1024:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
-    raise AssertionError("unreachable")
+    return f"{n:.1f} TiB"
 
 
 class Progress:
@@ -57,8 +57,7 @@ class Progress:
         self.enabled = enabled
         self.count = 0
         self.postfix = ""
-        isatty = getattr(self.stream, "isatty", None)
-        self._tty = bool(isatty and isatty())
+        self._tty = self.stream.isatty()  # TextIO has it: io streams answer False
         self._interval = tty_interval if self._tty else log_interval
         self._start = time.perf_counter()
         self._last_draw = float("-inf")

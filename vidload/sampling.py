@@ -107,10 +107,7 @@ def segment_indices(
     k = np.arange(count, dtype=np.int64)
     starts = (k * n) // count
     lengths = ((k + 1) * n) // count - starts
-    if train:
-        assert rng is not None  # _check_position: training needs an rng
-        return starts + rng.integers(0, lengths)
-    return starts + ((2 * clip_index + 1) * lengths) // (2 * num_clips)
+    return starts + _offset(lengths, rng if train else None, clip_index, num_clips)
 
 
 def consecutive_indices(
@@ -147,13 +144,7 @@ def consecutive_indices(
     if n < span:
         in_range = offsets[offsets < n]
         return _pad_short(in_range, count, short_policy, n, f"consecutive (stride {stride})")
-    num_starts = n - span + 1
-    if train:
-        assert rng is not None  # _check_position: training needs an rng
-        start = int(rng.integers(0, num_starts))
-    else:
-        start = ((2 * clip_index + 1) * num_starts) // (2 * num_clips)
-    return start + offsets
+    return _offset(n - span + 1, rng if train else None, clip_index, num_clips) + offsets
 
 
 def sample_clip(
@@ -251,10 +242,23 @@ def _check_position(train: object, rng: object, clip_index: object, num_clips: o
         raise ValueError(f"clip_index ({clip_index}) must be in [0, num_clips={num_clips})")
 
 
+def _offset(
+    room: np.ndarray | int, rng: np.random.Generator | None, clip_index: int, num_clips: int
+) -> np.ndarray | int:
+    """Where a clip starts among `room` possible starts (an int, or int64 array of them, one
+    per segment): drawn uniformly from [0, room) with `rng` (training), else (rng None) the
+    centre of part `clip_index` of `num_clips` equal parts."""
+    if rng is not None:
+        return rng.integers(0, room)
+    return ((2 * clip_index + 1) * room) // (2 * num_clips)
+
+
 # --------------------------------------------------------------------------- time
 
 
-_TIE_S = 1e-9
+#: A time within 1 ns of a frame's timestamp counts as reaching it (timestamps are pts x time
+#: base in floating point: 1380 x 0.001 is 1.3800000000000001); `vidload._windows` too.
+TIE_S = 1e-9
 
 
 def _check_timestamps(timestamps: object) -> np.ndarray:
@@ -278,7 +282,7 @@ def shown_at(timestamps: np.ndarray, times: np.ndarray) -> np.ndarray:
     as reaching it: timestamps are pts x time base in floating point (1380 x 0.001 is
     1.3800000000000001), and a tie must not fall to the frame before."""
     ts = _check_timestamps(timestamps)
-    idx = np.searchsorted(ts, np.asarray(times, np.float64) + _TIE_S, side="right") - 1
+    idx = np.searchsorted(ts, np.asarray(times, np.float64) + TIE_S, side="right") - 1
     return np.clip(idx, 0, ts.size - 1).astype(np.int64)
 
 

@@ -218,7 +218,7 @@ def render_frames(spec: SynthSpec, rng: np.random.Generator):
         x1, y1 = x0 + int(rng.integers(-bw // 3, bw // 3)), y0 + int(rng.integers(-bh, bh))
         colour = tuple(float(c) for c in rng.uniform(20, 235, 3))
         cv2.line(gradient, (x0, y0), (x1, y1), colour, int(rng.integers(1, 6)), cv2.LINE_AA)
-    shapes = [_make_shape(rng, h, w) for _ in range(int(rng.integers(4, 7)))]
+    shapes = [_Shape(rng, h, w) for _ in range(int(rng.integers(4, 7)))]
     pan_speed = rng.uniform(0.5, 1.0) * rng.choice([-1, 1])
     for t in range(n):
         phase = t / max(1, n - 1)
@@ -272,7 +272,3 @@ class _Shape:
         region = frame[fy0:fy1, fx0:fx1]
         region *= 1.0 - alpha
         region += alpha * self.rgb[sl]
-
-
-def _make_shape(rng: np.random.Generator, h: int, w: int) -> _Shape:
-    return _Shape(rng, h, w)

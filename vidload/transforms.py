@@ -262,14 +262,7 @@ def check_geometry(
     crop_hw = _pair("crop", crop)
     scale = _scale_range(crop_scale)
     num_views = check_int("spatial_views", num_views, minimum=1)
-    options = GeometryOptions(
-        short,
-        crop_hw,
-        scale,
-        check_bool("flip", flip),
-        num_views,
-        check_bool("train", train),
-    )
+    flip, train = check_bool("flip", flip), check_bool("train", train)
     if scale is not None and crop_hw is None:
         raise ValueError(
             f"crop_scale ({crop_scale!r}) needs crop: the random box is resized to the crop size"
@@ -283,7 +276,7 @@ def check_geometry(
             f"spatial_views ({num_views}) > 1 is for testing (train=False): training crops "
             "are drawn at random"
         )
-    return options
+    return GeometryOptions(short, crop_hw, scale, flip, num_views, train)
 
 
 def plan_geometry(
@@ -334,19 +327,14 @@ def resize_into(
     )
     region = image[top:bottom, left:right]
     out_h, out_w = out.shape[:2]
-    if region.shape[:2] == (out_h, out_w):
-        resized = region
-    else:
+    if region.shape[:2] != (out_h, out_w):
         shrink = max(region.shape[0] / out_h, region.shape[1] / out_w)
         interp = cv2.INTER_AREA if shrink >= 2 else cv2.INTER_LINEAR
-        if not resolved.flip:
+        if not resolved.flip:  # straight into `out`
             cv2.resize(region, (out_w, out_h), dst=out, interpolation=interp)
             return
-        resized = cv2.resize(region, (out_w, out_h), interpolation=interp)
-    if resolved.flip:
-        out[...] = resized[:, ::-1]
-    else:
-        out[...] = resized
+        region = cv2.resize(region, (out_w, out_h), interpolation=interp)
+    out[...] = region[:, ::-1] if resolved.flip else region
 
 
 def apply_geometry(
