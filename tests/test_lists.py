@@ -91,6 +91,11 @@ def test_json_lists(data):
     bad = write(data / "bad.json", json.dumps([{"label": 1}]))
     with pytest.raises(ValueError, match=r"bad.json: entry 0: has neither 'filename'"):
         load_videos(bad)
+    null = [{"frame_dir": "imgs", "total_frames": 5, "label": 1}, {"frame_dir": "imgs", "label": 1}]
+    null[1]["offset"] = None  # null is not 0: named with the file and entry, never a bare TypeError
+    bad = write(data / "null_offset.json", json.dumps(null))
+    with pytest.raises(ValueError, match=r"null_offset.json: entry 1: offset must be an int"):
+        load_videos(bad)
 
 
 def test_absolute_paths_need_no_root(data, tmp_path):

@@ -272,19 +272,20 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
                 )
             start, end = check_window(item.get("start"), item.get("end"))
             check_window_columns(item, "its keys")  # after the values: their errors first
-            known, offset = item.get("total_frames"), item.get("offset", 0)
-            for key, number in (("total_frames", known), ("offset", offset)):
-                if number is not None:
-                    check_range(key, check_int(key, number), minimum=0)
+            known = item.get("total_frames")
+            if known is not None:
+                known = check_range("total_frames", check_int("total_frames", known), minimum=0)
+            # an offset given as null is an error, not 0
+            offset = check_range("offset", check_int("offset", item.get("offset", 0)), minimum=0)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: entry {k}: {e}") from e
         entries.append(
             VideoEntry(
                 video_id,
                 labels[0],
-                None if known is None else int(known),
+                known,
                 None,
-                offset=int(offset),
+                offset=offset,
                 labels=labels if multi_label else None,
                 absolute=absolute,
                 start=start,
