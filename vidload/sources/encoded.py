@@ -29,7 +29,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
 from vidload.sources._listing import missing_names
-from vidload.sources.base import FrameSourceBase, as_index_array, hints_of
+from vidload.sources.base import FrameSourceBase, Indices, as_index_array, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -190,29 +190,22 @@ class ContainerSource(FrameSourceBase):
         per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
         word for the videos it names."""
-        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
-            recorded = named(vid)
-            if recorded is not None:
-                yield recorded
-                return
             short = container_name(vid, self.suffix)
             yield short
             full = container_name(vid, self.suffix, keep_extension=True)
             if full != short:
                 yield full
 
-        return missing_names(self.store.location, video_ids, names, recorded=named)
+        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
         none for a URL root (nothing local to hint)."""
         return self.store.hints(lambda: [self.path(video_id)])
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
+    def byte_ranges(self, video_id: str, indices: Indices) -> list[tuple[Path, int, int]]:
         """`(path, offset, length)` ranges of the files `read(video_id, indices)` touches, for
         read-ahead hints (length 0: a whole file): what a bucket batch would fetch for it
         (`_plan`, the one planner of a kind's reads) with what opening it reads
@@ -280,7 +273,7 @@ class ContainerSource(FrameSourceBase):
             if head is not None:
                 self._keep_head(vid, head)
 
-    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+    def fetch_plan(self, video_id: str, indices: Indices) -> list[Request]:
         """The storage requests `read_encoded(video_id, indices)` will make, as
         `(location, [(start, stop), ...] or None for the whole object)`, when its head is
         open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
@@ -429,26 +422,18 @@ class ContainerSource(FrameSourceBase):
         return []
 
     @abstractmethod
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>"""
 
     def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """<<read_container>>"""
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size)
 
     def read_transient(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """`read`, but into memory reused by this process and thread (`_CLIP`, a
         `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next

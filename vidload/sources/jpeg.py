@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import string
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord, head_record
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     normalize_video_id,
@@ -352,7 +353,7 @@ class JpegSource(ContainerSource):
         """Frame files from `start_index` on with no gap, less empty files at the end (cached)."""
         return self._scan(self._key(video_id))[1]
 
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
 
         Here a VideoReadError names a missing folder, or a frame file that cannot be read. One
