@@ -84,10 +84,11 @@ class JpegFramesFormat(StorageFormat):
         `attrs` is what the input says of itself, for a format that keeps it."""
         raise NotImplementedError
 
-    def write(self, container: Path, frames: Frames, options: Any) -> Written:
-        encoded = frames.jpeg(options.quality, options.subsampling)
-        first = next(encoded)  # streamed from here: the writers spill frames to disk
-        attrs = {  # what a format that keeps attributes stores (HDF5)
+    @staticmethod
+    def attrs(frames: Frames, options: Any) -> dict[str, Any]:
+        """What the input says of itself and how it was encoded: what a format that keeps
+        attributes stores (HDF5's root attributes, LMDB's meta key)."""
+        return {
             "fps": frames.fps,
             "reported_frames": frames.reported,
             "source": frames.video_id,
@@ -95,6 +96,11 @@ class JpegFramesFormat(StorageFormat):
             "subsampling": options.subsampling if frames.encodes else None,
             "short_side": frames.short_side,
         }
+
+    def write(self, container: Path, frames: Frames, options: Any) -> Written:
+        encoded = frames.jpeg(options.quality, options.subsampling)
+        first = next(encoded)  # streamed from here: the writers spill frames to disk
+        attrs = self.attrs(frames, options)
         count = self.write_frames(container, itertools.chain([first], encoded), attrs)
         store_timestamps(container, frames.timestamps(count))
         return Written(count, jpeg_size(first, path=str(container), index=0))
