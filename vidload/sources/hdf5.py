@@ -58,7 +58,7 @@ from vidload.sources.base import (
     check_in_range,
     check_regular_file,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "stored_fps", "write_hdf5"]
 
@@ -447,25 +447,22 @@ def _frame_bytes(handle: _Handle, path: str, frames: list[int]) -> list:
         return buffers
     ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
     if handle.location is not None:
-        got, what = handle.location.read_ranges(ranges), "object"
-    else:
-        assert handle.file is not None  # a local file's handle keeps it open
-        fd = handle.file.id.get_vfd_handle()
-        got = [_pread(fd, a, b, path, i) for i, (a, b) in zip(frames, ranges, strict=True)]
-        what = "file"
-    for i, data, (a, b) in zip(frames, got, ranges, strict=True):
-        if len(data) != b - a:
-            raise VideoReadError(
-                path, f"{what} ended after {len(data)} of the frame's {b - a} bytes", i
-            )
-    return got
+        return read_spans(handle.location, ranges, frames)
+    assert handle.file is not None  # a local file's handle keeps it open
+    fd = handle.file.id.get_vfd_handle()
+    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(frames, ranges, strict=True)]
 
 
 def _pread(fd: int, start: int, stop: int, path: str, index: int) -> bytes:
     try:
-        return os.pread(fd, stop - start, start)
+        data = os.pread(fd, stop - start, start)
     except OSError as e:
         raise VideoReadError(path, f"cannot read the frame's bytes: {e}", index) from e
+    if len(data) != stop - start:
+        raise VideoReadError(
+            path, f"file ended after {len(data)} of the frame's {stop - start} bytes", index
+        )
+    return data
 
 
 def stored_fps(path: str | os.PathLike[str]) -> float | None:

@@ -128,9 +128,7 @@ def _where(path: str | None) -> str:
 def check_jpeg_markers(data: _Data, *, path: str | None = None, index: int | None = None) -> None:
     """Raise VideoReadError unless `data` starts with SOI (FF D8) and ends with EOI (FF D9),
     trailing zero bytes allowed after the EOI."""
-    problem = _marker_problem(_as_buffer(data))
-    if problem is not None:
-        raise VideoReadError(_where(path), problem, index)
+    _check_markers(_checked_data(data), path, index)
 
 
 def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None) -> tuple[int, int]:
@@ -267,13 +265,7 @@ def decode_jpeg(
         VideoReadError: empty, truncated (no EOI), not a JPEG (no SOI) or corrupt data (any
             libjpeg warning, e.g. bad entropy-coded data in the middle of the frame).
     """
-    check_size("size", size)
-    buf = _checked_data(data)
-    _check_markers(buf, path, index)
-    plan = _Plan(_stored_size(buf, path, index, _DECODE_HEADER), size)
-    out = np.empty((plan.height, plan.width, 3), np.uint8)
-    plan.decode_into(buf, out, path, index, checked=True)
-    return out
+    return decode_many([data], paths=path, indices=None if index is None else [index], size=size)[0]
 
 
 def decode_many(

@@ -59,7 +59,7 @@ from vidload.sources.base import (
     check_in_range,
     open_regular,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -349,10 +349,8 @@ class NpySource(ContainerSource):
                     raise VideoReadError(where, "object changed size while being read")
                 return whole[base:].reshape(rows, cols), frames
             wanted = frames.tolist()
-            got = where.read_ranges([(base + i * cols, base + (i + 1) * cols) for i in wanted])
-            for i, data in zip(wanted, got, strict=True):
-                if len(data) != cols:
-                    raise VideoReadError(where, f"object ended inside row {i}", i)
+            spans = [(base + i * cols, base + (i + 1) * cols) for i in wanted]
+            got = read_spans(where, spans, wanted)
             return np.frombuffer(b"".join(got), np.uint8).reshape(-1, cols), np.arange(len(got))
         try:
             if self.mode == "read":
