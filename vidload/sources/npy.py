@@ -204,8 +204,7 @@ class NpySource(ContainerSource):
         if self.mode == "read":
             return [(location, None)]
         header = self._header(video_id)
-        opened = (location, [(0, header.data_offset)])
-        return [opened, *self._plan(video_id, idx, (location.url, header))]
+        return [(location, [(0, header.data_offset)]), *self._plan(video_id, idx, header)]
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
@@ -246,15 +245,12 @@ class NpySource(ContainerSource):
     def _head_known(self, video_id: str) -> bool:
         return self._headers.get(self._container(video_id).url) is not None
 
-    def _fetch_head(self, video_id: str) -> tuple[str, _Header]:
-        def remote(location: Location) -> tuple[str, _Header]:
-            return location.url, _read_remote_header(location)
-
-        return self._open_container(video_id, _not_remote, remote)
+    def _fetch_head(self, video_id: str) -> _Header:
+        return self._open_container(video_id, _not_remote, _read_remote_header)
 
     def _keep_head(self, video_id: str, head: object) -> None:
-        assert isinstance(head, tuple)
-        self._headers.put(head[0], head[1])
+        assert isinstance(head, _Header)  # kept under the object's URL, as `_remote_header`
+        self._headers.put(self._container(video_id).url, head)
 
     heads_kind = "npy"
 
@@ -263,15 +259,15 @@ class NpySource(ContainerSource):
         ints = {"data_offset": header.data_offset, "rows": header.rows, "cols": header.cols}
         return ints, {}, None
 
-    def _head_of_record(self, location: Location, record: HeadRecord) -> tuple | None:
+    def _head_of_record(self, location: Location, record: HeadRecord) -> _Header | None:
         f = record.ints
         if not {"data_offset", "rows", "cols"} <= f.keys():
             return None
-        return location.url, _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
+        return _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         location = self._container(video_id)
-        header = head[1] if isinstance(head, tuple) else self._headers.get(location.url)
+        header = head if isinstance(head, _Header) else self._headers.get(location.url)
         if header is None:
             return []
         base, cols = header.data_offset, header.cols
@@ -366,7 +362,7 @@ class NpySource(ContainerSource):
             raise VideoReadError(where, f"cannot read the frames: {e}") from e
 
 
-def _not_remote(path: object) -> tuple[str, _Header]:
+def _not_remote(path: object) -> _Header:
     raise AssertionError(f"{path}: a local file where a remote object was expected")
 
 
