@@ -301,38 +301,22 @@ def decode_many(
     """
     check_size("size", size)
     n = len(buffers)
-    if order is None:
-        order_list = list(range(n))
-    else:
-        if isinstance(order, np.ndarray) and order.ndim == 1 and order.dtype.kind in "iu":
-            order_list = order.tolist()  # a source's int64 order: no conversion to make
-        else:
-            order_list = np.asarray(order, dtype=np.int64).reshape(-1).tolist()
-        if order_list and (min(order_list) < 0 or max(order_list) >= n):
-            raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
+    # lists of plain ints (an int64 array of a source is not converted: a view's `tolist`)
+    order_list = list(range(n)) if order is None else np.asarray(order, np.int64).ravel().tolist()
+    if order_list and (min(order_list) < 0 or max(order_list) >= n):
+        raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
     k = len(order_list)
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
-    if isinstance(paths, str) or paths is None:
-        one_path = paths
-        path_of = None
-    else:
-        if len(paths) != n:
-            raise ValueError(f"paths has {len(paths)} entries for {n} buffers")
-        one_path, path_of = None, paths
-    if indices is not None and len(indices) != n:
-        raise ValueError(f"indices has {len(indices)} entries for {n} buffers")
-    if indices is None:
-        index_of = None
-    elif isinstance(indices, np.ndarray):
-        index_of = indices.tolist()
-    else:
-        index_of = [int(i) for i in indices]
+    path_of = [paths] * n if paths is None or isinstance(paths, str) else list(paths)
+    if len(path_of) != n:
+        raise ValueError(f"paths has {len(path_of)} entries for {n} buffers")
+    index_of = [None] * n if indices is None else np.asarray(indices, np.int64).ravel().tolist()
+    if len(index_of) != n:
+        raise ValueError(f"indices has {len(index_of)} entries for {n} buffers")
 
     def where(b: int) -> tuple[str | None, int | None]:
-        return (one_path if path_of is None else path_of[b]), (
-            None if index_of is None else index_of[b]
-        )
+        return path_of[b], index_of[b]
 
     b0 = order_list[0]
     first = _checked_data(buffers[b0])
