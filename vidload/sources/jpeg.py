@@ -183,12 +183,7 @@ class JpegSource(ContainerSource):
 
         try:
             key = self.store.container_key(video_id, self.suffix, probe)
-            names, is_empty = listed.get(key) or self._listing(key)
-            count = 0
-            while name(count) in names:
-                count += 1
-            while count > 0 and is_empty(name(count - 1)):
-                count -= 1
+            count = _frame_run(*(listed.get(key) or self._listing(key)), name)[1]
             if count == 0:
                 return None
             last = self.store.location_of(f"{key}/{name(count - 1)}")
@@ -306,13 +301,7 @@ class JpegSource(ContainerSource):
                 self._counts[key] = (recorded, recorded)
                 return recorded, recorded
         names, is_empty = self._listing(key) if listing is None else listing
-        run = 0
-        while self._name(run) in names:
-            run += 1
-        # empty files at the end of the run (an extraction cut short) do not count
-        actual = run
-        while actual > 0 and is_empty(self._name(actual - 1)):
-            actual -= 1
+        run, actual = _frame_run(names, is_empty, self._name)
         matching = run  # plus any numbered files outside the run (after a hole, say)
         for name in names.difference(self._names[:run]) if len(names) > run else ():
             m = self._name_re.fullmatch(name)
@@ -367,6 +356,20 @@ class JpegSource(ContainerSource):
         rows = frames.tolist()
         buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+
+
+def _frame_run(
+    names: set[str], is_empty: Callable[[str], bool], name: Callable[[int], str]
+) -> tuple[int, int]:
+    """(frame files among `names` from the first on with no gap, those of them before the
+    empty files at the run's end: an extraction cut short)."""
+    run = 0
+    while name(run) in names:
+        run += 1
+    actual = run
+    while actual > 0 and is_empty(name(actual - 1)):
+        actual -= 1
+    return run, actual
 
 
 class _Recorded:
