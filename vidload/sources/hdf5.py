@@ -289,7 +289,7 @@ class Hdf5Source(ContainerSource):
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
         (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             fps = self.fps if self.fps is not None else handle.fps
             actual = handle.offsets.shape[0] - 1
         return container_timestamps(
@@ -300,7 +300,7 @@ class Hdf5Source(ContainerSource):
         """The metadata before and after the frame data (superblock, object headers,
         `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
         not one plain block (chunked or filtered, read through h5py) is read whole."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             assert handle.file is not None  # a local file's handle keeps it open
             location = Location(handle.name)
             base = handle.data_offset
@@ -315,21 +315,20 @@ class Hdf5Source(ContainerSource):
         self._handles.clear()
 
     @contextmanager
-    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, str]]:
-        """(handle, what names it): an open, validated file (or a remote object's frame
-        table), from this process's cache, closed on exit when the cache keeps none
-        (`cache_size=0`)."""
+    def _handle(self, video_id: str) -> Iterator[_Handle]:
+        """An open, validated file (or a remote object's frame table), from this process's
+        cache, closed on exit when the cache keeps none (`cache_size=0`)."""
         key = self.store.handle_key(video_id, self.suffix)
         handle = self._handles.get(key)
         if handle is None:
             handle = self._open_container(video_id, _open, _open_remote)
             if not self._handles.put(key, handle):
                 try:
-                    yield handle, handle.name
+                    yield handle
                 finally:
                     _close_handle(handle)
                 return
-        yield handle, handle.name
+        yield handle
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
@@ -399,12 +398,12 @@ class Hdf5Source(ContainerSource):
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             return handle.reported
 
     def actual_frames(self, video_id: str) -> int:
         """Frames stored in the file (`len(offsets) - 1`)."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             return handle.offsets.shape[0] - 1
 
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
@@ -417,23 +416,24 @@ class Hdf5Source(ContainerSource):
         idx = as_index_array(indices)
         cached = self._handles.get(self.store.handle_key(video_id, self.suffix))
         if cached is not None:  # the per-clip path: a cached handle, no pathlib
-            return _read_frames(cached, cached.name, video_id, idx)
-        with self._handle(video_id) as (handle, _):
-            return _read_frames(handle, handle.name, video_id, idx)
+            return _read_frames(cached, video_id, idx)
+        with self._handle(video_id) as handle:
+            return _read_frames(handle, video_id, idx)
 
 
-def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) -> EncodedFrames:
-    """`read_encoded` on an open handle; `where` names the file or object in errors."""
+def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
+    """`read_encoded` on an open handle."""
     actual = handle.offsets.shape[0] - 1
     check_in_range(video_id, idx, actual, handle.reported)
     frames, order = distinct_frames(idx, actual)
-    buffers = _frame_bytes(handle, where, frames.tolist())
-    return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
+    buffers = _frame_bytes(handle, frames.tolist())
+    return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, path: str, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, frames: list[int]) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
+    path = handle.name  # the file or object, as errors name it
     starts = handle.offsets[frames].tolist()
     ends = handle.offsets[[i + 1 for i in frames]].tolist()
     base = handle.data_offset
