@@ -27,7 +27,7 @@ from vidload._storage.batch import Request, run_concurrently
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
-from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
+from vidload.sources._heads import HeadRecord, Heads, RootHeads, check_spans, head_record
 from vidload.sources._listing import missing_names
 from vidload.sources.base import FrameSourceBase, Indices, as_index_array, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
@@ -173,8 +173,8 @@ class ContainerSource(FrameSourceBase):
         self.store: SourceRoot = store
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
-        #: This process's sidecar of heads (`_sidecar`), as a 1-tuple (None: there is none).
-        self._heads_lru: ProcessLRU[str, tuple[Heads | None]] = ProcessLRU(1)
+        #: This process's sidecar of heads of the root (`_sidecar`).
+        self._root_heads = RootHeads()
         #: Heads from the sidecar waiting for their check (`settle`), by video id: those of
         #: the batch being read and of the next one planned before it decodes
         #: (`vidload._dataset.ahead`); a batch's that is never read is dropped after
@@ -329,7 +329,7 @@ class ContainerSource(FrameSourceBase):
             if self._head_checks(location, record, head):
                 self._keep_head(vid, head)
             else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
-                self._suspect_sidecar()
+                self._root_heads.suspect()
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
         """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;
@@ -341,24 +341,11 @@ class ContainerSource(FrameSourceBase):
         return record.checks(spans)
 
     def _sidecar(self) -> Heads | None:
-        """This process's sidecar of heads of the root (`_heads.read_heads`: this machine's
+        """This process's sidecar of heads of the root (`_heads.RootHeads`: this machine's
         copy, fetched by the first process that needs it; asked again where this process
         noted it suspect), None where there is none."""
-        got = self._heads_lru.get("heads")
-        if got is None:
-            assert self.heads_kind is not None
-            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
-            self._heads_lru.put("heads", got)
-        elif got[0] is not None and (now := got[0].current()) is not got[0]:
-            got = (now,)
-            self._heads_lru.put("heads", got)
-        return got[0]
-
-    def _suspect_sidecar(self) -> None:
-        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
-        got = self._heads_lru.get("heads")
-        if got is not None and got[0] is not None:
-            got[0].suspect()
+        assert self.heads_kind is not None
+        return self._root_heads.get(self.store.location, self.heads_kind, self.store.cache)
 
     def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar

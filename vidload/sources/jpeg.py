@@ -326,7 +326,7 @@ class JpegSource(ContainerSource):
             return None
         location, head = got
         if not ContainerSource._head_checks(self, location, record, head):
-            self._suspect_sidecar()  # rewritten since the sidecar was: it may be too
+            self._root_heads.suspect()  # rewritten since the sidecar was: it may be too
             return None
         assert isinstance(head, _Recorded)
         return head.count

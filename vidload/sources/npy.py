@@ -90,7 +90,7 @@ class _Header:
 _HEADER_RE = re.compile(
     r"\{'descr': '[|<>=]?u1', 'fortran_order': (False|True), 'shape': \((\d+), (\d+)\), \} *\n?"
 )
-#: numpy's own header parser, for any other header, runs under this lock (see `_parse_header`).
+#: numpy's own header parser, for any other header, runs under this lock (see `_read_header`).
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
