@@ -49,6 +49,7 @@ from vidload.errors import VideoReadError
 __all__ = [
     "SUBSAMPLINGS",
     "check_jpeg_markers",
+    "check_quality",
     "check_size",
     "decode_jpeg",
     "decode_many",
@@ -358,6 +359,14 @@ def decode_many(
     return out
 
 
+def check_quality(quality: int) -> int:
+    """`quality` as an int in [1, 100], the JPEG quality rule (TypeError / ValueError)."""
+    q = check_int("quality", quality)
+    if not 1 <= q <= 100:
+        raise ValueError(f"quality ({q}) must be in [1, 100]")
+    return q
+
+
 def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling = "420") -> bytes:
     """Encode uint8 (H, W, 3) RGB as a baseline JPEG (libjpeg-turbo via simplejpeg).
 
@@ -371,9 +380,7 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling 
         )
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
         raise ValueError(f"rgb must have shape (H, W, 3) with H, W >= 1, got {rgb.shape}")
-    quality = check_int("quality", quality)
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality ({quality}) must be in [1, 100]")
+    quality = check_quality(quality)
     check_choice("subsampling", subsampling, SUBSAMPLINGS)
     if not rgb.flags.c_contiguous:
         rgb = np.ascontiguousarray(rgb)
