@@ -290,7 +290,7 @@ def test_a_cold_batch_is_one_round_with_the_heads_sidecar(kind, tree, s3_bucket,
     reqs, peak = _heads_then_frames(kind, ds, s3_bucket.faults, batch)
     assert all(r.method == "GET" for r in reqs), reqs  # no size request
     assert len(reqs) >= VIDEOS and peak == len(reqs), (peak, len(reqs))  # one round
-    assert ds.source._pending_heads().get(VIDEO_LIST[0][0]) is None  # checked and kept
+    assert ds.source._pending_heads.get(VIDEO_LIST[0][0]) is None  # checked and kept
     ds.set_epoch(0)
     _check_equal(ds, one, batch[::-1])
     ds.set_epoch(1)  # warm: one round, frames only
@@ -330,7 +330,7 @@ def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
     )
     # only the rewritten one is opened from itself (the sidecar aside: read once)
     assert set(heads_of) == {f"x1{'.h5' if kind == 'hdf5' else '.npy'}"}, heads_of
-    assert "a/x1.mp4" not in ds.source._pending_heads()._own()
+    assert "a/x1.mp4" not in ds.source._pending_heads._own()
     # the sidecar is stale for one: this process asks its version once (it is unchanged: kept)
     s3_bucket.faults.clear_log()
     heads = ds.source._sidecar()
@@ -352,7 +352,7 @@ def test_a_head_from_the_sidecar_names_its_object(tree, s3_bucket, tmp_path):
     ds = ClipDataset(listed, source("hdf5", url, storage_options=opts), num_frames=4, seed=3)
     getitems(ds, list(range(VIDEOS)))  # the heads come from the sidecar
     vid = VIDEO_LIST[0][0]
-    assert ds.source._pending_heads().get(vid) is None  # checked and kept
+    assert ds.source._pending_heads.get(vid) is None  # checked and kept
     named = ds.source.read_encoded(vid, [0]).paths
     opened = source("hdf5", url, storage_options=opts).read_encoded(vid, [0]).paths
     assert named == opened and str(named).startswith("s3://"), (named, opened)
@@ -416,7 +416,7 @@ def test_a_cold_jpeg_batch_is_one_round_with_the_heads_sidecar(tree, s3_bucket, 
     assert not any("prefix" in r.query for r in reqs), reqs  # no listing
     assert all(r.method == "GET" for r in reqs) and peak == len(reqs), (peak, len(reqs))
     assert len(reqs) >= VIDEOS * 4
-    assert ds.source._pending_heads().get(VIDEO_LIST[0][0]) is None  # checked and kept
+    assert ds.source._pending_heads.get(VIDEO_LIST[0][0]) is None  # checked and kept
     ds.set_epoch(0)
     _check_equal(ds, one, batch[::-1])
     ds.set_epoch(1)  # warm: one round, frames only

@@ -9,7 +9,7 @@ rejected vlen layout. Then N clips of 8 random frames (seed 0) are read every wa
 figure is CPU time (`time.process_time`) per clip or per frame, the best of R passes, in this
 one process. The docstrings that quote these figures name this command:
 
-- `hdf5`: `sources.hdf5` (layout, handles kept open, `_direct_offset`);
+- `hdf5`: `sources.hdf5` (layout, handles kept open, `_opened`);
 - `npy`: `sources.npy` (read modes);
 - `jpeg`: `sources.jpeg.read_frame_file` (one `os.read` against `np.fromfile`);
 - `decode`: `sources.jpeg_decode` (decoders, DCT scales, encoders); each decoded array is

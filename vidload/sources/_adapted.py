@@ -19,11 +19,10 @@ Messages name the object's own class (`source_name`).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Sequence
 
 import numpy as np
 
-from vidload.sources.base import FrameSource, FrameSourceBase
+from vidload.sources.base import FrameSource, FrameSourceBase, Indices
 from vidload.transforms import ClipGeometry, apply_geometry
 
 __all__ = ["OPTIONAL_METHODS", "AdaptedSource", "adapt_source"]
@@ -90,11 +89,7 @@ class AdaptedSource(FrameSourceBase):
         return self.inner.actual_frames(video_id)
 
     def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """The wrapped `read`, given `geometry` where it takes one; else its full frames with
         `geometry` applied here (`apply_geometry`; None: as read). What is not uint8 (k, H, W,

@@ -64,6 +64,7 @@ from typing import Any
 
 import numpy as np
 
+from vidload._lru import ProcessLRU
 from vidload._storage import Location
 from vidload._storage.batch import run_concurrently
 from vidload._storage.cache import temporary_cache
@@ -77,12 +78,12 @@ __all__ = [
     "HEADS_NAME",
     "HeadRecord",
     "Heads",
+    "RootHeads",
     "check_spans",
     "name_key",
     "head_record",
     "open_heads",
     "read_heads",
-    "record_digest",
     "render_heads",
     "write_heads",
 ]
@@ -107,11 +108,6 @@ def check_spans(size: int) -> list[tuple[int, int]]:
     return [(0, CHECK_BYTES), (size - CHECK_BYTES, size)]
 
 
-def record_digest(size: int, spans: Sequence[bytes]) -> str:
-    """The digest of an object's `size` and the bytes of its `check_spans`."""
-    return span_digest(size, spans)
-
-
 @dataclass
 class HeadRecord:
     """One container's head: its `size` and `digest` (the check), its scalar fields, and for
@@ -132,7 +128,7 @@ class HeadRecord:
             len(s) != b - a for s, (a, b) in zip(spans, want, strict=True)
         ):
             return False  # the object ends before them: it changed
-        return record_digest(self.size, spans) == self.digest
+        return span_digest(self.size, spans) == self.digest
 
 
 def name_key(name: str) -> int:
@@ -344,12 +340,43 @@ def read_heads(root: Location, kind: str, cache: Any = None) -> Heads | None:
     return open_heads(path, kind, (where, cache, version))
 
 
+class RootHeads:
+    """A source's sidecar of heads of its root, as this process holds it: read once
+    (`read_heads`: this machine's copy, fetched by the first process that needs it), asked
+    again where this process noted it suspect (`Heads.current`). Picklable: a copy, or a
+    forked child, reads it again (`ProcessLRU`)."""
+
+    def __init__(self) -> None:
+        self._held: ProcessLRU[str, tuple[Heads | None]] = ProcessLRU(1)
+
+    def held(self) -> Heads | None:
+        """The sidecar as read so far, without reading it (None: not read, or none there)."""
+        got = self._held.get("heads")
+        return None if got is None else got[0]
+
+    def get(self, root: Location, kind: str, cache: Any) -> Heads | None:
+        """The sidecar of `kind` under `root` (`read_heads`), None where there is none."""
+        got = self._held.get("heads")
+        if got is None:
+            got = (read_heads(root, kind, cache),)
+        elif got[0] is not None:
+            got = (got[0].current(),)  # noted suspect: asked again (`Heads.refreshed`)
+        self._held.put("heads", got)
+        return got[0]
+
+    def suspect(self) -> None:
+        """Note that the sidecar held may be stale (`Heads.suspect`)."""
+        heads = self.held()
+        if heads is not None:
+            heads.suspect()
+
+
 def head_record(location: Location, ints, floats, lengths=None) -> HeadRecord:
     """The record of the container at `location` with these fields: its size and the digest
     of its `check_spans` read now (local or remote alike)."""
     size = location.size()
     spans = location.read_ranges(check_spans(size))
-    return HeadRecord(size, record_digest(size, spans), dict(ints), dict(floats), lengths)
+    return HeadRecord(size, span_digest(size, spans), dict(ints), dict(floats), lengths)
 
 
 def write_heads(source: Any, video_ids: Sequence[str]) -> int:

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from vidload._checks import check_choice, check_int
+from vidload._checks import check_choice
 from vidload._layout import sidecar_path
 from vidload.sources._format import BenchRow, Frames, StorageFormat, Written, store_timestamps
 from vidload.sources.hdf5 import Hdf5Source, stored_fps, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
-from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling, jpeg_size
+from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling, check_quality, jpeg_size
 from vidload.sources.npy import NpySource, write_npy
 
 __all__ = [
@@ -54,10 +54,7 @@ class JpegOptions:
     SPEC_REQUIRED: ClassVar[tuple[str, ...]] = ("quality",)
 
     def __post_init__(self) -> None:
-        q = check_int("quality", self.quality)
-        if not 1 <= q <= 100:
-            raise ValueError(f"quality ({q}) must be in [1, 100]")
-        object.__setattr__(self, "quality", q)
+        object.__setattr__(self, "quality", check_quality(self.quality))
         check_choice("subsampling", self.subsampling, SUBSAMPLINGS)
 
     @classmethod
@@ -84,10 +81,11 @@ class JpegFramesFormat(StorageFormat):
         `attrs` is what the input says of itself, for a format that keeps it."""
         raise NotImplementedError
 
-    def write(self, container: Path, frames: Frames, options: Any) -> Written:
-        encoded = frames.jpeg(options.quality, options.subsampling)
-        first = next(encoded)  # streamed from here: the writers spill frames to disk
-        attrs = {  # what a format that keeps attributes stores (HDF5)
+    @staticmethod
+    def attrs(frames: Frames, options: Any) -> dict[str, Any]:
+        """What the input says of itself and how it was encoded: what a format that keeps
+        attributes stores (HDF5's root attributes, LMDB's meta key)."""
+        return {
             "fps": frames.fps,
             "reported_frames": frames.reported,
             "source": frames.video_id,
@@ -95,6 +93,11 @@ class JpegFramesFormat(StorageFormat):
             "subsampling": options.subsampling if frames.encodes else None,
             "short_side": frames.short_side,
         }
+
+    def write(self, container: Path, frames: Frames, options: Any) -> Written:
+        encoded = frames.jpeg(options.quality, options.subsampling)
+        first = next(encoded)  # streamed from here: the writers spill frames to disk
+        attrs = self.attrs(frames, options)
         count = self.write_frames(container, itertools.chain([first], encoded), attrs)
         store_timestamps(container, frames.timestamps(count))
         return Written(count, jpeg_size(first, path=str(container), index=0))

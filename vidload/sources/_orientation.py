@@ -63,18 +63,6 @@ class Orientation:
         """(height, width) of a displayed frame whose stored size is height x width."""
         return (width, height) if self.transpose else (height, width)
 
-    @property
-    def degrees(self) -> int:
-        """Counter-clockwise rotation of the display (0, 90, 180, 270), the mirror aside: the
-        orientation is `rotate by degrees, then mirror left-right if hflip` (PyAV's
-        `set_display_rotation(degrees, hflip=...)`)."""
-        return _TO_NAME[self][0]
-
-    @property
-    def hflip(self) -> bool:
-        """Whether the display mirrors left-right after rotating by `degrees`."""
-        return _TO_NAME[self][1]
-
     def __str__(self) -> str:
         """The manifest's `rotation` cell: "0", "90", "180", "270", with "+hflip" when
         mirrored ("90+hflip")."""

@@ -27,7 +27,7 @@ from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
 from vidload.errors import VidloadError
-from vidload.sources._heads import HeadRecord, Heads, read_heads
+from vidload.sources._heads import HeadRecord, Heads, RootHeads
 from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index
@@ -100,7 +100,7 @@ class VideoRoot(FrameSourceBase):
         self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
         self._said_whole = False
         # URL root: the sidecar of heads (`_heads`: every video's persisted index), once
-        self._heads_lru: ProcessLRU[str, tuple[Heads | None]] = ProcessLRU(1)
+        self._root_heads = RootHeads()
 
     def close(self) -> None:
         """Close the files this process keeps open (they reopen on demand)."""
@@ -157,8 +157,7 @@ class VideoRoot(FrameSourceBase):
                 container_name(vid, CONVERTED_SUFFIX),
             )
         )
-        got = self._heads_lru.get("heads")
-        heads = None if got is None else got[0]
+        heads = self._root_heads.held()
         if heads is not None:
             listed = next((n for n in candidates if n in heads), None)
             if listed is not None:
@@ -174,20 +173,11 @@ class VideoRoot(FrameSourceBase):
         """This process's sidecar of heads of the root (this machine's copy: `_heads.
         read_heads`), None where there is none. Only asked where reads wait on a network
         (`prepare`)."""
-        got = self._heads_lru.get("heads")
-        if got is None:
-            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
-            self._heads_lru.put("heads", got)
-        elif got[0] is not None and (now := got[0].current()) is not got[0]:
-            got = (now,)  # noted suspect: asked again (`_heads.Heads.refreshed`)
-            self._heads_lru.put("heads", got)
-        return got[0]
+        return self._root_heads.get(self.store.location, self.heads_kind, self.store.cache)
 
     def _suspect_heads(self) -> None:
         """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
-        got = self._heads_lru.get("heads")
-        if got is not None and got[0] is not None:
-            got[0].suspect()
+        self._root_heads.suspect()
 
     def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
         """(object name relative to the root, its record: the persisted index's bytes) for

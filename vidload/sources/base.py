@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FrameSource",
     "FrameSourceBase",
+    "Indices",
     "VIDEO_EXTENSIONS",
     "as_index_array",
     "check_in_range",
@@ -37,6 +38,10 @@ __all__ = [
     "open_regular_file",
     "strip_video_ext",
 ]
+
+#: Frame indices as a source takes them: 0-based, any order, duplicates allowed; checked and
+#: made an int64 array by `as_index_array`.
+Indices = Sequence[int] | np.ndarray
 
 
 @runtime_checkable
@@ -60,7 +65,7 @@ class FrameSource(Protocol):
         """Frames that really exist (decode), found once and cached."""
         ...
 
-    def read(self, video_id: str, indices: Sequence[int] | np.ndarray) -> np.ndarray:
+    def read(self, video_id: str, indices: Indices) -> np.ndarray:
         """Frames `indices` (0-based, any order, duplicates allowed) as uint8 (k, H, W, 3) RGB,
         in the order asked. An index >= the actual count raises FrameCountError.
 
@@ -137,13 +142,11 @@ class FrameSourceBase(ABC):
     timestamps: Callable[[str], np.ndarray] | None = None
     missing_videos: Callable[[Sequence[str]], list[str]] | None = None
     prepare: Callable[[Sequence[str]], None] | None = None
-    fetch_plan: Callable[[str, Sequence[int] | np.ndarray], list[Request]] | None = None
+    fetch_plan: Callable[[str, Indices], list[Request]] | None = None
     settle: Callable[[Sequence[str]], None] | None = None
     files: Callable[[str], list[Path]] | None = None
     use_containers: Callable[[Mapping[str, str]], bool] | None = None
-    byte_ranges: Callable[[str, Sequence[int] | np.ndarray], list[tuple[Path, int, int]]] | None = (
-        None
-    )
+    byte_ranges: Callable[[str, Indices], list[tuple[Path, int, int]]] | None = None
 
     @abstractmethod
     def reported_frames(self, video_id: str) -> int | None:
@@ -155,21 +158,13 @@ class FrameSourceBase(ABC):
 
     @abstractmethod
     def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """Frames `indices` as uint8 (k, H, W, 3) RGB in the order asked, with `geometry`
         applied (uint8 (k, out_h, out_w, 3)) when one is given (`FrameSource.read`)."""
 
     def read_transient(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """`read`, for a caller that only copies the frames out before its next read
         (`ClipDataset`): a source may return them in memory it reuses; by default `read`
@@ -186,7 +181,7 @@ class FrameSourceBase(ABC):
         return type(self).__name__
 
 
-def as_index_array(indices: Sequence[int] | np.ndarray) -> np.ndarray:
+def as_index_array(indices: Indices) -> np.ndarray:
     """Indices as a 1-D int64 array; negative or non-integer indices raise IndexError/TypeError."""
     arr = np.asarray(indices)
     if arr.ndim != 1:

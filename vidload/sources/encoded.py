@@ -24,16 +24,16 @@ from vidload._lru import ProcessLRU
 from vidload._scratch import Scratch
 from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
-from vidload.errors import VidloadError
+from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
-from vidload.sources._heads import HeadRecord, Heads, check_spans, head_record, read_heads
+from vidload.sources._heads import HeadRecord, Heads, RootHeads, check_spans, head_record
 from vidload.sources._listing import missing_names
-from vidload.sources.base import FrameSourceBase, as_index_array, hints_of
+from vidload.sources.base import FrameSourceBase, Indices, as_index_array, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
-__all__ = ["ContainerSource", "EncodedFrames", "distinct_frames"]
+__all__ = ["ContainerSource", "EncodedFrames", "distinct_frames", "read_spans"]
 
 Buffer = bytes | np.ndarray
 T = TypeVar("T")
@@ -134,6 +134,19 @@ def distinct_frames(indices: np.ndarray, available: int) -> tuple[np.ndarray, np
 _SMALL_CLIP = 64
 
 
+def read_spans(location: Location, spans: list[tuple[int, int]], frames: list[int]) -> list[bytes]:
+    """The stored bytes of `frames`, each the [start, stop) of `spans` in `location`, fetched
+    in one round (`Location.read_ranges`); VideoReadError naming the frame whose span the
+    object ends before."""
+    got = location.read_ranges(spans)
+    for i, data, (a, b) in zip(frames, got, spans, strict=True):
+        if len(data) != b - a:
+            raise VideoReadError(
+                location, f"object ended after {len(data)} of the frame's {b - a} bytes", i
+            )
+    return got
+
+
 @shared_docs
 class ContainerSource(FrameSourceBase):
     """What the container sources share: where a video's container is, and `read` as
@@ -160,6 +173,15 @@ class ContainerSource(FrameSourceBase):
         self.store: SourceRoot = store
         #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
         self.root: Path | Location = self.store.root
+        #: This process's sidecar of heads of the root (`_sidecar`).
+        self._root_heads = RootHeads()
+        #: Heads from the sidecar waiting for their check (`settle`), by video id: those of
+        #: the batch being read and of the next one planned before it decodes
+        #: (`vidload._dataset.ahead`); a batch's that is never read is dropped after
+        #: `_PENDING` others (its videos are taken from the sidecar again when they come).
+        self._pending_heads: ProcessLRU[str, tuple[Location, HeadRecord, object]] = ProcessLRU(
+            _PENDING
+        )
 
     def path(self, video_id: str) -> Path:
         """The container of `video_id`: `root/<id without video extension><suffix>` (see
@@ -190,29 +212,22 @@ class ContainerSource(FrameSourceBase):
         per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
         word for the videos it names."""
-        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
-            recorded = named(vid)
-            if recorded is not None:
-                yield recorded
-                return
             short = container_name(vid, self.suffix)
             yield short
             full = container_name(vid, self.suffix, keep_extension=True)
             if full != short:
                 yield full
 
-        return missing_names(self.store.location, video_ids, names, recorded=named)
+        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
         none for a URL root (nothing local to hint)."""
         return self.store.hints(lambda: [self.path(video_id)])
 
-    def byte_ranges(
-        self, video_id: str, indices: Sequence[int] | np.ndarray
-    ) -> list[tuple[Path, int, int]]:
+    def byte_ranges(self, video_id: str, indices: Indices) -> list[tuple[Path, int, int]]:
         """`(path, offset, length)` ranges of the files `read(video_id, indices)` touches, for
         read-ahead hints (length 0: a whole file): what a bucket batch would fetch for it
         (`_plan`, the one planner of a kind's reads) with what opening it reads
@@ -264,7 +279,7 @@ class ContainerSource(FrameSourceBase):
         ahead = self.store.ahead(video_ids)  # none where reads do not wait on a network
         if not ahead:
             return
-        pending = self._pending_heads()  # kept until settled: a next batch's may be planned
+        pending = self._pending_heads  # kept until settled: a next batch's may be planned
         todo = [v for v in ahead if not self._head_known(v) and pending.get(v) is None]
         if not todo:
             return
@@ -280,7 +295,7 @@ class ContainerSource(FrameSourceBase):
             if head is not None:
                 self._keep_head(vid, head)
 
-    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+    def fetch_plan(self, video_id: str, indices: Indices) -> list[Request]:
         """The storage requests `read_encoded(video_id, indices)` will make, as
         `(location, [(start, stop), ...] or None for the whole object)`, when its head is
         open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
@@ -289,7 +304,7 @@ class ContainerSource(FrameSourceBase):
         return self.store.plans(lambda: self._planned(video_id, as_index_array(indices)))
 
     def _planned(self, video_id: str, idx: np.ndarray) -> list[Request]:
-        pending = self._pending_heads().get(video_id)
+        pending = self._pending_heads.get(video_id)
         if pending is not None:
             location, record, head = pending
             return [*self._plan(video_id, idx, head), (location, check_spans(record.size))]
@@ -302,7 +317,7 @@ class ContainerSource(FrameSourceBase):
         (`vidload._dataset.batch`: inside `holding`, so no request is sent): a container
         unchanged since the sidecar was written keeps its head, as if opened; one rewritten
         since is opened by its own read, as without a sidecar. Those of `video_ids`, or all."""
-        pending = self._pending_heads()
+        pending = self._pending_heads
         if video_ids is None:
             items = list(pending.items())
             pending.clear()
@@ -314,7 +329,7 @@ class ContainerSource(FrameSourceBase):
             if self._head_checks(location, record, head):
                 self._keep_head(vid, head)
             else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
-                self._suspect_sidecar()
+                self._root_heads.suspect()
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
         """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;
@@ -326,38 +341,11 @@ class ContainerSource(FrameSourceBase):
         return record.checks(spans)
 
     def _sidecar(self) -> Heads | None:
-        """This process's sidecar of heads of the root (`_heads.read_heads`: this machine's
+        """This process's sidecar of heads of the root (`_heads.RootHeads`: this machine's
         copy, fetched by the first process that needs it; asked again where this process
         noted it suspect), None where there is none."""
-        lru = self.__dict__.get("_heads_lru")
-        if lru is None:
-            lru = self.__dict__["_heads_lru"] = ProcessLRU(1)
-        got = lru.get("heads")
-        if got is None:
-            assert self.heads_kind is not None
-            got = (read_heads(self.store.location, self.heads_kind, self.store.cache),)
-            lru.put("heads", got)
-        elif got[0] is not None and (now := got[0].current()) is not got[0]:
-            got = (now,)
-            lru.put("heads", got)
-        return got[0]
-
-    def _suspect_sidecar(self) -> None:
-        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
-        lru = self.__dict__.get("_heads_lru")
-        got = None if lru is None else lru.get("heads")
-        if got is not None and got[0] is not None:
-            got[0].suspect()
-
-    def _pending_heads(self) -> ProcessLRU[str, tuple[Location, HeadRecord, object]]:
-        """Heads from the sidecar waiting for their check (`settle`), by video id: those of
-        the batch being read and of the next one planned before it decodes
-        (`vidload._dataset.ahead`); a batch's that is never read is dropped after
-        `_PENDING` others (its videos are taken from the sidecar again when they come)."""
-        lru = self.__dict__.get("_pending_lru")
-        if lru is None:
-            lru = self.__dict__["_pending_lru"] = ProcessLRU(_PENDING)
-        return lru
+        assert self.heads_kind is not None
+        return self._root_heads.get(self.store.location, self.heads_kind, self.store.cache)
 
     def _pend_from(self, heads: Heads, video_id: str, pending: ProcessLRU) -> bool:
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
@@ -429,26 +417,18 @@ class ContainerSource(FrameSourceBase):
         return []
 
     @abstractmethod
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>"""
 
     def read(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """<<read_container>>"""
         encoded = self.read_encoded(video_id, indices)
         return encoded.decode(geometry=geometry, size=self.decode_size)
 
     def read_transient(
-        self,
-        video_id: str,
-        indices: Sequence[int] | np.ndarray,
-        *,
-        geometry: ClipGeometry | None = None,
+        self, video_id: str, indices: Indices, *, geometry: ClipGeometry | None = None
     ) -> np.ndarray:
         """`read`, but into memory reused by this process and thread (`_CLIP`, a
         `vidload._scratch.Scratch`): the same frames, overwritten by this thread's next

@@ -17,7 +17,7 @@ hdf5` reproduces them):
     this source: kept open, one os.pread a frame          38 us
 
 against 2,100-3,100 us to decode the 8 frames (`--only decode`). So the concatenated layout, read
-by `os.pread` where the layout allows (`_direct_offset`), and handles kept open in a small
+by `os.pread` where the layout allows (`_opened`), and handles kept open in a small
 per-process LRU (`cache_size`, `vidload._lru.ProcessLRU`): a clip usually asks for counts and
 then frames of the same file. Handles are opened lazily, dropped (never used) when the process
 id changes, so a handle opened before a DataLoader forks is never shared, and are excluded from
@@ -34,7 +34,7 @@ layout above.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,11 +53,12 @@ from vidload.sources._hdf5_write import FORMAT_VERSION, write_hdf5
 from vidload.sources._heads import HeadRecord
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     check_regular_file,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "stored_fps", "write_hdf5"]
 
@@ -72,32 +73,12 @@ class _Handle:
     height: int
     # Where `frames` starts in the file, when its bytes can be read directly (one contiguous,
     # unfiltered, allocated block and the default sec2 driver): then a frame is one os.pread
-    # on HDF5's own file descriptor instead of an h5py slice (see `_direct_offset`).
+    # on HDF5's own file descriptor instead of an h5py slice (see `_opened`).
     data_offset: int | None = None
     # An object in a bucket: where it is; frames are byte ranges of it (`_frame_bytes`).
     location: Location | None = None
     fps: float | None = None  # the file's `fps` attribute (kept for a closed remote file)
     name: str = ""  # the file or object, as errors name it
-
-
-def _direct_offset(path: str, f: h5py.File, frames: h5py.Dataset) -> int | None:
-    """The file offset of the `frames` bytes when they lie as one plain block in the file.
-
-    Why: an h5py slice `frames[a:b]` (selection, type conversion, a new array) costs more than
-    the read itself: 8 frames of an open file took 95 us through slices and 38 us by
-    `os.pread` (see the module docstring). Files whose dataset is chunked or filtered (written
-    by other tools) are read through h5py.
-    """
-    try:
-        if f.driver != "sec2":
-            return None
-        offset = _block_offset(frames)
-        if offset is None:
-            return None
-        size = os.fstat(f.id.get_vfd_handle()).st_size
-    except (OSError, ValueError, TypeError, AttributeError):
-        return None
-    return _check_within(path, offset, frames, size)
 
 
 def _block_offset(frames: h5py.Dataset) -> int | None:
@@ -136,43 +117,42 @@ def _open_remote(location: Location) -> _Handle:
     chunked or filtered `frames` dataset (another writer) keeps the file open, read through
     h5py."""
     raw = open_prefetched(location)
-    if raw.size == 0:
-        raise VideoReadError(location, "empty file (0 bytes)")
-    try:
-        f = h5py.File(raw, "r")
-    except Exception as e:
-        raise VideoReadError(location, f"cannot open as HDF5: {_what(e)}") from e
-    where = str(location)
-    with _closed_on_failure(where, f):
-        handle = _validate(where, f, direct=False)
-        offset = _block_offset(handle.frames)
-        handle.location = location
-        if offset is not None:
-            handle.data_offset = _check_within(where, offset, handle.frames, raw.size)
-            f.close()
-            handle.file = None
-    return handle
+    return _opened(str(location), raw, raw.size, location)
 
 
 def _open(name: str) -> _Handle:
-    """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it.
+    """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it."""
+    return _opened(name, name, check_regular_file(Path(name)).st_size, None)
+
+
+def _opened(where: str, file: Any, size: int, location: Location | None) -> _Handle:
+    """`file` (a local path, or a remote object's `RangeFile`) of `size` bytes opened and
+    validated, with where its frame bytes lie when they can be read directly (one contiguous,
+    unfiltered, allocated block; in a local file, HDF5's default sec2 driver): then a frame is
+    one `os.pread` on HDF5's own file descriptor, or a byte range of the object, instead of an
+    h5py slice (selection, type conversion, a new array: 8 frames of an open file took 95 us
+    through slices and 38 us by `os.pread`, see the module docstring). Files whose dataset is
+    chunked or filtered (written by other tools) are read through h5py.
 
     h5py reports damaged metadata with whatever its C library met first (OSError, KeyError,
     RuntimeError "Unable to synchronously check link existence", ...): every exception from
     opening and validating becomes a VideoReadError, chained to it.
     """
-    path = Path(name)
-    check_regular_file(path)
+    if size == 0:
+        raise VideoReadError(where, "empty file (0 bytes)")
     try:
-        f = h5py.File(path, "r")
-    except FileNotFoundError as e:
-        raise VideoReadError(path, "HDF5 file not found") from e
+        f = h5py.File(file, "r")
     except Exception as e:
-        size = path.stat().st_size if path.is_file() else None
-        reason = "empty file (0 bytes)" if size == 0 else f"cannot open as HDF5: {_what(e)}"
-        raise VideoReadError(path, reason) from e
-    with _closed_on_failure(str(path), f):
-        handle = _validate(str(path), f)
+        raise VideoReadError(where, f"cannot open as HDF5: {_what(e)}") from e
+    with _closed_on_failure(where, f):
+        handle = _validate(where, f)
+        handle.location = location
+        offset = _block_offset(handle.frames) if location or f.driver == "sec2" else None
+        if offset is not None:
+            handle.data_offset = _check_within(where, offset, handle.frames, size)
+            if location is not None:  # the frames are byte ranges of the object
+                f.close()
+                handle.file = None
     return handle
 
 
@@ -219,7 +199,7 @@ def _dataset(path: str, f: h5py.File, name: str) -> h5py.Dataset:
     return obj
 
 
-def _validate(path: str, f: h5py.File, *, direct: bool = True) -> _Handle:
+def _validate(path: str, f: h5py.File) -> _Handle:
     version = _int_attr(path, f, "format_version")
     if version is not None and version > FORMAT_VERSION:
         raise VideoReadError(
@@ -254,8 +234,7 @@ def _validate(path: str, f: h5py.File, *, direct: bool = True) -> _Handle:
         )
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
-    data_offset = _direct_offset(path, f, frames) if direct else None
-    return _Handle(f, frames, offsets, reported, width, height, data_offset, fps=fps, name=path)
+    return _Handle(f, frames, offsets, reported, width, height, fps=fps, name=path)
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -310,7 +289,7 @@ class Hdf5Source(ContainerSource):
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
         (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             fps = self.fps if self.fps is not None else handle.fps
             actual = handle.offsets.shape[0] - 1
         return container_timestamps(
@@ -321,7 +300,7 @@ class Hdf5Source(ContainerSource):
         """The metadata before and after the frame data (superblock, object headers,
         `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
         not one plain block (chunked or filtered, read through h5py) is read whole."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             assert handle.file is not None  # a local file's handle keeps it open
             location = Location(handle.name)
             base = handle.data_offset
@@ -336,21 +315,20 @@ class Hdf5Source(ContainerSource):
         self._handles.clear()
 
     @contextmanager
-    def _handle(self, video_id: str) -> Iterator[tuple[_Handle, str]]:
-        """(handle, what names it): an open, validated file (or a remote object's frame
-        table), from this process's cache, closed on exit when the cache keeps none
-        (`cache_size=0`)."""
+    def _handle(self, video_id: str) -> Iterator[_Handle]:
+        """An open, validated file (or a remote object's frame table), from this process's
+        cache, closed on exit when the cache keeps none (`cache_size=0`)."""
         key = self.store.handle_key(video_id, self.suffix)
         handle = self._handles.get(key)
         if handle is None:
             handle = self._open_container(video_id, _open, _open_remote)
             if not self._handles.put(key, handle):
                 try:
-                    yield handle, handle.name
+                    yield handle
                 finally:
                     _close_handle(handle)
                 return
-        yield handle, handle.name
+        yield handle
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
@@ -420,73 +398,71 @@ class Hdf5Source(ContainerSource):
 
     def reported_frames(self, video_id: str) -> int | None:
         """The file's `num_frames` attribute (None if absent); checked against the data."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             return handle.reported
 
     def actual_frames(self, video_id: str) -> int:
         """Frames stored in the file (`len(offsets) - 1`)."""
-        with self._handle(video_id) as (handle, _):
+        with self._handle(video_id) as handle:
             return handle.offsets.shape[0] - 1
 
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
 
         Here a VideoReadError names a missing, empty or inconsistent file, or a frame whose
         bytes cannot be read. One `os.pread` per distinct frame on the open file (through h5py
-        for a chunked or filtered `frames` dataset, see `_direct_offset`).
+        for a chunked or filtered `frames` dataset, see `_opened`).
         """
         idx = as_index_array(indices)
         cached = self._handles.get(self.store.handle_key(video_id, self.suffix))
         if cached is not None:  # the per-clip path: a cached handle, no pathlib
-            return _read_frames(cached, cached.name, video_id, idx)
-        with self._handle(video_id) as (handle, _):
-            return _read_frames(handle, handle.name, video_id, idx)
+            return _read_frames(cached, video_id, idx)
+        with self._handle(video_id) as handle:
+            return _read_frames(handle, video_id, idx)
 
 
-def _read_frames(handle: _Handle, where: str, video_id: str, idx: np.ndarray) -> EncodedFrames:
-    """`read_encoded` on an open handle; `where` names the file or object in errors."""
+def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
+    """`read_encoded` on an open handle."""
     actual = handle.offsets.shape[0] - 1
     check_in_range(video_id, idx, actual, handle.reported)
     frames, order = distinct_frames(idx, actual)
-    buffers = _frame_bytes(handle, where, frames.tolist())
-    return EncodedFrames(buffers, frames, order, where, sum(len(b) for b in buffers))
+    buffers = _frame_bytes(handle, frames.tolist())
+    return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, path: str, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, frames: list[int]) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
+    path = handle.name  # the file or object, as errors name it
     starts = handle.offsets[frames].tolist()
     ends = handle.offsets[[i + 1 for i in frames]].tolist()
-    buffers: list = []
     base = handle.data_offset
-    if base is not None and handle.location is not None:
-        ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
-        got = handle.location.read_ranges(ranges)
-        for i, data, (a, b) in zip(frames, got, ranges, strict=True):
-            if len(data) != b - a:
-                raise VideoReadError(
-                    path, f"object ended after {len(data)} of the frame's {b - a} bytes", i
-                )
-        return got
-    if base is not None and handle.file is not None:
-        fd = handle.file.id.get_vfd_handle()
+    if base is None:  # chunked or filtered: through h5py
+        buffers = []
         for i, a, b in zip(frames, starts, ends, strict=True):
             try:
-                data = os.pread(fd, b - a, base + a)
-            except OSError as e:
-                raise VideoReadError(path, f"cannot read the frame's bytes: {e}", i) from e
-            if len(data) != b - a:
-                raise VideoReadError(
-                    path, f"file ended after {len(data)} of the frame's {b - a} bytes", i
-                )
-            buffers.append(data)
+                buffers.append(handle.frames[a:b])
+            except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
+                raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
         return buffers
-    for i, a, b in zip(frames, starts, ends, strict=True):
-        try:
-            buffers.append(handle.frames[a:b])  # chunked or filtered: through h5py
-        except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
-            raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
-    return buffers
+    ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
+    if handle.location is not None:
+        return read_spans(handle.location, ranges, frames)
+    assert handle.file is not None  # a local file's handle keeps it open
+    fd = handle.file.id.get_vfd_handle()
+    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(frames, ranges, strict=True)]
+
+
+def _pread(fd: int, start: int, stop: int, path: str, index: int) -> bytes:
+    try:
+        data = os.pread(fd, stop - start, start)
+    except OSError as e:
+        raise VideoReadError(path, f"cannot read the frame's bytes: {e}", index) from e
+    if len(data) != stop - start:
+        raise VideoReadError(
+            path, f"file ended after {len(data)} of the frame's {stop - start} bytes", index
+        )
+    return data
 
 
 def stored_fps(path: str | os.PathLike[str]) -> float | None:

@@ -26,7 +26,7 @@ import os
 import re
 import shutil
 import string
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord, head_record
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     normalize_video_id,
@@ -182,12 +183,7 @@ class JpegSource(ContainerSource):
 
         try:
             key = self.store.container_key(video_id, self.suffix, probe)
-            names, is_empty = listed.get(key) or self._listing(key)
-            count = 0
-            while name(count) in names:
-                count += 1
-            while count > 0 and is_empty(name(count - 1)):
-                count -= 1
+            count = _frame_run(*(listed.get(key) or self._listing(key)), name)[1]
             if count == 0:
                 return None
             last = self.store.location_of(f"{key}/{name(count - 1)}")
@@ -305,13 +301,7 @@ class JpegSource(ContainerSource):
                 self._counts[key] = (recorded, recorded)
                 return recorded, recorded
         names, is_empty = self._listing(key) if listing is None else listing
-        run = 0
-        while self._name(run) in names:
-            run += 1
-        # empty files at the end of the run (an extraction cut short) do not count
-        actual = run
-        while actual > 0 and is_empty(self._name(actual - 1)):
-            actual -= 1
+        run, actual = _frame_run(names, is_empty, self._name)
         matching = run  # plus any numbered files outside the run (after a hole, say)
         for name in names.difference(self._names[:run]) if len(names) > run else ():
             m = self._name_re.fullmatch(name)
@@ -336,7 +326,7 @@ class JpegSource(ContainerSource):
             return None
         location, head = got
         if not ContainerSource._head_checks(self, location, record, head):
-            self._suspect_sidecar()  # rewritten since the sidecar was: it may be too
+            self._root_heads.suspect()  # rewritten since the sidecar was: it may be too
             return None
         assert isinstance(head, _Recorded)
         return head.count
@@ -352,7 +342,7 @@ class JpegSource(ContainerSource):
         """Frame files from `start_index` on with no gap, less empty files at the end (cached)."""
         return self._scan(self._key(video_id))[1]
 
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
 
         Here a VideoReadError names a missing folder, or a frame file that cannot be read. One
@@ -366,6 +356,20 @@ class JpegSource(ContainerSource):
         rows = frames.tolist()
         buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+
+
+def _frame_run(
+    names: set[str], is_empty: Callable[[str], bool], name: Callable[[int], str]
+) -> tuple[int, int]:
+    """(frame files among `names` from the first on with no gap, those of them before the
+    empty files at the run's end: an extraction cut short)."""
+    run = 0
+    while name(run) in names:
+        run += 1
+    actual = run
+    while actual > 0 and is_empty(name(actual - 1)):
+        actual -= 1
+    return run, actual
 
 
 class _Recorded:

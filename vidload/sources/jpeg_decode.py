@@ -49,6 +49,7 @@ from vidload.errors import VideoReadError
 __all__ = [
     "SUBSAMPLINGS",
     "check_jpeg_markers",
+    "check_quality",
     "check_size",
     "decode_jpeg",
     "decode_many",
@@ -128,9 +129,7 @@ def _where(path: str | None) -> str:
 def check_jpeg_markers(data: _Data, *, path: str | None = None, index: int | None = None) -> None:
     """Raise VideoReadError unless `data` starts with SOI (FF D8) and ends with EOI (FF D9),
     trailing zero bytes allowed after the EOI."""
-    problem = _marker_problem(_as_buffer(data))
-    if problem is not None:
-        raise VideoReadError(_where(path), problem, index)
+    _check_markers(_checked_data(data), path, index)
 
 
 def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None) -> tuple[int, int]:
@@ -267,13 +266,7 @@ def decode_jpeg(
         VideoReadError: empty, truncated (no EOI), not a JPEG (no SOI) or corrupt data (any
             libjpeg warning, e.g. bad entropy-coded data in the middle of the frame).
     """
-    check_size("size", size)
-    buf = _checked_data(data)
-    _check_markers(buf, path, index)
-    plan = _Plan(_stored_size(buf, path, index, _DECODE_HEADER), size)
-    out = np.empty((plan.height, plan.width, 3), np.uint8)
-    plan.decode_into(buf, out, path, index, checked=True)
-    return out
+    return decode_many([data], paths=path, indices=None if index is None else [index], size=size)[0]
 
 
 def decode_many(
@@ -309,38 +302,22 @@ def decode_many(
     """
     check_size("size", size)
     n = len(buffers)
-    if order is None:
-        order_list = list(range(n))
-    else:
-        if isinstance(order, np.ndarray) and order.ndim == 1 and order.dtype.kind in "iu":
-            order_list = order.tolist()  # a source's int64 order: no conversion to make
-        else:
-            order_list = np.asarray(order, dtype=np.int64).reshape(-1).tolist()
-        if order_list and (min(order_list) < 0 or max(order_list) >= n):
-            raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
+    # lists of plain ints (an int64 array of a source is not converted: a view's `tolist`)
+    order_list = list(range(n)) if order is None else np.asarray(order, np.int64).ravel().tolist()
+    if order_list and (min(order_list) < 0 or max(order_list) >= n):
+        raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
     k = len(order_list)
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
-    if isinstance(paths, str) or paths is None:
-        one_path = paths
-        path_of = None
-    else:
-        if len(paths) != n:
-            raise ValueError(f"paths has {len(paths)} entries for {n} buffers")
-        one_path, path_of = None, paths
-    if indices is not None and len(indices) != n:
-        raise ValueError(f"indices has {len(indices)} entries for {n} buffers")
-    if indices is None:
-        index_of = None
-    elif isinstance(indices, np.ndarray):
-        index_of = indices.tolist()
-    else:
-        index_of = [int(i) for i in indices]
+    path_of = [paths] * n if paths is None or isinstance(paths, str) else list(paths)
+    if len(path_of) != n:
+        raise ValueError(f"paths has {len(path_of)} entries for {n} buffers")
+    index_of = [None] * n if indices is None else np.asarray(indices, np.int64).ravel().tolist()
+    if len(index_of) != n:
+        raise ValueError(f"indices has {len(index_of)} entries for {n} buffers")
 
     def where(b: int) -> tuple[str | None, int | None]:
-        return (one_path if path_of is None else path_of[b]), (
-            None if index_of is None else index_of[b]
-        )
+        return path_of[b], index_of[b]
 
     b0 = order_list[0]
     first = _checked_data(buffers[b0])
@@ -382,6 +359,14 @@ def decode_many(
     return out
 
 
+def check_quality(quality: int) -> int:
+    """`quality` as an int in [1, 100], the JPEG quality rule (TypeError / ValueError)."""
+    q = check_int("quality", quality)
+    if not 1 <= q <= 100:
+        raise ValueError(f"quality ({q}) must be in [1, 100]")
+    return q
+
+
 def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling = "420") -> bytes:
     """Encode uint8 (H, W, 3) RGB as a baseline JPEG (libjpeg-turbo via simplejpeg).
 
@@ -395,9 +380,7 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling 
         )
     if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.shape[0] == 0 or rgb.shape[1] == 0:
         raise ValueError(f"rgb must have shape (H, W, 3) with H, W >= 1, got {rgb.shape}")
-    quality = check_int("quality", quality)
-    if not 1 <= quality <= 100:
-        raise ValueError(f"quality ({quality}) must be in [1, 100]")
+    quality = check_quality(quality)
     check_choice("subsampling", subsampling, SUBSAMPLINGS)
     if not rgb.flags.c_contiguous:
         rgb = np.ascontiguousarray(rgb)

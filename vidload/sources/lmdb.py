@@ -6,7 +6,7 @@ environment after `#`; `a/x1.mp4` where two inputs share a stem, as the other ki
 and the frame:
 
     <name> 0x00 <frame, uint32 big-endian>   the frame's JPEG bytes, exactly as encoded
-    <name> 0x01                              JSON: count, height, width, fps, reported, bytes, ...
+    <name> 0x01                              JSON: count, height, width, fps, bytes, ...
     <name> 0x02                              float64 little-endian timestamps (seconds), one a frame
 
 Why one environment per dataset, not one per convert shard: a video is one write transaction
@@ -37,6 +37,7 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._format import BenchRow, Frames, Written
 from vidload.sources._jpeg_kinds import JpegFramesFormat
 from vidload.sources._spill import spill_frames
-from vidload.sources.base import as_index_array, check_in_range, normalize_video_id
+from vidload.sources.base import Indices, as_index_array, check_in_range, normalize_video_id
 from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
 try:
@@ -174,6 +175,13 @@ class _Meta:
     timed: bool
 
 
+def _find_meta(txn: Any, video_id: str) -> _Meta | None:
+    """A video's meta key, by its names in the environment (`_names`), None where it has none."""
+    return next(
+        filter(None, (_read_meta(txn, n) for n in _names(normalize_video_id(video_id)))), None
+    )
+
+
 def _read_meta(txn: Any, name: str) -> _Meta | None:
     raw = txn.get(_meta_key(name.encode()))
     if raw is None:
@@ -250,14 +258,12 @@ class LmdbSource(ContainerSource):
     def _meta(self, video_id: str) -> _Meta:
         got = self._metas.get(video_id)
         if got is None:
-            vid = normalize_video_id(video_id)
             with _environment(self.environment, write=False).begin() as txn:
-                for name in _names(vid):
-                    got = _read_meta(txn, name)
-                    if got is not None:
-                        break
+                got = _find_meta(txn, video_id)
             if got is None:
-                raise VideoReadError(f"{self.environment}#{vid}", "not found")
+                raise VideoReadError(
+                    f"{self.environment}#{normalize_video_id(video_id)}", "not found"
+                )
             self._metas.put(video_id, got)
         return got
 
@@ -273,14 +279,7 @@ class LmdbSource(ContainerSource):
         if not os.path.isdir(self.environment):
             return list(video_ids)
         with _environment(self.environment, write=False).begin() as txn:
-            return [
-                v
-                for v in video_ids
-                if not any(
-                    txn.get(_meta_key(n.encode())) is not None
-                    for n in _names(normalize_video_id(v))
-                )
-            ]
+            return [v for v in video_ids if _find_meta(txn, v) is None]
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: those convert stored, else frame i at i / fps
@@ -298,7 +297,7 @@ class LmdbSource(ContainerSource):
             raise VideoReadError(where, "no stored timestamps and no frame rate: pass fps=")
         return np.arange(meta.count, dtype=np.float64) / float(fps)
 
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>"""
         idx = as_index_array(indices)
         meta = self._meta(video_id)
@@ -323,59 +322,6 @@ def _names(video_id: str) -> Iterator[str]:
         yield short
 
 
-def write_lmdb(
-    environment: str,
-    name: str,
-    frames: Frames,
-    quality: int,
-    subsampling: Any,
-    attrs: Mapping[str, Any],
-) -> Written:
-    """Encode `frames` (spilled to disk, outside the lock), then store them as `name` in the
-    environment in one write transaction (module doc); an earlier video of that name is
-    replaced in the same transaction."""
-    encoded = frames.jpeg(quality, subsampling)
-    first = next(encoded)
-    with spill_frames(Path(environment), _chain(first, encoded), one_size=True) as spill:
-        count = len(spill.lengths)
-        times = frames.timestamps(count)
-        key = name.encode()
-        nbytes = sum(_stored(n) for n in spill.lengths)
-        meta = {
-            **attrs,
-            "count": count,
-            "height": spill.size[0],
-            "width": spill.size[1],
-            "timed": times is not None,
-            "bytes": nbytes + (0 if times is None else _stored(8 * count)),
-        }
-        buf = bytearray(max(spill.lengths))
-        try:
-            env = _environment(environment, write=True)
-            with env.begin(write=True) as txn:
-                old = _read_meta(txn, name)
-                for i in range(0 if old is None else old.count):
-                    txn.delete(_frame_key(key, i))
-                txn.delete(_times_key(key))
-                for i, n in enumerate(spill.lengths):
-                    view = memoryview(buf)[:n]
-                    spill.read_into(view)
-                    txn.put(_frame_key(key, i), view)
-                if times is not None:
-                    txn.put(_times_key(key), np.ascontiguousarray(times, "<f8").tobytes())
-                txn.put(_meta_key(key), json.dumps(meta).encode())
-        except lmdb.Error as e:
-            if "No space left" in str(e):
-                raise OSError(errno.ENOSPC, f"{environment}: {e}") from e
-            raise VideoReadError(environment, f"cannot write {name!r}: {e}") from e
-    return Written(count, spill.size)
-
-
-def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
-    yield first
-    yield from rest
-
-
 class LmdbFormat(JpegFramesFormat):
     """`lmdb`: JPEG frames in one LMDB environment per dataset (module doc), `LmdbSource`;
     the JPEG kinds' options (quality, subsampling); local only."""
@@ -396,42 +342,71 @@ class LmdbFormat(JpegFramesFormat):
         environment, name = _split(container)
         if not os.path.isfile(os.path.join(environment, "data.mdb")):
             return False
-        with _environment(environment, write=False, fresh=True).begin() as txn:
-            return txn.get(_meta_key(name.encode())) is not None
+        return self._meta(environment, name) is not None
 
-    def _meta(self, container: Path) -> _Meta:
-        environment, name = _split(container)
+    @staticmethod
+    def _meta(environment: str, name: str) -> _Meta | None:
         with _environment(environment, write=False, fresh=True).begin() as txn:
-            meta = _read_meta(txn, name)
-        if meta is None:
-            raise VideoReadError(container, "not found")
-        return meta
+            return _read_meta(txn, name)
 
     def nbytes(self, container: Path) -> int:
         """Its values' bytes on disk (whole pages, as LMDB stores a large value)."""
-        return self._meta(container).nbytes
+        meta = self._meta(*_split(container))
+        if meta is None:
+            raise VideoReadError(container, "not found")
+        return meta.nbytes
 
     def files(self, root: Path, video_id: str) -> list[Path]:
         return [root / ENV_NAME / "data.mdb"]
 
     def video_bytes(self, root: Path, video_id: str) -> int:
-        for name in _names(normalize_video_id(video_id)):
-            container = root / (_MARK + name)
-            if self.exists(container):
-                return self.nbytes(container)
-        raise VideoReadError(root / ENV_NAME, f"{video_id!r} not found")
+        environment = str(root / ENV_NAME)
+        with _environment(environment, write=False, fresh=True).begin() as txn:
+            meta = _find_meta(txn, video_id)
+        if meta is None:
+            raise VideoReadError(environment, f"{video_id!r} not found")
+        return meta.nbytes
 
     def write(self, container: Path, frames: Frames, options: Any) -> Written:
+        """Encode `frames` (spilled to disk, outside the lock), then store them as the
+        container's name in the environment in one write transaction (module doc); an earlier
+        video of that name is replaced in the same transaction."""
         environment, name = _split(container)
-        attrs = {
-            "fps": frames.fps,
-            "reported": frames.reported,
-            "source": frames.video_id,
-            "quality": options.quality if frames.encodes else None,
-            "subsampling": options.subsampling if frames.encodes else None,
-            "short_side": frames.short_side,
-        }
-        return write_lmdb(environment, name, frames, options.quality, options.subsampling, attrs)
+        encoded = frames.jpeg(options.quality, options.subsampling)
+        first = next(encoded)
+        with spill_frames(Path(environment), chain([first], encoded), one_size=True) as spill:
+            count = len(spill.lengths)
+            times = frames.timestamps(count)
+            key = name.encode()
+            nbytes = sum(_stored(n) for n in spill.lengths)
+            meta = {
+                **self.attrs(frames, options),
+                "count": count,
+                "height": spill.size[0],
+                "width": spill.size[1],
+                "timed": times is not None,
+                "bytes": nbytes + (0 if times is None else _stored(8 * count)),
+            }
+            buf = bytearray(max(spill.lengths))
+            try:
+                env = _environment(environment, write=True)
+                with env.begin(write=True) as txn:
+                    old = _read_meta(txn, name)
+                    for i in range(0 if old is None else old.count):
+                        txn.delete(_frame_key(key, i))
+                    txn.delete(_times_key(key))
+                    for i, n in enumerate(spill.lengths):
+                        view = memoryview(buf)[:n]
+                        spill.read_into(view)
+                        txn.put(_frame_key(key, i), view)
+                    if times is not None:
+                        txn.put(_times_key(key), np.ascontiguousarray(times, "<f8").tobytes())
+                    txn.put(_meta_key(key), json.dumps(meta).encode())
+            except lmdb.Error as e:
+                if "No space left" in str(e):
+                    raise OSError(errno.ENOSPC, f"{environment}: {e}") from e
+                raise VideoReadError(environment, f"cannot write {name!r}: {e}") from e
+        return Written(count, spill.size)
 
     def verify(self, container: Path, frames: Frames) -> Written:
         environment, name = _split(container)

@@ -54,11 +54,12 @@ from vidload.sources._heads import HeadRecord
 from vidload.sources._spill import BLOCK_BYTES, spill_frames
 from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     open_regular,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -89,12 +90,13 @@ class _Header:
 _HEADER_RE = re.compile(
     r"\{'descr': '[|<>=]?u1', 'fortran_order': (False|True), 'shape': \((\d+), (\d+)\), \} *\n?"
 )
-#: numpy's own header parser, for any other header, runs under this lock (see `_parse_header`).
+#: numpy's own header parser, for any other header, runs under this lock (see `_read_header`).
 _NUMPY_PARSER_LOCK = threading.Lock()
 
 
-def _parse_header(path: str, f) -> tuple[int, int, int]:
-    """(data_offset, rows, cols) of a 2-D C-order uint8 npy file.
+def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Header:
+    """The header of a 2-D C-order uint8 npy file (or object: `noun`) of `stamp[1]` bytes,
+    checked against that size (an empty or truncated file is a VideoReadError naming it).
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
     (`ast.literal_eval`) is the fallback for any other header, one thread at a time: CPython
@@ -102,6 +104,8 @@ def _parse_header(path: str, f) -> tuple[int, int, int]:
     depth mismatch" when two threads build ASTs at once (cpython gh-106905), which happened
     when the read-ahead thread and a 0-worker DataLoader opened npy files together.
     """
+    if stamp[1] == 0:
+        raise VideoReadError(path, "empty file (0 bytes)")
     try:
         version = np.lib.format.read_magic(f)
         start = f.tell()
@@ -133,7 +137,14 @@ def _parse_header(path: str, f) -> tuple[int, int, int]:
     rows, cols = shape
     if rows and cols <= LENGTH_BYTES:
         raise VideoReadError(path, f"rows of {cols} bytes cannot hold a length and a JPEG")
-    return f.tell(), rows, cols
+    offset = f.tell()
+    if stamp[1] != offset + rows * cols:
+        raise VideoReadError(
+            path,
+            f"{noun} has {stamp[1]} bytes but its header ({rows} x {cols}) "
+            f"needs {offset + rows * cols}: truncated or corrupt",
+        )
+    return _Header(stamp, offset, rows, cols)
 
 
 @shared_docs
@@ -193,8 +204,7 @@ class NpySource(ContainerSource):
         if self.mode == "read":
             return [(location, None)]
         header = self._header(video_id)
-        opened = (location, [(0, header.data_offset)])
-        return [opened, *self._plan(video_id, idx, (location.url, header))]
+        return [(location, [(0, header.data_offset)]), *self._plan(video_id, idx, header)]
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
         """An open file descriptor and the validated header of `path` (caller closes the fd)."""
@@ -204,18 +214,8 @@ class NpySource(ContainerSource):
             key = str(path)
             header = self._headers.get(key)
             if header is None or header.stamp != stamp:
-                if st.st_size == 0:
-                    raise VideoReadError(path, "empty file (0 bytes)")
                 with os.fdopen(os.dup(fd), "rb") as f:
-                    offset, rows, cols = _parse_header(str(path), f)
-                expected = offset + rows * cols
-                if st.st_size != expected:
-                    raise VideoReadError(
-                        path,
-                        f"file has {st.st_size} bytes but its header ({rows} x {cols}) "
-                        f"needs {expected}: truncated or corrupt",
-                    )
-                header = _Header(stamp, offset, rows, cols)
+                    header = _read_header(key, f, stamp, "file")
                 self._headers.put(key, header)
             return fd, header
         except BaseException:
@@ -245,15 +245,12 @@ class NpySource(ContainerSource):
     def _head_known(self, video_id: str) -> bool:
         return self._headers.get(self._container(video_id).url) is not None
 
-    def _fetch_head(self, video_id: str) -> tuple[str, _Header]:
-        def remote(location: Location) -> tuple[str, _Header]:
-            return location.url, _read_remote_header(location)
-
-        return self._open_container(video_id, _not_remote, remote)
+    def _fetch_head(self, video_id: str) -> _Header:
+        return self._open_container(video_id, _not_remote, _read_remote_header)
 
     def _keep_head(self, video_id: str, head: object) -> None:
-        assert isinstance(head, tuple)
-        self._headers.put(head[0], head[1])
+        assert isinstance(head, _Header)  # kept under the object's URL, as `_remote_header`
+        self._headers.put(self._container(video_id).url, head)
 
     heads_kind = "npy"
 
@@ -262,15 +259,15 @@ class NpySource(ContainerSource):
         ints = {"data_offset": header.data_offset, "rows": header.rows, "cols": header.cols}
         return ints, {}, None
 
-    def _head_of_record(self, location: Location, record: HeadRecord) -> tuple | None:
+    def _head_of_record(self, location: Location, record: HeadRecord) -> _Header | None:
         f = record.ints
         if not {"data_offset", "rows", "cols"} <= f.keys():
             return None
-        return location.url, _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
+        return _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         location = self._container(video_id)
-        header = head[1] if isinstance(head, tuple) else self._headers.get(location.url)
+        header = head if isinstance(head, _Header) else self._headers.get(location.url)
         if header is None:
             return []
         base, cols = header.data_offset, header.cols
@@ -289,7 +286,7 @@ class NpySource(ContainerSource):
         """Rows in the file (the header's count, checked against the file size)."""
         return self._header(video_id).rows
 
-    def read_encoded(self, video_id: str, indices: Sequence[int] | np.ndarray) -> EncodedFrames:
+    def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
 
         Here a VideoReadError names a missing, empty, truncated or corrupt file, or a row whose
@@ -300,77 +297,72 @@ class NpySource(ContainerSource):
         idx = as_index_array(indices)
         return self._open_container(
             video_id,
-            lambda path: self._read_local(path, video_id, idx),
-            lambda location: self._read_remote(location, video_id, idx),
+            lambda path: self._read_rows(str(path), video_id, idx, *self._open(path)),
+            lambda loc: self._read_rows(loc, video_id, idx, None, self._remote_header(loc)),
         )
 
-    def _read_remote(self, location: Location, video_id: str, idx: np.ndarray) -> EncodedFrames:
-        """The rows of `idx` from an object in a bucket: concurrent ranges ("mmap"), or the
-        whole object ("read")."""
-        header = self._remote_header(location)
-        check_in_range(video_id, idx, header.rows, header.rows)
-        frames, order = distinct_frames(idx, header.rows)
-        if frames.size == 0:
-            return EncodedFrames([], frames, order, str(location), 0)
-        base, cols = header.data_offset, header.cols
-        rows = frames.tolist()
-        if self.mode == "read":
-            size = base + header.rows * cols
-            whole = np.frombuffer(location.read_range(0, size), np.uint8)
-            if whole.shape[0] != size:
-                raise VideoReadError(location, "object changed size while being read")
-            matrix = whole[base:].reshape(header.rows, cols)
-            buffers = [_frame_bytes(str(location), matrix[i], i) for i in rows]
-            return EncodedFrames(buffers, frames, order, str(location), whole.shape[0])
-        got = location.read_ranges([(base + i * cols, base + (i + 1) * cols) for i in rows])
-        buffers = []
-        for i, data in zip(rows, got, strict=True):
-            if len(data) != cols:
-                raise VideoReadError(location, f"object ended inside row {i}", i)
-            buffers.append(_frame_bytes(str(location), np.frombuffer(data, np.uint8), i))
-        return EncodedFrames(buffers, frames, order, str(location), len(rows) * cols)
-
-    def _read_local(self, path: str | Path, video_id: str, idx: np.ndarray) -> EncodedFrames:
-        fd, header = self._open(path)
+    def _read_rows(
+        self, where: str | Location, video_id: str, idx: np.ndarray, fd: int | None, header: _Header
+    ) -> EncodedFrames:
+        """The rows of `idx` of the local file open at `fd` (closed here), or (`fd` None) of
+        the object `where` in a bucket, whose header is `header`."""
         try:
             check_in_range(video_id, idx, header.rows, header.rows)
             frames, order = distinct_frames(idx, header.rows)
             if frames.size == 0:
-                return EncodedFrames([], frames, order, str(path), 0)
-            data = self._matrix(fd, path, header)
+                return EncodedFrames([], frames, order, str(where), 0)
+            data, at = self._matrix(fd, where, header, frames)
         finally:
-            os.close(fd)
-        buffers = _rows_bytes(path, data, frames)
+            if fd is not None:
+                os.close(fd)
+        buffers = _rows_bytes(str(where), data, frames, at)
         if self.mode == "read":
             nbytes = header.data_offset + data.nbytes
+        elif fd is None:  # whole rows fetched
+            nbytes = data.nbytes
         else:
             nbytes = sum(LENGTH_BYTES + b.shape[0] for b in buffers)
-        return EncodedFrames(buffers, frames, order, str(path), nbytes)
+        return EncodedFrames(buffers, frames, order, str(where), nbytes)
 
-    def _matrix(self, fd: int, path: str | Path, header: _Header) -> np.ndarray:
-        """The file's uint8 (rows, cols) matrix: a read-only view of a private mapping ("mmap"),
-        or of one sequential read of the whole file ("read").
+    def _matrix(
+        self, fd: int | None, where: str | Location, header: _Header, frames: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(uint8 matrix of rows, where each of `frames` is among them): the file's whole
+        (rows, cols) matrix, a read-only view of a private mapping ("mmap") or of one sequential
+        read of the whole file or object ("read"); in a bucket in "mmap" mode, the rows of
+        `frames` alone, fetched as concurrent ranges.
 
-        The JPEGs are decoded straight from these rows, without copying them first. The mapping
+        The JPEGs are decoded straight from these rows, without copying them first. A mapping
         is released when the last view of it goes (the file descriptor can be closed at once),
         so nothing outlives the call or crosses a fork."""
-        size = header.data_offset + header.rows * header.cols
+        base, rows, cols = header.data_offset, header.rows, header.cols
+        size = base + rows * cols
+        if fd is None:
+            assert not isinstance(where, str)  # an object in a bucket
+            if self.mode == "read":
+                whole = np.frombuffer(where.read_range(0, size), np.uint8)
+                if whole.shape[0] != size:
+                    raise VideoReadError(where, "object changed size while being read")
+                return whole[base:].reshape(rows, cols), frames
+            wanted = frames.tolist()
+            spans = [(base + i * cols, base + (i + 1) * cols) for i in wanted]
+            got = read_spans(where, spans, wanted)
+            return np.frombuffer(b"".join(got), np.uint8).reshape(-1, cols), np.arange(len(got))
         try:
             if self.mode == "read":
                 whole = np.empty(size, np.uint8)
-                _read_exact(fd, whole, path)
-                return whole[header.data_offset :].reshape(header.rows, header.cols)
+                _read_exact(fd, whole, str(where))
+                return whole[base:].reshape(rows, cols), frames
             mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-            return np.frombuffer(
-                mm, np.uint8, count=header.rows * header.cols, offset=header.data_offset
-            ).reshape(header.rows, header.cols)
+            matrix = np.frombuffer(mm, np.uint8, count=rows * cols, offset=base)
+            return matrix.reshape(rows, cols), frames
         except VideoReadError:
             raise
         except (OSError, ValueError) as e:
-            raise VideoReadError(path, f"cannot read the frames: {e}") from e
+            raise VideoReadError(where, f"cannot read the frames: {e}") from e
 
 
-def _not_remote(path: object) -> tuple[str, _Header]:
+def _not_remote(path: object) -> _Header:
     raise AssertionError(f"{path}: a local file where a remote object was expected")
 
 
@@ -378,24 +370,13 @@ def _read_remote_header(location: Location) -> _Header:
     """The validated header of an object in a bucket: its size and its first bytes, in one
     round (`Location.read_ends`)."""
     st, head, _ = location.read_ends(_HEAD_BYTES, 0)
-    size = st.size
-    if size == 0:
-        raise VideoReadError(location, "empty file (0 bytes)")
     need = _header_bytes(head)
-    if need > len(head) and need <= size:
+    if need > len(head) and need <= st.size:
         head = location.read_range(0, need)
-    offset, rows, cols = _parse_header(str(location), io.BytesIO(head))
-    expected = offset + rows * cols
-    if size != expected:
-        raise VideoReadError(
-            location,
-            f"object has {size} bytes but its header ({rows} x {cols}) "
-            f"needs {expected}: truncated or corrupt",
-        )
-    return _Header((0, size, 0), offset, rows, cols)
+    return _read_header(str(location), io.BytesIO(head), (0, st.size, 0), "object")
 
 
-def _read_exact(fd: int, buf: np.ndarray, path: str | Path) -> None:
+def _read_exact(fd: int, buf: np.ndarray, path: str) -> None:
     """Fill `buf` from the start of file `fd` with sequential reads."""
     view = buf.data.cast("B")
     done = 0
@@ -407,26 +388,19 @@ def _read_exact(fd: int, buf: np.ndarray, path: str | Path) -> None:
         done += got
 
 
-def _rows_bytes(path: str | Path, data: np.ndarray, frames: np.ndarray) -> list[np.ndarray]:
-    """The JPEGs stored in rows `frames` of `data` (views), each checked against its row's
-    length prefix (`_frame_bytes`'s rule, the prefixes read in one step: ~1 us a frame less)."""
-    lengths = np.ascontiguousarray(data[frames, :LENGTH_BYTES]).view("<u4").reshape(-1)
+def _rows_bytes(
+    path: str, data: np.ndarray, frames: np.ndarray, at: np.ndarray
+) -> list[np.ndarray]:
+    """The JPEGs of `frames` stored in rows `at` of `data` (views), each checked against its
+    row's length prefix (the prefixes read in one step: ~1 us a frame less than one by one)."""
+    lengths = np.ascontiguousarray(data[at, :LENGTH_BYTES]).view("<u4").reshape(-1)
     room = data.shape[1] - LENGTH_BYTES
     buffers = []
-    for i, length in zip(frames.tolist(), lengths.tolist(), strict=True):
+    for i, row, length in zip(frames.tolist(), at.tolist(), lengths.tolist(), strict=True):
         if length == 0 or length > room:
             raise VideoReadError(path, f"corrupt row: length prefix {length} not in [1, {room}]", i)
-        buffers.append(data[i, LENGTH_BYTES : LENGTH_BYTES + length])
+        buffers.append(data[row, LENGTH_BYTES : LENGTH_BYTES + length])
     return buffers
-
-
-def _frame_bytes(path: str, row: np.ndarray, index: int) -> np.ndarray:
-    """The JPEG stored in one row (a view), checked against the row's length prefix."""
-    length = int(row[:LENGTH_BYTES].view("<u4")[0])
-    room = row.shape[0] - LENGTH_BYTES
-    if length == 0 or length > room:
-        raise VideoReadError(path, f"corrupt row: length prefix {length} not in [1, {room}]", index)
-    return row[LENGTH_BYTES : LENGTH_BYTES + length]
 
 
 def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
@@ -438,7 +412,8 @@ def read_npy_frame_bytes(path: str | os.PathLike[str]) -> list[bytes]:
         raise VideoReadError(path, f"cannot load the npy file: {e}") from e
     if arr.dtype != np.uint8 or arr.ndim != 2:
         raise VideoReadError(path, f"not a vidload npy file: {arr.dtype} {arr.shape}")
-    return [_frame_bytes(str(path), row, i).tobytes() for i, row in enumerate(arr)]
+    rows = np.arange(arr.shape[0])
+    return [b.tobytes() for b in _rows_bytes(str(path), arr, rows, rows)]
 
 
 def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[bytes]) -> int:
