@@ -158,8 +158,8 @@ class ContainerSource(FrameSourceBase):
         #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
         #: cache_max_bytes)`, built by the subclass from its own arguments).
         self.store: SourceRoot = store
-        #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = self.store.root
+        #: The root folder or URL (a local one is path-like: `vidload._storage.LocalLocation`).
+        self.root: Location = self.store.location
 
     def path(self, video_id: str) -> Path:
         """The container of `video_id`: `root/<id without video extension><suffix>` (see

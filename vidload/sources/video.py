@@ -57,9 +57,9 @@ from vidload.sources._video_index import (
     index_from_packets,
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
-from vidload.sources._video_remote import RemoteVideo, from_record, load_remote
+from vidload.sources._video_remote import VideoFile, from_record, load_remote
 from vidload.sources._video_rgb import converter, orientation_of
-from vidload.sources._video_root import VideoFile, VideoRoot
+from vidload.sources._video_root import VideoRoot
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
     as_index_array,
@@ -141,8 +141,8 @@ class VideoSource(VideoRoot):
             "frame_index", frame_index, ("packets", "decode")
         )
         self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
-        #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = self.store.root
+        #: The root folder or URL (a local one is path-like: `vidload._storage.LocalLocation`).
+        self.root: Location = self.store.location
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._check_corrupt = True  # a frame the decoder flags corrupt: damaged (_video_seek)
         self._reset_caches()
@@ -150,12 +150,8 @@ class VideoSource(VideoRoot):
     # ------------------------------------------------------------------ per-process state
 
     def _reset_caches(self) -> None:
-        """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
-        `VideoHandle.close` parks the parent's handles, unused and unfreed: they share file offsets
-        with the parent and their decoders' threads are not here)."""
-        self._handles: ProcessLRU[str, VideoHandle] = ProcessLRU(
-            self.cache_size, VideoHandle.close, inherited=VideoHandle.close
-        )
+        """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork): what is
+        known of each file version, and the files' own (`_reset_files`)."""
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
@@ -194,7 +190,7 @@ class VideoSource(VideoRoot):
         up yet: from the root's sidecar of heads (`_heads`, written by `vidload convert --to
         video`; fetched once per machine) where it lists them, so their header and packets are
         the batch's one round (with the sidecar's check spans: a video rewritten since is
-        opened from its own index, `RemoteVideo.fetch`); the others' own indexes all at once,
+        opened from its own index, `VideoFile.fetch`); the others' own indexes all at once,
         one concurrent round for the batch instead of one per video (`ClipDataset.
         __getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not wait on a
         network (a local root, `cache_dir`). A failure is left for the video's own read."""
@@ -218,7 +214,7 @@ class VideoSource(VideoRoot):
             if got is not None:
                 self._keep_remote(vid, got)
 
-    def _try_load_remote(self, vid: str) -> RemoteVideo | str | None:
+    def _try_load_remote(self, vid: str) -> VideoFile | str | None:
         try:
             return load_remote(self.store.location_of(vid))
         except VidloadError:
@@ -232,7 +228,7 @@ class VideoSource(VideoRoot):
 
     def _planned(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
         found = self._remote.get(self._object_name(normalize_video_id(video_id)))
-        if not isinstance(found, RemoteVideo):
+        if found is None or isinstance(found, str):
             return []
         needed = found.needed(as_index_array(indices))
         return [(found.location, needed)] if needed else []
@@ -264,7 +260,7 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         found = self._orientations.get(key)
         if found is None and self._use_persisted(path):
             found = self._orientations.get(key)
@@ -319,7 +315,7 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        stat = self._stat(path)
+        stat = path.stat
         count = self._actual.get((str(path), stat))
         if count is None and self._use_persisted(path):
             count = self._actual.get((str(path), stat))
@@ -332,7 +328,7 @@ class VideoSource(VideoRoot):
     def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
         """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
         once per file version; whether one was found and matches the file."""
-        stat = self._stat(path)
+        stat = path.stat
         key = (str(path), stat)
         done = self._persisted.get(key)
         if done is not None:
@@ -354,7 +350,7 @@ class VideoSource(VideoRoot):
     def _has_digests(self, path: VideoFile) -> bool:
         """Whether `path`'s persisted index records each frame's digest: seek reads then check
         every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         found = self._indexes.get(key) if self._use_persisted(path) else None
         return found is not None and found.digests is not None
 
@@ -376,7 +372,7 @@ class VideoSource(VideoRoot):
     def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
         """Index built from a full sequential decode (cached); with `digests`, one that has
         each frame's digest (`_video_digest`)."""
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         index = self._indexes.get(key)
         if (index is None or not index.exact) and self._use_persisted(path):
             index = self._indexes.get(key)
@@ -436,7 +432,7 @@ class VideoSource(VideoRoot):
         `actual_frames(video_id)` frames.
         """
         path = self._file(video_id)
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         recorder = IndexRecorder()
         convert = converter(path, displayed=self.rotation == "auto")
         for frame in self._decode_all(path, recorder):
