@@ -110,8 +110,8 @@ class VideoRoot(FrameSourceBase):
 
     def _object_name(self, vid: str) -> str:
         """The file or object the root reads for the id `vid`: the name the root's manifest
-        records, else the first of `_names(vid)` that exists (where this process read a
-        sidecar of heads, the first it lists)."""
+        records (`use_containers`), else the first of `_names(vid)` that exists (where this
+        process read a sidecar of heads, the first it lists)."""
         recorded = self.store.named(vid)
         if recorded is not None:
             return recorded
@@ -124,14 +124,11 @@ class VideoRoot(FrameSourceBase):
                 return listed
         return self.store.first_existing(candidates)
 
-    def _names(self, vid: str) -> Iterator[str]:
-        """The names the file of the id `vid` may have, in the order they are looked for: the
-        one the root's manifest records (`use_containers`), else the module docstring's
-        rule's (lazily: `missing_videos` computes the later ones only for ids not found)."""
-        recorded = self.store.named(vid)
-        if recorded is not None:
-            yield recorded
-            return
+    @staticmethod
+    def _names(vid: str) -> Iterator[str]:
+        """The names the naming rule gives the file of the id `vid` (module docstring), in
+        the order they are looked for (lazily: `missing_videos` computes the later ones only
+        for ids not found)."""
         yield vid
         yield container_name(vid, CONVERTED_SUFFIX, keep_extension=True)
         yield container_name(vid, CONVERTED_SUFFIX)

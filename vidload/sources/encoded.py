@@ -190,20 +190,15 @@ class ContainerSource(FrameSourceBase):
         per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
         word for the videos it names."""
-        named = self.store.named
 
         def names(vid: str) -> Iterator[str]:
-            recorded = named(vid)
-            if recorded is not None:
-                yield recorded
-                return
             short = container_name(vid, self.suffix)
             yield short
             full = container_name(vid, self.suffix, keep_extension=True)
             if full != short:
                 yield full
 
-        return missing_names(self.store.location, video_ids, names, recorded=named)
+        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
