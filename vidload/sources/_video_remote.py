@@ -350,13 +350,20 @@ def load_remote(location: Location) -> VideoFile | str:
         if e.reason == "not found":
             return "it has no persisted frame index"
         raise
+    found = _ranged(raw)
+    return found if isinstance(found, str) else VideoFile(location, *found)
+
+
+def _ranged(raw: bytes) -> tuple[PersistedIndex, int] | str:
+    """(the index, the size of the object it describes) from a sidecar's bytes, or the
+    reason they cannot read it by byte ranges."""
     try:
         persisted, size, _ = parse_index(raw)
         if persisted.layout is None:
             return "its frame index (format 1) does not say where the packets lie"
     except UnusableIndex as e:
         return f"its frame index is not used: {e}"
-    return VideoFile(location, persisted, size)
+    return persisted, size
 
 
 def record_of(location: Location) -> HeadRecord | None:
@@ -366,11 +373,13 @@ def record_of(location: Location) -> HeadRecord | None:
     index describes another size."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
-        persisted, size, _ = parse_index(raw)
-    except (VidloadError, UnusableIndex):
+    except VidloadError:
+        return None
+    found = _ranged(raw)
+    if isinstance(found, str):
         return None
     record = head_record(location, {}, {})
-    if persisted.layout is None or record.size != size:
+    if record.size != found[1]:
         return None
     record.raw = raw
     return record
@@ -381,15 +390,10 @@ def from_record(location: Location, record: HeadRecord) -> VideoFile | None:
     (no request), its check pending: the header's round fetches the record's check spans too,
     and a video whose object fails the check (or the index's own digest) is opened from its
     own index instead (`VideoFile.fetch`). None where the record holds no usable index."""
-    if record.raw is None:
+    found = None if record.raw is None else _ranged(record.raw)
+    if found is None or isinstance(found, str) or found[1] != record.size:
         return None
-    try:
-        persisted, size, _ = parse_index(record.raw)
-    except UnusableIndex:
-        return None
-    if persisted.layout is None or size != record.size:
-        return None
-    return VideoFile(location, persisted, size, check=record)
+    return VideoFile(location, *found, check=record)
 
 
 def warn_whole(location: object, reason: str) -> None:
