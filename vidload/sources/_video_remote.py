@@ -55,7 +55,7 @@ from typing import Any
 
 from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
-from vidload._storage.cache import SeekableReader
+from vidload._storage.cache import RangeFile
 from vidload._storage.faults import CHANGED
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._heads import HeadRecord, check_spans, head_record
@@ -281,17 +281,17 @@ class VideoFile:
             self.fetch()
         return RangeReader(self)
 
-    def bytes_at(self, pos: int, n: int) -> bytes:
-        """Up to `n` bytes from `pos`: those of the held block that contains `pos` (short at
-        its end), else a range of at least `MISS_FETCH` bytes fetched now."""
+    def bytes_at(self, pos: int, stop: int) -> bytes:
+        """Bytes [pos, stop): up to `stop` of the held block that contains `pos` (short at
+        its end), else of a range of at least `MISS_FETCH` bytes fetched now."""
+        n = stop - pos
         for blocks in (self._clip, self._header, self._missed):
             for start, data in blocks:
                 if start <= pos < start + len(data):
                     return data[pos - start : pos - start + n]
-        stop = min(self.size, pos + max(n, MISS_FETCH))
         self.misses += 1
         try:
-            data = self.location.read_range(pos, stop)
+            data = self.location.read_range(pos, min(self.size, pos + max(n, MISS_FETCH)))
         except VideoReadError as e:
             if e.reason == CHANGED:  # this read fails; the next one opens the video again
                 self._stale = True
@@ -306,33 +306,17 @@ def _overlaps(block: tuple[int, bytes], r: tuple[int, int]) -> bool:
     return start < r[1] and r[0] < start + len(data)
 
 
-class RangeReader(SeekableReader):
-    """A read-only, seekable file object over a `VideoFile`, for `av.open`: each read is
-    served from the bytes the video holds (possibly short: up to the end of a held block;
-    FFmpeg asks again), and bytes not held are fetched then (`VideoFile.bytes_at`)."""
+class RangeReader(RangeFile):
+    """A `RangeFile` over a `VideoFile`, for `av.open`: each read is served from the bytes the
+    video holds (possibly short: up to the end of a held block; FFmpeg asks again), and bytes
+    not held are fetched then (`VideoFile.bytes_at`)."""
 
     def __init__(self, video: VideoFile) -> None:
-        super().__init__()
+        super().__init__(video.location, video.size, [])
         self.video = video
-        self._pos = 0
 
-    def _end(self) -> int:
-        return self.video.size
-
-    def read(self, n: int = -1) -> bytes:
-        size = self.video.size
-        if self._pos >= size:
-            return b""
-        if n is None or n < 0:
-            n = size - self._pos
-        data = self.video.bytes_at(self._pos, min(n, size - self._pos))
-        self._pos += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(memoryview(buffer)))
-        memoryview(buffer).cast("B")[: len(data)] = data
-        return len(data)
+    def _bytes(self, start: int, stop: int) -> bytes:
+        return self.video.bytes_at(start, stop)
 
 
 def load_remote(location: Location) -> VideoFile | str:
