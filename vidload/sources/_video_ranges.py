@@ -41,7 +41,7 @@ import av.error
 import numpy as np
 
 from vidload._storage import coalesce
-from vidload.sources._video_index import FrameIndex, packet_key, usable_packet
+from vidload.sources._video_index import FrameIndex, packet_key, scanned_packets
 
 __all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout", "span_digest"]
 
@@ -157,20 +157,13 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
             keys: list[int] = []
             pos: list[int] = []
             size: list[int] = []
-            try:
-                for packet in container.demux(stream):
-                    if packet.is_corrupt:
-                        break
-                    if not usable_packet(packet):
-                        continue
-                    key = packet_key(packet.pts, packet.dts)
-                    if key is None or packet.pos is None or packet.pos < 0:
-                        return None
-                    keys.append(key)
-                    pos.append(packet.pos)
-                    size.append(packet.size)
-            except av.error.FFmpegError:
-                pass  # the data goes bad here; decoding stops at the same place
+            for packet in scanned_packets(container, stream):
+                key = packet_key(packet.pts, packet.dts)
+                if key is None or packet.pos is None or packet.pos < 0:
+                    return None
+                keys.append(key)
+                pos.append(packet.pos)
+                size.append(packet.size)
         finally:
             container.close()
         size_of_file = os.fstat(rec.fileno()).st_size

@@ -129,10 +129,6 @@ class VideoFile:
         return str(self.location)
 
     @property
-    def name(self) -> str:
-        return self.location.name
-
-    @property
     def layout(self) -> ByteLayout:
         """Where the bytes lie (a video read by ranges: `load_remote` checked it has one)."""
         assert self.persisted is not None and self.persisted.layout is not None
@@ -233,7 +229,7 @@ class VideoFile:
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
         header = [] if self.verified else coalesce(self.layout.opened + self._check_spans(), 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
-        missing = [r for r in clip if not self._holds(*r, self._header + kept)]
+        missing = [r for r in clip if self._slice(self._header + kept, *r) is None]
         return header, kept, missing, coalesce(missing + header, SHORT_GAP)
 
     def _check_spans(self) -> Ranges:
@@ -247,10 +243,10 @@ class VideoFile:
             self.check = None
         spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]
         if any(span is None for span in spans):  # the object ends before them
-            found = f"{self.name} is shorter now"
+            found = f"{self.location.name} is shorter now"
         else:
             digest = span_digest(self.size, [span or b"" for span in spans])
-            found = f"{self.name} now has {digest[:12]} there"
+            found = f"{self.location.name} now has {digest[:12]} there"
             if digest == self.layout.digest:
                 self.verified = True
                 return
@@ -265,10 +261,6 @@ class VideoFile:
             if start <= a and b <= start + len(data):
                 return data[a - start : b - start]
         return None
-
-    @staticmethod
-    def _holds(a: int, b: int, blocks: list[tuple[int, bytes]]) -> bool:
-        return VideoFile._slice(blocks, a, b) is not None
 
     # -- reading
 
