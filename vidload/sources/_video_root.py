@@ -48,7 +48,7 @@ _REMOTE_CACHE_SIZE = 256
 class VideoRoot(FrameSourceBase):
     """What `VideoSource` reads its frames from (see the module docstring): its base, holding
     the root, the settings that open a file, and the per-process state of its files
-    (`_reset_files`)."""
+    (`_init_files`)."""
 
     store: SourceRoot
     root: Location
@@ -56,16 +56,16 @@ class VideoRoot(FrameSourceBase):
     stream: int | None
     cache_size: int
 
-    def _reset_files(self) -> None:
+    def _init_files(self) -> None:
         """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
         `VideoHandle.close` parks the parent's handles, unused and unfreed: they share file
-        offsets with the parent and their decoders' threads are not here)."""
+        offsets with the parent and their decoders' threads are not here; and in a pickle)."""
         self._handles: ProcessLRU[str, VideoHandle] = ProcessLRU(
             self.cache_size, VideoHandle.close, inherited=VideoHandle.close
         )
         # URL root: each video read by ranges, or why it is downloaded whole
         self._remote: ProcessLRU[str, VideoFile | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
-        self._said_whole = False
+        self._said_whole: ProcessLRU[str, bool] = ProcessLRU(1)
         # URL root: the sidecar of heads (`_heads`: every video's persisted index), once
         self._heads_lru: ProcessLRU[str, tuple[Heads | None]] = ProcessLRU(1)
 
@@ -191,8 +191,8 @@ class VideoRoot(FrameSourceBase):
 
     def _keep_remote(self, vid: str, found: VideoFile | str) -> VideoFile | str:
         self._remote.put(vid, found)
-        if isinstance(found, str) and not self._said_whole:
-            self._said_whole = True  # once per source and process: all may lack one
+        if isinstance(found, str) and not self._said_whole.get("said"):
+            self._said_whole.put("said", True)  # once per source and process: all may lack one
             warn_whole(self.store.location_of(vid), f"{found} (nor may other videos here)")
         return found
 

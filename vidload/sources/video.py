@@ -145,36 +145,14 @@ class VideoSource(VideoRoot):
         self.root: Location = self.store.location
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._check_corrupt = True  # a frame the decoder flags corrupt: damaged (_video_seek)
-        self._reset_caches()
-
-    # ------------------------------------------------------------------ per-process state
-
-    def _reset_caches(self) -> None:
-        """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork): what is
-        known of each file version, and the files' own (`_reset_files`)."""
+        # per-process state (`vidload._lru.ProcessLRU`: empty again after a fork or in a
+        # pickle): what is known of each file version, and the files' own (`_init_files`)
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
         # whether each file version's persisted index was looked for (and used)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
-        self._reset_files()
-
-    def __getstate__(self) -> dict:
-        return {
-            "root": self.root,
-            "store": self.store,
-            "threads": self.threads,
-            "stream": self.stream,
-            "cache_size": self.cache_size,
-            "rotation": self.rotation,
-            "frame_index": self.frame_index,
-            "_skip_nonref": self._skip_nonref,
-            "_check_corrupt": self._check_corrupt,
-        }
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._reset_caches()
+        self._init_files()
 
     def __repr__(self) -> str:
         return (
