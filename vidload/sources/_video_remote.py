@@ -179,12 +179,9 @@ class VideoFile:
         try:
             self._fetch(wanted)
         except (UnusableIndex, VideoReadError) as e:
-            if self.check is not None:  # the sidecar of heads is stale: the object's own index
-                self.check = None
-                self.reopen()
-                self._fetch(wanted)
-                return
-            if isinstance(e, UnusableIndex) or e.reason != CHANGED:
+            # from the sidecar of heads, which is stale: open it from the object's own index
+            from_sidecar, self.check = self.check is not None, None
+            if not from_sidecar and (isinstance(e, UnusableIndex) or e.reason != CHANGED):
                 raise
             self.reopen()
             self._fetch(wanted)

@@ -215,7 +215,9 @@ class VideoSource(VideoRoot):
 
     def info(self, video_id: str) -> VideoInfo:
         """What the header says about the chosen stream; nothing is decoded."""
-        path = self._file(video_id)
+        return self._info(self._file(video_id))
+
+    def _info(self, path: VideoFile) -> VideoInfo:
         handle = self._handle(path)
         try:
             return video_info(handle)
@@ -311,14 +313,8 @@ class VideoSource(VideoRoot):
         done = self._persisted.get(key)
         if done is not None:
             return done
-        own = handle is None
-        handle = self._handle(path) if handle is None else handle
-        try:
-            stream_index = video_info(handle).stream_index
-        finally:
-            if own:
-                self._release(handle)
-        found = path.persisted_index(stream_index)
+        info = self._info(path) if handle is None else video_info(handle)
+        found = path.persisted_index(info.stream_index)
         if found is not None:
             self._store_exact(key, found.index)
             self._orientations.put(key, found.orientation)
