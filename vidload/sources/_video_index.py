@@ -46,11 +46,7 @@ class SeekPoint:
 
     def seek_targets(self) -> list[int]:
         """Timestamps to try with a backward seek, most precise first (deduplicated)."""
-        out: list[int] = []
-        for ts in (self.pts, self.dts):
-            if ts is not None and ts not in out:
-                out.append(ts)
-        return out
+        return list(dict.fromkeys(ts for ts in (self.pts, self.dts) if ts is not None))
 
 
 _NONE = -(2**63)  # stands for a missing timestamp in the int64 arrays below

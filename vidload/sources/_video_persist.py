@@ -39,6 +39,7 @@ import base64
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -68,21 +69,16 @@ READ_FORMATS = (1, 2, 3)
 _SPAN = 64 << 10
 
 
+@dataclass(eq=False)
 class PersistedIndex:
     """What the sidecar holds: the exact index and the display orientation of one stream, and
-    (format 2) where the file's bytes lie, None where they could not be recorded."""
+    (format 2) where the file's bytes lie (the sidecar's second line, parsed on first use:
+    `layout`), None where they could not be recorded."""
 
-    def __init__(
-        self,
-        index: FrameIndex,
-        orientation: Orientation,
-        stream_index: int,
-        layout: ByteLayout | bytes | None = None,
-    ) -> None:
-        self.index = index
-        self.orientation = orientation
-        self.stream_index = stream_index
-        self._layout = layout
+    index: FrameIndex
+    orientation: Orientation
+    stream_index: int
+    _layout: ByteLayout | bytes | None = None
 
     @property
     def layout(self) -> ByteLayout | None:
