@@ -46,6 +46,7 @@ from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
+from vidload.sources._fused import empty_clip
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_decode import decode_all
 from vidload.sources._video_digest import frame_digest
@@ -443,9 +444,7 @@ class VideoSource(VideoRoot):
                 h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
                 if self.rotation == "auto":
                     h, w = self.orientation(video_id).displayed_size(h, w)
-                if geometry is not None:
-                    h, w = geometry.resolve(h, w).out
-                return np.empty((0, h, w, 3), np.uint8)
+                return empty_clip(h, w, geometry)
             frames = self._read_frames(video_id, path, handle, idx, convert)
         except av.error.FFmpegError as e:
             raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
