@@ -369,7 +369,7 @@ def from_record(location: Location, record: HeadRecord) -> VideoFile | None:
     return VideoFile(location, *found, check=record)
 
 
-def warn_whole(location: object, reason: str) -> None:
+def warn_whole(location: Location, reason: str) -> None:
     """Say that a video object is downloaded whole, and why."""
     warnings.warn(
         f"{location}: {reason}; the whole object is downloaded before its first frame "

@@ -105,7 +105,7 @@ class VideoRoot(FrameSourceBase):
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
-                warn_whole(found, f"its frame index is not used: {e}")
+                warn_whole(found.location, f"its frame index is not used: {e}")
         return VideoFile(Location(self.store.local_copy(vid)))
 
     def _object_name(self, vid: str) -> str:
