@@ -144,16 +144,6 @@ def output_pts(timestamps: np.ndarray, time_base: Fraction | None) -> tuple[np.n
     return pts, den
 
 
-def _encoder_options(options: VideoOptions) -> dict[str, str]:
-    gop = options.gop
-    assert options.preset is not None and options.tune is not None  # made: set
-    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
-    out = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
-    if options.tune != "none":
-        out["tune"] = options.tune
-    return out
-
-
 def _encode(
     tmp: Path,
     frames: Iterable[np.ndarray],
@@ -208,10 +198,16 @@ def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options
     ctx.time_base = Fraction(1, den)
     if fps:
         ctx.framerate = Fraction(fps).limit_denominator(1001000)
-    ctx.gop_size = options.gop
+    gop = options.gop
+    ctx.gop_size = gop
     ctx.max_b_frames = 0
     ctx.thread_count = 1  # see the module doc: the same bytes on any machine or engine
-    stream.options = _encoder_options(options)
+    assert options.preset is not None and options.tune is not None  # made: set
+    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
+    x264 = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
+    if options.tune != "none":
+        x264["tune"] = options.tune
+    stream.options = x264
     return stream
 
 

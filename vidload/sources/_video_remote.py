@@ -343,15 +343,15 @@ def record_of(location: Location) -> HeadRecord | None:
     """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
     what `vidload convert --to video` writes): its persisted index's bytes (format 2 or 3), with the
     object's size and the digest of its ends read now; None where it has no such index or the
-    index describes another size."""
+    index describes another size, or they cannot be read."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
+        found = _ranged(raw)
+        if isinstance(found, str):
+            return None
+        record = head_record(location, {}, {})
     except VidloadError:
         return None
-    found = _ranged(raw)
-    if isinstance(found, str):
-        return None
-    record = head_record(location, {}, {})
     if record.size != found[1]:
         return None
     record.raw = raw

@@ -26,7 +26,6 @@ import numpy as np
 from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
-from vidload.errors import VidloadError
 from vidload.sources._heads import HeadRecord, Heads, read_heads
 from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
@@ -161,10 +160,7 @@ class VideoRoot(FrameSourceBase):
         """(object name relative to the root, its record: the persisted index's bytes) for
         the sidecar of heads (`_heads.write_heads`), None where it has no usable index."""
         vid = self._object_name(normalize_video_id(video_id))
-        try:
-            record = record_of(self.store.location_of(vid))
-        except VidloadError:
-            return None
+        record = record_of(self.store.location_of(vid))
         return None if record is None else (vid, record)
 
     def use_containers(self, names: Mapping[str, str]) -> bool:
