@@ -64,6 +64,19 @@ class LocalLocation(Location):
     def __truediv__(self, rel: str | os.PathLike[str]) -> Location:
         return LocalLocation(self._local / rel)
 
+    def __fspath__(self) -> str:
+        """A local location is path-like (`os.fspath`, `open`, `Path(...)`), and equal to its
+        path: what a user does with a source's `root` (`vidload.sources.base`) works on it."""
+        return self._url
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (str, Location)) or not isinstance(other, os.PathLike):
+            return super().__eq__(other)
+        return self._local == Path(other)
+
+    def __hash__(self) -> int:
+        return hash(self._local)
+
     # -- queries
 
     def exists(self) -> bool:

@@ -124,11 +124,6 @@ class SourceRoot:
         return None if names is None else names.get(video_id)
 
     @property
-    def root(self) -> Path | Location:
-        """What a source shows as its root: the local folder, or the URL's `Location`."""
-        return self.location if self._path is None else self._path
-
-    @property
     def _batched(self) -> bool:
         """Whether a batch's reads are worth planning into one round: they wait on a network
         (no local file, no cached copy to read instead)."""

@@ -50,19 +50,9 @@ def decode_all(
     those of the frames a seek read must match."""
     yielded = 0
     if threads != 1 and (recorder is None or recorder.digests is None):
-        fast = IndexRecorder()
-        frames = _decode_file(fresh, where, threads, fast, on_error="stop")
-        try:  # a plain loop, to get the return value; closed with this generator
-            while True:
-                try:
-                    frame = next(frames)
-                except StopIteration as stop:
-                    went_bad = stop.value
-                    break
-                yielded += 1
-                yield frame
-        finally:
-            frames.close()
+        fast = IndexRecorder()  # sees every frame yielded
+        went_bad = yield from _decode_file(fresh, where, threads, fast, on_error="stop")
+        yielded = len(fast.keys)
         if not went_bad:
             if recorder is not None:
                 recorder.packets, recorder.keys = fast.packets, fast.keys

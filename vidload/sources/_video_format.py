@@ -25,7 +25,7 @@ What the file is (each choice measured in docs/benchmarks.md, `python tools/vide
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -56,7 +56,6 @@ __all__ = [
     "VideoOptions",
     "even_crop",
     "output_pts",
-    "write_video",
 ]
 
 #: The defaults of `--to video` (libx264): a keyframe every `DEFAULT_GOP` frames, CRF
@@ -145,64 +144,6 @@ def output_pts(timestamps: np.ndarray, time_base: Fraction | None) -> tuple[np.n
     return pts, den
 
 
-def write_video(
-    final: Path,
-    frames: Iterable[np.ndarray],
-    timestamps: np.ndarray,
-    time_base: Fraction | None,
-    fps: float | None,
-    options: VideoOptions,
-    *,
-    source: Path,
-    exact_timestamps: Callable[[], np.ndarray],
-) -> tuple[int, tuple[int, int], np.ndarray]:
-    """Encode `frames` (uint8 (H, W, 3) RGB, one size, resized as stored) into `final` at
-    `timestamps` (seconds, at least one per frame), verify it and put it in place with its frame
-    index (module doc).
-
-    `timestamps` may be a guess made before decoding (a packet scan, which may promise more
-    frames than decode); `exact_timestamps()`, called once the frames are consumed, gives the
-    source's true ones, which must be the first `timestamps` of the frames written.
-
-    Returns:
-        (frames written, (height, width) stored, the converted file's timestamps in seconds).
-
-    Raises:
-        VideoReadError: a frame changes size, there are more frames than timestamps, the
-            timestamps do not increase, or the written file does not decode to exactly what
-            was written (naming `source` and the reason). `final` is then left untouched.
-    """
-    pts, den = output_pts(timestamps, time_base)
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(final)
-    try:
-        count, size = _encode(tmp, frames, pts, den, fps, options, source)
-        exact = exact_timestamps()
-        if exact.shape[0] != count or not np.array_equal(exact, timestamps[:count]):
-            raise VideoReadError(
-                source,
-                f"{count} frames decoded, but the decode's {exact.shape[0]} timestamps are not "
-                f"the first of the {len(timestamps)} the packets promised",
-            )
-        persisted, times = _verify(tmp, count, pts[:count], den, source)
-        write_index(final, persisted, digest_of=tmp)
-        replace_durably(tmp, final)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return count, size, times
-
-
-def _encoder_options(options: VideoOptions) -> dict[str, str]:
-    gop = options.gop
-    assert options.preset is not None and options.tune is not None  # made: set
-    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
-    out = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
-    if options.tune != "none":
-        out["tune"] = options.tune
-    return out
-
-
 def _encode(
     tmp: Path,
     frames: Iterable[np.ndarray],
@@ -257,18 +198,22 @@ def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options
     ctx.time_base = Fraction(1, den)
     if fps:
         ctx.framerate = Fraction(fps).limit_denominator(1001000)
-    ctx.gop_size = options.gop
+    gop = options.gop
+    ctx.gop_size = gop
     ctx.max_b_frames = 0
     ctx.thread_count = 1  # see the module doc: the same bytes on any machine or engine
-    stream.options = _encoder_options(options)
+    assert options.preset is not None and options.tune is not None  # made: set
+    params = f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0"
+    x264 = {"crf": f"{options.crf:g}", "preset": options.preset, "x264-params": params}
+    if options.tune != "none":
+        x264["tune"] = options.tune
+    stream.options = x264
     return stream
 
 
-def _verify(
-    tmp: Path, count: int, pts: np.ndarray, den: int, source: Path
-) -> tuple[PersistedIndex, np.ndarray]:
-    """Decode `tmp` in full: (its exact persisted index, its timestamps in seconds), checked to be
-    `count` frames at `pts` / `den`."""
+def _verify(tmp: Path, count: int, pts: np.ndarray, den: int, source: Path) -> PersistedIndex:
+    """Decode `tmp` in full: its exact persisted index, checked to be `count` frames at
+    `pts` / `den`."""
     src = VideoSource(tmp.parent, cache_size=0, rotation="ignore")
     try:
         persisted = src.exact_frame_index(tmp.name)
@@ -289,7 +234,7 @@ def _verify(
             f"the converted file's timestamps differ from the source's (frame {bad}: "
             f"{times[bad] if times.size > bad else None} s, not {want[bad]} s)",
         )
-    return persisted, times
+    return persisted
 
 
 class VideoFormat(StorageFormat):
@@ -325,25 +270,43 @@ class VideoFormat(StorageFormat):
         return [VideoSource(root).path(video_id)]
 
     def write(self, container: Path, frames: Frames, options: Any) -> Written:
-        """Re-encode the input at its own timestamps; the written file must decode exactly
-        the input's actual frames."""
+        """Encode the input's frames (`Frames.rgb`: uint8 (H, W, 3) RGB, one size, resized as
+        stored) into `container` at the input's own timestamps, verify it and put it in place
+        with its frame index (module doc). The timestamps are those its packets promise, a
+        guess made before decoding (which may promise more frames than decode); the input's
+        true ones, once its frames are consumed, must be the first of them.
+
+        Raises:
+            VideoReadError: the input has no timestamps (a JPEG folder), a frame changes size,
+                there are more frames than timestamps, the timestamps do not increase, or the
+                written file does not decode to exactly what was written (naming the input and
+                the reason). `container` is then left untouched.
+        """
+        source = frames.path
         planned = frames.planned_timestamps()  # a packet scan where the container stores pts
         if planned is None:
             raise VideoReadError(
-                frames.path,
-                "a JPEG frame folder has no timestamps to keep: --to video takes videos",
+                source, "a JPEG frame folder has no timestamps to keep: --to video takes videos"
             )
-        guessed, time_base = planned
-        count, size, _ = write_video(
-            container,
-            frames.rgb(),
-            guessed,
-            time_base,
-            frames.fps,
-            options,
-            source=frames.path,
-            exact_timestamps=lambda: _exact(frames),  # after the full decode
-        )
+        timestamps, time_base = planned
+        pts, den = output_pts(timestamps, time_base)
+        container.parent.mkdir(parents=True, exist_ok=True)
+        tmp = temp_path(container)
+        try:
+            count, size = _encode(tmp, frames.rgb(), pts, den, frames.fps, options, source)
+            exact = frames.planned_timestamps()  # after the full decode: the true ones
+            assert exact is not None
+            if exact[0].shape[0] != count or not np.array_equal(exact[0], timestamps[:count]):
+                raise VideoReadError(
+                    source,
+                    f"{count} frames decoded, but the decode's {exact[0].shape[0]} timestamps "
+                    f"are not the first of the {len(timestamps)} the packets promised",
+                )
+            write_index(container, _verify(tmp, count, pts[:count], den, source), digest_of=tmp)
+            replace_durably(tmp, container)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         return Written(count, size)
 
     def verify(self, container: Path, frames: Frames) -> Written:
@@ -353,10 +316,3 @@ class VideoFormat(StorageFormat):
         if not index_path(container).exists():
             src.write_index(container.name)
         return written
-
-
-def _exact(frames: Frames) -> np.ndarray:
-    """The input's timestamps once every frame was decoded (`write_video`'s check)."""
-    planned = frames.planned_timestamps()
-    assert planned is not None  # `write` returned before otherwise
-    return planned[0]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Generator, Iterable, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Literal
@@ -46,11 +46,7 @@ class SeekPoint:
 
     def seek_targets(self) -> list[int]:
         """Timestamps to try with a backward seek, most precise first (deduplicated)."""
-        out: list[int] = []
-        for ts in (self.pts, self.dts):
-            if ts is not None and ts not in out:
-                out.append(ts)
-        return out
+        return list(dict.fromkeys(ts for ts in (self.pts, self.dts) if ts is not None))
 
 
 _NONE = -(2**63)  # stands for a missing timestamp in the int64 arrays below
@@ -175,9 +171,18 @@ def _seek_points(packets: list[tuple[int | None, int | None, bool]], key_to_pos)
     return [points[p] for p in sorted(points)]
 
 
-def usable_packet(packet: av.Packet) -> bool:
-    """A packet that carries data for the decoder (not the demuxer's empty flush packet)."""
-    return packet.size > 0
+def scanned_packets(container: av.container.InputContainer, stream) -> Iterator[av.Packet]:
+    """The packets of `stream` that carry data for the decoder (not the demuxer's empty flush
+    packet), demuxed without decoding up to the first corrupt packet or demux error: where
+    the data goes bad, and decoding stops at the same place."""
+    try:
+        for packet in container.demux(stream):
+            if packet.is_corrupt:
+                return
+            if packet.size > 0:
+                yield packet
+    except av.error.FFmpegError:
+        return
 
 
 def index_from_packets(container: av.container.InputContainer, stream) -> FrameIndex | None:
@@ -188,16 +193,10 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     """
     packets: list[tuple[int | None, int | None, bool]] = []
     pts: list[int | None] = []
-    try:
-        for packet in container.demux(stream):
-            if packet.is_corrupt:
-                break
-            if usable_packet(packet):
-                packets.append((packet.pts, packet.dts, packet.is_keyframe))
-                if not packet.is_discard:  # decoded for reference, output dropped
-                    pts.append(packet.pts)
-    except av.error.FFmpegError:
-        pass  # data goes bad here; decoding stops at the same place
+    for packet in scanned_packets(container, stream):
+        packets.append((packet.pts, packet.dts, packet.is_keyframe))
+        if not packet.is_discard:  # decoded for reference, output dropped
+            pts.append(packet.pts)
     present = [p for p in pts if p is not None]
     if not pts or len(present) != len(pts) or len(set(present)) != len(present):
         return None

@@ -39,6 +39,7 @@ import base64
 import json
 import os
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +56,6 @@ from vidload.sources.base import open_regular_file
 __all__ = [
     "PersistedIndex",
     "UnusableIndex",
-    "digest_spans",
     "file_digest",
     "load_index",
     "parse_index",
@@ -69,21 +69,16 @@ READ_FORMATS = (1, 2, 3)
 _SPAN = 64 << 10
 
 
+@dataclass(eq=False)
 class PersistedIndex:
     """What the sidecar holds: the exact index and the display orientation of one stream, and
-    (format 2) where the file's bytes lie, None where they could not be recorded."""
+    (format 2) where the file's bytes lie (the sidecar's second line, parsed on first use:
+    `layout`), None where they could not be recorded."""
 
-    def __init__(
-        self,
-        index: FrameIndex,
-        orientation: Orientation,
-        stream_index: int,
-        layout: ByteLayout | bytes | None = None,
-    ) -> None:
-        self.index = index
-        self.orientation = orientation
-        self.stream_index = stream_index
-        self._layout = layout
+    index: FrameIndex
+    orientation: Orientation
+    stream_index: int
+    _layout: ByteLayout | bytes | None = None
 
     @property
     def layout(self) -> ByteLayout | None:
@@ -105,21 +100,15 @@ class UnusableIndex(Exception):
     """A sidecar that cannot be used (internal); the message is the reason."""
 
 
-def digest_spans(size: int) -> list[tuple[int, int]]:
-    """The [start, stop) byte ranges of a file of `size` bytes that its digest hashes."""
-    spans = [(0, min(_SPAN, size))]
-    if size > _SPAN:
-        start = max(_SPAN, size - _SPAN)
-        spans.append((start, min(start + _SPAN, size)))
-    return spans
-
-
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
     fd = open_regular_file(path)
     try:
         size = os.fstat(fd).st_size
-        spans = [os.pread(fd, b - a, a) for a, b in digest_spans(size)]
+        spans = [os.pread(fd, _SPAN, 0)]
+        if size > _SPAN:
+            start = max(_SPAN, size - _SPAN)
+            spans.append(os.pread(fd, size - start, start))
     finally:
         os.close(fd)
     return size, span_digest(size, spans)
@@ -174,30 +163,20 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
         with os.fdopen(fd, "rb") as f:
             persisted, size, digest = parse_index(f.read())
         now = file_digest(video_file)
-        check_index(persisted, (size, digest), now, video_file.name, stream_index)
+        if (size, digest) != now:
+            raise UnusableIndex(
+                f"it describes another file (size {size}, digest {digest[:12]}; "
+                f"{video_file.name} now has {now[0]}, {now[1][:12]}): rewritten since"
+            )
+        if persisted.stream_index != stream_index:
+            raise UnusableIndex(
+                f"it is for video stream {persisted.stream_index}, not {stream_index}"
+            )
         return persisted
     except UnusableIndex as e:
         return _unused(path, str(e))
     except (OSError, VideoReadError) as e:
         return _unused(path, f"unreadable ({type(e).__name__}: {e})")
-
-
-def check_index(
-    persisted: PersistedIndex,
-    described: tuple[int, str],
-    now: tuple[int, str],
-    name: str,
-    stream_index: int,
-) -> None:
-    """Raise UnusableIndex unless the sidecar's (size, digest) `described` is the file's `now`
-    and it is for video stream `stream_index`."""
-    if described != now:
-        raise UnusableIndex(
-            f"it describes another file (size {described[0]}, digest {described[1][:12]}; "
-            f"{name} now has {now[0]}, {now[1][:12]}): rewritten since"
-        )
-    if persisted.stream_index != stream_index:
-        raise UnusableIndex(f"it is for video stream {persisted.stream_index}, not {stream_index}")
 
 
 def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,7 @@ import av.error
 import numpy as np
 
 from vidload._storage import coalesce
-from vidload.sources._video_index import FrameIndex, packet_key, usable_packet
+from vidload.sources._video_index import FrameIndex, packet_key, scanned_packets
 
 __all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout", "span_digest"]
 
@@ -129,40 +130,19 @@ def clip_ranges(
     return coalesce(spans, SHORT_GAP)
 
 
-class _Recording(io.RawIOBase):
+class _Recording(io.FileIO):
     """A local file read through Python, noting each [start, stop) range read."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__()
-        self._f = open(path, "rb")  # noqa: SIM115 - closed by close()
+        super().__init__(path, "rb")
         self.reads: list[tuple[int, int]] = []
 
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        return self._f.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._f.tell()
-
-    def pread(self, start: int, stop: int) -> bytes:
-        self._f.seek(start)
-        return self._f.read(stop - start)
-
-    def read(self, n: int = -1) -> bytes:
-        start = self._f.tell()
-        data = self._f.read(n)
+    def read(self, n: int | None = -1, /) -> bytes:
+        start = self.tell()
+        data = super().read(n)
         if data:
             self.reads.append((start, start + len(data)))
         return data
-
-    def close(self) -> None:
-        self._f.close()
-        super().close()
 
 
 def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
@@ -177,24 +157,17 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
             keys: list[int] = []
             pos: list[int] = []
             size: list[int] = []
-            try:
-                for packet in container.demux(stream):
-                    if packet.is_corrupt:
-                        break
-                    if not usable_packet(packet):
-                        continue
-                    key = packet_key(packet.pts, packet.dts)
-                    if key is None or packet.pos is None or packet.pos < 0:
-                        return None
-                    keys.append(key)
-                    pos.append(packet.pos)
-                    size.append(packet.size)
-            except av.error.FFmpegError:
-                pass  # the data goes bad here; decoding stops at the same place
+            for packet in scanned_packets(container, stream):
+                key = packet_key(packet.pts, packet.dts)
+                if key is None or packet.pos is None or packet.pos < 0:
+                    return None
+                keys.append(key)
+                pos.append(packet.pos)
+                size.append(packet.size)
         finally:
             container.close()
-        size_of_file = rec.seek(0, io.SEEK_END)
-        digest = span_digest(size_of_file, (rec.pread(a, b) for a, b in opened))
+        size_of_file = os.fstat(rec.fileno()).st_size
+        digest = span_digest(size_of_file, (os.pread(rec.fileno(), b - a, a) for a, b in opened))
     finally:
         rec.close()
     return ByteLayout(opened, digest, keys, pos, size)

@@ -1,5 +1,7 @@
-"""A video object at a URL read by byte ranges: its header once per process, then only the
-packets a clip needs, through a file object FFmpeg reads from.
+"""A video file as a read opens it (`VideoFile`), written once against its `Location`: a local
+file (`Location.local_file()`) is opened by FFmpeg by path; a video object at a URL is read by
+byte ranges: its header once per process, then only the packets a clip needs, through a file
+object FFmpeg reads from.
 
 A video with a persisted frame index of format 2 or 3 (`_video_persist`: what `vidload convert --to
 video` writes beside each file, and `vidload probe --write-index` beside originals) says where
@@ -20,15 +22,15 @@ process), round 1 is not needed: `from_record` builds the video from its record,
 of step 2 also fetches the record's check spans (its first and last 4 KiB), so a batch of
 never-opened videos is one round (`VideoSource.prepare`). The object must show the record's size
 and digest there and then the index's own digest; one rewritten since the sidecar was written
-is opened from its own index instead (`RemoteVideo.fetch`), so a stale record never meets new
+is opened from its own index instead (`VideoFile.fetch`), so a stale record never meets new
 bytes.
 
-The header's bytes are kept for the process (`RemoteVideo`, in the source's per-process cache),
+The header's bytes are kept for the process (`VideoFile`, in the source's per-process cache),
 so a later clip of the same video is one round: its packets. FFmpeg reads the object through a
 `RangeReader`, a read-only file object that serves reads from the bytes held; a read of bytes
 not held (a file whose demuxer reads more than was recorded, a sequential decode of the whole
 video: `iter_frames`) is fetched there and then as one range request of at least `MISS_FETCH`
-bytes, counted (`RemoteVideo.misses`, and `vidload._storage.STATS` as every request), never a
+bytes, counted (`VideoFile.misses`, and `vidload._storage.STATS` as every request), never a
 silent download of the whole object.
 
 Where this cannot be used (no sidecar, a format 1 sidecar without byte positions, one that does
@@ -39,7 +41,7 @@ An object rewritten while a process holds its header (a dataset re-converted in 
 noticed by the next read that fetches its bytes: the video's reads go through a versioned
 location (`Location.versioned`), whose GETs report the object's version (ETag) and must all
 report the one its header came with; another one (`faults.CHANGED`) makes the video open again
-(`RemoteVideo.reopen`: sidecar, then header, checked as the first time) and fetch the clip
+(`VideoFile.reopen`: sidecar, then header, checked as the first time) and fetch the clip
 from the new object, so an old header never meets new bytes. Its `stat` changes with it, so
 the source's caches of that video (open handles, frame counts) start again. (A read that
 fetches nothing, all its bytes held from the last clip, sees the video as it was.)
@@ -53,17 +55,18 @@ from typing import Any
 
 from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
-from vidload._storage.cache import SeekableReader
+from vidload._storage.cache import RangeFile
 from vidload._storage.faults import CHANGED
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._heads import HeadRecord, check_spans, head_record
-from vidload.sources._video_persist import PersistedIndex, UnusableIndex, parse_index
+from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index, parse_index
 from vidload.sources._video_ranges import SHORT_GAP, ByteLayout, clip_ranges, span_digest
+from vidload.sources.base import check_regular_file
 
 __all__ = [
     "MISS_FETCH",
     "RangeReader",
-    "RemoteVideo",
+    "VideoFile",
     "from_record",
     "load_remote",
     "record_of",
@@ -81,26 +84,31 @@ _WHOLE = 1 << 40
 _MISS_BLOCKS = 8
 
 
-class RemoteVideo:
-    """A video object at `location` with its persisted index (format 2 or 3), read by byte ranges.
+class VideoFile:
+    """A video file at `location` as a read opens it, asking the location for a local file
+    (`local_file()`: under a local root, or an object's copy in the cache): FFmpeg opens
+    that path, and its persisted index is the sidecar beside it (`_video_persist.load_index`,
+    checked when asked for). Elsewhere the video is read by byte ranges (module docstring),
+    through `persisted`, its index of format 2 or 3, the object being `size` bytes.
 
-    Holds the bytes fetched so far: the header (what opening the file reads; kept), the last
-    clip's packets (replaced by the next clip's) and the last few blocks fetched on a miss.
-    `str()` is the URL (without credentials), for error messages.
-    Per process: never pickled, dropped after a fork with the source's caches.
+    Read by ranges, it holds the bytes fetched so far: the header (what opening the file
+    reads; kept), the last clip's packets (replaced by the next clip's) and the last few
+    blocks fetched on a miss. `str()` is the path or the URL (without credentials), for error
+    messages and the source's caches. Per process: never pickled, dropped after a fork with
+    the source's caches.
     """
 
     def __init__(
         self,
         location: Location,
-        persisted: PersistedIndex,
-        size: int,
+        persisted: PersistedIndex | None = None,
+        size: int = 0,
         check: HeadRecord | None = None,
     ) -> None:
-        assert persisted.layout is not None
+        #: The local file FFmpeg opens, None: read by byte ranges.
+        self.path = location.local_file()
         self.location = location.versioned()
         self.persisted = persisted
-        self.layout: ByteLayout = persisted.layout
         self.size = size
         self.verified = False
         self._header: list[tuple[int, bytes]] = []
@@ -121,18 +129,29 @@ class RemoteVideo:
         return str(self.location)
 
     @property
-    def name(self) -> str:
-        return self.location.name
+    def layout(self) -> ByteLayout:
+        """Where the bytes lie (a video read by ranges: `load_remote` checked it has one)."""
+        assert self.persisted is not None and self.persisted.layout is not None
+        return self.persisted.layout
 
     @property
     def stat(self) -> tuple[int, int]:
-        """What stands for (st_mtime_ns, st_size) in the source's caches: it changes when the
-        video is opened again on a changed object (`reopen`)."""
+        """(st_mtime_ns, st_size) of a local file (VideoReadError for a missing or irregular
+        one: a FIFO would block av.open forever); read by ranges, what stands for it in the
+        source's caches: it changes when the video is opened again on a changed object
+        (`reopen`)."""
+        if self.path is not None:
+            st = check_regular_file(self.path)
+            return (st.st_mtime_ns, st.st_size)
         return (self.generation, self.size)
 
     def persisted_index(self, stream_index: int) -> PersistedIndex | None:
-        """The persisted index of the video, where it is for `stream_index` (its digest was
-        checked when the header was fetched), else None, said in a warning."""
+        """The persisted index of the video, where it is for `stream_index` (a local file's
+        is checked against the file now; one read by ranges had its digest checked when the
+        header was fetched), else None, said in a warning."""
+        if self.path is not None:
+            return load_index(self.path, stream_index)
+        assert self.persisted is not None
         if self.persisted.stream_index != stream_index:
             warnings.warn(
                 f"{self}{INDEX_SUFFIX}: frame index not used: it is for video stream "
@@ -160,12 +179,9 @@ class RemoteVideo:
         try:
             self._fetch(wanted)
         except (UnusableIndex, VideoReadError) as e:
-            if self.check is not None:  # the sidecar of heads is stale: the object's own index
-                self.check = None
-                self.reopen()
-                self._fetch(wanted)
-                return
-            if isinstance(e, UnusableIndex) or e.reason != CHANGED:
+            # from the sidecar of heads, which is stale: open it from the object's own index
+            from_sidecar, self.check = self.check is not None, None
+            if not from_sidecar and (isinstance(e, UnusableIndex) or e.reason != CHANGED):
                 raise
             self.reopen()
             self._fetch(wanted)
@@ -180,7 +196,7 @@ class RemoteVideo:
         found = load_remote(self.location)
         if isinstance(found, str):
             raise UnusableIndex(f"it was rewritten since it was opened, and {found}")
-        self.location, self.persisted, self.layout = found.location, found.persisted, found.layout
+        self.location, self.persisted = found.location, found.persisted
         self.size, self.verified, self._stale = found.size, False, False
         self._header, self._clip = [], []
         self._missed.clear()
@@ -206,10 +222,11 @@ class RemoteVideo:
 
     def _plan(self, wanted: Any) -> tuple[Ranges, list[tuple[int, bytes]], Ranges, Ranges]:
         """(header ranges to fetch, clip blocks kept, clip ranges missing, ranges to request)."""
+        assert self.persisted is not None
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
         header = [] if self.verified else coalesce(self.layout.opened + self._check_spans(), 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
-        missing = [r for r in clip if not self._holds(*r, self._header + kept)]
+        missing = [r for r in clip if self._slice(self._header + kept, *r) is None]
         return header, kept, missing, coalesce(missing + header, SHORT_GAP)
 
     def _check_spans(self) -> Ranges:
@@ -223,10 +240,10 @@ class RemoteVideo:
             self.check = None
         spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]
         if any(span is None for span in spans):  # the object ends before them
-            found = f"{self.name} is shorter now"
+            found = f"{self.location.name} is shorter now"
         else:
             digest = span_digest(self.size, [span or b"" for span in spans])
-            found = f"{self.name} now has {digest[:12]} there"
+            found = f"{self.location.name} now has {digest[:12]} there"
             if digest == self.layout.digest:
                 self.verified = True
                 return
@@ -242,29 +259,28 @@ class RemoteVideo:
                 return data[a - start : b - start]
         return None
 
-    @staticmethod
-    def _holds(a: int, b: int, blocks: list[tuple[int, bytes]]) -> bool:
-        return RemoteVideo._slice(blocks, a, b) is not None
-
     # -- reading
 
-    def reader(self) -> RangeReader:
-        """A new file object over this video (the header fetched first if it is not held)."""
+    def reader(self) -> RangeReader | None:
+        """A new file object over this video read by ranges (the header fetched first if it
+        is not held); None for a local file: FFmpeg opens the path itself."""
+        if self.path is not None:
+            return None
         if not self.verified:
             self.fetch()
         return RangeReader(self)
 
-    def bytes_at(self, pos: int, n: int) -> bytes:
-        """Up to `n` bytes from `pos`: those of the held block that contains `pos` (short at
-        its end), else a range of at least `MISS_FETCH` bytes fetched now."""
+    def bytes_at(self, pos: int, stop: int) -> bytes:
+        """Bytes [pos, stop): up to `stop` of the held block that contains `pos` (short at
+        its end), else of a range of at least `MISS_FETCH` bytes fetched now."""
+        n = stop - pos
         for blocks in (self._clip, self._header, self._missed):
             for start, data in blocks:
                 if start <= pos < start + len(data):
                     return data[pos - start : pos - start + n]
-        stop = min(self.size, pos + max(n, MISS_FETCH))
         self.misses += 1
         try:
-            data = self.location.read_range(pos, stop)
+            data = self.location.read_range(pos, min(self.size, pos + max(n, MISS_FETCH)))
         except VideoReadError as e:
             if e.reason == CHANGED:  # this read fails; the next one opens the video again
                 self._stale = True
@@ -279,37 +295,21 @@ def _overlaps(block: tuple[int, bytes], r: tuple[int, int]) -> bool:
     return start < r[1] and r[0] < start + len(data)
 
 
-class RangeReader(SeekableReader):
-    """A read-only, seekable file object over a `RemoteVideo`, for `av.open`: each read is
-    served from the bytes the video holds (possibly short: up to the end of a held block;
-    FFmpeg asks again), and bytes not held are fetched then (`RemoteVideo.bytes_at`)."""
+class RangeReader(RangeFile):
+    """A `RangeFile` over a `VideoFile`, for `av.open`: each read is served from the bytes the
+    video holds (possibly short: up to the end of a held block; FFmpeg asks again), and bytes
+    not held are fetched then (`VideoFile.bytes_at`)."""
 
-    def __init__(self, video: RemoteVideo) -> None:
-        super().__init__()
+    def __init__(self, video: VideoFile) -> None:
+        super().__init__(video.location, video.size, [])
         self.video = video
-        self._pos = 0
 
-    def _end(self) -> int:
-        return self.video.size
-
-    def read(self, n: int = -1) -> bytes:
-        size = self.video.size
-        if self._pos >= size:
-            return b""
-        if n is None or n < 0:
-            n = size - self._pos
-        data = self.video.bytes_at(self._pos, min(n, size - self._pos))
-        self._pos += len(data)
-        return data
-
-    def readinto(self, buffer: Any) -> int:
-        data = self.read(len(memoryview(buffer)))
-        memoryview(buffer).cast("B")[: len(data)] = data
-        return len(data)
+    def _bytes(self, start: int, stop: int) -> bytes:
+        return self.video.bytes_at(start, stop)
 
 
-def load_remote(location: Location) -> RemoteVideo | str:
-    """The `RemoteVideo` of the object at `location`, from its sidecar (one GET), or the
+def load_remote(location: Location) -> VideoFile | str:
+    """The `VideoFile` of the object at `location`, from its sidecar (one GET), or the
     reason it cannot be read by byte ranges (no sidecar, format 1, unreadable).
 
     Raises:
@@ -323,49 +323,53 @@ def load_remote(location: Location) -> RemoteVideo | str:
         if e.reason == "not found":
             return "it has no persisted frame index"
         raise
+    found = _ranged(raw)
+    return found if isinstance(found, str) else VideoFile(location, *found)
+
+
+def _ranged(raw: bytes) -> tuple[PersistedIndex, int] | str:
+    """(the index, the size of the object it describes) from a sidecar's bytes, or the
+    reason they cannot read it by byte ranges."""
     try:
         persisted, size, _ = parse_index(raw)
         if persisted.layout is None:
             return "its frame index (format 1) does not say where the packets lie"
     except UnusableIndex as e:
         return f"its frame index is not used: {e}"
-    return RemoteVideo(location, persisted, size)
+    return persisted, size
 
 
 def record_of(location: Location) -> HeadRecord | None:
     """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
     what `vidload convert --to video` writes): its persisted index's bytes (format 2 or 3), with the
     object's size and the digest of its ends read now; None where it has no such index or the
-    index describes another size."""
+    index describes another size, or they cannot be read."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
-        persisted, size, _ = parse_index(raw)
-    except (VidloadError, UnusableIndex):
+        found = _ranged(raw)
+        if isinstance(found, str):
+            return None
+        record = head_record(location, {}, {})
+    except VidloadError:
         return None
-    record = head_record(location, {}, {})
-    if persisted.layout is None or record.size != size:
+    if record.size != found[1]:
         return None
     record.raw = raw
     return record
 
 
-def from_record(location: Location, record: HeadRecord) -> RemoteVideo | None:
-    """The `RemoteVideo` of the object at `location` from its record in the sidecar of heads
+def from_record(location: Location, record: HeadRecord) -> VideoFile | None:
+    """The `VideoFile` of the object at `location` from its record in the sidecar of heads
     (no request), its check pending: the header's round fetches the record's check spans too,
     and a video whose object fails the check (or the index's own digest) is opened from its
-    own index instead (`RemoteVideo.fetch`). None where the record holds no usable index."""
-    if record.raw is None:
+    own index instead (`VideoFile.fetch`). None where the record holds no usable index."""
+    found = None if record.raw is None else _ranged(record.raw)
+    if found is None or isinstance(found, str) or found[1] != record.size:
         return None
-    try:
-        persisted, size, _ = parse_index(record.raw)
-    except UnusableIndex:
-        return None
-    if persisted.layout is None or size != record.size:
-        return None
-    return RemoteVideo(location, persisted, size, check=record)
+    return VideoFile(location, *found, check=record)
 
 
-def warn_whole(location: object, reason: str) -> None:
+def warn_whole(location: Location, reason: str) -> None:
     """Say that a video object is downloaded whole, and why."""
     warnings.warn(
         f"{location}: {reason}; the whole object is downloaded before its first frame "

@@ -17,8 +17,8 @@ recorded the name this rule found.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -26,79 +26,45 @@ import numpy as np
 from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
-from vidload.errors import VidloadError
 from vidload.sources._heads import HeadRecord, Heads, RootHeads
 from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
-from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index
-from vidload.sources._video_remote import RemoteVideo, load_remote, record_of, warn_whole
-from vidload.sources.base import FrameSourceBase, check_regular_file, normalize_video_id
+from vidload.sources._video_persist import UnusableIndex
+from vidload.sources._video_remote import VideoFile, load_remote, record_of, warn_whole
+from vidload.sources.base import FrameSourceBase, normalize_video_id
 
-__all__ = ["CONVERTED_SUFFIX", "LocalVideo", "VideoFile", "VideoRoot"]
+__all__ = ["CONVERTED_SUFFIX", "VideoRoot"]
 
 #: What `vidload convert --to video` adds to a video's stem: MP4, whose pts are exact in the
 #: stream's own time base, read by a packet scan.
 CONVERTED_SUFFIX = ".mp4"
 
-#: Videos at a URL whose header bytes a process keeps (`_video_remote.RemoteVideo`: what
+#: Videos at a URL whose header bytes a process keeps (`_video_remote.VideoFile`: what
 #: FFmpeg reads to open the file, an MP4's `moov` (~8 bytes a frame) and its first 32 KiB).
 _REMOTE_CACHE_SIZE = 256
-
-
-class LocalVideo:
-    """A video file on local disk as a read opens it, with what `_video_remote.RemoteVideo`
-    offers for one at a URL (`stat`, `reader`, `persisted_index`), so that a source treats
-    both alike. `str()` is its path."""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-
-    def __str__(self) -> str:
-        return str(self.path)
-
-    @property
-    def stat(self) -> tuple[int, int]:
-        """(st_mtime_ns, st_size); VideoReadError for a missing or irregular file (a FIFO
-        would block av.open forever)."""
-        st = check_regular_file(self.path)
-        return (st.st_mtime_ns, st.st_size)
-
-    def reader(self) -> None:
-        """None: FFmpeg opens the path itself."""
-        return None
-
-    def persisted_index(self, stream_index: int) -> PersistedIndex | None:
-        """The frame index persisted beside the file, where one matches it (`_video_persist`)."""
-        return load_index(self.path, stream_index)
-
-
-#: A video file: on local disk, or an object at a URL read by byte ranges.
-VideoFile = LocalVideo | RemoteVideo
 
 
 class VideoRoot(FrameSourceBase):
     """What `VideoSource` reads its frames from (see the module docstring): its base, holding
     the root, the settings that open a file, and the per-process state of its files
-    (`_reset_files`)."""
+    (`_init_files`)."""
 
     store: SourceRoot
-    root: Path | Location
+    root: Location
     threads: int
     stream: int | None
     cache_size: int
 
-    def _reset_files(self) -> None:
+    def _init_files(self) -> None:
         """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
         `VideoHandle.close` parks the parent's handles, unused and unfreed: they share file
-        offsets with the parent and their decoders' threads are not here)."""
+        offsets with the parent and their decoders' threads are not here; and in a pickle)."""
         self._handles: ProcessLRU[str, VideoHandle] = ProcessLRU(
             self.cache_size, VideoHandle.close, inherited=VideoHandle.close
         )
         # URL root: each video read by ranges, or why it is downloaded whole
-        self._remote: ProcessLRU[str, RemoteVideo | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
-        self._said_whole = False
+        self._remote: ProcessLRU[str, VideoFile | str] = ProcessLRU(_REMOTE_CACHE_SIZE)
+        self._said_whole: ProcessLRU[str, bool] = ProcessLRU(1)
         # URL root: the sidecar of heads (`_heads`: every video's persisted index), once
         self._root_heads = RootHeads()
 
@@ -117,21 +83,19 @@ class VideoRoot(FrameSourceBase):
         return self.store.local_copy(self._object_name(normalize_video_id(video_id)))
 
     def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
-        """The file a read of `video_id` opens: `path(video_id)` for a local root (or with
-        `cache_dir`); for a URL root, the object read by byte ranges (`_remote_file`)."""
+        """The file a read of `video_id` opens: where the root has a local file for it (a
+        local root, or `cache_dir`'s copy), that file; else the object read by byte ranges,
+        with the bytes a read of `wanted` needs fetched (the first time, its header too:
+        `_video_remote`), or where it cannot be read so (no usable index), its local copy,
+        downloaded whole and said so."""
         vid = self._object_name(normalize_video_id(video_id))
-        return self.store.open_file(vid, LocalVideo, lambda at: self._remote_file(vid, at, wanted))
-
-    def _remote_file(
-        self, vid: str, location: Location, wanted: Sequence[int] | np.ndarray
-    ) -> VideoFile:
-        """The object `vid` at a URL read by byte ranges, with the bytes a read of `wanted`
-        needs fetched (the first time, its header too: `_video_remote`), or where it cannot be
-        read so (no usable index), its local copy, downloaded whole and said so."""
+        local = self.store.local(vid)
+        if local is not None:
+            return VideoFile(Location(local))
         found = self._remote.get(vid)
         if found is None:
-            found = self._keep_remote(vid, load_remote(location))
-        if isinstance(found, RemoteVideo):
+            found = self._keep_remote(vid, load_remote(self.store.location_of(vid)))
+        if not isinstance(found, str):
             try:
                 from_sidecar = found.check is not None
                 found.fetch(wanted)
@@ -140,29 +104,32 @@ class VideoRoot(FrameSourceBase):
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
-                warn_whole(found, f"its frame index is not used: {e}")
-        return LocalVideo(self.store.local_copy(vid))
+                warn_whole(found.location, f"its frame index is not used: {e}")
+        return VideoFile(Location(self.store.local_copy(vid)))
 
     def _object_name(self, vid: str) -> str:
         """The file or object the root reads for the id `vid`: the name the root's manifest
-        records (`use_containers`), else the module docstring's rule (where this process read
-        a sidecar of heads, the first candidate it lists)."""
+        records (`use_containers`), else the first of `_names(vid)` that exists (where this
+        process read a sidecar of heads, the first it lists)."""
         recorded = self.store.named(vid)
         if recorded is not None:
             return recorded
-        candidates = dict.fromkeys(
-            (
-                vid,
-                container_name(vid, CONVERTED_SUFFIX, keep_extension=True),
-                container_name(vid, CONVERTED_SUFFIX),
-            )
-        )
+        candidates = list(dict.fromkeys(self._names(vid)))
         heads = self._root_heads.held()
         if heads is not None:
             listed = next((n for n in candidates if n in heads), None)
             if listed is not None:
                 return listed
-        return self.store.first_existing(list(candidates))
+        return self.store.first_existing(candidates)
+
+    @staticmethod
+    def _names(vid: str) -> Iterator[str]:
+        """The names the naming rule gives the file of the id `vid` (module docstring), in
+        the order they are looked for (lazily: `missing_videos` computes the later ones only
+        for ids not found)."""
+        yield vid
+        yield container_name(vid, CONVERTED_SUFFIX, keep_extension=True)
+        yield container_name(vid, CONVERTED_SUFFIX)
 
     # -- the sidecar of heads (`_heads`, kind "video": each video's persisted index)
 
@@ -183,10 +150,7 @@ class VideoRoot(FrameSourceBase):
         """(object name relative to the root, its record: the persisted index's bytes) for
         the sidecar of heads (`_heads.write_heads`), None where it has no usable index."""
         vid = self._object_name(normalize_video_id(video_id))
-        try:
-            record = record_of(self.store.location_of(vid))
-        except VidloadError:
-            return None
+        record = record_of(self.store.location_of(vid))
         return None if record is None else (vid, record)
 
     def use_containers(self, names: Mapping[str, str]) -> bool:
@@ -208,24 +172,13 @@ class VideoRoot(FrameSourceBase):
         the manifest's word, else the id's own file only); one directory listing per folder
         (per prefix in a bucket), not a stat per video (`vidload.sources._listing`)."""
         rule = self.store.location.can_list  # where `first_existing` can follow it
-        named = self.store.named
+        names = self._names if rule else lambda vid: islice(self._names(vid), 1)
+        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
 
-        def names(vid: str) -> Iterator[str]:
-            recorded = named(vid)
-            if recorded is not None:
-                yield recorded
-                return
-            yield vid
-            if rule:
-                yield container_name(vid, CONVERTED_SUFFIX, keep_extension=True)
-                yield container_name(vid, CONVERTED_SUFFIX)
-
-        return missing_names(self.store.location, video_ids, names, recorded=named)
-
-    def _keep_remote(self, vid: str, found: RemoteVideo | str) -> RemoteVideo | str:
+    def _keep_remote(self, vid: str, found: VideoFile | str) -> VideoFile | str:
         self._remote.put(vid, found)
-        if isinstance(found, str) and not self._said_whole:
-            self._said_whole = True  # once per source and process: all may lack one
+        if isinstance(found, str) and not self._said_whole.get("said"):
+            self._said_whole.put("said", True)  # once per source and process: all may lack one
             warn_whole(self.store.location_of(vid), f"{found} (nor may other videos here)")
         return found
 
@@ -240,9 +193,6 @@ class VideoRoot(FrameSourceBase):
             return [path, index] if index.is_file() else [path]
 
         return self.store.hints(files)
-
-    def _stat(self, path: VideoFile) -> tuple[int, int]:
-        return path.stat
 
     def _open(
         self, path: VideoFile, stat: tuple[int, int], *, threads: int | None = None, explode: bool
@@ -261,7 +211,7 @@ class VideoRoot(FrameSourceBase):
         (`explode=False`) and kept so, which spares healthy open GOPs the errors a seek to
         their recovery point reports (a reference list naming frames before the seek)."""
         key = str(path)
-        stat = self._stat(path)
+        stat = path.stat
         handle = self._handles.get(key)
         if handle is not None and (handle.stat != stat or (handle.explode and not explode)):
             self._handles.discard(key)
@@ -277,4 +227,4 @@ class VideoRoot(FrameSourceBase):
 
     def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file."""
-        return self._open(path, self._stat(path), threads=threads, explode=explode)
+        return self._open(path, path.stat, threads=threads, explode=explode)

@@ -132,8 +132,8 @@ class FrameSourceBase(ABC):
     (`ContainerSource`), for a caller that only copies them out (`ClipDataset`).
     """
 
-    #: The folder (a `Path`) or the URL's `Location` the source reads; None for none.
-    root: Path | Location | None = None
+    #: The folder or URL the source reads (a local `Location` is path-like); None for none.
+    root: Location | None = None
     #: Where the source's containers are (`vidload._storage.SourceRoot`); None for none.
     store: SourceRoot | None = None
     #: The kind of sidecar of heads convert writes for this source (`_heads`); None: none.

@@ -171,8 +171,8 @@ class ContainerSource(FrameSourceBase):
         #: Where the containers are (`SourceRoot(root, storage_options, cache_dir,
         #: cache_max_bytes)`, built by the subclass from its own arguments).
         self.store: SourceRoot = store
-        #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = self.store.root
+        #: The root folder or URL (a local one is path-like: `vidload._storage.LocalLocation`).
+        self.root: Location = self.store.location
         #: This process's sidecar of heads of the root (`_sidecar`).
         self._root_heads = RootHeads()
         #: Heads from the sidecar waiting for their check (`settle`), by video id: those of

@@ -46,6 +46,7 @@ from vidload._storage import Location, SourceRoot
 from vidload._storage.batch import Request, run_concurrently
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
+from vidload.sources._fused import empty_clip
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_decode import decode_all
 from vidload.sources._video_digest import frame_digest
@@ -57,9 +58,9 @@ from vidload.sources._video_index import (
     index_from_packets,
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
-from vidload.sources._video_remote import RemoteVideo, from_record, load_remote
+from vidload.sources._video_remote import VideoFile, from_record, load_remote
 from vidload.sources._video_rgb import converter, orientation_of
-from vidload.sources._video_root import VideoFile, VideoRoot
+from vidload.sources._video_root import VideoRoot
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
     as_index_array,
@@ -141,44 +142,18 @@ class VideoSource(VideoRoot):
             "frame_index", frame_index, ("packets", "decode")
         )
         self.store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
-        #: The root folder: a `Path`, or for a URL root its `vidload._storage.Location`.
-        self.root: Path | Location = self.store.root
+        #: The root folder or URL (a local one is path-like: `vidload._storage.LocalLocation`).
+        self.root: Location = self.store.location
         self._skip_nonref = True  # 1.55x on mma_test.mp4 (_video_seek); frame-exact
         self._check_corrupt = True  # a frame the decoder flags corrupt: damaged (_video_seek)
-        self._reset_caches()
-
-    # ------------------------------------------------------------------ per-process state
-
-    def _reset_caches(self) -> None:
-        """Per-process state (`vidload._lru.ProcessLRU`: empty again after a fork, where
-        `VideoHandle.close` parks the parent's handles, unused and unfreed: they share file offsets
-        with the parent and their decoders' threads are not here)."""
-        self._handles: ProcessLRU[str, VideoHandle] = ProcessLRU(
-            self.cache_size, VideoHandle.close, inherited=VideoHandle.close
-        )
+        # per-process state (`vidload._lru.ProcessLRU`: empty again after a fork or in a
+        # pickle): what is known of each file version, and the files' own (`_init_files`)
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
         # whether each file version's persisted index was looked for (and used)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
-        self._reset_files()
-
-    def __getstate__(self) -> dict:
-        return {
-            "root": self.root,
-            "store": self.store,
-            "threads": self.threads,
-            "stream": self.stream,
-            "cache_size": self.cache_size,
-            "rotation": self.rotation,
-            "frame_index": self.frame_index,
-            "_skip_nonref": self._skip_nonref,
-            "_check_corrupt": self._check_corrupt,
-        }
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self._reset_caches()
+        self._init_files()
 
     def __repr__(self) -> str:
         return (
@@ -194,7 +169,7 @@ class VideoSource(VideoRoot):
         up yet: from the root's sidecar of heads (`_heads`, written by `vidload convert --to
         video`; fetched once per machine) where it lists them, so their header and packets are
         the batch's one round (with the sidecar's check spans: a video rewritten since is
-        opened from its own index, `RemoteVideo.fetch`); the others' own indexes all at once,
+        opened from its own index, `VideoFile.fetch`); the others' own indexes all at once,
         one concurrent round for the batch instead of one per video (`ClipDataset.
         __getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not wait on a
         network (a local root, `cache_dir`). A failure is left for the video's own read."""
@@ -218,7 +193,7 @@ class VideoSource(VideoRoot):
             if got is not None:
                 self._keep_remote(vid, got)
 
-    def _try_load_remote(self, vid: str) -> RemoteVideo | str | None:
+    def _try_load_remote(self, vid: str) -> VideoFile | str | None:
         try:
             return load_remote(self.store.location_of(vid))
         except VidloadError:
@@ -232,7 +207,7 @@ class VideoSource(VideoRoot):
 
     def _planned(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
         found = self._remote.get(self._object_name(normalize_video_id(video_id)))
-        if not isinstance(found, RemoteVideo):
+        if found is None or isinstance(found, str):
             return []
         needed = found.needed(as_index_array(indices))
         return [(found.location, needed)] if needed else []
@@ -241,7 +216,9 @@ class VideoSource(VideoRoot):
 
     def info(self, video_id: str) -> VideoInfo:
         """What the header says about the chosen stream; nothing is decoded."""
-        path = self._file(video_id)
+        return self._info(self._file(video_id))
+
+    def _info(self, path: VideoFile) -> VideoInfo:
         handle = self._handle(path)
         try:
             return video_info(handle)
@@ -264,7 +241,7 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         found = self._orientations.get(key)
         if found is None and self._use_persisted(path):
             found = self._orientations.get(key)
@@ -319,7 +296,7 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        stat = self._stat(path)
+        stat = path.stat
         count = self._actual.get((str(path), stat))
         if count is None and self._use_persisted(path):
             count = self._actual.get((str(path), stat))
@@ -332,19 +309,13 @@ class VideoSource(VideoRoot):
     def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
         """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
         once per file version; whether one was found and matches the file."""
-        stat = self._stat(path)
+        stat = path.stat
         key = (str(path), stat)
         done = self._persisted.get(key)
         if done is not None:
             return done
-        own = handle is None
-        handle = self._handle(path) if handle is None else handle
-        try:
-            stream_index = video_info(handle).stream_index
-        finally:
-            if own:
-                self._release(handle)
-        found = path.persisted_index(stream_index)
+        info = self._info(path) if handle is None else video_info(handle)
+        found = path.persisted_index(info.stream_index)
         if found is not None:
             self._store_exact(key, found.index)
             self._orientations.put(key, found.orientation)
@@ -354,7 +325,7 @@ class VideoSource(VideoRoot):
     def _has_digests(self, path: VideoFile) -> bool:
         """Whether `path`'s persisted index records each frame's digest: seek reads then check
         every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         found = self._indexes.get(key) if self._use_persisted(path) else None
         return found is not None and found.digests is not None
 
@@ -376,7 +347,7 @@ class VideoSource(VideoRoot):
     def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
         """Index built from a full sequential decode (cached); with `digests`, one that has
         each frame's digest (`_video_digest`)."""
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         index = self._indexes.get(key)
         if (index is None or not index.exact) and self._use_persisted(path):
             index = self._indexes.get(key)
@@ -436,7 +407,7 @@ class VideoSource(VideoRoot):
         `actual_frames(video_id)` frames.
         """
         path = self._file(video_id)
-        key = (str(path), self._stat(path))
+        key = (str(path), path.stat)
         recorder = IndexRecorder()
         convert = converter(path, displayed=self.rotation == "auto")
         for frame in self._decode_all(path, recorder):
@@ -473,9 +444,7 @@ class VideoSource(VideoRoot):
                 h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
                 if self.rotation == "auto":
                     h, w = self.orientation(video_id).displayed_size(h, w)
-                if geometry is not None:
-                    h, w = geometry.resolve(h, w).out
-                return np.empty((0, h, w, 3), np.uint8)
+                return empty_clip(h, w, geometry)
             frames = self._read_frames(video_id, path, handle, idx, convert)
         except av.error.FFmpegError as e:
             raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
