@@ -216,10 +216,6 @@ class LocalLocation(Location):
         return [loc._fetch_alone(ranges) for loc, ranges in requests]
 
     @classmethod
-    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
-        return [loc.read_bytes() for loc in locations]
-
-    @classmethod
     def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
         for local, loc in files:
             loc.put_file(local)

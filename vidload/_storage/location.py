@@ -280,10 +280,6 @@ class Location:
         """Each location's ranges, or the VideoReadError of its reading (see `batch.fetch`)."""
         raise NotImplementedError
 
-    @classmethod
-    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
-        raise NotImplementedError
-
     def _fetch_alone(self, ranges: Sequence[tuple[int, int]] | None) -> list[bytes] | Exception:
         """This location's ranges (or whole file) read on their own, or the VideoReadError
         that names it: one entry of `_fetch_group`'s answer."""
