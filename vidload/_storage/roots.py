@@ -16,9 +16,10 @@ Where the root's manifest names the containers (`vidload._layout.ContainerNames`
 by the source's `use_containers`), a listed video's container is the name it records, on
 either root: no stat, no request, no listing to find it.
 
-A local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
-work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per clip
-(`vidload._layout.found_container_name`).
+A local root's per-clip calls (`local_name`, `handle_key`, `read_files`) work on strings,
+never pathlib: two `Path`s and a comparison cost ~15 us per clip
+(`vidload._layout.found_container_name`); `open_container` hands its opener the one
+`Location` of the name found, which the opener asks for its `local_file()`.
 """
 
 from __future__ import annotations
@@ -47,14 +48,8 @@ from vidload.errors import VideoReadError
 __all__ = ["SourceRoot"]
 
 T = TypeVar("T")
-#: Opens a local file, given its path as a string.
-OpenLocal = Callable[[str], T]
-#: Opens an object at a URL.
-OpenRemote = Callable[[Location], T]
-#: Lists a local folder.
-ListLocal = Callable[[Path], T]
-#: Lists a folder (prefix) at a URL.
-ListRemote = Callable[[Location], T]
+#: Opens a file or object: a local one (`local_file()`) by the fast path, else by ranges.
+Open = Callable[[Location], T]
 #: Reads a local frame file: (path, frame index) -> its bytes.
 ReadLocal = Callable[[str, int], bytes]
 #: The file name of a frame, from its index.
@@ -257,21 +252,19 @@ class SourceRoot:
         self.names = tried[0]
         return True
 
-    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
-        """`local(path)` of the file `rel` under a local root or in the cache, else
-        `remote(location)` of the object in the bucket."""
+    def open_file(self, rel: str, open_at: Open[T]) -> T:
+        """`open_at(location)` of the file `rel`: a local file (`local_file()`) under a local
+        root or in the cache, else the object in the bucket."""
         if self._str is not None:
-            return local(join_root(self._str, rel))
+            return open_at(Location(join_root(self._str, rel)))
         path = self.local(rel)
-        return local(os.fspath(path)) if path is not None else remote(self.location / rel)
+        return open_at(self.location / rel if path is None else Location(path))
 
-    def open_container(
-        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
-    ) -> T:
+    def open_container(self, video_id: str, suffix: str, open_at: Open[T]) -> T:
         """`open_file` of `video_id`'s container, named as `find` names it."""
         if self._str is not None:  # the per-clip path: no closure, no search
-            return local(self.local_name(video_id, suffix))
-        return self.find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+            return open_at(Location(self.local_name(video_id, suffix)))
+        return self.find(video_id, suffix, lambda name: self.open_file(name, open_at))[1]
 
     def container(self, video_id: str, suffix: str) -> Location:
         """Where `video_id`'s container is named, for its sidecar files: its local file, or
@@ -283,11 +276,6 @@ class SourceRoot:
             full = container_name(video_id, suffix, keep_extension=True)
             name = self.found_names.get(full) or container_name(video_id, suffix)
         return self.location / name
-
-    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
-        """`local(path)` of the folder `rel` under a local root, else `remote(location)` of
-        its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
-        return remote(self.location / rel) if self._path is None else local(self._path / rel)
 
     def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
         """(contents, what names each) of the files of frames `rows` in `folder` (frame i in

@@ -120,7 +120,12 @@ class VideoRoot(FrameSourceBase):
         """The file a read of `video_id` opens: `path(video_id)` for a local root (or with
         `cache_dir`); for a URL root, the object read by byte ranges (`_remote_file`)."""
         vid = self._object_name(normalize_video_id(video_id))
-        return self.store.open_file(vid, LocalVideo, lambda at: self._remote_file(vid, at, wanted))
+
+        def open_at(at: Location) -> VideoFile:
+            path = at.local_file()
+            return LocalVideo(path) if path is not None else self._remote_file(vid, at, wanted)
+
+        return self.store.open_file(vid, open_at)
 
     def _remote_file(
         self, vid: str, location: Location, wanted: Sequence[int] | np.ndarray

@@ -223,9 +223,13 @@ class NpySource(ContainerSource):
             raise
 
     def _header(self, video_id: str) -> _Header:
-        return self._open_container(video_id, self._local_header, self._remote_header)
+        return self._open_container(video_id, self._header_at)
 
-    def _local_header(self, path: str | Path) -> _Header:
+    def _header_at(self, location: Location) -> _Header:
+        """The validated header of a local file (`local_file()`) or of an object."""
+        path = location.local_file()
+        if path is None:
+            return self._remote_header(location)
         fd, header = self._open(path)
         os.close(fd)
         return header
@@ -246,10 +250,10 @@ class NpySource(ContainerSource):
         return self._headers.get(self._container(video_id).url) is not None
 
     def _fetch_head(self, video_id: str) -> tuple[str, _Header]:
-        def remote(location: Location) -> tuple[str, _Header]:
+        def head(location: Location) -> tuple[str, _Header]:
             return location.url, _read_remote_header(location)
 
-        return self._open_container(video_id, _not_remote, remote)
+        return self._open_container(video_id, head)
 
     def _keep_head(self, video_id: str, head: object) -> None:
         assert isinstance(head, tuple)
@@ -298,11 +302,14 @@ class NpySource(ContainerSource):
         pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
-        return self._open_container(
-            video_id,
-            lambda path: self._read_local(path, video_id, idx),
-            lambda location: self._read_remote(location, video_id, idx),
-        )
+
+        def read_at(location: Location) -> EncodedFrames:
+            path = location.local_file()
+            if path is None:
+                return self._read_remote(location, video_id, idx)
+            return self._read_local(os.fspath(path), video_id, idx)
+
+        return self._open_container(video_id, read_at)
 
     def _read_remote(self, location: Location, video_id: str, idx: np.ndarray) -> EncodedFrames:
         """The rows of `idx` from an object in a bucket: concurrent ranges ("mmap"), or the
@@ -368,10 +375,6 @@ class NpySource(ContainerSource):
             raise
         except (OSError, ValueError) as e:
             raise VideoReadError(path, f"cannot read the frames: {e}") from e
-
-
-def _not_remote(path: object) -> tuple[str, _Header]:
-    raise AssertionError(f"{path}: a local file where a remote object was expected")
 
 
 def _read_remote_header(location: Location) -> _Header:
