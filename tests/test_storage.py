@@ -79,15 +79,12 @@ def test_local_location(tmp_path):
 def test_capabilities_are_declared_by_each_location(tmp_path):
     """What callers ask instead of which class they hold (docs/development.md, "Storage")."""
     local = Location(tmp_path)
-    assert (local.can_list, local.multi_range, local.atomic_rename, local.over_network) == (
-        True, True, True, False)  # fmt: skip
+    assert (local.can_list, local.over_network) == (True, False)
     assert local.local_file() == tmp_path
     s3 = Location("s3://bucket/d")
-    assert (s3.can_list, s3.multi_range, s3.atomic_rename, s3.over_network) == (
-        True, False, False, True)  # fmt: skip
-    web = Location("https://host/d")  # several ranges in one GET until the server refuses
-    assert (web.can_list, web.multi_range, web.atomic_rename, web.over_network) == (
-        False, True, False, True)  # fmt: skip
+    assert (s3.can_list, s3.over_network) == (True, True)
+    web = Location("https://host/d")
+    assert (web.can_list, web.over_network) == (False, True)
     assert s3.local_file() is None and web.local_file() is None
 
 

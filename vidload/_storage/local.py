@@ -101,8 +101,6 @@ class LocalLocation(Location):
         return names
 
     can_list = True
-    multi_range = True
-    atomic_rename = True
     over_network = False
 
     def walk_files(self) -> list[str]:
@@ -164,12 +162,6 @@ class LocalLocation(Location):
         finally:
             os.close(fd)
 
-    def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
-        st = self.stat()
-        start = max(0, st.size - tail)
-        first, last = self.read_ranges([(0, head), (start, st.size)])
-        return st, first, last if tail else b""
-
     def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
         try:
             return open(self._local, "rb")  # noqa: SIM115 - the caller closes it
@@ -195,9 +187,6 @@ class LocalLocation(Location):
         guarantee, on NFS v3+ too), fsynced: a reader sees all of `data` or no file."""
         return write_bytes_atomic(self._local, data, exclusive=True)
 
-    def rename(self, target: Location) -> None:
-        os.replace(self._local, target.local_path)
-
     def delete(self, *, recursive: bool = False) -> None:
         if recursive and self._local.is_dir():
             shutil.rmtree(self._local)
@@ -208,17 +197,6 @@ class LocalLocation(Location):
 
     def _group(self) -> tuple[str, ...]:
         return ("local",)
-
-    @classmethod
-    def _fetch_group(
-        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
-    ) -> list[list[bytes] | Exception]:
-        return [loc._fetch_alone(ranges) for loc, ranges in requests]
-
-    @classmethod
-    def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
-        for local, loc in files:
-            loc.put_file(local)
 
 
 IMPLEMENTATIONS["local"] = LocalLocation

@@ -158,9 +158,7 @@ class RemoteLocation(Location):
             else:
                 return Stat(size, str(etag).strip('"') if etag else f"{size}:"), first, last
         if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
-            st = self.stat()
-            first, last = self.read_ranges([(0, head), (max(0, st.size - tail), st.size)])
-            return st, first, last if tail else b""
+            return super().read_ends(head, tail)
 
         async def gather() -> list[Any]:
             import asyncio
@@ -238,11 +236,6 @@ class RemoteLocation(Location):
     def can_list(self) -> bool:
         return self._protocol not in ("http", "https")
 
-    @property
-    def multi_range(self) -> bool:
-        return self._protocol in ("http", "https") and not byteranges.unsupported(self._url)
-
-    atomic_rename = False
     over_network = True
 
     def walk_files(self) -> list[str]:
@@ -382,12 +375,6 @@ class RemoteLocation(Location):
 
         return self.call("create exclusively", create)
 
-    def rename(self, target: Location) -> None:
-        fs, path = self.fs()
-        assert isinstance(target, RemoteLocation)
-        _, dest = target.fs()
-        self.call("rename", lambda: fs.mv(path, dest))
-
     def delete(self, *, recursive: bool = False) -> None:
         fs, path = self.fs()
         try:
@@ -435,11 +422,10 @@ class RemoteLocation(Location):
 
     @classmethod
     def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
+        if len(files) == 1:
+            return super()._put_group(files)
         first = files[0][1]
         assert isinstance(first, RemoteLocation)
-        if len(files) == 1:
-            first.put_file(files[0][0])
-            return
         fs, _ = first.fs()
         lpaths = [local for local, _ in files]
         rpaths = [loc.fs()[1] for _, loc in files]  # type: ignore[attr-defined]
