@@ -144,9 +144,7 @@ def find_inputs_listed(
         if found_kind is None or found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        suffix = "" if found_kind == VIDEO_INPUT else get_kind(found_kind).suffix
-        vid = src.name[: len(src.name) - len(suffix)]
-        items = [InputItem(vid, found_kind, src)]
+        items = [InputItem(input_id(src.name, found_kind), found_kind, src)]
     else:
         entries = list_entries(src)
         base = _list_root(src, root, entries)
@@ -260,11 +258,16 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
             kind = file_input_kind(name)
             if kind is not None and kind in kinds:
                 path = folder / name
-                rel = path.relative_to(base).as_posix()
-                vid = rel if kind == VIDEO_INPUT else rel[: -len(get_kind(kind).suffix)]
+                vid = input_id(path.relative_to(base).as_posix(), kind)
                 items.append(InputItem(vid, kind, path))
     items.sort(key=lambda it: it.video_id)
     return items
+
+
+def input_id(rel: str, kind: InputKind) -> str:
+    """The video id of the input `rel` of `kind`: a video file's or a frame folder's name as
+    it is, a container's without its suffix (`a/x1.h5` -> `a/x1`)."""
+    return rel if kind == VIDEO_INPUT else rel[: len(rel) - len(get_kind(kind).suffix)]
 
 
 def file_input_kind(name: str) -> InputKind | None:
@@ -293,8 +296,7 @@ def _list_item(
             raise ValueError(
                 f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
             )
-        if kind != VIDEO_INPUT:  # a container named directly: its id has no suffix
-            vid = vid[: -len(path.suffix)]
+        vid = input_id(vid, kind)  # a container named directly: its id has no suffix
     else:
         # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
         # id shared its stem with another input's), as the sources find them
