@@ -124,27 +124,22 @@ class SourceRoot:
         return self.location if self._path is None else self._path
 
     @property
-    def _batched(self) -> bool:
-        """Whether a batch's reads are worth planning into one round: they wait on a network
-        (no local file, no cached copy to read instead)."""
-        return self.location.over_network and self.cache is None
-
-    @property
     def reads_wait(self) -> bool:
-        """Whether reads wait on a network (`_batched`: a URL root without a cache): where a
-        worker's next batch is worth fetching while it decodes the current one
+        """Whether reads wait on a network (a URL root without a cache: no local file, no
+        cached copy to read instead): where a batch's reads are worth planning into one round,
+        and a worker's next batch worth fetching while it decodes the current one
         (`make_loader(fetch_ahead=None)`)."""
-        return self._batched
+        return self.location.over_network and self.cache is None
 
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
-        ones of `video_ids`) where reads wait on a network (`_batched`); none elsewhere."""
-        return list(dict.fromkeys(video_ids)) if self._batched else []
+        ones of `video_ids`) where reads wait on a network (`reads_wait`); none elsewhere."""
+        return list(dict.fromkeys(video_ids)) if self.reads_wait else []
 
     def plans(self, make: Callable[[], list[T]]) -> list[T]:
         """A batch's storage requests (`fetch_plan`): `make()` where reads wait on a network
-        (`_batched`), fetched in the batch's one round; none elsewhere."""
-        return make() if self._batched else []
+        (`reads_wait`), fetched in the batch's one round; none elsewhere."""
+        return make() if self.reads_wait else []
 
     def local(self, rel: str) -> Path | None:
         """The local file to read for `rel` by the fast path (under a local root, or the
@@ -182,12 +177,19 @@ class SourceRoot:
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
         """The name of `video_id`'s container (a file, or a folder with `suffix` ""): as
         `find` names it; `probe` runs only where names are found by requests, once."""
+        known = self._known_name(video_id, suffix)
+        return known if known is not None else self.find(video_id, suffix, probe)[0]
+
+    def _known_name(self, video_id: str, suffix: str) -> str | None:
+        """`video_id`'s container name where it is known without a request: the name the
+        manifest records; under a local root the one found by a stat; else the name an open
+        found (`found_names`), None before one did."""
         known = self.named(video_id)
         if known is None and self._str is not None:
             return found_container_name(self._str, video_id, suffix)
         if known is None:
             known = self.found_names.get(container_name(video_id, suffix, keep_extension=True))
-        return known if known is not None else self.find(video_id, suffix, probe)[0]
+        return known
 
     def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
         """(name of `video_id`'s container, `probe(name)`): the name the manifest records;
@@ -269,13 +271,9 @@ class SourceRoot:
     def container(self, video_id: str, suffix: str) -> Location:
         """Where `video_id`'s container is named, for its sidecar files: its local file, or
         its object in the bucket (the name found by the last open, else the short name)."""
-        name = self.named(video_id)
-        if name is None and self._str is not None:
-            name = found_container_name(self._str, video_id, suffix)
-        if name is None:
-            full = container_name(video_id, suffix, keep_extension=True)
-            name = self.found_names.get(full) or container_name(video_id, suffix)
-        return self.location / name
+        return self.location / (
+            self._known_name(video_id, suffix) or container_name(video_id, suffix)
+        )
 
     def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
         """(contents, what names each) of the files of frames `rows` in `folder` (frame i in
