@@ -202,22 +202,16 @@ class SourceRoot:
             name = recorded or found_container_name(self._str, video_id, suffix)
             return name, probe(name)
         full = container_name(video_id, suffix, keep_extension=True)
-        if recorded is not None:
-            out = recorded, probe(recorded)
-            self.found_names[full] = recorded
-            return out
-        short = container_name(video_id, suffix)
+        first = recorded or container_name(video_id, suffix)
         try:
-            out = short, probe(short)
+            out = first, probe(first)
         except VideoReadError as e:
-            if full == short or e.reason != "not found":
+            if recorded is not None or full == first or e.reason != "not found":
                 raise
             recorded = self.named(video_id) if self._names_at_miss(suffix) else None
+            second = recorded if recorded and recorded != first else full
             try:
-                if recorded and recorded != short:
-                    out = recorded, probe(recorded)
-                else:
-                    out = full, probe(full)
+                out = second, probe(second)
             except VideoReadError as e2:
                 if e2.reason != "not found":
                     raise
