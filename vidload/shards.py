@@ -201,7 +201,7 @@ def plan_convert(
     out = Output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
     found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
-    source.check_output(out, found, options.to)
+    out.check_input(input_path, found, options.to)
     return _plan(found, out, options, threads)
 
 
