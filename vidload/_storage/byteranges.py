@@ -33,7 +33,7 @@ from typing import Any
 from vidload._storage import http_adapter
 from vidload._storage.ranges import block_of, coalesce, split_blocks
 
-__all__ = ["MAX_RANGES", "cat_spans", "is_http", "parse_byteranges", "unsupported"]
+__all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
 
 #: Ranges one request asks at most (a header of ~2 KiB; Apache's MaxRanges is 200).
 MAX_RANGES = 64
@@ -49,11 +49,6 @@ _CONTENT_RANGE = re.compile(
 
 Span = tuple[str, "int | None", "int | None"]
 Part = tuple[int, bytes]
-
-
-def is_http(fs: Any) -> bool:
-    """fsspec's HTTP filesystem (the one whose requests this module can send)."""
-    return http_adapter.is_http(fs)
 
 
 def _host(url: Any) -> str:
@@ -184,8 +179,8 @@ def cat_spans(
     report: bool = False,
 ) -> tuple[list[Any], int]:
     """`fs.cat_ranges(paths, starts, stops, on_error="return")` for fsspec's HTTP filesystem
-    (`is_http`), the ranges of one object in one request where its server serves that (see
-    the module docstring), and the number of requests sent. All of them in one concurrent
+    (`http_adapter.is_http`), the ranges of one object in one request where its server serves
+    that (see the module docstring), and the number of requests sent. All of them in one concurrent
     round on the filesystem's event loop. `report`: each answer is `(bytes, version)`, as
     `filesystems.cat_reporting`'s (the version the request's answer reported)."""
     import asyncio

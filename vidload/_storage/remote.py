@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from vidload._storage import byteranges, faults, objectstore
+from vidload._storage import byteranges, faults, http_adapter, objectstore
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     Span,
@@ -288,21 +288,21 @@ class RemoteLocation(Location):
         fs = self.fs()[0]
         fast = self._fast()
         paths, starts, stops = [s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]
-        versions = None
-        if fast is not None or report:
-            if fast is not None:
-                reported, sent = fast.cat(spans), len(spans)
-            elif byteranges.is_http(fs):
-                reported, sent = byteranges.cat_spans(fs, paths, starts, stops, report=True)
-            else:
-                reported, sent = cat_reporting(fs, spans), len(spans)
-            got = [r if isinstance(r, BaseException) else r[0] for r in reported]
-            versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
-        elif byteranges.is_http(fs):
-            got, sent = byteranges.cat_spans(fs, paths, starts, stops)
+        report = report or fast is not None
+        got: list[Any]
+        if fast is not None:
+            got, sent = fast.cat(spans), len(spans)
+        elif http_adapter.is_http(fs):
+            got, sent = byteranges.cat_spans(fs, paths, starts, stops, report=report)
+        elif report:
+            got, sent = cat_reporting(fs, spans), len(spans)
         else:
             got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
             sent = len(got)
+        versions = None
+        if report:  # (bytes, version) answers
+            versions = [None if isinstance(r, BaseException) else r[1] for r in got]
+            got = [r if isinstance(r, BaseException) else r[0] for r in got]
         count(sent, sum(len(b) for b in got if isinstance(b, bytes)))
         return got, versions
 
