@@ -353,18 +353,13 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_no_overlap(
-    input_path: Path,
-    base: Path,
-    out: Path,
-    items: Sequence[InputItem],
-    to: str,
-    full_names: frozenset[str],
-) -> None:
-    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""
+def check_no_overlap(input_path: Path, found: Inputs, out: Path, to: str) -> None:
+    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input
+    (`found`'s items)."""
     out_r = out.resolve()
+    items = found.items
     if input_path.is_dir():
-        in_r = base.resolve()
+        in_r = found.base.resolve()
         if _is_within(out_r, in_r) or _is_within(in_r, out_r):
             raise UsageError(
                 f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
@@ -378,7 +373,7 @@ def check_no_overlap(
     }
     for item in items:
         target = get_kind(to).container_path(
-            out_r, item.video_id, keep_extension=item.video_id in full_names
+            out_r, item.video_id, keep_extension=item.video_id in found.full_names
         )
         if (
             target in inputs

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full
+from vidload._atomic import is_disk_full, remove_temporary
 from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
@@ -133,8 +132,7 @@ class Output:
         pairs cannot overlap."""
         source = found.url
         if source is None and self._disk is not None:
-            base, items, full = found.base, found.items, found.full_names
-            check_no_overlap(Path(input_path), base, self._disk, items, to, full)
+            check_no_overlap(Path(input_path), found, self._disk, to)
         elif source is not None and self._disk is None:
             a, b = source.url.rstrip("/") + "/", self.location.url.rstrip("/") + "/"
             if a.startswith(b) or b.startswith(a):
@@ -293,10 +291,7 @@ class ShardOutput:
             return outcome
         finally:
             for p in (local, sidecar_path(local)):
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
+                remove_temporary(p)
 
     def stops(self, e: Exception) -> str | None:
         """Why an error writing into this output stops the shard (None: it does not): an
