@@ -144,10 +144,6 @@ PATH_NAMES.append(url_of_copy)
 _VERSIONS: dict[tuple[int, str], str] = {}
 
 
-def _knows_version(location: Location) -> bool:
-    return (os.getpid(), location.url) in _VERSIONS
-
-
 def version_of(location: Location) -> str:
     """The object's version as this process first saw it (one request, once per object and
     process): what the cache names its copy by, so that an object rewritten in the store is
@@ -260,7 +256,8 @@ class LocalCache:
         """The contents of each location: hits read from the cache, misses fetched
         concurrently (`read_many`) and stored; the versions this process has not learned yet
         asked in one concurrent round first."""
-        run_concurrently(version_of, [loc for loc in locations if not _knows_version(loc)])
+        pid = os.getpid()
+        run_concurrently(version_of, [loc for loc in locations if (pid, loc.url) not in _VERSIONS])
         out: list[bytes | None] = [None] * len(locations)
         missing = []
         for i, loc in enumerate(locations):
