@@ -76,12 +76,8 @@ class LocalLocation(Location):
         return self._local.is_dir()
 
     def stat(self) -> Stat:
-        try:
+        with _failing(self, "stat"):
             st = os.stat(self._local)
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot stat: {e}") from e
         if not stat_module.S_ISREG(st.st_mode):
             raise VideoReadError(self, "not a regular file")
         return Stat(st.st_size, f"{st.st_size}:{st.st_mtime_ns}")
@@ -115,12 +111,8 @@ class LocalLocation(Location):
     # -- reads
 
     def read_bytes(self) -> bytes:
-        try:
+        with _failing(self, "read"):
             return self._local.read_bytes()
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot read: {e}") from e
 
     def read_optional(self) -> bytes | None:
         """Opened non-blocking and checked before reading: a FIFO (or any file that is not a
@@ -149,26 +141,17 @@ class LocalLocation(Location):
     ) -> list[bytes]:
         if not ranges:
             return []
-        try:
+        with _failing(self, "open", index):
             fd = os.open(self._local, _FLAGS)
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found", index) from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot open: {e}", index) from e
         try:
-            return [os.pread(fd, b - a, a) for a, b in ranges]
-        except OSError as e:
-            raise VideoReadError(self, f"cannot read: {e}", index) from e
+            with _failing(self, "read", index):
+                return [os.pread(fd, b - a, a) for a, b in ranges]
         finally:
             os.close(fd)
 
     def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
-        try:
+        with _failing(self, "open"):
             return open(self._local, "rb")  # noqa: SIM115 - the caller closes it
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot open: {e}") from e
 
     # -- writes
 
@@ -200,6 +183,18 @@ class LocalLocation(Location):
 
 
 IMPLEMENTATIONS["local"] = LocalLocation
+
+
+@contextmanager
+def _failing(where: LocalLocation, what: str, index: int | None = None) -> Iterator[None]:
+    """An OSError inside as the VideoReadError naming `where` (and frame `index`): "not
+    found", else "cannot `what`: ..."."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise VideoReadError(where, "not found", index) from None
+    except OSError as e:
+        raise VideoReadError(where, f"cannot {what}: {e}", index) from e
 
 
 @contextmanager
