@@ -251,10 +251,8 @@ class SourceRoot:
     def open_file(self, rel: str, open_at: Open[T]) -> T:
         """`open_at(location)` of the file `rel`: a local file (`local_file()`) under a local
         root or in the cache, else the object in the bucket."""
-        if self._str is not None:
-            return open_at(Location(join_root(self._str, rel)))
-        path = self.local(rel)
-        return open_at(self.location / rel if path is None else Location(path))
+        where = self.location / rel
+        return open_at(where if self.cache is None else Location(self.cache.get(where)))
 
     def open_container(self, video_id: str, suffix: str, open_at: Open[T]) -> T:
         """`open_file` of `video_id`'s container, named as `find` names it."""
