@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vidload._storage import http_adapter
+from vidload._storage.filesystems import answer_version, cat_one
 from vidload._storage.ranges import block_of, coalesce, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
@@ -47,7 +48,6 @@ _CONTENT_RANGE = re.compile(
     rb"^content-range:[ \t]*bytes[ \t]+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE | re.MULTILINE
 )
 
-Span = tuple[str, "int | None", "int | None"]
 Part = tuple[int, bytes]
 
 
@@ -118,16 +118,6 @@ def _cover(
     return out
 
 
-def _version(headers: Any, total: int | None) -> str | None:
-    """The object's version an answer reports, as `filesystems.cat_reporting` reads it from a
-    one-range answer: its ETag, else its size and Last-Modified."""
-    version = headers.get("ETag")
-    modified = headers.get("Last-Modified")
-    if version is None and modified:
-        version = f"{total}:{modified}"
-    return version
-
-
 async def _multi(
     fs: Any, path: str, asked: Sequence[tuple[int, int]]
 ) -> tuple[list[bytes], str | None] | None:
@@ -158,7 +148,7 @@ async def _multi(
                     with _LOCK:
                         _UNSUPPORTED.add(_host(url))
                 return None
-            return served, _version(r.headers, total)
+            return served, answer_version(r.headers, total)
         if r.status == 200:  # the ranges ignored: the whole object, not read
             with _LOCK:
                 _UNSUPPORTED.add(_host(url))
@@ -186,8 +176,6 @@ def cat_spans(
     import asyncio
 
     from fsspec.asyn import sync
-
-    from vidload._storage.filesystems import cat_one
 
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []
