@@ -34,9 +34,8 @@ def test_import_vidload_pulls_in_no_fsspec_backend():
 def test_is_url_and_local_paths():
     assert is_url("s3://b/k") and is_url("https://h/x") and is_url("file:///tmp/x")
     assert not is_url("C:\\data\\x") and not is_url("data/s3:/x") and not is_url("/abs")
-    assert Location("file:///tmp/x").local_path.as_posix() == "/tmp/x"
-    with pytest.raises(ValueError, match="a URL, not a local path"):
-        Location("s3://b/k").local_path  # noqa: B018
+    assert str(Location("file:///tmp/x").local_file()) == "/tmp/x"
+    assert Location("s3://b/k").local_file() is None  # a URL is never taken as a local path
     with pytest.raises(TypeError, match="a path or URL"):
         Location(3)  # type: ignore[arg-type]
 

@@ -46,10 +46,6 @@ class LocalLocation(Location):
         self._local = Path(target)
         self._url = str(self._local)
 
-    @property
-    def local_path(self) -> Path:
-        return self._local
-
     def local_file(self) -> Path | None:
         return self._local
 

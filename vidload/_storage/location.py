@@ -123,11 +123,6 @@ class Location:
 
     # -- the interface: each implementation's own
 
-    @property
-    def local_path(self) -> Path:
-        """The local path; ValueError for a URL (a URL is never taken as a local path)."""
-        raise NotImplementedError
-
     def local_file(self) -> Path | None:
         """The local file to read by the fast path (mmap, a file descriptor, FFmpeg), or
         None: read it by ranges."""

@@ -85,10 +85,6 @@ class RemoteLocation(Location):
     def __setstate__(self, state: Any) -> None:  # pragma: no cover - __reduce__ rebuilds
         raise TypeError("rebuilt by __reduce__")
 
-    @property
-    def local_path(self) -> Path:
-        raise ValueError(f"{self}: a URL, not a local path")
-
     def local_file(self) -> Path | None:
         return None
 
