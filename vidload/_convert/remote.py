@@ -57,7 +57,6 @@ __all__ = [
     "remote_container_exists",
     "shard_staging",
     "stage_input",
-    "staging",
     "unstage",
 ]
 
@@ -70,9 +69,13 @@ def is_folder_format(to: str) -> bool:
 
 
 @contextlib.contextmanager
-def staging() -> Iterator[Path]:
-    """A fresh local folder for one shard's containers (module doc), removed at the end.
-    Its name holds the pid, so that folders of killed shards on this host are removed here."""
+def shard_staging(needed: bool) -> Iterator[Path | None]:
+    """A fresh local folder for a shard that needs one (a bucket OUTPUT's containers, an INPUT
+    URL's copies: module doc), removed at the end; else None. Its name holds the pid, so that
+    folders of killed shards on this host are removed here."""
+    if not needed:
+        yield None
+        return
     _remove_dead_staging()
     path = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{os.getpid()}-"))
     try:
@@ -269,16 +272,6 @@ def input_copy(
         yield local_root, local_item
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def shard_staging(needed: bool) -> Iterator[Path | None]:
-    """`staging()` for a shard that needs one (a bucket OUTPUT, an INPUT URL), else None."""
-    if not needed:
-        yield None
-        return
-    with staging() as stage:
-        yield stage
 
 
 def run_job(job: Job, stage: Path | None) -> Outcome:
