@@ -34,9 +34,8 @@ def test_import_vidload_pulls_in_no_fsspec_backend():
 def test_is_url_and_local_paths():
     assert is_url("s3://b/k") and is_url("https://h/x") and is_url("file:///tmp/x")
     assert not is_url("C:\\data\\x") and not is_url("data/s3:/x") and not is_url("/abs")
-    assert Location("file:///tmp/x").local_path.as_posix() == "/tmp/x"
-    with pytest.raises(ValueError, match="a URL, not a local path"):
-        Location("s3://b/k").local_path  # noqa: B018
+    assert str(Location("file:///tmp/x").local_file()) == "/tmp/x"
+    assert Location("s3://b/k").local_file() is None  # a URL is never taken as a local path
     with pytest.raises(TypeError, match="a path or URL"):
         Location(3)  # type: ignore[arg-type]
 
@@ -79,15 +78,12 @@ def test_local_location(tmp_path):
 def test_capabilities_are_declared_by_each_location(tmp_path):
     """What callers ask instead of which class they hold (docs/development.md, "Storage")."""
     local = Location(tmp_path)
-    assert (local.can_list, local.multi_range, local.atomic_rename, local.over_network) == (
-        True, True, True, False)  # fmt: skip
+    assert (local.can_list, local.over_network) == (True, False)
     assert local.local_file() == tmp_path
     s3 = Location("s3://bucket/d")
-    assert (s3.can_list, s3.multi_range, s3.atomic_rename, s3.over_network) == (
-        True, False, False, True)  # fmt: skip
-    web = Location("https://host/d")  # several ranges in one GET until the server refuses
-    assert (web.can_list, web.multi_range, web.atomic_rename, web.over_network) == (
-        False, True, False, True)  # fmt: skip
+    assert (s3.can_list, s3.over_network) == (True, True)
+    web = Location("https://host/d")
+    assert (web.can_list, web.over_network) == (False, True)
     assert s3.local_file() is None and web.local_file() is None
 
 

@@ -111,17 +111,14 @@ def register(
     row = _Row(target, extra)
     old = _MADE.pop(name, None)  # a replaced kind stays until the new one is checked
     try:
-        try:
-            kind = _load(name, row)
-        except MissingExtraError:  # named in the choices; using it names what to install
-            _TABLE[name] = row
-            raise _Unchecked from None
+        kind = _load(name, row)
         for other in formats():
             if other.name != name and other.suffix == kind.suffix:
                 raise ValueError(
                     f"storage kind {name!r}: suffix {kind.suffix!r} is taken by {other.name!r}"
                 )
-    except _Unchecked:
+    except MissingExtraError:  # named in the choices; using it names what to install
+        _TABLE[name] = row
         return None
     except BaseException:
         _MADE.pop(name, None)
@@ -130,10 +127,6 @@ def register(
         raise
     _TABLE[name] = row
     return kind
-
-
-class _Unchecked(Exception):
-    """A kind registered without its class (its extra is not installed)."""
 
 
 def unregister(name: str) -> None:

@@ -201,7 +201,7 @@ def plan_convert(
     out = Output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
     found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
-    source.check_output(out, found, options.to)
+    out.check_input(input_path, found, options.to)
     return _plan(found, out, options, threads)
 
 
@@ -340,7 +340,7 @@ class ConvertPlan:
             stopped = stopped or not_written
             listed: tuple[int, str | None] = (0, None)
             if not_written is None:  # the containers' heads beside the manifest (issue 23)
-                write_output_heads(self.to, self._out, merged)
+                write_output_heads(self.to, self._out.location, merged)
                 if self.listed is not None:  # and the list's own manifest (issue 31)
                     listed = write_list_manifest(self._out.location, self.listed, merged)
         finally:

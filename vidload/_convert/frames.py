@@ -34,7 +34,6 @@ __all__ = [
     "InputFrames",
     "NoFrames",
     "decoded_jpeg_folder",
-    "encoded_frames",
     "jpeg_folder_bytes",
     "one_size",
     "resize_short_side",
@@ -62,23 +61,6 @@ def one_size(
         why = f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}"
         raise VideoReadError(path, why, index)
     return shape
-
-
-def encoded_frames(
-    path: Path,
-    frames: Iterable[np.ndarray],
-    short_side: int | None,
-    quality: int,
-    subsampling: Subsampling,
-) -> Iterator[bytes]:
-    """JPEG bytes of decoded uint8 (H, W, 3) frames, all of one size, each resized by
-    `resize_short_side` when a `short_side` is asked for."""
-    first: tuple[int, int] | None = None
-    for i, rgb in enumerate(frames):
-        first = one_size(first, rgb, path, i)
-        if short_side is not None:
-            rgb = resize_short_side(rgb, short_side)
-        yield encode_jpeg(rgb, quality, subsampling=subsampling)
 
 
 def jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:

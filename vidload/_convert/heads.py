@@ -15,28 +15,27 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any
 
 from vidload._kinds import get_kind
+from vidload._storage import Location
 from vidload.errors import VidloadError
 from vidload.manifest import ManifestRow
 
 __all__ = ["write_output_heads"]
 
 
-def write_output_heads(to: str, output: Any, rows: Mapping[str, ManifestRow]) -> int:
+def write_output_heads(to: str, root: Location, rows: Mapping[str, ManifestRow]) -> int:
     """Write the sidecar for the containers of `rows` (every video but the failed ones) in
-    the convert `output` (`vidload._convert.output.Output`); the number recorded (0 for a
-    kind whose source keeps no heads; a video's is its persisted frame index, which tells
-    its header's and every packet's byte ranges; a frame folder's, its frame count: the
-    files' names then need no listing)."""
+    the convert output `root` (`vidload._convert.output.Output.location`); the number
+    recorded (0 for a kind whose source keeps no heads; a video's is its persisted frame
+    index, which tells its header's and every packet's byte ranges; a frame folder's, its
+    frame count: the files' names then need no listing)."""
     kind = get_kind(to)
     if kind.heads_kind is None:
         return 0
     make = kind.source
     from vidload.sources._heads import write_heads
 
-    root = output.location
     ids = [vid for vid, row in rows.items() if row.status != "failed"]
     names = {
         vid: row.container

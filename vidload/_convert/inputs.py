@@ -144,9 +144,7 @@ def find_inputs_listed(
         if found_kind is None or found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        suffix = "" if found_kind == VIDEO_INPUT else get_kind(found_kind).suffix
-        vid = src.name[: len(src.name) - len(suffix)]
-        items = [InputItem(vid, found_kind, src)]
+        items = [InputItem(input_id(src.name, found_kind), found_kind, src)]
     else:
         entries = list_entries(src)
         base = _list_root(src, root, entries)
@@ -260,11 +258,16 @@ def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
             kind = file_input_kind(name)
             if kind is not None and kind in kinds:
                 path = folder / name
-                rel = path.relative_to(base).as_posix()
-                vid = rel if kind == VIDEO_INPUT else rel[: -len(get_kind(kind).suffix)]
+                vid = input_id(path.relative_to(base).as_posix(), kind)
                 items.append(InputItem(vid, kind, path))
     items.sort(key=lambda it: it.video_id)
     return items
+
+
+def input_id(rel: str, kind: InputKind) -> str:
+    """The video id of the input `rel` of `kind`: a video file's or a frame folder's name as
+    it is, a container's without its suffix (`a/x1.h5` -> `a/x1`)."""
+    return rel if kind == VIDEO_INPUT else rel[: len(rel) - len(get_kind(kind).suffix)]
 
 
 def file_input_kind(name: str) -> InputKind | None:
@@ -293,8 +296,7 @@ def _list_item(
             raise ValueError(
                 f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
             )
-        if kind != VIDEO_INPUT:  # a container named directly: its id has no suffix
-            vid = vid[: -len(path.suffix)]
+        vid = input_id(vid, kind)  # a container named directly: its id has no suffix
     else:
         # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
         # id shared its stem with another input's), as the sources find them
@@ -351,18 +353,13 @@ def _is_within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def check_no_overlap(
-    input_path: Path,
-    base: Path,
-    out: Path,
-    items: Sequence[InputItem],
-    to: str,
-    full_names: frozenset[str],
-) -> None:
-    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input."""
+def check_no_overlap(input_path: Path, found: Inputs, out: Path, to: str) -> None:
+    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input
+    (`found`'s items)."""
     out_r = out.resolve()
+    items = found.items
     if input_path.is_dir():
-        in_r = base.resolve()
+        in_r = found.base.resolve()
         if _is_within(out_r, in_r) or _is_within(in_r, out_r):
             raise UsageError(
                 f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
@@ -376,7 +373,7 @@ def check_no_overlap(
     }
     for item in items:
         target = get_kind(to).container_path(
-            out_r, item.video_id, keep_extension=item.video_id in full_names
+            out_r, item.video_id, keep_extension=item.video_id in found.full_names
         )
         if (
             target in inputs

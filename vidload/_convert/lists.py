@@ -3,9 +3,10 @@
 `manifest.csv` holds every container OUTPUT holds, whatever list or folder put it there: a
 second list converted into the same OUTPUT (UCF101's testlist after its trainlist) adds its
 videos to it. Converting a list therefore also writes `manifest-<list stem>.csv` beside it
-(`list_manifest_name`): exactly that list's entries, in its order (a video listed twice is two
-rows, as `ClipDataset` keeps both), with their labels and, for a window list, each entry's
-`start` and `end`, each with the row convert wrote for its video (counts, status, `container`).
+(`ListedInput.manifest_name`): exactly that list's entries, in its order (a video listed twice
+is two rows, as `ClipDataset` keeps both), with their labels and, for a window list, each
+entry's `start` and `end`, each with the row convert wrote for its video (counts, status,
+`container`).
 It is the one to train from. An entry whose video the run did not reach (it stopped early) is
 left out, and the summary counts it; a rerun writes it.
 
@@ -29,21 +30,13 @@ from vidload.manifest import ManifestRow, parse_manifest, render_manifest
 __all__ = [
     "ListedInput",
     "check_list_manifest",
-    "list_manifest_name",
     "list_rows",
     "write_list_manifest",
 ]
 
-#: Where the manifest of the list `<stem>` goes in OUTPUT.
-LIST_MANIFEST = "manifest-{}.csv"
 
 #: An entry as the file records it: (video id, label, start, end).
 Key = tuple[str, int, float | None, float | None]
-
-
-def list_manifest_name(stem: str) -> str:
-    """The file name of the manifest of a list whose file's stem is `stem`."""
-    return LIST_MANIFEST.format(stem)
 
 
 @dataclass(frozen=True)
@@ -59,7 +52,8 @@ class ListedInput:
 
     @property
     def manifest_name(self) -> str:
-        return list_manifest_name(self.stem)
+        """The file name of its manifest in OUTPUT: `manifest-<stem>.csv`."""
+        return f"manifest-{self.stem}.csv"
 
 
 def _key(entry: VideoEntry) -> Key:

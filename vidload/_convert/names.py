@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from pathlib import Path
 
 from vidload._convert.job import Outcome
+from vidload._convert.output import Output
 from vidload._kinds import get_kind
 from vidload._layout import container_name
 from vidload.manifest import ManifestRow
@@ -44,19 +44,18 @@ def name_outcomes(outcomes: Mapping[str, Outcome], names: Mapping[str, str]) -> 
 
 
 def name_previous(
-    previous: Mapping[str, ManifestRow], planned: Iterable[str], output: object, to: str
+    previous: Mapping[str, ManifestRow], planned: Iterable[str], output: Output, to: str
 ) -> dict[str, ManifestRow]:
     """The rows on record, those outside this run (not in `planned`) that name no container
-    given the name of the one there (the stem's, else the full id's), asked of `output` (an
-    `Output`: `container` and `exists`); a row whose container is not there names none."""
+    given the name of the one there (the stem's, else the full id's), asked of `output`
+    (`Output.container` and `exists`); a row whose container is not there names none."""
     skip = set(planned)
     out = dict(previous)
     for vid, row in previous.items():
         if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
             continue
         for keep in (False, True):
-            where: Path = output.container(vid, to, keep_extension=keep)  # type: ignore[attr-defined]
-            if output.exists(where, to):  # type: ignore[attr-defined]
+            if output.exists(output.container(vid, to, keep_extension=keep), to):
                 out[vid] = named(row, container_of(vid, to, keep_extension=keep))
                 break
     return out

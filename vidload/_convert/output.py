@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full
+from vidload._atomic import is_disk_full, remove_temporary
 from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
@@ -126,23 +125,21 @@ class Output:
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
-    def check_local_input(self, input_path: Path, found: Inputs, to: str) -> None:
-        """UsageError where a container would land on or around a local input
-        (`vidload._convert.source.Input.check_output`); a bucket cannot overlap one."""
-        if self._disk is not None:
-            check_no_overlap(input_path, found.base, self._disk, found.items, to, found.full_names)
-
-    def check_url_input(self, source: Location) -> None:
-        """UsageError where this output overlaps the INPUT URL folder `source`; a local
-        folder cannot overlap one."""
-        if self._disk is not None:
-            return
-        a, b = source.url.rstrip("/") + "/", self.location.url.rstrip("/") + "/"
-        if a.startswith(b) or b.startswith(a):
-            raise UsageError(
-                f"OUTPUT ({self.location}) and the INPUT folder ({source}) overlap: the "
-                "containers would be written among the inputs; choose an OUTPUT outside it"
-            )
+    def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
+        """UsageError where a container would land on or among the inputs `found` of
+        `input_path` (`vidload._convert.source.Input.find`): a local INPUT's against a local
+        OUTPUT folder, an INPUT URL's folder (`found.url`) against a bucket prefix; the other
+        pairs cannot overlap."""
+        source = found.url
+        if source is None and self._disk is not None:
+            check_no_overlap(Path(input_path), found, self._disk, to)
+        elif source is not None and self._disk is None:
+            a, b = source.url.rstrip("/") + "/", self.location.url.rstrip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                raise UsageError(
+                    f"OUTPUT ({self.location}) and the INPUT folder ({source}) overlap: the "
+                    "containers would be written among the inputs; choose an OUTPUT outside it"
+                )
 
     def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
@@ -294,10 +291,7 @@ class ShardOutput:
             return outcome
         finally:
             for p in (local, sidecar_path(local)):
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink(missing_ok=True)
+                remove_temporary(p)
 
     def stops(self, e: Exception) -> str | None:
         """Why an error writing into this output stops the shard (None: it does not): an

@@ -36,11 +36,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._convert.inputs import VIDEO_INPUT, InputItem, frame_folder_kind
+from vidload._convert.inputs import InputItem, frame_folder_kind
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
-from vidload._layout import FIRST_FRAME_NAME, sidecar_path
+from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
 from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map, warn_unpinned
@@ -57,7 +57,6 @@ __all__ = [
     "remote_container_exists",
     "shard_staging",
     "stage_input",
-    "staging",
     "unstage",
 ]
 
@@ -70,9 +69,13 @@ def is_folder_format(to: str) -> bool:
 
 
 @contextlib.contextmanager
-def staging() -> Iterator[Path]:
-    """A fresh local folder for one shard's containers (module doc), removed at the end.
-    Its name holds the pid, so that folders of killed shards on this host are removed here."""
+def shard_staging(needed: bool) -> Iterator[Path | None]:
+    """A fresh local folder for a shard that needs one (a bucket OUTPUT's containers, an INPUT
+    URL's copies: module doc), removed at the end; else None. Its name holds the pid, so that
+    folders of killed shards on this host are removed here."""
+    if not needed:
+        yield None
+        return
     _remove_dead_staging()
     path = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{os.getpid()}-"))
     try:
@@ -103,37 +106,36 @@ def remote_container_exists(container: Location, to: str) -> bool:
 def publish(local: Path, remote: Location, to: str) -> None:
     """Upload the finished container `local` (and its timestamps) to `remote`; see the module
     doc for the order that makes a half-uploaded container never look complete."""
-    side_local, side_remote = sidecar_path(local), remote.with_name(remote.name + ".timestamps")
-    if is_folder_format(to):
+    side_local, side_remote = sidecar_path(local), _sidecar(remote)
+    folder = is_folder_format(to)
+    if folder:
         remote.delete(recursive=True)  # frames of an earlier, unrecorded attempt
         put_many([(local / name, remote / name) for name in sorted(os.listdir(local))])
-        if side_local.exists():
-            side_remote.put_file(side_local)
-        else:
-            side_remote.delete()
-        return
     if side_local.exists():
         side_remote.put_file(side_local)
     else:
         side_remote.delete()
-    remote.put_file(local)
+    if not folder:  # the container last: its existence says the upload is complete
+        remote.put_file(local)
 
 
 def publish_sidecar(local: Path, remote: Location) -> None:
     """Upload the timestamps file of `local` beside `remote`."""
-    remote.with_name(remote.name + ".timestamps").put_file(sidecar_path(local))
+    _sidecar(remote).put_file(sidecar_path(local))
+
+
+def _sidecar(container: Location) -> Location:
+    """The timestamps file beside `container` in the bucket (`vidload._layout.sidecar_path`)."""
+    return container.with_name(container.name + TIMESTAMPS_SUFFIX)
 
 
 def fetch(remote: Location, local: Path) -> None:
     """Download a file container and, when there is one, its timestamps file."""
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_bytes(remote.read_bytes())
-    side = remote.with_name(remote.name + ".timestamps")
-    try:
-        sidecar_path(local).write_bytes(side.read_bytes())
-    except VideoReadError as e:
-        if e.reason != "not found":
-            raise
+    side = _sidecar(remote).read_optional()
+    if side is not None:
+        sidecar_path(local).write_bytes(side)
 
 
 # --------------------------------------------------------------------------- INPUT URLs
@@ -156,6 +158,7 @@ def find_remote_inputs(
     from vidload._convert.inputs import (
         entry_listed_frames,
         file_input_kind,
+        input_id,
         list_entries,
         listed_input,
         unique_items,
@@ -165,9 +168,7 @@ def find_remote_inputs(
     if kind is not None:
         if kind not in kinds or not src.is_file():
             raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        suffix = "" if kind == VIDEO_INPUT else get_kind(kind).suffix
-        vid = src.name[: len(src.name) - len(suffix)]
-        return src.parent, [InputItem(vid, kind, Path(src.name))], None
+        return src.parent, [InputItem(input_id(src.name, kind), kind, Path(src.name))], None
     if src.is_file():  # an annotation list or manifest
         local = scratch / src.name
         local.write_bytes(src.read_bytes())
@@ -176,17 +177,14 @@ def find_remote_inputs(
         for e in entries:
             if e.absolute:
                 raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
-            vid = e.video_id
-            k = file_input_kind(vid) or frame_folder_kind()
+            rel = e.video_id
+            k = file_input_kind(rel) or frame_folder_kind()
             if k not in kinds:
-                raise ValueError(f"{str(src)!r}: {vid!r} is not one of what can be read here")
-            if k not in (VIDEO_INPUT, frame_folder_kind()):
-                vid = vid[: len(vid) - len(get_kind(k).suffix)]
-                path = Path(e.video_id)
-            else:
-                path = Path(vid)
+                raise ValueError(f"{str(src)!r}: {rel!r} is not one of what can be read here")
             label = None if e.label < 0 else e.label
-            items.append(InputItem(vid, k, path, label, entry_listed_frames(e), e.extra))
+            items.append(
+                InputItem(input_id(rel, k), k, Path(rel), label, entry_listed_frames(e), e.extra)
+            )
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
         listed = listed_input(src.name, entries, items)
@@ -205,8 +203,7 @@ def find_remote_inputs(
             continue
         found = file_input_kind(parts[-1])
         if found is not None and found in kinds:
-            vid = rel if found == VIDEO_INPUT else rel[: len(rel) - len(get_kind(found).suffix)]
-            items.append(InputItem(vid, found, Path(rel)))
+            items.append(InputItem(input_id(rel, found), found, Path(rel)))
     if not items:
         raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
     items.sort(key=lambda it: it.video_id)
@@ -247,11 +244,9 @@ def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, I
             (local / name).write_bytes(data)
     else:
         local.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            local.write_bytes(remote.read_bytes())
-        except VideoReadError as e:
-            if e.reason != "not found":
-                raise
+        whole = remote.read_optional()
+        if whole is not None:
+            local.write_bytes(whole)
     return root, replace(item, path=local)
 
 
@@ -277,16 +272,6 @@ def input_copy(
         yield local_root, local_item
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def shard_staging(needed: bool) -> Iterator[Path | None]:
-    """`staging()` for a shard that needs one (a bucket OUTPUT, an INPUT URL), else None."""
-    if not needed:
-        yield None
-        return
-    with staging() as stage:
-        yield stage
 
 
 def run_job(job: Job, stage: Path | None) -> Outcome:

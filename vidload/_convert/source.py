@@ -3,9 +3,8 @@
 inputs through it and never ask which kind it is.
 
 What an input does: find its videos (`find`: the items, the folder their ids are relative to,
-the class map of a folder INPUT, and for a URL the root a job downloads its item from), and
-check that an output does not overlap it (`check_output`: a local INPUT against a local
-OUTPUT folder, an INPUT URL against a bucket prefix; the other pairs cannot overlap).
+the class map of a folder INPUT, and for a URL the root a job downloads its item from), which
+the output checks it does not overlap (`vidload._convert.output.Output.check_input`).
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from vidload._convert.inputs import Inputs, find_inputs_listed, label_inputs
-from vidload._convert.output import Output
 from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import label_by_folder
@@ -65,11 +63,3 @@ class Input:
             found = label_by_folder([it.video_id for it in items], class_map, where="labels")
             items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
         return Inputs(Path(), items, class_map, url, listed)
-
-    def check_output(self, out: Output, found: Inputs, to: str) -> None:
-        """UsageError where `out` overlaps this INPUT (containers written among the inputs):
-        `found.url` is the URL of an INPUT URL's items (`find`), None for a local INPUT."""
-        if found.url is None:
-            out.check_local_input(Path(self.input_path), found, to)
-        else:
-            out.check_url_input(found.url)

@@ -28,32 +28,26 @@ from vidload._storage import local as _local  # noqa: F401 - registers LocalLoca
 from vidload._storage import remote as _remote  # noqa: F401 - registers RemoteLocation
 from vidload._storage.batch import fetch, put_many, read_many
 from vidload._storage.cache import (
-    DEFAULT_CACHE_BYTES,
     LocalCache,
     RangeFile,
     open_prefetched,
     temporary_cache,
 )
-from vidload._storage.filesystems import EXTRAS, MissingExtraError, is_url, redact_url
-from vidload._storage.local import LocalLocation
-from vidload._storage.location import Location, Stat
+from vidload._storage.filesystems import MissingExtraError, is_url, redact_url
+from vidload._storage.location import Location
 from vidload._storage.ranges import COALESCE_GAP, coalesce
 from vidload._storage.remote import STATS, RemoteLocation
 from vidload._storage.roots import SourceRoot
 
 __all__ = [
     "COALESCE_GAP",
-    "DEFAULT_CACHE_BYTES",
-    "EXTRAS",
     "STATS",
     "LocalCache",
-    "LocalLocation",
     "Location",
     "MissingExtraError",
     "RangeFile",
     "RemoteLocation",
     "SourceRoot",
-    "Stat",
     "coalesce",
     "fetch",
     "is_url",

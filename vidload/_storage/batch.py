@@ -74,14 +74,18 @@ def _done(value: object) -> Future:
 
 
 def read_many(locations: Sequence[Location]) -> list[bytes]:
-    """The whole contents of each location, in order; the remote ones of one filesystem are
-    fetched concurrently (one round trip for a JPEG clip's frames)."""
-    out: list[bytes] = [b""] * len(locations)
-    for members in _groups(locations).values():
-        got = type(locations[members[0]])._read_group([locations[i] for i in members])
-        for i, data in zip(members, got, strict=True):
-            out[i] = data
-    return out
+    """The whole contents of each location, in order (`fetch` of each whole: the remote ones
+    of one filesystem in one concurrent round, a JPEG clip's frames); the first failure
+    raised. One location, or all of them held (`holding`), read on their own."""
+    if len(locations) == 1 or all(
+        (h := held(loc.url)) and h.whole is not None for loc in locations
+    ):
+        return [loc.read_bytes() for loc in locations]
+    got = fetch([(loc, None) for loc in locations])
+    for item in got:
+        if isinstance(item, Exception):
+            raise item
+    return [item[0] for item in got]  # type: ignore[index]
 
 
 def put_many(files: Sequence[tuple[str | os.PathLike[str], Location]]) -> None:

@@ -31,9 +31,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from vidload._storage import http_adapter
+from vidload._storage.filesystems import answer_version, cat_one
 from vidload._storage.ranges import block_of, coalesce, split_blocks
 
-__all__ = ["MAX_RANGES", "cat_spans", "is_http", "parse_byteranges", "unsupported"]
+__all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
 
 #: Ranges one request asks at most (a header of ~2 KiB; Apache's MaxRanges is 200).
 MAX_RANGES = 64
@@ -47,13 +48,7 @@ _CONTENT_RANGE = re.compile(
     rb"^content-range:[ \t]*bytes[ \t]+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE | re.MULTILINE
 )
 
-Span = tuple[str, "int | None", "int | None"]
 Part = tuple[int, bytes]
-
-
-def is_http(fs: Any) -> bool:
-    """fsspec's HTTP filesystem (the one whose requests this module can send)."""
-    return http_adapter.is_http(fs)
 
 
 def _host(url: Any) -> str:
@@ -123,16 +118,6 @@ def _cover(
     return out
 
 
-def _version(headers: Any, total: int | None) -> str | None:
-    """The object's version an answer reports, as `filesystems.cat_reporting` reads it from a
-    one-range answer: its ETag, else its size and Last-Modified."""
-    version = headers.get("ETag")
-    modified = headers.get("Last-Modified")
-    if version is None and modified:
-        version = f"{total}:{modified}"
-    return version
-
-
 async def _multi(
     fs: Any, path: str, asked: Sequence[tuple[int, int]]
 ) -> tuple[list[bytes], str | None] | None:
@@ -163,7 +148,7 @@ async def _multi(
                     with _LOCK:
                         _UNSUPPORTED.add(_host(url))
                 return None
-            return served, _version(r.headers, total)
+            return served, answer_version(r.headers, total)
         if r.status == 200:  # the ranges ignored: the whole object, not read
             with _LOCK:
                 _UNSUPPORTED.add(_host(url))
@@ -184,15 +169,13 @@ def cat_spans(
     report: bool = False,
 ) -> tuple[list[Any], int]:
     """`fs.cat_ranges(paths, starts, stops, on_error="return")` for fsspec's HTTP filesystem
-    (`is_http`), the ranges of one object in one request where its server serves that (see
-    the module docstring), and the number of requests sent. All of them in one concurrent
+    (`http_adapter.is_http`), the ranges of one object in one request where its server serves
+    that (see the module docstring), and the number of requests sent. All of them in one concurrent
     round on the filesystem's event loop. `report`: each answer is `(bytes, version)`, as
     `filesystems.cat_reporting`'s (the version the request's answer reported)."""
     import asyncio
 
     from fsspec.asyn import sync
-
-    from vidload._storage.filesystems import cat_one
 
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []

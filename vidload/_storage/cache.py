@@ -15,7 +15,8 @@ import io
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -143,10 +144,6 @@ PATH_NAMES.append(url_of_copy)
 _VERSIONS: dict[tuple[int, str], str] = {}
 
 
-def _knows_version(location: Location) -> bool:
-    return (os.getpid(), location.url) in _VERSIONS
-
-
 def version_of(location: Location) -> str:
     """The object's version as this process first saw it (one request, once per object and
     process): what the cache names its copy by, so that an object rewritten in the store is
@@ -245,28 +242,22 @@ class LocalCache:
         return path
 
     def download(self, location: Location, path: Path) -> None:
-        """Fetch `location` whole into `path` in the cache: written under a name of its own,
-        renamed over `path` when complete (see the class docstring)."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._count += 1
-        part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
-        try:
-            assert isinstance(location, RemoteLocation)
-            fs, remote = location.fs()
+        """Fetch `location` whole into `path` in the cache (`_put`)."""
+        assert isinstance(location, RemoteLocation)
+        fs, remote = location.fs()
+
+        def get(part: Path) -> None:
             location.call("download", lambda: fs.get_file(remote, os.fspath(part)))
-            size = os.stat(part).st_size
-            count(1, size)
-            os.replace(part, path)
-        finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(part)
-        self._note_added(size)
+            count(1, os.stat(part).st_size)
+
+        self._put(path, get)
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
         """The contents of each location: hits read from the cache, misses fetched
         concurrently (`read_many`) and stored; the versions this process has not learned yet
         asked in one concurrent round first."""
-        run_concurrently(version_of, [loc for loc in locations if not _knows_version(loc)])
+        pid = os.getpid()
+        run_concurrently(version_of, [loc for loc in locations if (pid, loc.url) not in _VERSIONS])
         out: list[bytes | None] = [None] * len(locations)
         missing = []
         for i, loc in enumerate(locations):
@@ -280,20 +271,23 @@ class LocalCache:
             got = read_many([locations[i] for i in missing])
             for i, data in zip(missing, got, strict=True):
                 out[i] = data
-                self._store(self.path_of(locations[i]), data)
+                self._put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
         return [b if b is not None else b"" for b in out]
 
-    def _store(self, path: Path, data: bytes) -> None:
+    def _put(self, path: Path, write: Callable[[Path], object]) -> None:
+        """`path` in the cache, as `write(part)` writes it: under a name of its own, renamed
+        over `path` when complete (see the class docstring)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._count += 1
         part = path.with_name(f".{path.name}.{os.getpid()}.{self._count}{PART_SUFFIX}")
         try:
-            part.write_bytes(data)
+            write(part)
+            size = os.stat(part).st_size
             os.replace(part, path)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(part)
-        self._note_added(len(data))
+        self._note_added(size)
 
     def _note_added(self, size: int) -> None:
         if self._pid != os.getpid():

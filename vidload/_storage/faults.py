@@ -75,31 +75,27 @@ def kind(e: BaseException) -> str:
     return "transient"
 
 
-class Scrubber:
-    """Blanks storage option values (keys, secrets, tokens) out of a message."""
+def _scrubbed(text: str, options: Mapping[str, Any] | None) -> str:
+    """`text` with the storage option values (keys, secrets, tokens) and the AWS credentials
+    of the environment blanked out."""
+    secrets: list[str] = []
 
-    def __init__(self, options: Mapping[str, Any] | None) -> None:
-        secrets: list[str] = []
+    def collect(value: object) -> None:
+        if isinstance(value, str) and len(value) > 5:
+            secrets.append(value)
+        elif isinstance(value, Mapping):
+            for v in value.values():
+                collect(v)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                collect(v)
 
-        def collect(value: object) -> None:
-            if isinstance(value, str) and len(value) > 5:
-                secrets.append(value)
-            elif isinstance(value, Mapping):
-                for v in value.values():
-                    collect(v)
-            elif isinstance(value, (list, tuple)):
-                for v in value:
-                    collect(v)
-
-        collect(dict(options or {}))
-        for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
-            collect(os.environ.get(name))
-        self.secrets = sorted(set(secrets), key=len, reverse=True)
-
-    def __call__(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "***")
-        return text
+    collect(dict(options or {}))
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID"):
+        collect(os.environ.get(name))
+    for s in sorted(set(secrets), key=len, reverse=True):
+        text = text.replace(s, "***")
+    return text
 
 
 def _reason(e: BaseException) -> str:
@@ -129,13 +125,13 @@ def call(
                 time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
                 attempt += 1
                 continue
-            scrub = Scrubber(options)
+            said = _scrubbed(_reason(e), options)
             if k == "missing":
                 reason = "not found"
             elif k == "denied":
-                reason = f"access denied ({scrub(_reason(e))})"
+                reason = f"access denied ({said})"
             elif k == "transient":
-                reason = f"{what} failed {attempt + 1} times: {scrub(_reason(e))}"
+                reason = f"{what} failed {attempt + 1} times: {said}"
             else:
-                reason = f"cannot {what}: {scrub(_reason(e))}"
+                reason = f"cannot {what}: {said}"
             raise VideoReadError(where, reason, index) from None

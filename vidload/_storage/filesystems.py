@@ -31,6 +31,7 @@ from vidload._storage import http_adapter, s3_adapter
 __all__ = [
     "EXTRAS",
     "MissingExtraError",
+    "answer_version",
     "cat_one",
     "cat_reporting",
     "filesystem",
@@ -248,6 +249,18 @@ def _range_header(start: int | None, stop: int | None) -> dict[str, str]:
     return {"Range": f"bytes={start or 0}-{'' if stop is None else stop - 1}"}
 
 
+def answer_version(headers: Any, total: object) -> str | None:
+    """The object's version an HTTP answer reports (its `headers`): its ETag, else its size
+    `total` and Last-Modified; None where it says neither. For a one-range answer
+    (`cat_one`) and a multi-range one (`byteranges`) alike, so that a versioned read compares
+    them."""
+    version = headers.get("ETag")
+    modified = headers.get("Last-Modified")
+    if version is None and modified:
+        version = f"{total}:{modified}"
+    return version
+
+
 async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
     """One span's bytes and the version its answer reported (`cat_reporting`'s request; the
     single-range requests of `byteranges.cat_spans(report=True)`)."""
@@ -259,11 +272,8 @@ async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tu
         async with http_adapter.get(fs, path, _range_header(start, stop)) as r:
             data = await r.read()
             http_adapter.raise_for_status(fs, r, path)
-            version = r.headers.get("ETag")
-            modified = r.headers.get("Last-Modified")
-            if version is None and modified:
-                total = r.headers.get("Content-Range", "").rpartition("/")[2]
-                version = f"{total or r.headers.get('Content-Length')}:{modified}"
+            total = r.headers.get("Content-Range", "").rpartition("/")[2]
+            version = answer_version(r.headers, total or r.headers.get("Content-Length"))
             if r.status == 200 and (start is not None or stop is not None):  # ranges ignored
                 data = data[start or 0 : stop]
         return data, version

@@ -46,10 +46,6 @@ class LocalLocation(Location):
         self._local = Path(target)
         self._url = str(self._local)
 
-    @property
-    def local_path(self) -> Path:
-        return self._local
-
     def local_file(self) -> Path | None:
         return self._local
 
@@ -89,12 +85,8 @@ class LocalLocation(Location):
         return self._local.is_dir()
 
     def stat(self) -> Stat:
-        try:
+        with _failing(self, "stat"):
             st = os.stat(self._local)
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot stat: {e}") from e
         if not stat_module.S_ISREG(st.st_mode):
             raise VideoReadError(self, "not a regular file")
         return Stat(st.st_size, f"{st.st_size}:{st.st_mtime_ns}")
@@ -114,8 +106,6 @@ class LocalLocation(Location):
         return names
 
     can_list = True
-    multi_range = True
-    atomic_rename = True
     over_network = False
 
     def walk_files(self) -> list[str]:
@@ -130,12 +120,8 @@ class LocalLocation(Location):
     # -- reads
 
     def read_bytes(self) -> bytes:
-        try:
+        with _failing(self, "read"):
             return self._local.read_bytes()
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot read: {e}") from e
 
     def read_optional(self) -> bytes | None:
         """Opened non-blocking and checked before reading: a FIFO (or any file that is not a
@@ -164,32 +150,17 @@ class LocalLocation(Location):
     ) -> list[bytes]:
         if not ranges:
             return []
-        try:
+        with _failing(self, "open", index):
             fd = os.open(self._local, _FLAGS)
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found", index) from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot open: {e}", index) from e
         try:
-            return [os.pread(fd, b - a, a) for a, b in ranges]
-        except OSError as e:
-            raise VideoReadError(self, f"cannot read: {e}", index) from e
+            with _failing(self, "read", index):
+                return [os.pread(fd, b - a, a) for a, b in ranges]
         finally:
             os.close(fd)
 
-    def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
-        st = self.stat()
-        start = max(0, st.size - tail)
-        first, last = self.read_ranges([(0, head), (start, st.size)])
-        return st, first, last if tail else b""
-
     def open(self, *, block_size: int = 4 << 20) -> IO[bytes]:
-        try:
+        with _failing(self, "open"):
             return open(self._local, "rb")  # noqa: SIM115 - the caller closes it
-        except FileNotFoundError:
-            raise VideoReadError(self, "not found") from None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot open: {e}") from e
 
     # -- writes
 
@@ -208,9 +179,6 @@ class LocalLocation(Location):
         guarantee, on NFS v3+ too), fsynced: a reader sees all of `data` or no file."""
         return write_bytes_atomic(self._local, data, exclusive=True)
 
-    def rename(self, target: Location) -> None:
-        os.replace(self._local, target.local_path)
-
     def delete(self, *, recursive: bool = False) -> None:
         if recursive and self._local.is_dir():
             shutil.rmtree(self._local)
@@ -222,23 +190,20 @@ class LocalLocation(Location):
     def _group(self) -> tuple[str, ...]:
         return ("local",)
 
-    @classmethod
-    def _fetch_group(
-        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
-    ) -> list[list[bytes] | Exception]:
-        return [loc._fetch_alone(ranges) for loc, ranges in requests]
-
-    @classmethod
-    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
-        return [loc.read_bytes() for loc in locations]
-
-    @classmethod
-    def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
-        for local, loc in files:
-            loc.put_file(local)
-
 
 IMPLEMENTATIONS["local"] = LocalLocation
+
+
+@contextmanager
+def _failing(where: LocalLocation, what: str, index: int | None = None) -> Iterator[None]:
+    """An OSError inside as the VideoReadError naming `where` (and frame `index`): "not
+    found", else "cannot `what`: ..."."""
+    try:
+        yield
+    except FileNotFoundError:
+        raise VideoReadError(where, "not found", index) from None
+    except OSError as e:
+        raise VideoReadError(where, f"cannot {what}: {e}", index) from e
 
 
 @contextmanager

@@ -123,11 +123,6 @@ class Location:
 
     # -- the interface: each implementation's own
 
-    @property
-    def local_path(self) -> Path:
-        """The local path; ValueError for a URL (a URL is never taken as a local path)."""
-        raise NotImplementedError
-
     def local_file(self) -> Path | None:
         """The local file to read by the fast path (mmap, a file descriptor, FFmpeg), or
         None: read it by ranges."""
@@ -166,21 +161,6 @@ class Location:
     def can_list(self) -> bool:
         """Whether `list_dir` names every entry of a folder: local folders and bucket
         prefixes; not HTTP(S), whose "listing" is the links of a page."""
-        raise NotImplementedError
-
-    @property
-    def multi_range(self) -> bool:
-        """Whether the ranges of one `read_ranges` cost about one read however many they are:
-        local (`pread`s on one descriptor), HTTP(S) where the server answers several ranges in
-        one multipart GET (`byteranges`; False once this process saw it refuse); not S3/GCS,
-        one request a range."""
-        raise NotImplementedError
-
-    @property
-    def atomic_rename(self) -> bool:
-        """Whether `rename` commits atomically (a reader sees the old file or the new one,
-        never a part): local `os.replace`; in a bucket a copy and a delete, so a writer
-        commits by an object's existence or a manifest row instead."""
         raise NotImplementedError
 
     @property
@@ -229,8 +209,11 @@ class Location:
         object the size, the head and the tail (a suffix range) are three concurrent
         requests, so opening a container (HDF5's superblock and frame table, an npy header)
         waits one round-trip, not two. Either end may overlap the other or be the whole
-        object; `tail` 0 gives b""."""
-        raise NotImplementedError
+        object; `tail` 0 gives b"". Here: the stat, then both ends as one `read_ranges`
+        (what a local file or a blocking filesystem does)."""
+        st = self.stat()
+        first, last = self.read_ranges([(0, head), (max(0, st.size - tail), st.size)])
+        return st, first, last if tail else b""
 
     def versioned(self) -> Location:
         """This file or object, its range reads checked to come from one version of it: a
@@ -257,12 +240,6 @@ class Location:
         already was (the write side's lock, `vidload._lock`)."""
         raise NotImplementedError
 
-    def rename(self, target: Location) -> None:
-        """Move this file to `target` (same kind of storage): atomic on a local disk
-        (`os.replace`); in a bucket a copy then a delete, NOT atomic (a bucket commits by an
-        object's existence or a manifest row, never by a rename)."""
-        raise NotImplementedError
-
     def delete(self, *, recursive: bool = False) -> None:
         """Remove this file (or folder with `recursive`); nothing to remove is not an error."""
         raise NotImplementedError
@@ -277,12 +254,9 @@ class Location:
     def _fetch_group(
         cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
     ) -> list[list[bytes] | Exception]:
-        """Each location's ranges, or the VideoReadError of its reading (see `batch.fetch`)."""
-        raise NotImplementedError
-
-    @classmethod
-    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
-        raise NotImplementedError
+        """Each location's ranges, or the VideoReadError of its reading (see `batch.fetch`):
+        here each read on its own (`_fetch_alone`)."""
+        return [loc._fetch_alone(ranges) for loc, ranges in requests]
 
     def _fetch_alone(self, ranges: Sequence[tuple[int, int]] | None) -> list[bytes] | Exception:
         """This location's ranges (or whole file) read on their own, or the VideoReadError
@@ -294,4 +268,6 @@ class Location:
 
     @classmethod
     def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
-        raise NotImplementedError
+        """Upload each local file to its location (see `batch.put_many`): here one by one."""
+        for local, loc in files:
+            loc.put_file(local)

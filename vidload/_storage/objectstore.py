@@ -185,27 +185,28 @@ class S3Reader:
                 self._loop = loop
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
 
+    async def _get(self, path: str, options: Any) -> tuple[Any, bytes]:
+        """(obstore's answer, its bytes) of a GET of the fsspec path "bucket/key" with
+        `options`; its errors as `_builtin` makes them."""
+        import obstore
+
+        bucket, _, key = path.partition("/")
+        try:
+            got = await obstore.get_async(self._store(bucket), key, options=options)
+            return got, bytes(await got.bytes_async())
+        except Exception as e:
+            raise _builtin(e) from None
+
     def ends(self, path: str, head: int, tail: int) -> tuple[int, Any, bytes, bytes]:
         """(size, ETag, the first `head` bytes, the last `tail` bytes) of the object at the
         fsspec path "bucket/key": two GETs in one round, the size from their answers (s3fs
         needs a third request, a HEAD, for it)."""
         import asyncio
 
-        import obstore
-
-        bucket, _, key = path.partition("/")
-
-        async def get(options: Any) -> Any:
-            try:
-                got = await obstore.get_async(self._store(bucket), key, options=options)
-                return got, bytes(await got.bytes_async())
-            except Exception as e:
-                raise _builtin(e) from None
-
         async def both() -> list[Any]:
-            jobs = [get({"range": (0, head)})]
+            jobs = [self._get(path, {"range": (0, head)})]
             if tail:
-                jobs.append(get({"range": {"suffix": tail}}))
+                jobs.append(self._get(path, {"range": {"suffix": tail}}))
             return await asyncio.gather(*jobs)
 
         answers = self._run(both())
@@ -221,21 +222,14 @@ class S3Reader:
         an exception in place of a failed one."""
         import asyncio
 
-        import obstore
-
         async def one(path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
-            bucket, _, key = path.partition("/")
             if start is not None and stop is not None and start >= stop:
                 return b"", None
             options: Any = {}
             if start is not None or stop is not None:
                 options["range"] = {"offset": start} if stop is None else (start or 0, stop)
-            try:
-                got = await obstore.get_async(self._store(bucket), key, options=options)
-                data = await got.bytes_async()
-            except Exception as e:
-                raise _builtin(e) from None
-            return bytes(data), got.meta.get("e_tag")
+            got, data = await self._get(path, options)
+            return data, got.meta.get("e_tag")
 
         async def gather() -> list[Any]:
             return await asyncio.gather(*(one(*s) for s in spans), return_exceptions=True)

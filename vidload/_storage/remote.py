@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from vidload._storage import byteranges, faults, objectstore
+from vidload._storage import byteranges, faults, http_adapter, objectstore
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
+    Span,
     cat_reporting,
     filesystem,
     options_key,
@@ -83,10 +84,6 @@ class RemoteLocation(Location):
 
     def __setstate__(self, state: Any) -> None:  # pragma: no cover - __reduce__ rebuilds
         raise TypeError("rebuilt by __reduce__")
-
-    @property
-    def local_path(self) -> Path:
-        raise ValueError(f"{self}: a URL, not a local path")
 
     def local_file(self) -> Path | None:
         return None
@@ -157,9 +154,7 @@ class RemoteLocation(Location):
             else:
                 return Stat(size, str(etag).strip('"') if etag else f"{size}:"), first, last
         if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
-            st = self.stat()
-            first, last = self.read_ranges([(0, head), (max(0, st.size - tail), st.size)])
-            return st, first, last if tail else b""
+            return super().read_ends(head, tail)
 
         async def gather() -> list[Any]:
             import asyncio
@@ -237,11 +232,6 @@ class RemoteLocation(Location):
     def can_list(self) -> bool:
         return self._protocol not in ("http", "https")
 
-    @property
-    def multi_range(self) -> bool:
-        return self._protocol in ("http", "https") and not byteranges.unsupported(self._url)
-
-    atomic_rename = False
     over_network = True
 
     def walk_files(self) -> list[str]:
@@ -256,17 +246,8 @@ class RemoteLocation(Location):
         h = held(self._url)
         if h is not None and h.whole is not None:
             return h.whole
-        fs, path = self.fs()
-
-        def cat() -> bytes:
-            fast = self._fast()
-            if fast is not None:
-                return self._answers(fast.cat([(path, None, None)]))[0][0]
-            data = fs.cat_file(path, **whole_read_kwargs(fs))
-            count(1, len(data))
-            return data
-
-        return self.call("read", cat)
+        path = self.fs()[1]
+        return self.call("read", lambda: _raise_first(self._cat([(path, None, None)])[0])[0])
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, index: int | None = None
@@ -278,41 +259,48 @@ class RemoteLocation(Location):
             got = [h.get(a, b) for a, b in ranges]
             if all(g is not None for g in got):
                 return got  # type: ignore[return-value]
-        fs, path = self.fs()
+        path = self.fs()[1]
         merged = coalesce(ranges, COALESCE_GAP)
 
-        if self._versioned:
-            answers = self.call(
-                "read byte ranges", lambda: self._fetch_reporting(merged), index=index
-            )
-            error = self._version_error([version for _, version in answers])
-            if error is not None:
-                raise error
-            return split_blocks(ranges, merged, [data for data, _ in answers])
+        def fetch() -> tuple[list[bytes], list[Any] | None]:
+            blocks, versions = self._cat([(path, a, b) for a, b in merged], report=self._versioned)
+            return _raise_first(blocks), versions
 
-        def fetch() -> list[bytes]:
-            fast = self._fast()
-            if fast is not None:
-                return [d for d, _ in self._answers(fast.cat([(path, a, b) for a, b in merged]))]
-            if len(merged) == 1:
-                data = fs.cat_file(path, start=merged[0][0], end=merged[0][1])
-                count(1, len(data))
-                return [data]
-            n = len(merged)
-            starts, stops = [a for a, _ in merged], [b for _, b in merged]
-            if byteranges.is_http(fs):  # in one request where the server serves that
-                out, sent = byteranges.cat_spans(fs, [path] * n, starts, stops)
-            else:
-                out = fs.cat_ranges([path] * n, starts, stops, on_error="return")
-                sent = n
-            count(sent, sum(len(b) for b in out if isinstance(b, bytes)))
-            for item in out:
-                if isinstance(item, BaseException):
-                    raise item
-            return out
-
-        blocks = self.call("read byte ranges", fetch, index=index)
+        blocks, versions = self.call("read byte ranges", fetch, index=index)
+        error = None if not self._versioned else self._version_error(versions or [])
+        if error is not None:
+            raise error
         return split_blocks(ranges, merged, blocks)
+
+    def _cat(
+        self, spans: Sequence[Span], *, report: bool = False
+    ) -> tuple[list[Any], list[Any] | None]:
+        """Each `(path, start, stop)` span of this location's filesystem (start and stop None:
+        the whole object) in one concurrent round, counted: (its bytes, or the exception in a
+        failed one's place; the version each answer reported where `report` or obstore reads
+        them (`filesystems.cat_reporting`), else None). The one place that picks the client:
+        obstore where it serves (`objectstore`), over HTTP an object's ranges in one request
+        where its server serves that (`byteranges`), else fsspec's `cat_ranges`."""
+        fs = self.fs()[0]
+        fast = self._fast()
+        paths, starts, stops = [s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]
+        report = report or fast is not None
+        got: list[Any]
+        if fast is not None:
+            got, sent = fast.cat(spans), len(spans)
+        elif http_adapter.is_http(fs):
+            got, sent = byteranges.cat_spans(fs, paths, starts, stops, report=report)
+        elif report:
+            got, sent = cat_reporting(fs, spans), len(spans)
+        else:
+            got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
+            sent = len(got)
+        versions = None
+        if report:  # (bytes, version) answers
+            versions = [None if isinstance(r, BaseException) else r[1] for r in got]
+            got = [r if isinstance(r, BaseException) else r[0] for r in got]
+        count(sent, sum(len(b) for b in got if isinstance(b, bytes)))
+        return got, versions
 
     # -- versions (`versioned`)
 
@@ -327,33 +315,9 @@ class RemoteLocation(Location):
         loc._versioned = True
         return loc
 
-    def _fetch_reporting(self, merged: Sequence[tuple[int, int]]) -> list[tuple[bytes, Any]]:
-        fs, path = self.fs()
-        spans = [(path, a, b) for a, b in merged]
-        fast = self._fast()
-        if fast is None and len(spans) > 1 and byteranges.is_http(fs):
-            n = len(merged)  # in one request where the server serves that
-            got, sent = byteranges.cat_spans(
-                fs, [path] * n, [a for a, _ in merged], [b for _, b in merged], report=True
-            )
-            return self._answers(got, sent)
-        return self._answers(fast.cat(spans) if fast is not None else cat_reporting(fs, spans))
-
     def _fast(self) -> objectstore.S3Reader | None:
         """obstore's reader for this location's reads, where it serves them (`objectstore`)."""
         return objectstore.reader(self._protocol, self._options)
-
-    @staticmethod
-    def _answers(got: Sequence[Any], sent: int | None = None) -> list[tuple[bytes, Any]]:
-        """`cat_reporting`'s answers, counted (`sent` requests: one each unless said); the
-        first failure raised."""
-        count(
-            len(got) if sent is None else sent, sum(len(g[0]) for g in got if isinstance(g, tuple))
-        )
-        for item in got:
-            if isinstance(item, BaseException):
-                raise item
-        return list(got)
 
     def _version_error(self, versions: Sequence[str | None]) -> VideoReadError | None:
         """CHANGED where `versions` (reported by this location's answers) differ from each
@@ -407,12 +371,6 @@ class RemoteLocation(Location):
 
         return self.call("create exclusively", create)
 
-    def rename(self, target: Location) -> None:
-        fs, path = self.fs()
-        assert isinstance(target, RemoteLocation)
-        _, dest = target.fs()
-        self.call("rename", lambda: fs.mv(path, dest))
-
     def delete(self, *, recursive: bool = False) -> None:
         fs, path = self.fs()
         try:
@@ -430,107 +388,40 @@ class RemoteLocation(Location):
     def _fetch_group(
         cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
     ) -> list[list[bytes] | Exception]:
-        """Every location's ranges (or whole object), coalesced per object, as one
-        `cat_ranges` call (one concurrent round); a location whose requests failed is read
-        again on its own (its retries and its own error, a VideoReadError naming it, returned
-        in its place)."""
-        locs = [loc for loc, _ in requests]
-        first = locs[0]
-        assert isinstance(first, RemoteLocation)
-        fs, _ = first.fs()
+        """Every location's ranges (or whole object), coalesced per object, in one concurrent
+        round (`_cat`); a location whose requests failed is read again on its own (its retries
+        and its own error, a VideoReadError naming it, returned in its place)."""
+        locs: list[RemoteLocation] = [loc for loc, _ in requests]  # type: ignore[misc]
         merged = [None if r is None else coalesce(r, COALESCE_GAP) for _, r in requests]
-        paths: list[str] = []
-        starts: list[int | None] = []
-        stops: list[int | None] = []
-        for loc, m in zip(locs, merged, strict=True):
-            assert isinstance(loc, RemoteLocation)
-            path = loc.fs()[1]
-            for a, b in [(None, None)] if m is None else m:
-                paths.append(path)
-                starts.append(a)
-                stops.append(b)
-        if not paths:
+        spans: list[Span] = [
+            (loc.fs()[1], a, b)
+            for loc, m in zip(locs, merged, strict=True)
+            for a, b in ([(None, None)] if m is None else m)
+        ]
+        if not spans:
             return [[] for _ in requests]
-        got: list[Any]
-        versions: list[Any] | None = None
-        fast = first._fast()
-        if fast is not None or any(loc._versioned for loc in locs):  # type: ignore[attr-defined]
-            spans = list(zip(paths, starts, stops, strict=True))
-            if fast is not None:
-                reported, sent = fast.cat(spans), len(spans)
-            elif byteranges.is_http(fs):  # an object's ranges in one request where served
-                reported, sent = byteranges.cat_spans(fs, paths, starts, stops, report=True)
-            else:
-                reported, sent = cat_reporting(fs, spans), len(spans)
-            got = [r if isinstance(r, BaseException) else r[0] for r in reported]
-            versions = [None if isinstance(r, BaseException) else r[1] for r in reported]
-        elif byteranges.is_http(fs):  # an object's ranges in one request where served
-            got, sent = byteranges.cat_spans(fs, paths, starts, stops)
-        else:
-            got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
-            sent = len(got)
-        count(sent, sum(len(b) for b in got if isinstance(b, bytes)))
+        got, versions = locs[0]._cat(spans, report=any(loc._versioned for loc in locs))
         out: list[list[bytes] | Exception] = []
         k = 0
-        for (loc, ranges), m in zip(requests, merged, strict=True):
+        for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
             n = 1 if m is None else len(m)
-            blocks = got[k : k + n]
-            k += n
-            if all(isinstance(b, bytes) for b in blocks):
-                error = None
-                if versions is not None and loc._versioned:  # type: ignore[attr-defined]
-                    error = loc._version_error(versions[k - n : k])  # type: ignore[attr-defined]
-                if error is not None:
-                    out.append(error)
-                elif ranges is None or m is None:
-                    out.append(list(blocks))
-                else:
-                    out.append(split_blocks(ranges, m, blocks))
+            blocks, k = got[k : k + n], k + n
+            if not all(isinstance(b, bytes) for b in blocks):
+                out.append(loc._fetch_alone(ranges))
                 continue
-            out.append(loc._fetch_alone(ranges))
-        return out
-
-    @classmethod
-    def _read_group(cls, locations: Sequence[Location]) -> list[bytes]:
-        if all((h := held(loc.url)) is not None and h.whole is not None for loc in locations):
-            return [loc.read_bytes() for loc in locations]  # each answered from `holding`
-        if len(locations) == 1:
-            return [locations[0].read_bytes()]
-        first = locations[0]
-        assert isinstance(first, RemoteLocation)
-        fs, _ = first.fs()
-        paths = [loc.fs()[1] for loc in locations]  # type: ignore[attr-defined]
-
-        def cat() -> Any:
-            fast = first._fast()
-            if fast is not None:
-                answers = fast.cat([(p, None, None) for p in paths])
-                count(len(paths), sum(len(a[0]) for a in answers if isinstance(a, tuple)))
-                return {
-                    p: a[0] if isinstance(a, tuple) else a
-                    for p, a in zip(paths, answers, strict=True)
-                }
-            got = fs.cat(paths, on_error="return", **whole_read_kwargs(fs))
-            count(len(paths), sum(len(b) for b in got.values() if isinstance(b, bytes)))
-            return got
-
-        got: Any = first.call("read", cat)
-        out = []
-        for loc, p in zip(locations, paths, strict=True):
-            item = got.get(p) if isinstance(got, dict) else None
-            if item is None or isinstance(item, BaseException):
-                out.append(loc.read_bytes())  # its own error (or a retried read)
-            else:
-                out.append(item)
+            error = loc._version_error(versions[k - n : k]) if versions and loc._versioned else None
+            out.append(
+                error
+                or (blocks if ranges is None or m is None else split_blocks(ranges, m, blocks))
+            )
         return out
 
     @classmethod
     def _put_group(cls, files: Sequence[tuple[str, Location]]) -> None:
+        if len(files) == 1:
+            return super()._put_group(files)
         first = files[0][1]
         assert isinstance(first, RemoteLocation)
-        if len(files) == 1:
-            first.put_file(files[0][0])
-            return
         fs, _ = first.fs()
         lpaths = [local for local, _ in files]
         rpaths = [loc.fs()[1] for _, loc in files]  # type: ignore[attr-defined]
@@ -538,3 +429,11 @@ class RemoteLocation(Location):
 
 
 IMPLEMENTATIONS["remote"] = RemoteLocation
+
+
+def _raise_first(answers: list[Any]) -> list[Any]:
+    """`answers` (of `_cat`) when none failed; else the first failure, raised."""
+    for item in answers:
+        if isinstance(item, BaseException):
+            raise item
+    return answers

@@ -16,9 +16,10 @@ Where the root's manifest names the containers (`vidload._layout.ContainerNames`
 by the source's `use_containers`), a listed video's container is the name it records, on
 either root: no stat, no request, no listing to find it.
 
-A local root's per-clip calls (`local_name`, `handle_key`, `open_container`, `read_files`)
-work on strings, never pathlib: two `Path`s and a comparison cost ~15 us per clip
-(`vidload._layout.found_container_name`).
+A local root's per-clip calls (`local_name`, `handle_key`, `read_files`) work on strings,
+never pathlib: two `Path`s and a comparison cost ~15 us per clip
+(`vidload._layout.found_container_name`); `open_container` hands its opener the one
+`Location` of the name found, which the opener asks for its `local_file()`.
 """
 
 from __future__ import annotations
@@ -47,14 +48,8 @@ from vidload.errors import VideoReadError
 __all__ = ["SourceRoot"]
 
 T = TypeVar("T")
-#: Opens a local file, given its path as a string.
-OpenLocal = Callable[[str], T]
-#: Opens an object at a URL.
-OpenRemote = Callable[[Location], T]
-#: Lists a local folder.
-ListLocal = Callable[[Path], T]
-#: Lists a folder (prefix) at a URL.
-ListRemote = Callable[[Location], T]
+#: Opens a file or object: a local one (`local_file()`) by the fast path, else by ranges.
+Open = Callable[[Location], T]
 #: Reads a local frame file: (path, frame index) -> its bytes.
 ReadLocal = Callable[[str, int], bytes]
 #: The file name of a frame, from its index.
@@ -124,27 +119,23 @@ class SourceRoot:
         return None if names is None else names.get(video_id)
 
     @property
-    def _batched(self) -> bool:
-        """Whether a batch's reads are worth planning into one round: they wait on a network
-        (no local file, no cached copy to read instead)."""
-        return self.location.over_network and self.cache is None
-
     @property
     def reads_wait(self) -> bool:
-        """Whether reads wait on a network (`_batched`: a URL root without a cache): where a
-        worker's next batch is worth fetching while it decodes the current one
+        """Whether reads wait on a network (a URL root without a cache: no local file, no
+        cached copy to read instead): where a batch's reads are worth planning into one round,
+        and a worker's next batch worth fetching while it decodes the current one
         (`make_loader(fetch_ahead=None)`)."""
-        return self._batched
+        return self.location.over_network and self.cache is None
 
     def ahead(self, video_ids: Sequence[str]) -> list[str]:
         """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
-        ones of `video_ids`) where reads wait on a network (`_batched`); none elsewhere."""
-        return list(dict.fromkeys(video_ids)) if self._batched else []
+        ones of `video_ids`) where reads wait on a network (`reads_wait`); none elsewhere."""
+        return list(dict.fromkeys(video_ids)) if self.reads_wait else []
 
     def plans(self, make: Callable[[], list[T]]) -> list[T]:
         """A batch's storage requests (`fetch_plan`): `make()` where reads wait on a network
-        (`_batched`), fetched in the batch's one round; none elsewhere."""
-        return make() if self._batched else []
+        (`reads_wait`), fetched in the batch's one round; none elsewhere."""
+        return make() if self.reads_wait else []
 
     def local(self, rel: str) -> Path | None:
         """The local file to read for `rel` by the fast path (under a local root, or the
@@ -182,12 +173,19 @@ class SourceRoot:
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
         """The name of `video_id`'s container (a file, or a folder with `suffix` ""): as
         `find` names it; `probe` runs only where names are found by requests, once."""
+        known = self._known_name(video_id, suffix)
+        return known if known is not None else self.find(video_id, suffix, probe)[0]
+
+    def _known_name(self, video_id: str, suffix: str) -> str | None:
+        """`video_id`'s container name where it is known without a request: the name the
+        manifest records; under a local root the one found by a stat; else the name an open
+        found (`found_names`), None before one did."""
         known = self.named(video_id)
         if known is None and self._str is not None:
             return found_container_name(self._str, video_id, suffix)
         if known is None:
             known = self.found_names.get(container_name(video_id, suffix, keep_extension=True))
-        return known if known is not None else self.find(video_id, suffix, probe)[0]
+        return known
 
     def find(self, video_id: str, suffix: str, probe: Callable[[str], T]) -> tuple[str, T]:
         """(name of `video_id`'s container, `probe(name)`): the name the manifest records;
@@ -200,22 +198,16 @@ class SourceRoot:
             name = recorded or found_container_name(self._str, video_id, suffix)
             return name, probe(name)
         full = container_name(video_id, suffix, keep_extension=True)
-        if recorded is not None:
-            out = recorded, probe(recorded)
-            self.found_names[full] = recorded
-            return out
-        short = container_name(video_id, suffix)
+        first = recorded or container_name(video_id, suffix)
         try:
-            out = short, probe(short)
+            out = first, probe(first)
         except VideoReadError as e:
-            if full == short or e.reason != "not found":
+            if recorded is not None or full == first or e.reason != "not found":
                 raise
             recorded = self.named(video_id) if self._names_at_miss(suffix) else None
+            second = recorded if recorded and recorded != first else full
             try:
-                if recorded and recorded != short:
-                    out = recorded, probe(recorded)
-                else:
-                    out = full, probe(full)
+                out = second, probe(second)
             except VideoReadError as e2:
                 if e2.reason != "not found":
                     raise
@@ -252,37 +244,24 @@ class SourceRoot:
         self.names = tried[0]
         return True
 
-    def open_file(self, rel: str, local: OpenLocal[T], remote: OpenRemote[T]) -> T:
-        """`local(path)` of the file `rel` under a local root or in the cache, else
-        `remote(location)` of the object in the bucket."""
-        if self._str is not None:
-            return local(join_root(self._str, rel))
-        path = self.local(rel)
-        return local(os.fspath(path)) if path is not None else remote(self.location / rel)
+    def open_file(self, rel: str, open_at: Open[T]) -> T:
+        """`open_at(location)` of the file `rel`: a local file (`local_file()`) under a local
+        root or in the cache, else the object in the bucket."""
+        where = self.location / rel
+        return open_at(where if self.cache is None else Location(self.cache.get(where)))
 
-    def open_container(
-        self, video_id: str, suffix: str, local: OpenLocal[T], remote: OpenRemote[T]
-    ) -> T:
+    def open_container(self, video_id: str, suffix: str, open_at: Open[T]) -> T:
         """`open_file` of `video_id`'s container, named as `find` names it."""
         if self._str is not None:  # the per-clip path: no closure, no search
-            return local(self.local_name(video_id, suffix))
-        return self.find(video_id, suffix, lambda name: self.open_file(name, local, remote))[1]
+            return open_at(Location(self.local_name(video_id, suffix)))
+        return self.find(video_id, suffix, lambda name: self.open_file(name, open_at))[1]
 
     def container(self, video_id: str, suffix: str) -> Location:
         """Where `video_id`'s container is named, for its sidecar files: its local file, or
         its object in the bucket (the name found by the last open, else the short name)."""
-        name = self.named(video_id)
-        if name is None and self._str is not None:
-            name = found_container_name(self._str, video_id, suffix)
-        if name is None:
-            full = container_name(video_id, suffix, keep_extension=True)
-            name = self.found_names.get(full) or container_name(video_id, suffix)
-        return self.location / name
-
-    def list_folder(self, rel: str, local: ListLocal[T], remote: ListRemote[T]) -> T:
-        """`local(path)` of the folder `rel` under a local root, else `remote(location)` of
-        its prefix in the bucket (a listing is never cached: `cache_dir` holds files)."""
-        return remote(self.location / rel) if self._path is None else local(self._path / rel)
+        return self.location / (
+            self._known_name(video_id, suffix) or container_name(video_id, suffix)
+        )
 
     def read_files(self, folder: str, rows: list[int], name: NameOf, read: ReadLocal) -> Files:
         """(contents, what names each) of the files of frames `rows` in `folder` (frame i in

@@ -242,17 +242,12 @@ class ContainerSource(FrameSourceBase):
         `_plan`'s."""
         return [(Location(p), None) for p in self.files(video_id)]
 
-    def _open_container(
-        self,
-        video_id: str,
-        open_local: Callable[[str], T],
-        open_remote: Callable[[Location], T],
-    ) -> T:
-        """`open_local(path)` of `video_id`'s container under a local root or in the cache,
-        else `open_remote(location)` of the object in the bucket
+    def _open_container(self, video_id: str, open_at: Callable[[Location], T]) -> T:
+        """`open_at(location)` of `video_id`'s container: a local file (`local_file()`) under
+        a local root or in the cache, else the object in the bucket
         (`vidload._storage.SourceRoot.open_container`: in a bucket the name without the video
         extension is tried first, a local root looks for the full id's name first)."""
-        return self.store.open_container(video_id, self.suffix, open_local, open_remote)
+        return self.store.open_container(video_id, self.suffix, open_at)
 
     def _container(self, video_id: str) -> Location:
         """Where `video_id`'s container is named: its local path, or its object in the bucket

@@ -120,6 +120,12 @@ def _open_remote(location: Location) -> _Handle:
     return _opened(str(location), raw, raw.size, location)
 
 
+def _open_at(location: Location) -> _Handle:
+    """`_open` of a local file (`local_file()`), else `_open_remote` of the object."""
+    path = location.local_file()
+    return _open_remote(location) if path is None else _open(os.fspath(path))
+
+
 def _open(name: str) -> _Handle:
     """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it."""
     return _opened(name, name, check_regular_file(Path(name)).st_size, None)
@@ -321,7 +327,7 @@ class Hdf5Source(ContainerSource):
         key = self.store.handle_key(video_id, self.suffix)
         handle = self._handles.get(key)
         if handle is None:
-            handle = self._open_container(video_id, _open, _open_remote)
+            handle = self._open_container(video_id, _open_at)
             if not self._handles.put(key, handle):
                 try:
                     yield handle
@@ -336,7 +342,7 @@ class Hdf5Source(ContainerSource):
         return self._handles.get(video_id) is not None
 
     def _fetch_head(self, video_id: str) -> _Handle:
-        return self._open_container(video_id, _open, _open_remote)
+        return self._open_container(video_id, _open_at)
 
     def _keep_head(self, video_id: str, head: object) -> None:
         assert isinstance(head, _Handle)
@@ -347,7 +353,7 @@ class Hdf5Source(ContainerSource):
 
     def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
         # opened apart from the cache of handles: `write_heads` runs this in threads
-        handle = self._open_container(video_id, _open, _open_remote)
+        handle = self._open_container(video_id, _open_at)
         try:
             if handle.data_offset is None:
                 return None  # chunked or filtered: read through h5py, nothing to record

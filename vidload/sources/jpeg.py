@@ -156,7 +156,7 @@ class JpegSource(ContainerSource):
 
     def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
         """(file names in the folder `key`, a test for an empty file among them)."""
-        return self.store.list_folder(key, _local_listing, _bucket_listing)
+        return _folder_listing(self.store.location_of(key))
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
     #
@@ -384,9 +384,13 @@ class _Recorded:
         self.planned: list[str] = []
 
 
-def _local_listing(folder: Path) -> tuple[set[str], Callable[[str], bool]]:
-    """A local frame folder's listing (`JpegSource._listing`): one `os.listdir`, a stat only
-    for the files asked about."""
+def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
+    """A frame folder's listing (`JpegSource._listing`): a local one (`local_file()`) by one
+    `os.listdir`, a stat only for the files asked about; in a bucket one request (names and
+    sizes)."""
+    folder = where.local_file()
+    if folder is None:
+        return _remote_listing(where.list_dir())
     try:
         names = set(os.listdir(folder))
     except FileNotFoundError as e:
@@ -396,11 +400,6 @@ def _local_listing(folder: Path) -> tuple[set[str], Callable[[str], bool]]:
     except OSError as e:
         raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
     return names, lambda name: _is_empty(folder / name)
-
-
-def _bucket_listing(folder: Location) -> tuple[set[str], Callable[[str], bool]]:
-    """A frame folder's listing in a bucket (one request: names and sizes)."""
-    return _remote_listing(folder.list_dir())
 
 
 def _remote_listing(entries: dict[str, int | None]) -> tuple[set[str], Callable[[str], bool]]:

@@ -223,9 +223,13 @@ class NpySource(ContainerSource):
             raise
 
     def _header(self, video_id: str) -> _Header:
-        return self._open_container(video_id, self._local_header, self._remote_header)
+        return self._open_container(video_id, self._header_at)
 
-    def _local_header(self, path: str | Path) -> _Header:
+    def _header_at(self, location: Location) -> _Header:
+        """The validated header of a local file (`local_file()`) or of an object."""
+        path = location.local_file()
+        if path is None:
+            return self._remote_header(location)
         fd, header = self._open(path)
         os.close(fd)
         return header
@@ -246,7 +250,7 @@ class NpySource(ContainerSource):
         return self._headers.get(self._container(video_id).url) is not None
 
     def _fetch_head(self, video_id: str) -> _Header:
-        return self._open_container(video_id, _not_remote, _read_remote_header)
+        return self._open_container(video_id, _read_remote_header)
 
     def _keep_head(self, video_id: str, head: object) -> None:
         assert isinstance(head, _Header)  # kept under the object's URL, as `_remote_header`
@@ -295,11 +299,14 @@ class NpySource(ContainerSource):
         pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
-        return self._open_container(
-            video_id,
-            lambda path: self._read_rows(str(path), video_id, idx, *self._open(path)),
-            lambda loc: self._read_rows(loc, video_id, idx, None, self._remote_header(loc)),
-        )
+
+        def read_at(location: Location) -> EncodedFrames:
+            path = location.local_file()
+            if path is None:
+                return self._read_rows(location, video_id, idx, None, self._remote_header(location))
+            return self._read_rows(os.fspath(path), video_id, idx, *self._open(path))
+
+        return self._open_container(video_id, read_at)
 
     def _read_rows(
         self, where: str | Location, video_id: str, idx: np.ndarray, fd: int | None, header: _Header
@@ -360,10 +367,6 @@ class NpySource(ContainerSource):
             raise
         except (OSError, ValueError) as e:
             raise VideoReadError(where, f"cannot read the frames: {e}") from e
-
-
-def _not_remote(path: object) -> _Header:
-    raise AssertionError(f"{path}: a local file where a remote object was expected")
 
 
 def _read_remote_header(location: Location) -> _Header:
