@@ -119,7 +119,6 @@ class SourceRoot:
         return None if names is None else names.get(video_id)
 
     @property
-    @property
     def reads_wait(self) -> bool:
         """Whether reads wait on a network (a URL root without a cache: no local file, no
         cached copy to read instead): where a batch's reads are worth planning into one round,
