@@ -110,10 +110,6 @@ class OutputLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    @property
-    def held(self) -> bool:
-        return self._token is not None
-
     def acquire(self) -> None:
         """Take the lock, taking over a stale one (class doc).
 

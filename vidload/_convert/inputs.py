@@ -137,11 +137,10 @@ def find_inputs_listed(
         if not items:
             wanted = _describe_kinds(kinds)
             raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
-    elif file_input_kind(src.name) is not None:  # one video file or container
+    elif (found_kind := file_input_kind(src.name)) is not None:  # one video file or container
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
-        found_kind = file_input_kind(src.name)
-        if found_kind is None or found_kind not in kinds:
+        if found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
         items = [InputItem(input_id(src.name, found_kind), found_kind, src)]

@@ -120,28 +120,19 @@ class LocalLocation(Location):
     # -- reads
 
     def read_bytes(self) -> bytes:
-        with _failing(self, "read"):
-            return self._local.read_bytes()
-
-    def read_optional(self) -> bytes | None:
         """Opened non-blocking and checked before reading: a FIFO (or any file that is not a
         regular one) is a VideoReadError ("not a regular file: a FIFO"), never a read that
-        blocks."""
-        try:
+        blocks (`read_optional` too: the base class's, None where nothing is there)."""
+        with _failing(self, "open"):
             fd = os.open(self._local, _FLAGS | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
-            return None
-        except OSError as e:
-            raise VideoReadError(self, f"cannot open: {e}") from e
         try:
-            st = os.fstat(fd)
-            if not stat_module.S_ISREG(st.st_mode):
-                raise VideoReadError(self, f"not a regular file: {file_kind(st.st_mode)}")
-            os.set_blocking(fd, True)
-            with os.fdopen(fd, "rb", closefd=False) as f:
-                return f.read()
-        except OSError as e:
-            raise VideoReadError(self, f"cannot read: {e}") from e
+            with _failing(self, "read"):
+                st = os.fstat(fd)
+                if not stat_module.S_ISREG(st.st_mode):
+                    raise VideoReadError(self, f"not a regular file: {file_kind(st.st_mode)}")
+                os.set_blocking(fd, True)
+                with os.fdopen(fd, "rb", closefd=False) as f:
+                    return f.read()
         finally:
             os.close(fd)
 
