@@ -222,14 +222,31 @@ def _parse_list_fields(
             f"for a multi-label list pass multi_label=True"
         )
     values = tuple(check_range("label", parse_int("label", t)) for t in labels)
+    return _entry(video_id, absolute, values, known, offset, multi_label)
+
+
+def _entry(
+    video_id: str,
+    absolute: bool,
+    labels: tuple[int, ...],
+    known: int | None,
+    offset: int,
+    multi_label: bool,
+    window: tuple[float | None, float | None] = (None, None),
+) -> VideoEntry:
+    """The entry of a list line's or JSON item's checked fields."""
+    start, end = window
+    multi = labels if multi_label else None
     return VideoEntry(
         video_id,
-        values[0],
+        labels[0],
         known,
         None,
         offset=offset,
-        labels=values if multi_label else None,
+        labels=multi,
         absolute=absolute,
+        start=start,
+        end=end,
     )
 
 
@@ -279,19 +296,7 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
             offset = check_range("offset", check_int("offset", item.get("offset", 0)), minimum=0)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: entry {k}: {e}") from e
-        entries.append(
-            VideoEntry(
-                video_id,
-                labels[0],
-                known,
-                None,
-                offset=offset,
-                labels=labels if multi_label else None,
-                absolute=absolute,
-                start=start,
-                end=end,
-            )
-        )
+        entries.append(_entry(video_id, absolute, labels, known, offset, multi_label, (start, end)))
     return entries
 
 
