@@ -10,6 +10,7 @@ paths too; a reader then needs each asked range back from its block, so `coalesc
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 __all__ = ["COALESCE_GAP", "block_of", "coalesce", "split_blocks"]
@@ -40,15 +41,8 @@ def coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int
 
 
 def block_of(merged: Sequence[tuple[int, int]], a: int) -> int:
-    """The index of the last merged block starting at or before `a`."""
-    lo, hi = 0, len(merged) - 1
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if merged[mid][0] <= a:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    """The index of the last merged block starting at or before `a` (0 where none does)."""
+    return max(0, bisect.bisect_right(merged, a, key=lambda block: block[0]) - 1)
 
 
 def split_blocks(
