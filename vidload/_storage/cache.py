@@ -30,7 +30,6 @@ __all__ = [
     "DEFAULT_CACHE_BYTES",
     "LocalCache",
     "RangeFile",
-    "SeekableReader",
     "open_prefetched",
     "temporary_cache",
 ]
@@ -39,32 +38,7 @@ __all__ = [
 MIN_FETCH = 64 << 10
 
 
-class SeekableReader(io.RawIOBase):
-    """A read-only, seekable file object over bytes held elsewhere (a remote object, a remote
-    video): the position, seeking from the start, the position or the end (`_end()`, the
-    size); subclasses read."""
-
-    _pos = 0
-
-    def _end(self) -> int:
-        raise NotImplementedError
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def tell(self) -> int:
-        return self._pos
-
-    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
-        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._end()}[whence]
-        self._pos = max(0, base + offset)
-        return self._pos
-
-
-class RangeFile(SeekableReader):
+class RangeFile(io.RawIOBase):
     """A read-only, seekable file over a remote object of `size` bytes that serves reads from
     the blocks it holds and fetches any other part (at least `MIN_FETCH` bytes) as one range.
 
@@ -80,8 +54,19 @@ class RangeFile(SeekableReader):
         self._blocks = sorted(blocks)
         self._pos = 0
 
-    def _end(self) -> int:
-        return self.size
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self.size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
 
     def readinto(self, buffer: Any) -> int:
         view = memoryview(buffer).cast("B")
