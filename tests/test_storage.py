@@ -181,6 +181,9 @@ def test_s3_write_put_delete(s3, tmp_path):
     target = Location("s3://bucket/out/f.bin", options)
     target.put_file(local)
     assert target.read_bytes() == b"payload"
+    target.get_file(tmp_path / "back.bin")  # the inverse, remote and local
+    Location(tmp_path / "back.bin").get_file(tmp_path / "copy.bin")
+    assert (tmp_path / "copy.bin").read_bytes() == b"payload"
     (target.parent / "g.txt").write_bytes(b"text")
     assert target.parent.walk_files() == ["f.bin", "g.txt"]
     target.parent.delete(recursive=True)

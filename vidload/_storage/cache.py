@@ -23,7 +23,6 @@ from typing import Any
 from vidload._storage.batch import read_many, run_concurrently
 from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
 from vidload._storage.location import Location
-from vidload._storage.remote import RemoteLocation, count
 from vidload.errors import PATH_NAMES
 
 __all__ = [
@@ -223,19 +222,8 @@ class LocalCache:
             return path
         except FileNotFoundError:
             pass
-        self.download(location, path)
+        self._put(path, location.get_file)
         return path
-
-    def download(self, location: Location, path: Path) -> None:
-        """Fetch `location` whole into `path` in the cache (`_put`)."""
-        assert isinstance(location, RemoteLocation)
-        fs, remote = location.fs()
-
-        def get(part: Path) -> None:
-            location.call("download", lambda: fs.get_file(remote, os.fspath(part)))
-            count(1, os.stat(part).st_size)
-
-        self._put(path, get)
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
         """The contents of each location: hits read from the cache, misses fetched

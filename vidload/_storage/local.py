@@ -159,6 +159,10 @@ class LocalLocation(Location):
         self._local.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(local, self._local)
 
+    def get_file(self, local: str | os.PathLike[str]) -> None:
+        with _failing(self, "copy"):
+            shutil.copyfile(self._local, local)
+
     def write_bytes(self, data: bytes) -> None:
         """Atomically and durably (a temporary, fsync, rename): a reader never sees a part of
         `data`, and a crash leaves the old file or none (`vidload._atomic`)."""

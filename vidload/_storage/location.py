@@ -231,6 +231,11 @@ class Location:
         """Copy the local file `local` here (a whole object appears only once complete)."""
         raise NotImplementedError
 
+    def get_file(self, local: str | os.PathLike[str]) -> None:
+        """Copy this whole file or object into the local file `local` (`put_file`'s inverse;
+        remote: streamed, one download counted)."""
+        raise NotImplementedError
+
     def write_bytes(self, data: bytes) -> None:
         """Write `data` as this whole file or object."""
         raise NotImplementedError

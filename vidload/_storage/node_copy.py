@@ -18,7 +18,7 @@ sidecar is fetched again, once per machine, and read under its new version's nam
 
 Several processes at once: the fetch is made under an exclusive `flock` of `.<key>~lock` (so
 that the workers of a cold start wait for one download instead of making one each), written
-under a name of its own and renamed over its final name when complete (`LocalCache.download`),
+under a name of its own and renamed over its final name when complete (`Location.get_file`),
 and the pointer replaced the same way: a reader sees a whole copy and a whole pointer or none.
 Without `fcntl` (Windows) there is no lock: each process that finds no pointer fetches, and
 the last rename wins with the same bytes. A copy the cache evicts while a process reads it
@@ -95,7 +95,7 @@ def _fetch(location: Location, cache: LocalCache) -> tuple[Path, str]:
     is fetched again."""
     for attempt in range(3):
         part = cache.folder / f".fetch.{os.getpid()}.{attempt}{PART_SUFFIX}"
-        cache.download(location, part)
+        location.get_file(part)
         st = location.stat()
         if os.path.getsize(part) == st.size:
             path = cache.path_of(location, st.version)

@@ -345,6 +345,11 @@ class RemoteLocation(Location):
         fs, path = self.fs()
         self.call("upload", lambda: fs.put_file(os.fspath(local), path))
 
+    def get_file(self, local: str | os.PathLike[str]) -> None:
+        fs, path = self.fs()
+        self.call("download", lambda: fs.get_file(path, os.fspath(local)))
+        count(1, os.stat(local).st_size)
+
     def write_bytes(self, data: bytes) -> None:
         fs, path = self.fs()
         self.call("write", lambda: fs.pipe_file(path, data))
