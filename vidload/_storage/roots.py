@@ -121,20 +121,11 @@ class SourceRoot:
     @property
     def reads_wait(self) -> bool:
         """Whether reads wait on a network (a URL root without a cache: no local file, no
-        cached copy to read instead): where a batch's reads are worth planning into one round,
-        and a worker's next batch worth fetching while it decodes the current one
-        (`make_loader(fetch_ahead=None)`)."""
+        cached copy to read instead): where a batch's reads are worth planning into one round
+        (a source's `fetch_plan`, after its `prepare` opened the batch's videos at once; both
+        do nothing elsewhere), and a worker's next batch worth fetching while it decodes the
+        current one (`make_loader(fetch_ahead=None)`)."""
         return self.location.over_network and self.cache is None
-
-    def ahead(self, video_ids: Sequence[str]) -> list[str]:
-        """The videos of a batch worth opening ahead, all at once (`prepare`: the distinct
-        ones of `video_ids`) where reads wait on a network (`reads_wait`); none elsewhere."""
-        return list(dict.fromkeys(video_ids)) if self.reads_wait else []
-
-    def plans(self, make: Callable[[], list[T]]) -> list[T]:
-        """A batch's storage requests (`fetch_plan`): `make()` where reads wait on a network
-        (`reads_wait`), fetched in the batch's one round; none elsewhere."""
-        return make() if self.reads_wait else []
 
     def local(self, rel: str) -> Path | None:
         """The local file to read for `rel` by the fast path (under a local root, or the

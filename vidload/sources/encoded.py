@@ -271,10 +271,10 @@ class ContainerSource(FrameSourceBase):
         process) that lists a video's container, its head is taken from there instead,
         pending the check its batch's round fetches with the frames (`settle`): no round
         before the frames."""
-        ahead = self.store.ahead(video_ids)  # none where reads do not wait on a network
-        if not ahead:
+        if not self.store.reads_wait:  # nothing to open ahead
             return
         pending = self._pending_heads  # kept until settled: a next batch's may be planned
+        ahead = dict.fromkeys(video_ids)
         todo = [v for v in ahead if not self._head_known(v) and pending.get(v) is None]
         if not todo:
             return
@@ -296,7 +296,7 @@ class ContainerSource(FrameSourceBase):
         open (`prepare`) and its reads wait on a network; else [] (the read finds its own).
         A head pending its check (from the sidecar) adds the check's spans. Indices past the
         end are left out: the read reports them."""
-        return self.store.plans(lambda: self._planned(video_id, as_index_array(indices)))
+        return self._planned(video_id, as_index_array(indices)) if self.store.reads_wait else []
 
     def _planned(self, video_id: str, idx: np.ndarray) -> list[Request]:
         pending = self._pending_heads.get(video_id)

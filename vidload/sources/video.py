@@ -173,8 +173,9 @@ class VideoSource(VideoRoot):
         one concurrent round for the batch instead of one per video (`ClipDataset.
         __getitems__`, `vidload._dataset.batch`). Nothing to do where reads do not wait on a
         network (a local root, `cache_dir`). A failure is left for the video's own read."""
-        ahead = self.store.ahead(video_ids)  # none where reads do not wait on a network
-        ids = dict.fromkeys(self._object_name(normalize_video_id(v)) for v in ahead)
+        if not self.store.reads_wait:  # nothing to open ahead
+            return
+        ids = dict.fromkeys(self._object_name(normalize_video_id(v)) for v in video_ids)
         todo = [v for v in ids if self._remote.get(v) is None]
         if not todo:
             return
@@ -203,7 +204,7 @@ class VideoSource(VideoRoot):
         """The storage requests `read(video_id, indices)` will make, as `(location, [(start,
         stop), ...])`: the video's header the first time, and the packets of the frames not
         held, once its index is known (`prepare`) and it is read by byte ranges; else []."""
-        return self.store.plans(lambda: self._planned(video_id, indices))
+        return self._planned(video_id, indices) if self.store.reads_wait else []
 
     def _planned(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
         found = self._remote.get(self._object_name(normalize_video_id(video_id)))
