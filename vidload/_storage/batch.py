@@ -61,10 +61,8 @@ def fetch_started(
     every group in a thread)."""
     if not ahead and sum(1 for g in groups if g) <= 1:
         return [_done(fetch(g)) if g else None for g in groups]
-    pool = _pool()
-    _GROUPS[0] += 1
-    number = _GROUPS[0]
-    return [pool.submit(_in_group, number, fetch, g) if g else None for g in groups]
+    started = iter(_started(fetch, [g for g in groups if g]))
+    return [next(started) if g else None for g in groups]
 
 
 def _done(value: object) -> Future:
@@ -196,10 +194,16 @@ def run_concurrently(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     not touch shared state; its exceptions propagate."""
     if len(items) <= 1:
         return [fn(x) for x in items]
+    return [f.result() for f in _started(fn, items)]
+
+
+def _started(fn: Callable[[T], R], items: Sequence[T]) -> list[Future]:
+    """`fn(x)` of each item started at once in this process's pool, the calls one concurrent
+    group (`concurrent_group`)."""
     pool = _pool()
     _GROUPS[0] += 1
     number = _GROUPS[0]
-    return list(pool.map(lambda x: _in_group(number, fn, x), items))
+    return [pool.submit(_in_group, number, fn, x) for x in items]
 
 
 def _in_group(number: int, fn: Callable[[T], R], x: T) -> R:

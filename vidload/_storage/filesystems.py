@@ -223,14 +223,10 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
     (`RemoteLocation.versioned`). fsspec's `cat_ranges` returns the bodies only, so S3 and
     HTTP are read here by their filesystems' own clients (`s3_adapter`, `http_adapter`: the
     one home each of what those libraries do not document), the rest by `_cat_file`."""
-    if not getattr(fs, "async_impl", False):
-        out: list[tuple[bytes, str | None] | Exception] = []
-        for path, start, stop in spans:
-            try:
-                out.append((fs.cat_file(path, start=start, end=stop), None))
-            except Exception as e:  # noqa: BLE001 - returned in place, as cat_ranges does
-                out.append(e)
-        return out
+    if not getattr(fs, "async_impl", False):  # a blocking filesystem: no answer to report
+        paths, starts, stops = ([span[k] for span in spans] for k in range(3))
+        got = fs.cat_ranges(paths, starts, stops, on_error="return")
+        return [g if isinstance(g, Exception) else (g, None) for g in got]
     import asyncio
 
     from fsspec.asyn import sync
