@@ -188,11 +188,8 @@ class LocalCache:
         self._named = _COPIES.setdefault(str(self.folder), {})
         _COPIES[os.path.abspath(self.folder)] = self._named
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"folder": self.folder, "max_bytes": self.max_bytes}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["folder"], state["max_bytes"])  # type: ignore[misc]
+    def __reduce__(self) -> tuple[type[LocalCache], tuple[Path, int]]:
+        return (LocalCache, (self.folder, self.max_bytes))  # a new process's counts start afresh
 
     def __repr__(self) -> str:
         return f"LocalCache({str(self.folder)!r}, max_bytes={self.max_bytes})"

@@ -98,11 +98,6 @@ def _scrubbed(text: str, options: Mapping[str, Any] | None) -> str:
     return text
 
 
-def _reason(e: BaseException) -> str:
-    message = str(e) or type(e).__name__
-    return f"{type(e).__name__}: {message}"
-
-
 def call(
     where: object,
     options: Mapping[str, Any] | None,
@@ -125,7 +120,7 @@ def call(
                 time.sleep(BACKOFF_S[min(attempt, len(BACKOFF_S) - 1)])
                 attempt += 1
                 continue
-            said = _scrubbed(_reason(e), options)
+            said = _scrubbed(f"{type(e).__name__}: {str(e) or type(e).__name__}", options)
             if k == "missing":
                 reason = "not found"
             elif k == "denied":
