@@ -35,7 +35,7 @@ RETRIES = 3
 BACKOFF_S = (0.1, 0.3, 1.0)
 
 
-def _status(e: BaseException) -> int | None:
+def _status(e: BaseException | None) -> int | None:
     """The HTTP status an exception carries (aiohttp, botocore), if any."""
     status = getattr(e, "status", None)
     if isinstance(status, int):
@@ -53,12 +53,10 @@ def kind(e: BaseException) -> str:
         return "missing"
     if isinstance(e, PermissionError):
         return "denied"
-    status = _status(e)
-    if status is None:
-        for cause in (e.__cause__, e.__context__):
-            if cause is not None and _status(cause) is not None:
-                status = _status(cause)
-                break
+    for carrier in (e, e.__cause__, e.__context__):  # its own status, else its cause's
+        status = _status(carrier)
+        if status is not None:
+            break
     if status is not None:
         if status == 404:
             return "missing"
