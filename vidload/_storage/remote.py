@@ -82,9 +82,6 @@ class RemoteLocation(Location):
         self._versioned = False
         self._seen = None
 
-    def __setstate__(self, state: Any) -> None:  # pragma: no cover - __reduce__ rebuilds
-        raise TypeError("rebuilt by __reduce__")
-
     def local_file(self) -> Path | None:
         return None
 
@@ -136,7 +133,7 @@ class RemoteLocation(Location):
 
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
         fs, path = self.fs()
-        fast = self._fast()
+        fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
         if fast is not None and head > 0:
 
             def fast_ends() -> tuple[int, Any, bytes, bytes]:
@@ -282,7 +279,7 @@ class RemoteLocation(Location):
         obstore where it serves (`objectstore`), over HTTP an object's ranges in one request
         where its server serves that (`byteranges`), else fsspec's `cat_ranges`."""
         fs = self.fs()[0]
-        fast = self._fast()
+        fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
         paths, starts, stops = [s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]
         report = report or fast is not None
         got: list[Any]
@@ -314,10 +311,6 @@ class RemoteLocation(Location):
         loc = RemoteLocation(self._url, self._options)
         loc._versioned = True
         return loc
-
-    def _fast(self) -> objectstore.S3Reader | None:
-        """obstore's reader for this location's reads, where it serves them (`objectstore`)."""
-        return objectstore.reader(self._protocol, self._options)
 
     def _version_error(self, versions: Sequence[str | None]) -> VideoReadError | None:
         """CHANGED where `versions` (reported by this location's answers) differ from each
