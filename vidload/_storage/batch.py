@@ -98,15 +98,15 @@ def put_many(files: Sequence[tuple[str | os.PathLike[str], Location]]) -> None:
 
 class Held:
     """Bytes fetched ahead for one object: blocks `[(start, stop asked, bytes)]` and maybe the
-    whole object."""
+    whole object; to begin with, what `before` holds (an outer `holding`'s)."""
 
     __slots__ = ("blocks", "error", "whole")
 
-    def __init__(self) -> None:
-        self.blocks: list[tuple[int, int, bytes]] = []
-        self.whole: bytes | None = None
+    def __init__(self, before: Held | None = None) -> None:
+        self.blocks: list[tuple[int, int, bytes]] = [] if before is None else list(before.blocks)
+        self.whole: bytes | None = None if before is None else before.whole
         #: The error the round's request met (nothing held: a read asks storage itself).
-        self.error: Exception | None = None
+        self.error: Exception | None = None if before is None else before.error
 
     def get(self, a: int, b: int) -> bytes | None:
         """Bytes [a, b) when a held block was asked for them (shorter where the object ended
@@ -137,9 +137,13 @@ def holding(
     any other read goes to storage as usual. This is how a batch read in one round
     (`fetch`) is then decoded by the same per-item code as one read alone: identical bytes,
     identical errors (a failed request is not held, so its reader meets the error itself)."""
-    table: dict[str, Held] = {}
+    outer = getattr(_HELD, "table", None)
+    table = dict(outer or {})  # nested: the outer blocks of an object stay held beside these
+    mine: dict[str, Held] = {}
     for (loc, ranges), got in zip(requests, fetched, strict=True):
-        h = table.setdefault(loc.url, Held())
+        h = mine.get(loc.url)
+        if h is None:  # what an outer block holds of it too: as if held together
+            h = mine[loc.url] = table[loc.url] = Held(table.get(loc.url))
         if isinstance(got, Exception):
             h.error = got  # held for `held(url).error`; a read of it goes to storage
             continue
@@ -147,15 +151,6 @@ def holding(
             h.whole = got[0]
         else:
             h.blocks.extend((a, b, data) for (a, b), data in zip(ranges, got, strict=True))
-    outer = getattr(_HELD, "table", None)
-    if outer is not None:  # nested: the outer blocks of an object stay held beside these
-        for url, h in table.items():
-            before = outer.get(url)
-            if before is not None:  # as if both groups had been held together
-                h.blocks[:0] = before.blocks
-                h.whole = h.whole if h.whole is not None else before.whole
-                h.error = h.error if h.error is not None else before.error
-        table = {**outer, **table}
     _HELD.table = table
     try:
         yield
