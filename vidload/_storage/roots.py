@@ -214,20 +214,15 @@ class SourceRoot:
         with _MISS_LOCK:
             tried = self._tried.get("manifest")
             if tried is None:
-                names = None
-                raw = None
+                recorded = None
                 try:
                     raw = (self.location / MANIFEST_NAME).read_optional()
+                    recorded = None if raw is None else recorded_names(raw, self.location)
                 except VideoReadError:
                     pass  # unreadable here: the rules, as without one
-                try:
-                    recorded = None if raw is None else recorded_names(raw, self.location)
                 except ValueError as e:  # not a manifest vidload wrote: said, not used
                     warnings.warn(f"{e}: its container names are not used", stacklevel=2)
-                    recorded = None
-                if recorded:
-                    names = ContainerNames.of(recorded, suffix)
-                tried = (names,)
+                tried = (ContainerNames.of(recorded, suffix) if recorded else None,)
                 self._tried.put("manifest", tried)
         if tried[0] is None:
             return False
