@@ -228,7 +228,7 @@ class LocalCache:
         asked in one concurrent round first."""
         pid = os.getpid()
         run_concurrently(version_of, [loc for loc in locations if (pid, loc.url) not in _VERSIONS])
-        out: list[bytes | None] = [None] * len(locations)
+        out = [b""] * len(locations)
         missing = []
         for i, loc in enumerate(locations):
             path = self.path_of(loc)
@@ -237,12 +237,11 @@ class LocalCache:
                 out[i] = path.read_bytes()
             except FileNotFoundError:
                 missing.append(i)
-        if missing:
-            got = read_many([locations[i] for i in missing])
-            for i, data in zip(missing, got, strict=True):
-                out[i] = data
-                self._put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
-        return [b if b is not None else b"" for b in out]
+        got = read_many([locations[i] for i in missing])  # none: [], no request
+        for i, data in zip(missing, got, strict=True):
+            out[i] = data
+            self._put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
+        return out
 
     def _put(self, path: Path, write: Callable[[Path], object]) -> None:
         """`path` in the cache, as `write(part)` writes it: under a name of its own, renamed
