@@ -44,9 +44,9 @@ _LOCK = threading.Lock()
 _UNSUPPORTED: set[str] = set()
 
 _BOUNDARY = re.compile(r"""boundary=(?:"([^"]+)"|([^;\s]+))""", re.IGNORECASE)
-_CONTENT_RANGE = re.compile(
-    rb"^content-range:[ \t]*bytes[ \t]+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE | re.MULTILINE
-)
+#: A Content-Range value (a one-part answer's header), and the header in a part's head.
+_RANGE = re.compile(rb"[ \t]*bytes[ \t]+(\d+)-(\d+)/(\d+|\*)", re.IGNORECASE)
+_CONTENT_RANGE = re.compile(rb"^content-range:" + _RANGE.pattern, re.IGNORECASE | re.MULTILINE)
 
 Part = tuple[int, bytes]
 
@@ -94,11 +94,6 @@ def parse_byteranges(body: bytes, content_type: str) -> tuple[list[Part], int | 
     return None  # no closing delimiter: cut short
 
 
-def _total(content_range: str) -> int | None:
-    tail = content_range.rpartition("/")[2].strip()
-    return int(tail) if tail.isdigit() else None
-
-
 def _cover(
     asked: Sequence[tuple[int, int]], parts: Sequence[Part], total: int | None
 ) -> list[bytes] | None:
@@ -137,10 +132,10 @@ async def _multi(
                 if parsed is not None:
                     parts, total = parsed
             else:  # one part: the server merged the ranges, or served the first only
-                content_range = r.headers.get("Content-Range", "")
-                first = re.match(r"bytes\s+(\d+)-", content_range)
-                parts = [(int(first.group(1)), body)] if first else None
-                total = _total(content_range)
+                header = r.headers.get("Content-Range", "").encode("latin-1", "replace")
+                got = _RANGE.match(header)
+                parts = None if got is None else [(int(got.group(1)), body)]
+                total = int(got.group(3)) if got and got.group(3).isdigit() else None
             served = None if parts is None else _cover(asked, parts, total)
             if served is None:
                 past_end = total is not None and any(a >= total for a, _ in asked)
