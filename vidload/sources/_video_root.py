@@ -222,5 +222,10 @@ class VideoRoot(FrameSourceBase):
         threads = self.threads if threads is None else threads
         stat = path.stat
         return open_video(
-            path, stat, stream=self.stream, threads=threads, explode=explode, file=path.reader()
+            path.location,
+            stat,
+            stream=self.stream,
+            threads=threads,
+            explode=explode,
+            file=path.reader(),
         )
