@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,7 +192,7 @@ def _parse_list_fields(
 ) -> VideoEntry:
     video_id, absolute = _list_id(fields[0])
     is_video = has_video_ext(video_id)
-    offset, known = 0, None
+    offset, known = "0", None
     if is_video:
         if with_offset:
             raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
@@ -209,9 +209,7 @@ def _parse_list_fields(
         counts = fields[1:3] if has_offset else fields[1:2]
         if len(counts) < (2 if has_offset else 1):
             raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
-        if has_offset:
-            offset = check_range("offset", parse_int("offset", counts[0]), minimum=0)
-        known = check_range("total_frames", parse_int("total_frames", counts[-1]), minimum=0)
+        offset, known = counts[0] if has_offset else "0", counts[-1]
         labels = fields[1 + len(counts) :]
     if not labels:
         raise ValueError(f"{' '.join(fields)!r} has no label")
@@ -221,29 +219,39 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    values = tuple(check_range("label", parse_int("label", t)) for t in labels)
-    return _entry(video_id, absolute, values, known, offset, multi_label)
+    return checked_entry(
+        video_id, labels, parse_int, multi_label, known=known, offset=offset, absolute=absolute
+    )
 
 
-def _entry(
+def checked_entry(
     video_id: str,
-    absolute: bool,
-    labels: tuple[int, ...],
-    known: int | None,
-    offset: int,
-    multi_label: bool,
-    window: tuple[float | None, float | None] = (None, None),
+    labels: Sequence[object],
+    number: Callable[[str, Any], int] = check_int,
+    multi_label: bool = False,
+    *,
+    known: object = None,
+    known_name: str = "total_frames",
+    offset: object = 0,
+    window: tuple[object, object] = (None, None),
+    absolute: bool = False,
 ) -> VideoEntry:
-    """The entry of a list line's or JSON item's checked fields."""
-    start, end = window
-    multi = labels if multi_label else None
+    """The entry of a list line's, JSON item's or `load_videos` item's fields, checked: each
+    label, the frame count (`known`, None: unknown; `known_name` in messages) and the offset an
+    int by `number` (`parse_int` for a text cell, `check_int` for a value) in range
+    (`check_range`), the window by `check_window`. `labels` holds one label unless
+    `multi_label` (the caller checks how many, in its format's words)."""
+    values = tuple(check_range("label", number("label", v)) for v in labels)
+    start, end = check_window(*window)
+    frames = (
+        None if known is None else check_range(known_name, number(known_name, known), minimum=0)
+    )
     return VideoEntry(
         video_id,
-        labels[0],
-        known,
-        None,
-        offset=offset,
-        labels=multi,
+        values[0],
+        frames,
+        offset=check_range("offset", number("offset", offset), minimum=0),
+        labels=values if multi_label else None,
         absolute=absolute,
         start=start,
         end=end,
@@ -280,23 +288,26 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
             video_id, absolute = _list_id(name)
             label = item.get("label", UNLABELLED)
             given = label if isinstance(label, (list, tuple)) else [label]
-            labels = tuple(check_range("label", check_int("label", v)) for v in given)
-            if not labels:
+            if not given:
                 raise ValueError("has an empty label list")
-            if len(labels) > 1 and not multi_label:
+            if len(given) > 1 and not multi_label:
                 raise ValueError(
-                    f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
+                    f"has {len(given)} labels; for a multi-label list pass multi_label=True"
                 )
-            start, end = check_window(item.get("start"), item.get("end"))
+            entry = checked_entry(
+                video_id,
+                given,
+                check_int,
+                multi_label,
+                known=item.get("total_frames"),
+                offset=item.get("offset", 0),  # an offset given as null is an error, not 0
+                window=(item.get("start"), item.get("end")),
+                absolute=absolute,
+            )
             check_window_columns(item, "its keys")  # after the values: their errors first
-            known = item.get("total_frames")
-            if known is not None:
-                known = check_range("total_frames", check_int("total_frames", known), minimum=0)
-            # an offset given as null is an error, not 0
-            offset = check_range("offset", check_int("offset", item.get("offset", 0)), minimum=0)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: entry {k}: {e}") from e
-        entries.append(_entry(video_id, absolute, labels, known, offset, multi_label, (start, end)))
+        entries.append(entry)
     return entries
 
 

@@ -48,6 +48,7 @@ from vidload._lists import (
     UNLABELLED,
     VideoEntry,
     check_range,
+    checked_entry,
     not_a_file,
     parse_int,
     read_annotation_list,
@@ -56,7 +57,7 @@ from vidload._lists import (
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window, check_window_columns, parse_window
+from vidload._windows import check_window_columns, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -397,15 +398,18 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
             raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
         item = (item[0], classes[item[1]], *item[2:])
     try:
-        video_id = normalize_video_id(item[0])
-        label = check_range("label", check_int(f"videos[{i}] label", item[1]))
-        known = check_optional_int(f"videos[{i}] num_frames", item[2] if len(item) == 3 else None)
-        if known is not None:
-            check_range("num_frames", known, minimum=0)
-        start, end = check_window(item[2], item[3]) if len(item) == 4 else (None, None)
+        return checked_entry(
+            normalize_video_id(item[0]),
+            [item[1]],
+            lambda name, value: check_int(f"videos[{i}] {name}", value),
+            known=check_optional_int(
+                f"videos[{i}] num_frames", item[2] if len(item) == 3 else None
+            ),
+            known_name="num_frames",
+            window=(item[2], item[3]) if len(item) == 4 else (None, None),
+        )
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
-    return VideoEntry(video_id, label, known, None, start=start, end=end)
 
 
 def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
