@@ -362,19 +362,18 @@ def entries_from_manifest(
             failed.append(row.video_id)
             continue
         label = UNLABELLED if row.label is None else row.label
-        extra, start, end = row.extra, None, None
+        extra, (start, end) = row.extra, (None, None)
         if "start" in extra or "end" in extra:
             try:
                 start, end = parse_window(extra.get("start", ""), extra.get("end", ""))
             except ValueError as e:
                 raise ValueError(f"{source}: video {row.video_id!r}: {e}") from e
             extra = {k: v for k, v in extra.items() if k not in ("start", "end")}
-            if start is not None or end is not None:
-                # a window's frames are counted in the window, not in the whole file
-                entries.append(VideoEntry(row.video_id, label, extra=extra, start=start, end=end))
-                continue
+        # a window's frames are counted in the window, not in the whole file
+        whole = start is None and end is None
+        known, reported = (row.actual_frames, row.reported_frames) if whole else (None, None)
         entries.append(
-            VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames, extra=extra)
+            VideoEntry(row.video_id, label, known, reported, extra=extra, start=start, end=end)
         )
     if failed:
         shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
