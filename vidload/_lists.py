@@ -141,23 +141,16 @@ def _parse_line(
     """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
     labels, as `_parse_list_fields` reads them."""
     fields = line.split()
-    if has_video_ext(fields[0]):  # the usual video line: a path without spaces
-        ext, rest_at = 0, len(fields[0])
-    elif len(fields) > 1 and all(map(is_int, fields[1:])):  # the usual rawframes line
-        return _parse_list_fields(fields, multi_label, with_offset)
-    else:  # a path with spaces
-        spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
-        found = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
-        if found is None:  # rawframes: the path is what precedes the trailing integers
-            ints = len(fields)
-            while ints > 1 and is_int(fields[ints - 1]):
-                ints -= 1
-            path = line[: spans[ints - 1][1]]
-            return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
-        ext, rest_at = found, spans[found][1]
-    rest = fields[ext + 1 :]
+    ext = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
+    if ext is None:  # rawframes: the path is what precedes the trailing integers
+        ints = len(fields)
+        while ints > 1 and is_int(fields[ints - 1]):
+            ints -= 1
+        path = _head(line, fields, ints)
+        return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
+    path, rest = _head(line, fields, ext + 1), fields[ext + 1 :]
     if rest and not all(map(is_int, rest)):
-        name = line[rest_at:].strip()
+        name = line[len(path) :].strip()
         if classes is None:
             raise ValueError(
                 f"label ({name!r}) is not an integer (a class name needs the class list: classes=)"
@@ -165,7 +158,12 @@ def _parse_line(
         if name not in classes:
             raise ValueError(f"label {name!r} is not an integer nor a class name")
         rest = [str(classes[name])]
-    return _parse_list_fields([line[:rest_at], *rest], multi_label, with_offset)
+    return _parse_list_fields([path, *rest], multi_label, with_offset)
+
+
+def _head(line: str, fields: list[str], n: int) -> str:
+    """`line` up to the end of its `n`-th field (`fields`: its fields), spaces inside kept."""
+    return fields[0] if n == 1 else line[: list(_FIELD.finditer(line))[n - 1].end()]
 
 
 _FIELD = re.compile(r"\S+")
