@@ -217,38 +217,38 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    return checked_entry(
-        video_id, labels, parse_int, multi_label, known=known, offset=offset, absolute=absolute
-    )
+    cells = {"total_frames": known, "offset": offset}
+    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
 def checked_entry(
     video_id: str,
     labels: Sequence[object],
+    fields: Mapping[str, Any],
     number: Callable[[str, Any], int] = check_int,
     multi_label: bool = False,
-    *,
-    known: object = None,
-    known_name: str = "total_frames",
-    offset: object = 0,
-    window: tuple[object, object] = (None, None),
     absolute: bool = False,
+    known_name: str = "total_frames",
 ) -> VideoEntry:
-    """The entry of a list line's, JSON item's or `load_videos` item's fields, checked: each
-    label, the frame count (`known`, None: unknown; `known_name` in messages) and the offset an
-    int by `number` (`parse_int` for a text cell, `check_int` for a value) in range
-    (`check_range`), the window by `check_window`. `labels` holds one label unless
-    `multi_label` (the caller checks how many, in its format's words)."""
+    """The entry of a video's `labels` and `fields` (a JSON item's keys: `total_frames`, or
+    `known_name`, None or absent: unknown; `offset`, absent: 0, None: an error; `start`,
+    `end`), checked:
+    labels, count and offset ints by `number` (`parse_int` for a list line's cells,
+    `check_int` for values) in range (`check_range`), the window by `check_window`. A list
+    line and a `load_videos` tuple are given as their JSON item's fields. `labels` holds one
+    label unless `multi_label` (each caller checks how many, in its format's words)."""
     values = tuple(check_range("label", number("label", v)) for v in labels)
-    start, end = check_window(*window)
+    start, end = check_window(fields.get("start"), fields.get("end"))
+    known = fields.get(known_name)
     frames = (
         None if known is None else check_range(known_name, number(known_name, known), minimum=0)
     )
+    offset = check_range("offset", number("offset", fields.get("offset", 0)), minimum=0)
     return VideoEntry(
         video_id,
         values[0],
         frames,
-        offset=check_range("offset", number("offset", offset), minimum=0),
+        offset=offset,
         labels=values if multi_label else None,
         absolute=absolute,
         start=start,
@@ -292,16 +292,7 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
                 raise ValueError(
                     f"has {len(given)} labels; for a multi-label list pass multi_label=True"
                 )
-            entry = checked_entry(
-                video_id,
-                given,
-                check_int,
-                multi_label,
-                known=item.get("total_frames"),
-                offset=item.get("offset", 0),  # an offset given as null is an error, not 0
-                window=(item.get("start"), item.get("end")),
-                absolute=absolute,
-            )
+            entry = checked_entry(video_id, given, item, check_int, multi_label, absolute)
             check_window_columns(item, "its keys")  # after the values: their errors first
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: entry {k}: {e}") from e

@@ -384,10 +384,14 @@ def entries_from_manifest(
     return entries
 
 
+#: The fields after (video_id, label) of a `load_videos` tuple, by its length.
+_ITEM_FIELDS = {2: (), 3: ("num_frames",), 4: ("start", "end")}
+
+
 def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = None) -> VideoEntry:
     if isinstance(item, VideoEntry):
         return item
-    if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
+    if not isinstance(item, (tuple, list)) or len(item) not in _ITEM_FIELDS:
         raise TypeError(
             f"videos[{i}] ({item!r}) must be (video_id, label), (video_id, label, num_frames) "
             f"or a window (video_id, label, start, end)"
@@ -396,17 +400,15 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
         if item[1] not in classes:
             raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
         item = (item[0], classes[item[1]], *item[2:])
+
+    def number(name: str, value: object) -> int:
+        return check_int(f"videos[{i}] {name}", value)
+
     try:
-        return checked_entry(
-            normalize_video_id(item[0]),
-            [item[1]],
-            lambda name, value: check_int(f"videos[{i}] {name}", value),
-            known=check_optional_int(
-                f"videos[{i}] num_frames", item[2] if len(item) == 3 else None
-            ),
-            known_name="num_frames",
-            window=(item[2], item[3]) if len(item) == 4 else (None, None),
-        )
+        video_id = normalize_video_id(item[0])
+        fields = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
+        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "or None"
+        return checked_entry(video_id, [item[1]], fields, number, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
 
