@@ -190,11 +190,10 @@ def _parse_list_fields(
 ) -> VideoEntry:
     video_id, absolute = _list_id(fields[0])
     is_video = has_video_ext(video_id)
-    offset, known = "0", None
+    counts: tuple[str, ...] = ()  # the names of the counts before the labels
     if is_video:
         if with_offset:
             raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
-        labels = fields[1:]
     else:
         has_offset = (
             with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
@@ -204,11 +203,10 @@ def _parse_list_fields(
                 f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
                 f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
             )
-        counts = fields[1:3] if has_offset else fields[1:2]
-        if len(counts) < (2 if has_offset else 1):
+        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
+        if len(fields) < 1 + len(counts):
             raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
-        offset, known = counts[0] if has_offset else "0", counts[-1]
-        labels = fields[1 + len(counts) :]
+    labels = fields[1 + len(counts) :]
     if not labels:
         raise ValueError(f"{' '.join(fields)!r} has no label")
     if len(labels) > 1 and not multi_label:
@@ -217,7 +215,7 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    cells = {"total_frames": known, "offset": offset}
+    cells = dict(zip(counts, fields[1 : 1 + len(counts)], strict=True))
     return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
