@@ -228,13 +228,13 @@ def checked_entry(
     absolute: bool = False,
     known_name: str = "total_frames",
 ) -> VideoEntry:
-    """The entry of a video's `labels` and `fields` (a JSON item's keys: `total_frames`, or
-    `known_name`, None or absent: unknown; `offset`, absent: 0, None: an error; `start`,
-    `end`), checked:
-    labels, count and offset ints by `number` (`parse_int` for a list line's cells,
-    `check_int` for values) in range (`check_range`), the window by `check_window`. A list
-    line and a `load_videos` tuple are given as their JSON item's fields. `labels` holds one
-    label unless `multi_label` (each caller checks how many, in its format's words)."""
+    """The entry of a video's `labels` and `fields`, checked. `fields` are a JSON item's keys:
+    `total_frames` (or `known_name`; None or absent: unknown), `offset` (absent: 0, None: an
+    error), `start` and `end`; a list line and a `load_videos` tuple are given as theirs.
+    Labels, count and offset are ints by `number` (`parse_int` for a list line's cells,
+    `check_int` for values) in range (`check_range`), the window as `check_window` says.
+    `labels` holds one label unless `multi_label` (each caller checks how many, in its
+    format's words)."""
     values = tuple(check_range("label", number("label", v)) for v in labels)
     start, end = check_window(fields.get("start"), fields.get("end"))
     known = fields.get(known_name)

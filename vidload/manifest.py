@@ -407,7 +407,7 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
     try:
         video_id = normalize_video_id(item[0])
         fields = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
-        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "or None"
+        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "int or None"
         return checked_entry(video_id, [item[1]], fields, number, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
