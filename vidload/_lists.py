@@ -141,15 +141,13 @@ def _parse_line(
     """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
     labels, as `_parse_list_fields` reads them."""
     fields = line.split()
-    ext = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
-    if ext is None:  # rawframes: the path is what precedes the trailing integers
-        ints = len(fields)
-        while ints > 1 and is_int(fields[ints - 1]):
-            ints -= 1
-        path = _head(line, fields, ints)
-        return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
-    path, rest = _head(line, fields, ext + 1), fields[ext + 1 :]
-    if rest and not all(map(is_int, rest)):
+    cut = next((k + 1 for k, f in enumerate(fields) if has_video_ext(f)), None)
+    if cut is None:  # rawframes: the path is what precedes the trailing integers
+        cut = len(fields)
+        while cut > 1 and is_int(fields[cut - 1]):
+            cut -= 1
+    path, rest = _head(line, fields, cut), fields[cut:]
+    if rest and not all(map(is_int, rest)):  # a video line's class name
         name = line[len(path) :].strip()
         if classes is None:
             raise ValueError(
