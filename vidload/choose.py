@@ -45,14 +45,8 @@ from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
-from vidload._choose.storages import (
-    DEFAULT_STORAGES,
-    BuildJob,
-    Built,
-    StorageSpec,
-    build_storage,
-    open_storage,
-)
+from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec, open_storage
+from vidload._measure.build import BuildJob, Built, build_storage
 from vidload._measure.clips import (
     ORIGINAL,
     Clip,
@@ -235,7 +229,7 @@ def _measure_all(
     built = _build_all(specs, sample_dir, scratch, cfg, log)
     for b in built.values():
         for vid, reason in b.failed.items():
-            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {reason}")
+            left_out.setdefault(vid, f"cannot be converted to {b.name}: {reason}")
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
     sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already
@@ -402,7 +396,12 @@ def _build_all(
     specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: ChooseOptions, log: Log
 ) -> dict[str, Built]:
     jobs = [
-        BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg.short_side)
+        BuildJob(
+            spec.name,
+            sample_dir,
+            scratch / _folder_name(spec),
+            {**spec.convert_options(), "short_side": cfg.short_side},
+        )
         for spec in specs[1:]
     ]
     if not jobs:
@@ -410,8 +409,8 @@ def _build_all(
     log(f"building {len(jobs)} storages ({min(cfg.build_jobs, len(jobs))} at a time)")
     built: dict[str, Built] = {}
     for b in run_parallel(build_storage, jobs, cfg.build_jobs):
-        built[b.spec.name] = b
-        log(f"  built {b.spec.name}: {b.cpu_s:.1f} CPU s")
+        built[b.name] = b
+        log(f"  built {b.name}: {b.cpu_s:.1f} CPU s")
     return built
 
 
