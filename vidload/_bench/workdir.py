@@ -133,6 +133,8 @@ def prepare(
     With `data` None, `spec` sample videos are generated; otherwise the first `num_videos`
     videos under `data` (sorted by path) are used, linked into the work folder, not copied.
     """
+    if data is not None and not data.is_dir():
+        raise UsageError(f"DATA ({data}) must be a folder of videos")
     work = Path(work)
     state = _load_state(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -146,8 +148,6 @@ def prepare(
         ids = make_sample_videos(videos, spec, progress=progress)
     else:
         origin = str(data.resolve())
-        if not data.is_dir():
-            raise UsageError(f"DATA ({data}) must be a folder of videos")
         # x.mp4 and x.avi both kept: convert names them apart
         ids = UserVideos(data).find(str(data), UsageError).ids[:num_videos]
         if (
