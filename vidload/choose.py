@@ -53,7 +53,6 @@ from vidload._measure.clips import (
     common_counts,
     sample_clips,
     stored_bytes,
-    stored_files,
     why,
 )
 from vidload._measure.timing import Log, cold_and_warm, measuring
@@ -265,13 +264,10 @@ def _measure_all(
     if cfg.cold:
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
-            s.name: (
-                functools.partial(reader.fresh, s, roots[s.name]),
-                [p for v in kept for p in stored_files(s.to, roots[s.name], v)],
-            )
+            s.name: (functools.partial(reader.fresh, s, roots[s.name]), s.to, roots[s.name])
             for s in specs
         }
-        colds = cold_and_warm(rows, clips, cfg.batch_size, cfg.cold_rounds)
+        colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
 
     data_bytes = float(videos.total_bytes)
     table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes)
