@@ -46,7 +46,7 @@ from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
 from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec, open_storage
-from vidload._measure.build import BuildJob, Built, build_storage
+from vidload._measure.build import BuildJob, Built, build_storage, conversion_failures
 from vidload._measure.clips import (
     ORIGINAL,
     Clip,
@@ -226,9 +226,8 @@ def _measure_all(
     sample_dir = scratch / "sample"
     original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
-    for b in built.values():
-        for vid, reason in b.failed.items():
-            left_out.setdefault(vid, f"cannot be converted to {b.name}: {reason}")
+    for vid, reason in conversion_failures({n: b.out for n, b in built.items()}).items():
+        left_out.setdefault(vid, reason)
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
     sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already

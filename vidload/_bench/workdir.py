@@ -28,8 +28,7 @@ from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._kinds import formats
-from vidload._layout import MANIFEST_NAME
-from vidload._measure.build import BuildJob, build_storage
+from vidload._measure.build import BuildJob, build_storage, conversion_failures
 from vidload._measure.clips import ORIGINAL
 from vidload._measure.timing import Log
 from vidload._measure.videos import UserVideos, link_videos
@@ -178,24 +177,12 @@ def prepare(
             state["formats"][fmt] = settings
             _save_state(work, state)
         converted[fmt] = out
-    failed = _failed_in_manifests(converted)
+    failed = conversion_failures(converted)
     usable = [v for v in ids if v not in failed]
     if not usable:
         reasons = "; ".join(f"{v}: {why}" for v, why in sorted(failed.items()))
         raise ValueError(f"no video could be converted to every format ({reasons})")
     return WorkDir(work, videos, usable, _labels(usable), origin, converted, failed)
-
-
-def _failed_in_manifests(converted: dict[str, Path]) -> dict[str, str]:
-    """Video id -> why, for the videos some conversion could not store."""
-    from vidload.manifest import read_manifest
-
-    failed: dict[str, str] = {}
-    for fmt, out in converted.items():
-        for row in read_manifest(out / MANIFEST_NAME):
-            if row.status == "failed":
-                failed.setdefault(row.video_id, f"cannot be converted to {fmt}: {row.error}")
-    return failed
 
 
 def _labels(ids: list[str]) -> dict[str, int]:

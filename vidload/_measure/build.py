@@ -33,14 +33,13 @@ class BuildJob:
 @dataclass(frozen=True)
 class Built:
     """What building one storage gave: the CPU seconds of the whole conversion (this process,
-    all its threads: decode, resize, encode, write), the videos converted, and those that
-    failed with why."""
+    all its threads: decode, resize, encode, write) and the videos converted (those that
+    failed: `conversion_failures`)."""
 
     name: str
     out: Path
     cpu_s: float
     converted: tuple[str, ...]
-    failed: dict[str, str]
 
 
 def build_storage(job: BuildJob) -> Built:
@@ -63,5 +62,18 @@ def build_storage(job: BuildJob) -> Built:
         **job.options,
     )
     cpu = time.process_time() - start
-    failed = {r.video_id: str(r.error) for r in report.failed}
-    return Built(job.name, job.out, cpu, tuple(report.converted), failed)
+    return Built(job.name, job.out, cpu, tuple(report.converted))
+
+
+def conversion_failures(built: Mapping[str, Path]) -> dict[str, str]:
+    """Video id -> why, for the videos some storage of `built` ({name: its folder}, made now or
+    by an earlier run) could not store, as its manifest says (the first storage named)."""
+    from vidload._layout import MANIFEST_NAME
+    from vidload.manifest import read_manifest
+
+    failed: dict[str, str] = {}
+    for name, out in built.items():
+        for row in read_manifest(out / MANIFEST_NAME):
+            if row.status == "failed":
+                failed.setdefault(row.video_id, f"cannot be converted to {name}: {row.error}")
+    return failed
