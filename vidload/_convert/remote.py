@@ -36,9 +36,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem, frame_folder_kind
+from vidload._convert.inputs import InputItem
 from vidload._convert.job import Job, Outcome, convert_job
-from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
@@ -48,7 +47,6 @@ from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 __all__ = [
     "is_folder_format",
     "fetch",
-    "find_remote_inputs",
     "folder_labels",
     "input_copy",
     "publish",
@@ -139,75 +137,6 @@ def fetch(remote: Location, local: Path) -> None:
 
 
 # --------------------------------------------------------------------------- INPUT URLs
-
-
-def find_remote_inputs(
-    src: Location, kinds: tuple[str, ...], scratch: Path
-) -> tuple[Location, list[InputItem], ListedInput | None]:
-    """(root, items, the list: `inputs.find_inputs_listed`) of an INPUT URL: a folder (one
-    listing: video files, JPEG frame folders, and `.h5`/`.npy` containers when `kinds` has
-    them; names starting with "." skipped), one file, or an annotation list / manifest
-    (downloaded into `scratch`, its entries relative to its folder). Each item's `path` is
-    relative to the root: a job downloads its input into its staging folder (`stage_input`)
-    and converts or probes that copy.
-
-    Raises:
-        FileNotFoundError: nothing at `src`.
-        ValueError: nothing to read there.
-    """
-    from vidload._convert.inputs import (
-        entry_listed_frames,
-        file_input_kind,
-        input_id,
-        list_entries,
-        listed_input,
-        unique_items,
-    )
-
-    kind = file_input_kind(src.name)
-    if kind is not None:
-        if kind not in kinds or not src.is_file():
-            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        return src.parent, [InputItem(input_id(src.name, kind), kind, Path(src.name))], None
-    if src.is_file():  # an annotation list or manifest
-        local = scratch / src.name
-        local.write_bytes(src.read_bytes())
-        entries = list_entries(local)
-        items = []
-        for e in entries:
-            if e.absolute:
-                raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
-            rel = e.video_id
-            k = file_input_kind(rel) or frame_folder_kind()
-            if k not in kinds:
-                raise ValueError(f"{str(src)!r}: {rel!r} is not one of what can be read here")
-            label = None if e.label < 0 else e.label
-            items.append(
-                InputItem(input_id(rel, k), k, Path(rel), label, entry_listed_frames(e), e.extra)
-            )
-        if not items:
-            raise ValueError(f"annotation list {str(src)!r} names no videos")
-        listed = listed_input(src.name, entries, items)
-        return src.parent, unique_items(items, str(src)), listed
-    files = src.walk_files()
-    if not files:
-        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
-    frame_dirs = {f.rsplit("/", 1)[0] for f in files if f.endswith("/" + FIRST_FRAME_NAME)}
-    items = []
-    for rel in sorted(frame_dirs):
-        if frame_folder_kind() in kinds and not any(p.startswith(".") for p in rel.split("/")):
-            items.append(InputItem(rel, frame_folder_kind(), Path(rel)))
-    for rel in files:
-        parts = rel.split("/")
-        if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
-            continue
-        found = file_input_kind(parts[-1])
-        if found is not None and found in kinds:
-            items.append(InputItem(input_id(rel, found), found, Path(rel)))
-    if not items:
-        raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
-    items.sort(key=lambda it: it.video_id)
-    return src, unique_items(items, str(src)), None
 
 
 def folder_labels(
