@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, remove_temporary
+from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
 from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
@@ -191,8 +191,10 @@ class Output:
         the final manifest; a bucket's parts are objects, with no disk to hold back."""
         if self._disk is not None:
             self.parts.mkdir()
-            size = num_items * _RESERVE_PER_VIDEO
-            _reserve(self.parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
+            # bytes held so that the manifest of what finished can still be written when the
+            # containers fill the disk (`finish` deletes them first); DiskFullError: no room
+            size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
+            write_bytes_atomic(self.parts / _RESERVE_NAME, bytes(size))
 
     def write_classes(self, class_map: Mapping[str, int]) -> None:
         """Write `classes.txt` beside the manifest."""
@@ -299,24 +301,3 @@ class ShardOutput:
         if self.target is not None and isinstance(e, VideoReadError):
             return f"writing into {self.target}: {e}"
         return None
-
-
-def _reserve(path: Path, size: int) -> None:
-    """Hold `size` bytes of disk in `path` so that the manifest of what finished can still be
-    written when the containers fill the disk (`finish` deletes it first)."""
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-        try:
-            try:
-                os.posix_fallocate(fd, 0, size)
-            except (AttributeError, OSError) as e:
-                if is_disk_full(e):
-                    raise
-                os.write(fd, bytes(size))  # no fallocate on this file system
-        finally:
-            os.close(fd)
-    except OSError as e:
-        path.unlink(missing_ok=True)
-        if is_disk_full(e):
-            raise DiskFullError(path) from e
-        raise
