@@ -296,8 +296,10 @@ class ShardOutput:
                 remove_temporary(p)
 
     def stops(self, e: Exception) -> str | None:
-        """Why an error writing into this output stops the shard (None: it does not): an
-        error of the bucket (an upload, a part, a check)."""
+        """Why an error writing into this output stops the shard (None: it does not): a full
+        disk, or an error of the bucket (an upload, a part, a check)."""
+        if isinstance(e, DiskFullError):
+            return str(e)
         if self.target is not None and isinstance(e, VideoReadError):
             return f"writing into {self.target}: {e}"
         return None
