@@ -351,23 +351,11 @@ def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
     return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
 
 
-def _is_within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def check_no_overlap(input_path: Path, found: Inputs, out: Path, to: str) -> None:
-    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input
-    (`found`'s items)."""
+def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
+    """No container may land on or around a local input that is not a folder's (`found`'s
+    items); OUTPUT must not be one of them."""
     out_r = out.resolve()
     items = found.items
-    if input_path.is_dir():
-        in_r = found.base.resolve()
-        if _is_within(out_r, in_r) or _is_within(in_r, out_r):
-            raise UsageError(
-                f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
-                f"one another"
-            )
-        return
     inputs = {item.path.resolve() for item in items}
     above_inputs = {p for path in inputs for p in path.parents}
     frame_folders = {

@@ -127,19 +127,25 @@ class Output:
 
     def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
         """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.source.Input.find`): a local INPUT's against a local
-        OUTPUT folder, an INPUT URL's folder (`found.url`) against a bucket prefix; the other
-        pairs cannot overlap."""
+        `input_path` (`vidload._convert.source.Input.find`): a folder INPUT (local, or an INPUT
+        URL's folder `found.url`) and OUTPUT inside one another, or a container of another
+        local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
+        (or the other way) cannot overlap."""
         source = found.url
-        if source is None and self._disk is not None:
-            check_no_overlap(Path(input_path), found, self._disk, to)
-        elif source is not None and self._disk is None:
-            a, b = source.url.rstrip("/") + "/", self.location.url.rstrip("/") + "/"
-            if a.startswith(b) or b.startswith(a):
-                raise UsageError(
-                    f"OUTPUT ({self.location}) and the INPUT folder ({source}) overlap: the "
-                    "containers would be written among the inputs; choose an OUTPUT outside it"
-                )
+        if (source is None) == (self._disk is None):  # one local, the other a URL
+            return
+        if self._disk is not None and not Path(input_path).is_dir():
+            check_no_overlap(found, self._disk, to)
+            return
+        a = str(found.base.resolve()) if source is None else source.url
+        b = str(self._disk.resolve()) if self._disk is not None else self.location.url
+        a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+        if a.startswith(b) or b.startswith(a):
+            shown = str(input_path) if source is None else str(source)
+            raise UsageError(
+                f"OUTPUT ({str(self.location)!r}) and INPUT ({shown!r}) overlap: they must not "
+                f"be inside one another (the containers would be written among the inputs)"
+            )
 
     def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
