@@ -159,7 +159,7 @@ def find_inputs_at(
 
 def _item_path(base: Location, rel: str) -> Path:
     """An item's `path`: the local file or folder; at a URL, `rel` (a job downloads it from
-    the root, `vidload._convert.remote.stage_input`)."""
+    the root, `vidload._convert.remote.input_copy`)."""
     local = base.local_file()
     return Path(rel) if local is None else local / rel
 

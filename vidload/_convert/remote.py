@@ -54,7 +54,6 @@ __all__ = [
     "run_job",
     "remote_container_exists",
     "shard_staging",
-    "stage_input",
     "unstage",
 ]
 
@@ -151,34 +150,6 @@ def folder_labels(
     return class_map or None
 
 
-def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, InputItem]:
-    """Download `item` (relative to the INPUT URL `source`) into `stage/in`: (local root, the
-    item with its local path). A JPEG folder's frames come in one concurrent batch. A missing
-    object is left missing: reading it then fails with the item's own error (named by URL in
-    the manifest, `remote_error`)."""
-    from vidload._storage import read_many
-
-    root = stage / "in"
-    local = root / item.path
-    remote = source / item.path.as_posix()
-    if not item.is_video and get_kind(item.kind).folder:
-        local.mkdir(parents=True, exist_ok=True)
-        try:
-            names = sorted(n for n, size in remote.list_dir().items() if size is not None)
-        except VideoReadError as e:
-            if "not found" not in str(e.reason):
-                raise
-            names = []
-        for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
-            (local / name).write_bytes(data)
-    else:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        whole = remote.read_optional()
-        if whole is not None:
-            local.write_bytes(whole)
-    return root, replace(item, path=local)
-
-
 def unstage(text: str | None, stage: Path | None, source: Location | None) -> str | None:
     """`text` (an error for the manifest) naming the URL instead of the staged copy."""
     if text is None or source is None or stage is None:
@@ -191,14 +162,35 @@ def input_copy(
     item: InputItem, root: Path, source: Location | None, stage: Path | None
 ) -> Iterator[tuple[Path, InputItem]]:
     """(root, item) to read: as given for a local INPUT (`source` None); for an INPUT URL, a
-    copy of the item downloaded into `stage` (`stage_input`), removed after. A job's reader
-    (convert's, probe's) then names the URL through `unstage`."""
+    copy of the item (relative to `source`) downloaded into `stage/in`, removed after. A JPEG
+    folder's frames come in one concurrent batch. A missing object is left missing: reading it
+    then fails with the item's own error. A job's reader (convert's, probe's) then names the
+    URL through `unstage`."""
     if source is None or stage is None:
         yield root, item
         return
-    local_root, local_item = stage_input(item, source, stage)
+    from vidload._storage import read_many
+
+    local_root = stage / "in"
+    local = local_root / item.path
+    remote = source / item.path.as_posix()
     try:
-        yield local_root, local_item
+        if not item.is_video and get_kind(item.kind).folder:
+            local.mkdir(parents=True, exist_ok=True)
+            try:
+                names = sorted(n for n, size in remote.list_dir().items() if size is not None)
+            except VideoReadError as e:
+                if "not found" not in str(e.reason):
+                    raise
+                names = []
+            for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
+                (local / name).write_bytes(data)
+        else:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            whole = remote.read_optional()
+            if whole is not None:
+                local.write_bytes(whole)
+        yield local_root, replace(item, path=local)
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
 
