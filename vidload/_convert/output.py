@@ -27,11 +27,11 @@ from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import (
+    commit_key,
     fetch,
     is_folder_format,
     publish,
     publish_sidecar,
-    remote_container_exists,
     run_job,
 )
 from vidload._convert.resume import (
@@ -44,7 +44,6 @@ from vidload._convert.resume import (
 from vidload._kinds import get_kind
 from vidload._layout import (
     CLASSES_NAME,
-    FIRST_FRAME_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -174,8 +173,7 @@ class Output:
             return get_kind(to).exists(container)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        key = container / FIRST_FRAME_NAME if is_folder_format(to) else container
-        return key.as_posix() in self._present
+        return commit_key(container, to).as_posix() in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
@@ -272,7 +270,7 @@ class ShardOutput:
         """Whether `job`'s container is in place."""
         if self.target is None:
             return get_kind(job.options.to).exists(job.container)
-        return remote_container_exists(self._at(job.container), job.options.to)
+        return self._at(commit_key(job.container, job.options.to)).exists()
 
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
         """Convert (or verify) `job` and put its container in place."""

@@ -45,6 +45,7 @@ from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 
 __all__ = [
+    "commit_key",
     "is_folder_format",
     "fetch",
     "folder_labels",
@@ -52,7 +53,6 @@ __all__ = [
     "publish",
     "publish_sidecar",
     "run_job",
-    "remote_container_exists",
     "shard_staging",
     "unstage",
 ]
@@ -95,9 +95,10 @@ def _remove_dead_staging() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def remote_container_exists(container: Location, to: str) -> bool:
-    """Whether `container` is in the bucket: the object, or a folder's first frame."""
-    return (container / FIRST_FRAME_NAME if is_folder_format(to) else container).exists()
+def commit_key(container: Path, to: str) -> Path:
+    """What says `container` is complete in the bucket (module doc): the object itself, or a
+    frame folder's first frame."""
+    return container / FIRST_FRAME_NAME if is_folder_format(to) else container
 
 
 def publish(local: Path, remote: Location, to: str) -> None:
