@@ -125,8 +125,9 @@ def find_inputs_at(
     listed = None
     for kind in kinds:
         check_choice("each of kinds", kind, (VIDEO_INPUT, *(k.name for k in input_kinds())))
-    is_file = src.is_file()
-    if not is_file:
+    if not src.is_file():
+        if not src.exists():
+            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
         if root is not None:
             raise UsageError(
                 f"root / --root ({str(root)!r}) applies only to an annotation list INPUT, not "
@@ -134,8 +135,6 @@ def find_inputs_at(
             )
         base = src
         items = _walk(src, kinds)
-        if not items and not src.exists():
-            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
         if not items:
             raise ValueError(f"INPUT ({str(src)!r}) holds no {_describe_kinds(kinds)}")
     elif (found_kind := file_input_kind(src.name)) is not None:  # one video file or container
