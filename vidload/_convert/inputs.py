@@ -34,15 +34,10 @@ __all__ = [
     "InputKind",
     "Inputs",
     "check_no_overlap",
-    "entry_listed_frames",
-    "file_input_kind",
     "find_inputs",
     "find_inputs_at",
     "label_inputs",
-    "listed_input",
-    "list_entries",
     "sharing_a_name",
-    "unique_items",
 ]
 
 #: "video" (a video file, any of `VIDEO_EXTENSIONS`), or a storage kind's name (`vidload._kinds`):
@@ -152,7 +147,9 @@ def find_inputs_at(
         items = [_list_item(base, e, kinds) for e in entries]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-        listed = listed_input(src.name, entries, items)
+        # each entry named by its item's id (a container listed by its file name: no suffix)
+        named = (replace(e, video_id=it.video_id) for e, it in zip(entries, items, strict=True))
+        listed = ListedInput(src.name, tuple(named))
     return base, unique_items(items, str(src)), listed
 
 
@@ -161,16 +158,6 @@ def _item_path(base: Location, rel: str) -> Path:
     the root, `vidload._convert.remote.input_copy`)."""
     local = base.local_file()
     return Path(rel) if local is None else local / rel
-
-
-def listed_input(
-    name: str, entries: Sequence[VideoEntry], items: Sequence[InputItem]
-) -> ListedInput:
-    """The list `name` of `entries`, each named by the id of its item (`items`, one per entry:
-    a container listed by its file name has an id without its suffix)."""
-    return ListedInput(
-        name, tuple(replace(e, video_id=it.video_id) for e, it in zip(entries, items, strict=True))
-    )
 
 
 def list_entries(src: Location):
