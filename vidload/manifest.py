@@ -296,7 +296,7 @@ def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> byt
 
 
 def load_videos(
-    videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
+    videos: str | os.PathLike[str] | Location | Sequence[tuple | VideoEntry],
     *,
     multi_label: bool = False,
     with_offset: bool | None = None,
