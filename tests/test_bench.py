@@ -23,7 +23,7 @@ from vidload import bench
 from vidload._bench import report
 from vidload._bench.geometry import geometry_sources
 from vidload._measure.timing import RoundRobin, row_pass
-from vidload._measure.videos import find_videos
+from vidload._measure.videos import UserVideos
 from vidload.synth import SPEC_FILE, SynthSpec, make_sample_videos
 
 SOURCES = {"video", "jpeg", "hdf5", "npy-mmap", "npy-read"}
@@ -45,7 +45,8 @@ def test_sample_videos_are_moving_h264_with_b_frames_and_reused(tmp_path):
     spec = SynthSpec(num_videos=5, width=96, height=64, seconds=1.6)
     ids = make_sample_videos(tmp_path, spec, progress=False)
     assert len(set(ids)) == 5
-    assert find_videos(tmp_path) == ids  # what a later run finds is what was made: reusable
+    # what a later run finds is what was made: reusable
+    assert UserVideos(tmp_path).find("", ValueError).ids == ids
     assert all(v.endswith(".mp4") and "/" in v for v in ids)
     for vid in ids:
         frames, reordered = _decode(tmp_path / vid)
@@ -428,3 +429,19 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
         )
         assert type(ld.make()) is type(raw_source)
         assert ld.decode is rows.decode_encoded
+
+
+def test_a_removed_user_video_leaves_a_dangling_link_that_is_relinked(tmp_path):
+    from vidload._bench.workdir import prepare
+
+    data, work = tmp_path / "data", tmp_path / "work"
+    make_video(data / "a" / "one.mp4", 12, width=32, height=24)
+    make_video(data / "a" / "two.mp4", 12, width=32, height=24)
+    settings = dict(num_videos=5, spec=SynthSpec(), quality=90, short_side=None, workers=1)
+    first = prepare(data, work, progress=False, **settings)
+    assert first.video_ids == ["a/one.mp4", "a/two.mp4"]
+    (data / "a" / "two.mp4").unlink()  # its link in the work folder now dangles
+    assert (work / "videos" / "a" / "two.mp4").is_symlink()
+    again = prepare(data, work, progress=False, **settings)
+    assert again.video_ids == ["a/one.mp4"]
+    assert not (work / "videos" / "a" / "two.mp4").is_symlink()

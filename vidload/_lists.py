@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,23 +141,14 @@ def _parse_line(
     """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
     labels, as `_parse_list_fields` reads them."""
     fields = line.split()
-    if has_video_ext(fields[0]):  # the usual video line: a path without spaces
-        ext, rest_at = 0, len(fields[0])
-    elif len(fields) > 1 and all(map(is_int, fields[1:])):  # the usual rawframes line
-        return _parse_list_fields(fields, multi_label, with_offset)
-    else:  # a path with spaces
-        spans = [(m.start(), m.end()) for m in _FIELD.finditer(line)]
-        found = next((k for k, f in enumerate(fields) if has_video_ext(f)), None)
-        if found is None:  # rawframes: the path is what precedes the trailing integers
-            ints = len(fields)
-            while ints > 1 and is_int(fields[ints - 1]):
-                ints -= 1
-            path = line[: spans[ints - 1][1]]
-            return _parse_list_fields([path, *fields[ints:]], multi_label, with_offset)
-        ext, rest_at = found, spans[found][1]
-    rest = fields[ext + 1 :]
-    if rest and not all(map(is_int, rest)):
-        name = line[rest_at:].strip()
+    cut = next((k + 1 for k, f in enumerate(fields) if has_video_ext(f)), None)
+    if cut is None:  # rawframes: the path is what precedes the trailing integers
+        cut = len(fields)
+        while cut > 1 and is_int(fields[cut - 1]):
+            cut -= 1
+    path, rest = _head(line, fields, cut), fields[cut:]
+    if rest and not all(map(is_int, rest)):  # a video line's class name
+        name = line[len(path) :].strip()
         if classes is None:
             raise ValueError(
                 f"label ({name!r}) is not an integer (a class name needs the class list: classes=)"
@@ -165,7 +156,12 @@ def _parse_line(
         if name not in classes:
             raise ValueError(f"label {name!r} is not an integer nor a class name")
         rest = [str(classes[name])]
-    return _parse_list_fields([line[:rest_at], *rest], multi_label, with_offset)
+    return _parse_list_fields([path, *rest], multi_label, with_offset)
+
+
+def _head(line: str, fields: list[str], n: int) -> str:
+    """`line` up to the end of its `n`-th field (`fields`: its fields), spaces inside kept."""
+    return fields[0] if n == 1 else line[: list(_FIELD.finditer(line))[n - 1].end()]
 
 
 _FIELD = re.compile(r"\S+")
@@ -192,11 +188,10 @@ def _parse_list_fields(
 ) -> VideoEntry:
     video_id, absolute = _list_id(fields[0])
     is_video = has_video_ext(video_id)
-    offset, known = 0, None
+    counts: tuple[str, ...] = ()  # the names of the counts before the labels
     if is_video:
         if with_offset:
             raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
-        labels = fields[1:]
     else:
         has_offset = (
             with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
@@ -206,13 +201,10 @@ def _parse_list_fields(
                 f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
                 f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
             )
-        counts = fields[1:3] if has_offset else fields[1:2]
-        if len(counts) < (2 if has_offset else 1):
+        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
+        if len(fields) < 1 + len(counts):
             raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
-        if has_offset:
-            offset = check_range("offset", parse_int("offset", counts[0]), minimum=0)
-        known = check_range("total_frames", parse_int("total_frames", counts[-1]), minimum=0)
-        labels = fields[1 + len(counts) :]
+    labels = fields[1 + len(counts) :]
     if not labels:
         raise ValueError(f"{' '.join(fields)!r} has no label")
     if len(labels) > 1 and not multi_label:
@@ -221,29 +213,39 @@ def _parse_list_fields(
             f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
             f"for a multi-label list pass multi_label=True"
         )
-    values = tuple(check_range("label", parse_int("label", t)) for t in labels)
-    return _entry(video_id, absolute, values, known, offset, multi_label)
+    cells = dict(zip(counts, fields[1 : 1 + len(counts)], strict=True))
+    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
-def _entry(
+def checked_entry(
     video_id: str,
-    absolute: bool,
-    labels: tuple[int, ...],
-    known: int | None,
-    offset: int,
-    multi_label: bool,
-    window: tuple[float | None, float | None] = (None, None),
+    labels: Sequence[object],
+    fields: Mapping[str, Any],
+    number: Callable[[str, Any], int] = check_int,
+    multi_label: bool = False,
+    absolute: bool = False,
+    known_name: str = "total_frames",
 ) -> VideoEntry:
-    """The entry of a list line's or JSON item's checked fields."""
-    start, end = window
-    multi = labels if multi_label else None
+    """The entry of a video's `labels` and `fields`, checked. `fields` are a JSON item's keys:
+    `total_frames` (or `known_name`; None or absent: unknown), `offset` (absent: 0, None: an
+    error), `start` and `end`; a list line and a `load_videos` tuple are given as theirs.
+    Labels, count and offset are ints by `number` (`parse_int` for a list line's cells,
+    `check_int` for values) in range (`check_range`), the window as `check_window` says.
+    `labels` holds one label unless `multi_label` (each caller checks how many, in its
+    format's words)."""
+    values = tuple(check_range("label", number("label", v)) for v in labels)
+    start, end = check_window(fields.get("start"), fields.get("end"))
+    known = fields.get(known_name)
+    frames = (
+        None if known is None else check_range(known_name, number(known_name, known), minimum=0)
+    )
+    offset = check_range("offset", number("offset", fields.get("offset", 0)), minimum=0)
     return VideoEntry(
         video_id,
-        labels[0],
-        known,
-        None,
+        values[0],
+        frames,
         offset=offset,
-        labels=multi,
+        labels=values if multi_label else None,
         absolute=absolute,
         start=start,
         end=end,
@@ -280,23 +282,17 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
             video_id, absolute = _list_id(name)
             label = item.get("label", UNLABELLED)
             given = label if isinstance(label, (list, tuple)) else [label]
-            labels = tuple(check_range("label", check_int("label", v)) for v in given)
-            if not labels:
+            if not given:
                 raise ValueError("has an empty label list")
-            if len(labels) > 1 and not multi_label:
+            if len(given) > 1 and not multi_label:
                 raise ValueError(
-                    f"has {len(labels)} labels; for a multi-label list pass multi_label=True"
+                    f"has {len(given)} labels; for a multi-label list pass multi_label=True"
                 )
-            start, end = check_window(item.get("start"), item.get("end"))
+            entry = checked_entry(video_id, given, item, check_int, multi_label, absolute)
             check_window_columns(item, "its keys")  # after the values: their errors first
-            known = item.get("total_frames")
-            if known is not None:
-                known = check_range("total_frames", check_int("total_frames", known), minimum=0)
-            # an offset given as null is an error, not 0
-            offset = check_range("offset", check_int("offset", item.get("offset", 0)), minimum=0)
         except (ValueError, TypeError) as e:
             raise ValueError(f"{path}: entry {k}: {e}") from e
-        entries.append(_entry(video_id, absolute, labels, known, offset, multi_label, (start, end)))
+        entries.append(entry)
     return entries
 
 

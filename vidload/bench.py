@@ -183,8 +183,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 report.check_plotting()
         except (ValueError, TypeError, RuntimeError) as e:  # only the arguments are looked at
             raise UsageError(str(e)) from e
-        if cfg.data is not None and not cfg.data.is_dir():
-            raise UsageError(f"DATA ({cfg.data}) must be a folder of videos")
         result = run_benchmark(cfg)
     except Exception as e:
         return report_error(parser, "bench", e, verbose=args.verbose)

@@ -45,21 +45,14 @@ from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
-from vidload._choose.storages import (
-    DEFAULT_STORAGES,
-    BuildJob,
-    Built,
-    StorageSpec,
-    build_storage,
-    open_storage,
-)
+from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec, open_storage
+from vidload._measure.build import BuildJob, Built, build_storage, conversion_failures
 from vidload._measure.clips import (
     ORIGINAL,
     Clip,
     common_counts,
     sample_clips,
     stored_bytes,
-    stored_files,
     why,
 )
 from vidload._measure.timing import Log, cold_and_warm, measuring
@@ -233,9 +226,8 @@ def _measure_all(
     sample_dir = scratch / "sample"
     original, readable, left_out = _readable_sample(videos, scratch, cfg, log)
     built = _build_all(specs, sample_dir, scratch, cfg, log)
-    for b in built.values():
-        for vid, reason in b.failed.items():
-            left_out.setdefault(vid, f"cannot be converted to {b.spec.name}: {reason}")
+    for vid, reason in conversion_failures({n: b.out for n, b in built.items()}).items():
+        left_out.setdefault(vid, reason)
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
     sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already
@@ -271,13 +263,10 @@ def _measure_all(
     if cfg.cold:
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
-            s.name: (
-                functools.partial(reader.fresh, s, roots[s.name]),
-                [p for v in kept for p in stored_files(s.to, roots[s.name], v)],
-            )
+            s.name: (functools.partial(reader.fresh, s, roots[s.name]), s.to, roots[s.name])
             for s in specs
         }
-        colds = cold_and_warm(rows, clips, cfg.batch_size, cfg.cold_rounds)
+        colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
 
     data_bytes = float(videos.total_bytes)
     table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes)
@@ -402,7 +391,12 @@ def _build_all(
     specs: list[StorageSpec], sample_dir: Path, scratch: Path, cfg: ChooseOptions, log: Log
 ) -> dict[str, Built]:
     jobs = [
-        BuildJob(spec, sample_dir, scratch / _folder_name(spec), cfg.short_side)
+        BuildJob(
+            spec.name,
+            sample_dir,
+            scratch / _folder_name(spec),
+            {**spec.convert_options(), "short_side": cfg.short_side},
+        )
         for spec in specs[1:]
     ]
     if not jobs:
@@ -410,8 +404,8 @@ def _build_all(
     log(f"building {len(jobs)} storages ({min(cfg.build_jobs, len(jobs))} at a time)")
     built: dict[str, Built] = {}
     for b in run_parallel(build_storage, jobs, cfg.build_jobs):
-        built[b.spec.name] = b
-        log(f"  built {b.spec.name}: {b.cpu_s:.1f} CPU s")
+        built[b.name] = b
+        log(f"  built {b.name}: {b.cpu_s:.1f} CPU s")
     return built
 
 

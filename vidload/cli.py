@@ -28,7 +28,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from types import ModuleType
+from typing import Protocol
 
 import vidload
 from vidload._commands import bench, choose, convert, probe
@@ -37,10 +37,22 @@ from vidload._convert.report import print_convert_summary
 from vidload._exit import EXIT_OK, EXIT_USAGE, report_error
 from vidload._kinds import kind_names
 
-__all__ = ["COMMANDS", "build_parser", "main", "print_convert_summary"]
+__all__ = ["COMMANDS", "Command", "build_parser", "main", "print_convert_summary"]
+
+
+class Command(Protocol):
+    """A command: a module of `vidload._commands` (its doc says what each name is)."""
+
+    FORWARDS: bool
+    INTERRUPTED: str
+
+    def add_parser(self, sub: argparse._SubParsersAction) -> argparse.ArgumentParser: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
 
 #: The commands, in the order `vidload --help` lists them (`vidload._commands`).
-COMMANDS: tuple[ModuleType, ...] = (convert, probe, choose, bench)
+COMMANDS: tuple[Command, ...] = (convert, probe, choose, bench)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -51,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         # its usage line goes with its errors; its module runs it
         p = command.add_parser(sub)
-        p.set_defaults(command_parser=p, command_module=command)
+        # no -v (bench's parser has its own): no traceback
+        p.set_defaults(command_parser=p, command_module=command, verbose=False)
     # named from the commands and the kinds table, so a command or kind added is in the help
     names = list(sub.choices)
     parser.description = (
@@ -70,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         args, rest = parser.parse_known_args(args_list)
         command = args.command_module
-        if getattr(command, "FORWARDS", False):
+        if command.FORWARDS:
             args.forwarded = rest
         elif rest:
             parser.error(f"unrecognized arguments: {' '.join(rest)}")
@@ -88,17 +101,14 @@ def _exit_code(e: SystemExit) -> int:
     return e.code if isinstance(e.code, int) else EXIT_USAGE
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: ModuleType) -> int:
+def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: Command) -> int:
     """`command.run(args)`'s exit status; a `UsageError` is a usage error (2, with `parser`'s
     usage line: the command's, as argparse prints for its own errors), any other error a
     failure (1) named in one line, with its traceback under `--verbose`."""
     try:
         return command.run(args)
     except KeyboardInterrupt:
-        print(
-            f"vidload {args.command}: interrupted{getattr(command, 'INTERRUPTED', '')}",
-            file=sys.stderr,
-        )
+        print(f"vidload {args.command}: interrupted{command.INTERRUPTED}", file=sys.stderr)
         return 130
     except Exception as e:
-        return report_error(parser, args.command, e, verbose=getattr(args, "verbose", False))
+        return report_error(parser, args.command, e, verbose=args.verbose)

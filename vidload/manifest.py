@@ -48,6 +48,7 @@ from vidload._lists import (
     UNLABELLED,
     VideoEntry,
     check_range,
+    checked_entry,
     not_a_file,
     parse_int,
     read_annotation_list,
@@ -56,7 +57,7 @@ from vidload._lists import (
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window, check_window_columns, parse_window
+from vidload._windows import check_window_columns, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -295,7 +296,7 @@ def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> byt
 
 
 def load_videos(
-    videos: str | os.PathLike[str] | Sequence[tuple | VideoEntry],
+    videos: str | os.PathLike[str] | Location | Sequence[tuple | VideoEntry],
     *,
     multi_label: bool = False,
     with_offset: bool | None = None,
@@ -361,19 +362,18 @@ def entries_from_manifest(
             failed.append(row.video_id)
             continue
         label = UNLABELLED if row.label is None else row.label
-        extra, start, end = row.extra, None, None
+        extra, (start, end) = row.extra, (None, None)
         if "start" in extra or "end" in extra:
             try:
                 start, end = parse_window(extra.get("start", ""), extra.get("end", ""))
             except ValueError as e:
                 raise ValueError(f"{source}: video {row.video_id!r}: {e}") from e
             extra = {k: v for k, v in extra.items() if k not in ("start", "end")}
-            if start is not None or end is not None:
-                # a window's frames are counted in the window, not in the whole file
-                entries.append(VideoEntry(row.video_id, label, extra=extra, start=start, end=end))
-                continue
+        # a window's frames are counted in the window, not in the whole file
+        whole = start is None and end is None
+        known, reported = (row.actual_frames, row.reported_frames) if whole else (None, None)
         entries.append(
-            VideoEntry(row.video_id, label, row.actual_frames, row.reported_frames, extra=extra)
+            VideoEntry(row.video_id, label, known, reported, extra=extra, start=start, end=end)
         )
     if failed:
         shown = ", ".join(failed[:3]) + (", ..." if len(failed) > 3 else "")
@@ -384,10 +384,14 @@ def entries_from_manifest(
     return entries
 
 
+#: The fields after (video_id, label) of a `load_videos` tuple, by its length.
+_ITEM_FIELDS = {2: (), 3: ("num_frames",), 4: ("start", "end")}
+
+
 def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = None) -> VideoEntry:
     if isinstance(item, VideoEntry):
         return item
-    if not isinstance(item, (tuple, list)) or len(item) not in (2, 3, 4):
+    if not isinstance(item, (tuple, list)) or len(item) not in _ITEM_FIELDS:
         raise TypeError(
             f"videos[{i}] ({item!r}) must be (video_id, label), (video_id, label, num_frames) "
             f"or a window (video_id, label, start, end)"
@@ -396,16 +400,17 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
         if item[1] not in classes:
             raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
         item = (item[0], classes[item[1]], *item[2:])
+
+    def number(name: str, value: object) -> int:
+        return check_int(f"videos[{i}] {name}", value)
+
     try:
         video_id = normalize_video_id(item[0])
-        label = check_range("label", check_int(f"videos[{i}] label", item[1]))
-        known = check_optional_int(f"videos[{i}] num_frames", item[2] if len(item) == 3 else None)
-        if known is not None:
-            check_range("num_frames", known, minimum=0)
-        start, end = check_window(item[2], item[3]) if len(item) == 4 else (None, None)
+        fields = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
+        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "int or None"
+        return checked_entry(video_id, [item[1]], fields, number, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
-    return VideoEntry(video_id, label, known, None, start=start, end=end)
 
 
 def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:

@@ -66,7 +66,6 @@ from vidload._layout import (
 )
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.errors import DiskFullError
 from vidload.labels import is_contiguous
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
@@ -455,14 +454,11 @@ def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) ->
         try:
             done[vid] = out.run(job, stage, overwrite=shard.overwrite)
             out.write_part(shard.part, done.values())
-        except DiskFullError as e:  # its container may be in place, but no part row says so
-            done.pop(vid, None)
-            return ShardResult(shard.index, tuple(done.values()), stopped=str(e))
         except Exception as e:
             why = out.stops(e)
             if why is None:
                 raise
-            done.pop(vid, None)
+            done.pop(vid, None)  # its container may be in place, but no part row says so
             return ShardResult(shard.index, tuple(done.values()), stopped=why)
     return ShardResult(shard.index, tuple(done.values()))
 

@@ -17,7 +17,7 @@ from vidload._bench.loaders import Loader, MemoryJpeg
 from vidload._bench.rows import container_rows, source_names
 from vidload._bench.workdir import VIDEO_ROW, WorkDir, log
 from vidload._cv2 import cv2
-from vidload._measure.clips import ORIGINAL, stored_bytes, stored_files
+from vidload._measure.clips import ORIGINAL, stored_bytes
 from vidload._measure.clocks import OtherLoad, OwnClock
 from vidload._measure.timing import RoundRobin, cold_and_warm, filesystem_of, row_pass
 from vidload.sources.jpeg_decode import decode_jpeg
@@ -269,13 +269,12 @@ def measure_cold(sources, work: WorkDir, clips, results, cfg, notes) -> None:
         "posix_fadvise(DONTNEED) and the source is created afresh (first-epoch setup included)"
     )
     log(f"timing cold vs warm epochs: {cfg.repeats} interleaved repeats")
-    rows = {}
-    for ld in sources:
-        root = work.root_of(ld.storage)
-        files = [p for v in work.video_ids for p in stored_files(ld.storage, root, v)]
-        rows[ld.name] = (lambda make=ld.make: make().read, files)
+    rows = {
+        ld.name: (lambda make=ld.make: make().read, ld.storage, work.root_of(ld.storage))
+        for ld in sources
+    }
     with OtherLoad() as other:
-        times = cold_and_warm(rows, clips, cfg.batch_size, cfg.repeats)
+        times = cold_and_warm(rows, work.video_ids, clips, cfg.batch_size, cfg.repeats)
     note_other_load(notes, "the cold-cache timing", other.cpus)
     for name, t in times.items():
         results[name]["cold"] = t

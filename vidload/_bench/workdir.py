@@ -28,11 +28,11 @@ from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._kinds import formats
-from vidload._layout import MANIFEST_NAME
+from vidload._measure.build import BuildJob, build_storage, conversion_failures
 from vidload._measure.clips import ORIGINAL
 from vidload._measure.timing import Log
-from vidload._measure.videos import UserVideos, find_videos, link_videos
-from vidload.errors import UsageError
+from vidload._measure.videos import UserVideos, link_videos
+from vidload.errors import UsageError, VideoReadError
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
@@ -76,6 +76,15 @@ def default_work_dir(data: Path | None) -> Path:
 
 #: The benchmark's progress lines, timed from when this module was loaded.
 log = Log("bench")
+
+
+def _found(videos: Path) -> list[str] | None:
+    """The videos of the work folder's `videos` (`UserVideos`' rule), or None where they
+    cannot be listed (none there, a dangling link: the folder is made anew)."""
+    try:
+        return UserVideos(videos).find(str(videos), ValueError).ids
+    except (OSError, ValueError, VideoReadError):
+        return None
 
 
 def _fingerprint(videos: Path, ids: list[str]) -> dict[str, list[int]]:
@@ -123,8 +132,8 @@ def prepare(
     With `data` None, `spec` sample videos are generated; otherwise the first `num_videos`
     videos under `data` (sorted by path) are used, linked into the work folder, not copied.
     """
-    from vidload.convert import convert
-
+    if data is not None and not data.is_dir():
+        raise UsageError(f"DATA ({data}) must be a folder of videos")
     work = Path(work)
     state = _load_state(work)
     work.mkdir(parents=True, exist_ok=True)
@@ -132,20 +141,18 @@ def prepare(
     if data is None:
         origin = "synthetic"
         stale = state.get("origin") != origin or state.get("spec") != asdict(spec)
-        if videos.exists() and (stale or find_videos(videos) != video_ids(spec)):
+        if videos.exists() and (stale or _found(videos) != video_ids(spec)):
             shutil.rmtree(videos)
             state = {}
         ids = make_sample_videos(videos, spec, progress=progress)
     else:
         origin = str(data.resolve())
-        if not data.is_dir():
-            raise UsageError(f"DATA ({data}) must be a folder of videos")
         # x.mp4 and x.avi both kept: convert names them apart
         ids = UserVideos(data).find(str(data), UsageError).ids[:num_videos]
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)
-            or find_videos(videos) != ids
+            or _found(videos) != ids
         ):
             link_videos(videos, {vid: (data / vid).resolve() for vid in ids})
             state = {}
@@ -165,32 +172,17 @@ def prepare(
             log(f"converting {len(ids)} videos to {fmt} in {out}")
             state["formats"].pop(fmt, None)
             _save_state(work, state)
-            if out.exists():  # ours (the state file says so): no stale container may linger
-                shutil.rmtree(out)
-            convert(
-                videos, out, to=fmt, workers=workers, overwrite=True, progress=progress, **settings
-            )
+            # `out` is ours (the state file says so): emptied first
+            build_storage(BuildJob(fmt, videos, out, {"to": fmt, **settings}, workers, progress))
             state["formats"][fmt] = settings
             _save_state(work, state)
         converted[fmt] = out
-    failed = _failed_in_manifests(converted)
+    failed = conversion_failures(converted)
     usable = [v for v in ids if v not in failed]
     if not usable:
         reasons = "; ".join(f"{v}: {why}" for v, why in sorted(failed.items()))
         raise ValueError(f"no video could be converted to every format ({reasons})")
     return WorkDir(work, videos, usable, _labels(usable), origin, converted, failed)
-
-
-def _failed_in_manifests(converted: dict[str, Path]) -> dict[str, str]:
-    """Video id -> why, for the videos some conversion could not store."""
-    from vidload.manifest import read_manifest
-
-    failed: dict[str, str] = {}
-    for fmt, out in converted.items():
-        for row in read_manifest(out / MANIFEST_NAME):
-            if row.status == "failed":
-                failed.setdefault(row.video_id, f"cannot be converted to {fmt}: {row.error}")
-    return failed
 
 
 def _labels(ids: list[str]) -> dict[str, int]:

@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from vidload._checks import check_bool, check_int, check_optional_int, check_real
+from vidload._checks import check_bool, check_choice, check_int, check_optional_int, check_real
 from vidload._cpus import default_workers
 from vidload.sampling import SAMPLING_MODES, SamplingMode
 
@@ -61,8 +61,7 @@ class ChooseOptions:
             put(name, check_int(name, getattr(self, name), minimum=1))
         put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
         put("seed", check_int("seed", self.seed))
-        if self.sampling not in SAMPLING_MODES:
-            raise ValueError(f"sampling ({self.sampling!r}) must be one of {SAMPLING_MODES}")
+        check_choice("sampling", self.sampling, SAMPLING_MODES)
         if self.sampling == "segment" and self.stride != 1:
             raise ValueError(f"stride ({self.stride}) must be 1 for sampling='segment'")
         put("min_time", check_real("min_time", self.min_time))

@@ -1,13 +1,12 @@
 """The candidate storages of `vidload choose`: what each is, how it is built, how it is read.
 
 Every candidate is built with vidload's own `convert` from the sample's videos (never an
-`ffmpeg` binary) and read with vidload's own sources, so what is measured is what a user gets.
+`ffmpeg` binary: `vidload._measure.build`, as bench builds its own) and read with vidload's own
+sources, so what is measured is what a user gets.
 """
 
 from __future__ import annotations
 
-import shutil
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from vidload._measure.clips import ORIGINAL
 __all__ = [
     "DEFAULT_STORAGES",
     "StorageSpec",
-    "build_storage",
     "open_storage",
     "storage_forms",
 ]
@@ -134,53 +132,6 @@ def default_storages() -> tuple[StorageSpec, ...]:
 
 #: `default_storages()` as the table had them when this module was imported.
 DEFAULT_STORAGES: tuple[StorageSpec, ...] = default_storages()
-
-
-@dataclass(frozen=True)
-class BuildJob:
-    """Build `spec` from the videos in `sample` into `out` (picklable: a pool job)."""
-
-    spec: StorageSpec
-    sample: Path
-    out: Path
-    short_side: int | None
-
-
-@dataclass(frozen=True)
-class Built:
-    """What building one storage gave: the CPU seconds of the whole conversion (this process,
-    all its threads: decode, resize, encode, write), the videos converted, and those that
-    failed with why."""
-
-    spec: StorageSpec
-    out: Path
-    cpu_s: float
-    converted: tuple[str, ...]
-    failed: dict[str, str]
-
-
-def build_storage(job: BuildJob) -> Built:
-    """Convert the sample into `job.out` in this process (`workers=1`), timing its CPU.
-
-    One conversion per process, so `time.process_time` is exactly its cost; `vidload choose`
-    runs several of these jobs side by side (`vidload._parallel.run_parallel`)."""
-    from vidload.convert import convert
-
-    if job.out.exists():
-        shutil.rmtree(job.out)
-    start = time.process_time()
-    report = convert(
-        job.sample,
-        job.out,
-        workers=1,
-        short_side=job.short_side,
-        overwrite=True,
-        progress=False,
-        **job.spec.convert_options(),
-    )
-    cpu = time.process_time() - start
-    failed = {r.video_id: str(r.error) for r in report.failed}
-    return Built(job.spec, job.out, cpu, tuple(report.converted), failed)
 
 
 def open_storage(spec: StorageSpec, root: Path) -> Any:

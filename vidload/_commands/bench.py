@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["FORWARDS", "add_parser", "run"]
+__all__ = ["FORWARDS", "INTERRUPTED", "add_parser", "run"]
 
 #: The arguments after the command go to `run` as `args.forwarded`, unparsed here.
 FORWARDS = True
+INTERRUPTED = ""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:

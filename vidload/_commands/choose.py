@@ -17,7 +17,10 @@ from vidload._commands.args import (
 from vidload._exit import EXIT_OK
 from vidload.errors import UsageError
 
-__all__ = ["add_parser", "run"]
+__all__ = ["FORWARDS", "INTERRUPTED", "add_parser", "run"]
+
+FORWARDS = False
+INTERRUPTED = ""
 
 
 def _storages(text: str) -> tuple[Any, ...]:

@@ -51,12 +51,11 @@ def resize_short_side(rgb: np.ndarray, short_side: int) -> np.ndarray:
 
 
 def one_size(
-    first: tuple[int, int] | None, rgb: np.ndarray, path: Path, index: int
+    first: tuple[int, int] | None, shape: tuple[int, int], path: Path, index: int
 ) -> tuple[int, int]:
-    """The (height, width) of frame `index`, `rgb`, which must be `first` (the first frame's;
+    """`shape`, the (height, width) of frame `index`, which must be `first` (the first frame's;
     None for the first frame): a container stores frames of one size, so a change is a
     VideoReadError naming `path` and the frame."""
-    shape = (int(rgb.shape[0]), int(rgb.shape[1]))
     if first is not None and shape != first:
         why = f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}"
         raise VideoReadError(path, why, index)
@@ -73,16 +72,7 @@ def jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
         path = src.frame_path(name, i)
         data = read_frame_file(path, i)  # a regular file only: a FIFO would block
         check_jpeg_markers(data, path=str(path), index=i)
-        this = jpeg_size(data, path=str(path), index=i)
-        if size is None:
-            size = this
-        elif this != size:
-            raise VideoReadError(
-                path,
-                f"frame size {this[1]}x{this[0]} differs from the first frame's "
-                f"{size[1]}x{size[0]}",
-                i,
-            )
+        size = one_size(size, jpeg_size(data, path=str(path), index=i), path, i)
         yield data
 
 
@@ -168,7 +158,7 @@ class InputFrames:
     def _resized(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         first: tuple[int, int] | None = None
         for i, rgb in enumerate(frames):
-            first = one_size(first, rgb, self.path, i)
+            first = one_size(first, (int(rgb.shape[0]), int(rgb.shape[1])), self.path, i)
             yield rgb if self.short_side is None else resize_short_side(rgb, self.short_side)
 
     def _none(self) -> str:

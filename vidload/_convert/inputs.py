@@ -34,15 +34,10 @@ __all__ = [
     "InputKind",
     "Inputs",
     "check_no_overlap",
-    "entry_listed_frames",
-    "file_input_kind",
     "find_inputs",
-    "find_inputs_listed",
+    "find_inputs_at",
     "label_inputs",
-    "listed_input",
-    "list_entries",
     "sharing_a_name",
-    "unique_items",
 ]
 
 #: "video" (a video file, any of `VIDEO_EXTENSIONS`), or a storage kind's name (`vidload._kinds`):
@@ -93,85 +88,79 @@ def find_inputs(
     root: str | os.PathLike[str] | None = None,
     kinds: Sequence[InputKind] | None = None,
 ) -> tuple[Path, list[InputItem]]:
-    """(root, items) for a folder, a single video file or container, an annotation list or
-    a manifest (`find_inputs_listed`, without the list)."""
-    base, items, _ = find_inputs_listed(input_path, root=root, kinds=kinds)
-    return base, items
+    """(root, items) for a local folder, a single video file or container, an annotation list
+    or a manifest (`find_inputs_at`, without the list)."""
+    base, items, _ = find_inputs_at(Location(os.fspath(input_path)), kinds, root=root)
+    return Path(str(base)), items
 
 
-def find_inputs_listed(
-    input_path: str | os.PathLike[str],
+def find_inputs_at(
+    src: Location,
+    kinds: Sequence[InputKind] | None = None,
     *,
     root: str | os.PathLike[str] | None = None,
-    kinds: Sequence[InputKind] | None = None,
-) -> tuple[Path, list[InputItem], ListedInput | None]:
+) -> tuple[Location, list[InputItem], ListedInput | None]:
     """(root, items, the list) for a folder, a single video file or container, an annotation
-    list or a manifest; the list (`vidload._convert.lists.ListedInput`: its entries in order,
-    each named by its item's id) only for a list INPUT.
+    list or a manifest, local or at a URL; the list (`vidload._convert.lists.ListedInput`: its
+    entries in order, each named by its item's id) only for a list INPUT. A local item's `path`
+    is its file or folder; a URL's is relative to the root (`_item_path`).
 
-    A folder is searched recursively (sorted, symlinks followed, names starting with "."
+    A folder is searched recursively (sorted, local symlinks followed, names starting with "."
     skipped) for files with a video extension, folders holding `img_00001.jpg` and, when
     `kinds` allows, `.h5` and `.npy` files. A list's entries are relative to `root` (default: the
-    list's folder); an entry naming no existing path is looked up as a container of `kinds`
-    (`a/x1.mp4` -> `a/x1/`, `a/x1.h5`, `a/x1.npy`), else kept (it fails when read).
+    list's folder); a local entry naming no existing path is looked up as a container of `kinds`
+    (`a/x1.mp4` -> `a/x1/`, `a/x1.h5`, `a/x1.npy`), else kept (it fails when read). A URL's
+    entries are what their names say, without a request per entry.
 
     Raises:
-        FileNotFoundError: `input_path` (or `root`) does not exist.
+        FileNotFoundError: `src` (or `root`) does not exist.
         ValueError: nothing to read, `root` given with a folder, or two inputs share an id.
     """
     kinds = convert_input_kinds() if kinds is None else tuple(kinds)
     listed = None
     for kind in kinds:
         check_choice("each of kinds", kind, (VIDEO_INPUT, *(k.name for k in input_kinds())))
-    src = Path(input_path)
-    if not src.exists():
-        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-    if src.is_dir():
+    if not src.is_file():
+        if not src.exists():
+            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
         if root is not None:
             raise UsageError(
                 f"root / --root ({str(root)!r}) applies only to an annotation list INPUT, not "
                 f"to a folder ({str(src)!r}), whose videos are found under it: leave it out"
             )
-        items = _walk(src, kinds)
         base = src
+        items = _walk(src, kinds)
         if not items:
-            wanted = _describe_kinds(kinds)
-            raise ValueError(f"INPUT ({str(src)!r}) holds no {wanted}")
+            raise ValueError(f"INPUT ({str(src)!r}) holds no {_describe_kinds(kinds)}")
     elif (found_kind := file_input_kind(src.name)) is not None:  # one video file or container
         if root is not None:
             raise UsageError(f"root ({str(root)!r}) applies only to an annotation list INPUT")
         if found_kind not in kinds:
             raise ValueError(f"INPUT ({str(src)!r}) is not one of the {_describe_kinds(kinds)}")
         base = src.parent
-        items = [InputItem(input_id(src.name, found_kind), found_kind, src)]
+        items = [InputItem(input_id(src.name, found_kind), found_kind, _item_path(base, src.name))]
     else:
         entries = list_entries(src)
         base = _list_root(src, root, entries)
-        if not base.is_dir():
+        if root is not None and not base.is_dir():
             raise FileNotFoundError(f"root ({str(base)!r}) is not a folder")
-        items = [
-            replace(
-                _list_item(base, e.video_id, e.label, entry_listed_frames(e), kinds), extra=e.extra
-            )
-            for e in entries
-        ]
+        items = [_list_item(base, e, kinds) for e in entries]
         if not items:
             raise ValueError(f"annotation list {str(src)!r} names no videos")
-        listed = listed_input(src.name, entries, items)
-    return base, unique_items(items, src), listed
+        # each entry named by its item's id (a container listed by its file name: no suffix)
+        named = (replace(e, video_id=it.video_id) for e, it in zip(entries, items, strict=True))
+        listed = ListedInput(src.name, tuple(named))
+    return base, unique_items(items, str(src)), listed
 
 
-def listed_input(
-    name: str, entries: Sequence[VideoEntry], items: Sequence[InputItem]
-) -> ListedInput:
-    """The list `name` of `entries`, each named by the id of its item (`items`, one per entry:
-    a container listed by its file name has an id without its suffix)."""
-    return ListedInput(
-        name, tuple(replace(e, video_id=it.video_id) for e, it in zip(entries, items, strict=True))
-    )
+def _item_path(base: Location, rel: str) -> Path:
+    """An item's `path`: the local file or folder; at a URL, `rel` (a job downloads it from
+    the root, `vidload._convert.remote.input_copy`)."""
+    local = base.local_file()
+    return Path(rel) if local is None else local / rel
 
 
-def list_entries(src: Path):
+def list_entries(src: Location):
     """The entries of an annotation list or manifest: single-label first, else multi-label
     (a multi-label line keeps its first label here: a manifest row has one)."""
     try:
@@ -184,9 +173,9 @@ def list_entries(src: Path):
         raise ValueError(f"INPUT ({str(src)!r}) is not an annotation list: {e}") from e
 
 
-def _list_root(src: Path, root, entries) -> Path:
+def _list_root(src: Location, root, entries) -> Location:
     """The folder a list's entries are relative to: `root`, else the list's folder; `/` for
-    a list of absolute paths (which takes no root)."""
+    a local list of absolute paths (which takes no root)."""
     absolute = [e.absolute for e in entries]
     if any(absolute):
         if not all(absolute):
@@ -194,12 +183,14 @@ def _list_root(src: Path, root, entries) -> Path:
                 f"annotation list {str(src)!r} mixes absolute and relative paths; "
                 f"make them all one kind"
             )
+        if src.over_network:
+            raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
         if root is not None:
             raise ValueError(
                 f"root ({str(root)!r}) given, but the entries of {str(src)!r} are absolute paths"
             )
-        return Path("/")
-    return Path(root) if root is not None else src.parent
+        return Location("/")
+    return Location(os.fspath(root)) if root is not None else src.parent
 
 
 def label_inputs(
@@ -234,33 +225,27 @@ def _describe_kinds(kinds: Sequence[str]) -> str:
     return " or ".join(map(described, kinds))
 
 
-def _walk(base: Path, kinds: Sequence[str]) -> list[InputItem]:
+def _walk(base: Location, kinds: Sequence[str]) -> list[InputItem]:
+    """The inputs below `base` (one listing: `Location.walk_files`); a frame folder's files
+    (and folders) are its frames, not inputs."""
     frames = frame_folder_kind()
-    items: list[InputItem] = []
-    seen: set[str] = set()
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=True):
-        real = os.path.realpath(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        if real in seen:  # a symlink loop or a second link to a folder already searched
-            dirnames[:] = []
-            continue
-        seen.add(real)
-        folder = Path(dirpath)
-        if frames in kinds and folder != base and FIRST_FRAME_NAME in filenames:
-            rel = folder.relative_to(base).as_posix()
-            items.append(InputItem(rel, frames, folder))
-            dirnames[:] = []
-            continue
-        for name in filenames:
-            if name.startswith("."):
-                continue
-            kind = file_input_kind(name)
-            if kind is not None and kind in kinds:
-                path = folder / name
-                vid = input_id(path.relative_to(base).as_posix(), kind)
-                items.append(InputItem(vid, kind, path))
+    files = [f for f in base.walk_files() if not any(p.startswith(".") for p in f.split("/"))]
+    tail = "/" + FIRST_FRAME_NAME
+    found = {f[: -len(tail)] for f in files if f.endswith(tail)} if frames in kinds else set()
+    frame_dirs = {folder for folder in found if not _inside(folder, found)}
+    items = [InputItem(rel, frames, _item_path(base, rel)) for rel in frame_dirs]
+    for rel in files:
+        kind = file_input_kind(rel.rpartition("/")[2])
+        if kind is not None and kind in kinds and not _inside(rel, frame_dirs):
+            items.append(InputItem(input_id(rel, kind), kind, _item_path(base, rel)))
     items.sort(key=lambda it: it.video_id)
     return items
+
+
+def _inside(rel: str, folders: set[str]) -> bool:
+    """Whether one of the folders holding `rel` is one of `folders`."""
+    parts = rel.split("/")
+    return any("/".join(parts[:i]) in folders for i in range(1, len(parts)))
 
 
 def input_id(rel: str, kind: InputKind) -> str:
@@ -280,27 +265,28 @@ def frame_folder_kind() -> InputKind:
     return next(k.name for k in input_kinds() if k.folder)
 
 
-def _list_item(
-    base: Path, video_id: str, label: int, listed: int | None, kinds: Sequence[str]
-) -> InputItem:
-    vid = normalize_video_id(video_id)
-    label_or_none = None if label < 0 else label
-    path = base / vid
+def _list_item(base: Location, entry: VideoEntry, kinds: Sequence[str]) -> InputItem:
+    """The input a list entry names under `base`: a local entry looked up on disk, a URL's
+    what its name says (no request per entry: a frame folder unless a file's suffix)."""
+    vid = normalize_video_id(entry.video_id)
+    local = base.local_file()
+    path = _item_path(base, vid)
     frames = frame_folder_kind()
-    if path.is_dir():
+    if local is not None and path.is_dir():
         kind: str | None = frames
-    elif path.exists():
-        kind = file_input_kind(path.name)
+    elif local is None or path.exists():
+        kind = file_input_kind(path.name) or (frames if local is None else None)
         if kind is None or kind not in kinds:
             raise ValueError(
-                f"{path}: listed as {video_id!r} but it is not one of the {_describe_kinds(kinds)}"
+                f"{base / vid}: listed as {entry.video_id!r} but it is not one of the "
+                f"{_describe_kinds(kinds)}"
             )
         vid = input_id(vid, kind)  # a container named directly: its id has no suffix
     else:
         # the containers `convert` made of it (`x.mp4` -> `x/`, `x.h5`, or `x.mp4.h5` when the
         # id shared its stem with another input's), as the sources find them
-        named = [(k.name, k.folder, container_path(base, vid, k.suffix)) for k in input_kinds()]
-        named.append((VIDEO_INPUT, False, container_path(base, vid, CONVERTED_SUFFIX)))
+        named = [(k.name, k.folder, container_path(local, vid, k.suffix)) for k in input_kinds()]
+        named.append((VIDEO_INPUT, False, container_path(local, vid, CONVERTED_SUFFIX)))
         found = [
             (k, p)
             for k, folder, p in named
@@ -308,14 +294,17 @@ def _list_item(
         ]
         if len(found) > 1:
             raise ValueError(
-                f"{video_id!r} matches several containers: {', '.join(str(p) for _, p in found)}"
+                f"{entry.video_id!r} matches several containers: "
+                f"{', '.join(str(p) for _, p in found)}"
             )
         if found:
             kind, path = found[0]
         else:  # missing: read as what its name says, and fail then with the reason
             suffix = path.suffix.lower()
             kind = VIDEO_INPUT if suffix in VIDEO_EXTENSIONS or frames not in kinds else frames
-    return InputItem(vid, kind, path, label_or_none, listed)  # type: ignore[arg-type]
+    label = None if entry.label < 0 else entry.label
+    listed = entry_listed_frames(entry)
+    return InputItem(vid, kind, path, label, listed, entry.extra)  # type: ignore[arg-type]
 
 
 def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputItem]:
@@ -348,23 +337,11 @@ def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
     return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
 
 
-def _is_within(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def check_no_overlap(input_path: Path, found: Inputs, out: Path, to: str) -> None:
-    """OUTPUT must not overlap a folder INPUT; no container may land on or around an input
-    (`found`'s items)."""
+def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
+    """No container may land on or around a local input that is not a folder's (`found`'s
+    items); OUTPUT must not be one of them."""
     out_r = out.resolve()
     items = found.items
-    if input_path.is_dir():
-        in_r = found.base.resolve()
-        if _is_within(out_r, in_r) or _is_within(in_r, out_r):
-            raise UsageError(
-                f"OUTPUT ({str(out)!r}) and INPUT ({str(input_path)!r}) must not be inside "
-                f"one another"
-            )
-        return
     inputs = {item.path.resolve() for item in items}
     above_inputs = {p for path in inputs for p in path.parents}
     frame_folders = {
@@ -398,7 +375,7 @@ class Inputs:
         url: the INPUT URL the items' paths are relative to (a job downloads its item from
             there into its staging folder, `vidload._convert.remote.input_copy`); None for a
             local INPUT.
-        listed: a list INPUT's entries (`find_inputs_listed`), for its own manifest.
+        listed: a list INPUT's entries (`find_inputs_at`), for its own manifest.
     """
 
     base: Path

@@ -22,16 +22,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, remove_temporary
+from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
 from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import (
+    commit_key,
     fetch,
     is_folder_format,
     publish,
     publish_sidecar,
-    remote_container_exists,
     run_job,
 )
 from vidload._convert.resume import (
@@ -44,7 +44,6 @@ from vidload._convert.resume import (
 from vidload._kinds import get_kind
 from vidload._layout import (
     CLASSES_NAME,
-    FIRST_FRAME_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -127,19 +126,25 @@ class Output:
 
     def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
         """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.source.Input.find`): a local INPUT's against a local
-        OUTPUT folder, an INPUT URL's folder (`found.url`) against a bucket prefix; the other
-        pairs cannot overlap."""
+        `input_path` (`vidload._convert.source.Input.find`): a folder INPUT (local, or an INPUT
+        URL's folder `found.url`) and OUTPUT inside one another, or a container of another
+        local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
+        (or the other way) cannot overlap."""
         source = found.url
-        if source is None and self._disk is not None:
-            check_no_overlap(Path(input_path), found, self._disk, to)
-        elif source is not None and self._disk is None:
-            a, b = source.url.rstrip("/") + "/", self.location.url.rstrip("/") + "/"
-            if a.startswith(b) or b.startswith(a):
-                raise UsageError(
-                    f"OUTPUT ({self.location}) and the INPUT folder ({source}) overlap: the "
-                    "containers would be written among the inputs; choose an OUTPUT outside it"
-                )
+        if (source is None) == (self._disk is None):  # one local, the other a URL
+            return
+        if self._disk is not None and not Path(input_path).is_dir():
+            check_no_overlap(found, self._disk, to)
+            return
+        a = str(found.base.resolve()) if source is None else source.url
+        b = str(self._disk.resolve()) if self._disk is not None else self.location.url
+        a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+        if a.startswith(b) or b.startswith(a):
+            shown = str(input_path) if source is None else str(source)
+            raise UsageError(
+                f"OUTPUT ({str(self.location)!r}) and INPUT ({shown!r}) overlap: they must not "
+                f"be inside one another (the containers would be written among the inputs)"
+            )
 
     def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
@@ -168,8 +173,7 @@ class Output:
             return get_kind(to).exists(container)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        key = container / FIRST_FRAME_NAME if is_folder_format(to) else container
-        return key.as_posix() in self._present
+        return commit_key(container, to).as_posix() in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
@@ -191,8 +195,10 @@ class Output:
         the final manifest; a bucket's parts are objects, with no disk to hold back."""
         if self._disk is not None:
             self.parts.mkdir()
-            size = num_items * _RESERVE_PER_VIDEO
-            _reserve(self.parts / _RESERVE_NAME, min(_RESERVE_MAX, max(_RESERVE_MIN, size)))
+            # bytes held so that the manifest of what finished can still be written when the
+            # containers fill the disk (`finish` deletes them first); DiskFullError: no room
+            size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
+            write_bytes_atomic(self.parts / _RESERVE_NAME, bytes(size))
 
     def write_classes(self, class_map: Mapping[str, int]) -> None:
         """Write `classes.txt` beside the manifest."""
@@ -264,7 +270,7 @@ class ShardOutput:
         """Whether `job`'s container is in place."""
         if self.target is None:
             return get_kind(job.options.to).exists(job.container)
-        return remote_container_exists(self._at(job.container), job.options.to)
+        return self._at(commit_key(job.container, job.options.to)).exists()
 
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
         """Convert (or verify) `job` and put its container in place."""
@@ -294,29 +300,10 @@ class ShardOutput:
                 remove_temporary(p)
 
     def stops(self, e: Exception) -> str | None:
-        """Why an error writing into this output stops the shard (None: it does not): an
-        error of the bucket (an upload, a part, a check)."""
+        """Why an error writing into this output stops the shard (None: it does not): a full
+        disk, or an error of the bucket (an upload, a part, a check)."""
+        if isinstance(e, DiskFullError):
+            return str(e)
         if self.target is not None and isinstance(e, VideoReadError):
             return f"writing into {self.target}: {e}"
         return None
-
-
-def _reserve(path: Path, size: int) -> None:
-    """Hold `size` bytes of disk in `path` so that the manifest of what finished can still be
-    written when the containers fill the disk (`finish` deletes it first)."""
-    try:
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_TRUNC, 0o644)
-        try:
-            try:
-                os.posix_fallocate(fd, 0, size)
-            except (AttributeError, OSError) as e:
-                if is_disk_full(e):
-                    raise
-                os.write(fd, bytes(size))  # no fallocate on this file system
-        finally:
-            os.close(fd)
-    except OSError as e:
-        path.unlink(missing_ok=True)
-        if is_disk_full(e):
-            raise DiskFullError(path) from e
-        raise

@@ -36,9 +36,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem, frame_folder_kind
+from vidload._convert.inputs import InputItem
 from vidload._convert.job import Job, Outcome, convert_job
-from vidload._convert.lists import ListedInput
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
@@ -46,17 +45,15 @@ from vidload.errors import VideoReadError
 from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 
 __all__ = [
+    "commit_key",
     "is_folder_format",
     "fetch",
-    "find_remote_inputs",
     "folder_labels",
     "input_copy",
     "publish",
     "publish_sidecar",
     "run_job",
-    "remote_container_exists",
     "shard_staging",
-    "stage_input",
     "unstage",
 ]
 
@@ -98,9 +95,10 @@ def _remove_dead_staging() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def remote_container_exists(container: Location, to: str) -> bool:
-    """Whether `container` is in the bucket: the object, or a folder's first frame."""
-    return (container / FIRST_FRAME_NAME if is_folder_format(to) else container).exists()
+def commit_key(container: Path, to: str) -> Path:
+    """What says `container` is complete in the bucket (module doc): the object itself, or a
+    frame folder's first frame."""
+    return container / FIRST_FRAME_NAME if is_folder_format(to) else container
 
 
 def publish(local: Path, remote: Location, to: str) -> None:
@@ -141,75 +139,6 @@ def fetch(remote: Location, local: Path) -> None:
 # --------------------------------------------------------------------------- INPUT URLs
 
 
-def find_remote_inputs(
-    src: Location, kinds: tuple[str, ...], scratch: Path
-) -> tuple[Location, list[InputItem], ListedInput | None]:
-    """(root, items, the list: `inputs.find_inputs_listed`) of an INPUT URL: a folder (one
-    listing: video files, JPEG frame folders, and `.h5`/`.npy` containers when `kinds` has
-    them; names starting with "." skipped), one file, or an annotation list / manifest
-    (downloaded into `scratch`, its entries relative to its folder). Each item's `path` is
-    relative to the root: a job downloads its input into its staging folder (`stage_input`)
-    and converts or probes that copy.
-
-    Raises:
-        FileNotFoundError: nothing at `src`.
-        ValueError: nothing to read there.
-    """
-    from vidload._convert.inputs import (
-        entry_listed_frames,
-        file_input_kind,
-        input_id,
-        list_entries,
-        listed_input,
-        unique_items,
-    )
-
-    kind = file_input_kind(src.name)
-    if kind is not None:
-        if kind not in kinds or not src.is_file():
-            raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist")
-        return src.parent, [InputItem(input_id(src.name, kind), kind, Path(src.name))], None
-    if src.is_file():  # an annotation list or manifest
-        local = scratch / src.name
-        local.write_bytes(src.read_bytes())
-        entries = list_entries(local)
-        items = []
-        for e in entries:
-            if e.absolute:
-                raise ValueError(f"annotation list {str(src)!r}: entries must be relative paths")
-            rel = e.video_id
-            k = file_input_kind(rel) or frame_folder_kind()
-            if k not in kinds:
-                raise ValueError(f"{str(src)!r}: {rel!r} is not one of what can be read here")
-            label = None if e.label < 0 else e.label
-            items.append(
-                InputItem(input_id(rel, k), k, Path(rel), label, entry_listed_frames(e), e.extra)
-            )
-        if not items:
-            raise ValueError(f"annotation list {str(src)!r} names no videos")
-        listed = listed_input(src.name, entries, items)
-        return src.parent, unique_items(items, str(src)), listed
-    files = src.walk_files()
-    if not files:
-        raise FileNotFoundError(f"INPUT ({str(src)!r}) does not exist (no object under it)")
-    frame_dirs = {f.rsplit("/", 1)[0] for f in files if f.endswith("/" + FIRST_FRAME_NAME)}
-    items = []
-    for rel in sorted(frame_dirs):
-        if frame_folder_kind() in kinds and not any(p.startswith(".") for p in rel.split("/")):
-            items.append(InputItem(rel, frame_folder_kind(), Path(rel)))
-    for rel in files:
-        parts = rel.split("/")
-        if any(p.startswith(".") for p in parts) or "/".join(parts[:-1]) in frame_dirs:
-            continue
-        found = file_input_kind(parts[-1])
-        if found is not None and found in kinds:
-            items.append(InputItem(input_id(rel, found), found, Path(rel)))
-    if not items:
-        raise ValueError(f"INPUT ({str(src)!r}) holds nothing to read ({', '.join(kinds)})")
-    items.sort(key=lambda it: it.video_id)
-    return src, unique_items(items, str(src)), None
-
-
 def folder_labels(
     items: Sequence[InputItem], labels: str | os.PathLike[str] | None
 ) -> dict[str, int] | None:
@@ -220,34 +149,6 @@ def folder_labels(
     if class_map:  # a bucket's class list files are not looked for; the order is checked
         warn_unpinned("the INPUT URL", class_map, None)
     return class_map or None
-
-
-def stage_input(item: InputItem, source: Location, stage: Path) -> tuple[Path, InputItem]:
-    """Download `item` (relative to the INPUT URL `source`) into `stage/in`: (local root, the
-    item with its local path). A JPEG folder's frames come in one concurrent batch. A missing
-    object is left missing: reading it then fails with the item's own error (named by URL in
-    the manifest, `remote_error`)."""
-    from vidload._storage import read_many
-
-    root = stage / "in"
-    local = root / item.path
-    remote = source / item.path.as_posix()
-    if not item.is_video and get_kind(item.kind).folder:
-        local.mkdir(parents=True, exist_ok=True)
-        try:
-            names = sorted(n for n, size in remote.list_dir().items() if size is not None)
-        except VideoReadError as e:
-            if "not found" not in str(e.reason):
-                raise
-            names = []
-        for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
-            (local / name).write_bytes(data)
-    else:
-        local.parent.mkdir(parents=True, exist_ok=True)
-        whole = remote.read_optional()
-        if whole is not None:
-            local.write_bytes(whole)
-    return root, replace(item, path=local)
 
 
 def unstage(text: str | None, stage: Path | None, source: Location | None) -> str | None:
@@ -262,14 +163,35 @@ def input_copy(
     item: InputItem, root: Path, source: Location | None, stage: Path | None
 ) -> Iterator[tuple[Path, InputItem]]:
     """(root, item) to read: as given for a local INPUT (`source` None); for an INPUT URL, a
-    copy of the item downloaded into `stage` (`stage_input`), removed after. A job's reader
-    (convert's, probe's) then names the URL through `unstage`."""
+    copy of the item (relative to `source`) downloaded into `stage/in`, removed after. A JPEG
+    folder's frames come in one concurrent batch. A missing object is left missing: reading it
+    then fails with the item's own error. A job's reader (convert's, probe's) then names the
+    URL through `unstage`."""
     if source is None or stage is None:
         yield root, item
         return
-    local_root, local_item = stage_input(item, source, stage)
+    from vidload._storage import read_many
+
+    local_root = stage / "in"
+    local = local_root / item.path
+    remote = source / item.path.as_posix()
     try:
-        yield local_root, local_item
+        if not item.is_video and get_kind(item.kind).folder:
+            local.mkdir(parents=True, exist_ok=True)
+            try:
+                names = sorted(n for n, size in remote.list_dir().items() if size is not None)
+            except VideoReadError as e:
+                if "not found" not in str(e.reason):
+                    raise
+                names = []
+            for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
+                (local / name).write_bytes(data)
+        else:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            whole = remote.read_optional()
+            if whole is not None:
+                local.write_bytes(whole)
+        yield local_root, replace(item, path=local)
     finally:
         shutil.rmtree(local_root, ignore_errors=True)
 

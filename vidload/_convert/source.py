@@ -10,13 +10,12 @@ the output checks it does not overlap (`vidload._convert.output.Output.check_inp
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from vidload._convert.inputs import Inputs, find_inputs_listed, label_inputs
+from vidload._convert.inputs import Inputs, find_inputs_at, label_inputs
 from vidload._storage import Location
 from vidload.errors import UsageError
 from vidload.labels import label_by_folder
@@ -29,9 +28,8 @@ PathArg = str | os.PathLike[str] | None
 
 class Input:
     """The INPUT `input_path`: a local folder, video file, container or annotation list, found
-    on disk (`find_inputs_listed`), or at a URL (with its fsspec `storage_options`) a bucket
-    folder, one object, or a list or manifest, found by one listing
-    (`vidload._convert.remote.find_remote_inputs`)."""
+    on disk, or at a URL (with its fsspec `storage_options`) a bucket folder, one object, or a
+    list or manifest, found by one listing (`vidload._convert.inputs.find_inputs_at`)."""
 
     def __init__(self, input_path: str | os.PathLike[str], storage_options: Any = None) -> None:
         self.input_path = input_path
@@ -46,20 +44,19 @@ class Input:
             ValueError: nothing of `kinds` there, `labels` for an INPUT that is not a
                 folder, `root` for an INPUT URL (UsageError).
         """
-        from vidload._convert.remote import find_remote_inputs, folder_labels
+        from vidload._convert.remote import folder_labels
 
-        if self.source.local_file() is not None:
-            base, items, listed = find_inputs_listed(self.input_path, root=root, kinds=kinds)
-            items, class_map = label_inputs(self.input_path, items, labels)
-            return Inputs(base, items, class_map, listed=listed)
-        if root is not None:
+        local = self.source.local_file()
+        if local is None and root is not None:
             raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
-        with tempfile.TemporaryDirectory(prefix="vidload-inputs-") as scratch:
-            url, items, listed = find_remote_inputs(self.source, tuple(kinds), Path(scratch))
-        class_map = folder_labels(items, labels) if url == self.source else None
+        base, items, listed = find_inputs_at(self.source, kinds, root=root)
+        if local is not None:
+            items, class_map = label_inputs(self.input_path, items, labels)
+            return Inputs(Path(str(base)), items, class_map, listed=listed)
+        class_map = folder_labels(items, labels) if base == self.source else None
         if labels is not None and class_map is None:
             raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
         if class_map is not None:
             found = label_by_folder([it.video_id for it in items], class_map, where="labels")
             items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-        return Inputs(Path(), items, class_map, url, listed)
+        return Inputs(Path(), items, class_map, base, listed)

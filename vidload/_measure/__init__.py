@@ -10,6 +10,8 @@ timing:  a pass over the clips, its parts timed together (row_pass), interleaved
 clocks:  OwnClock (wall-clock less this thread's waits for a CPU) and OtherLoad (other
          processes' CPU use during a phase).
 videos:  the user's videos: found, required, linked into a work folder.
+build:   one storage built from them by `convert`, its CPU cost timed (bench's kinds,
+         choose's candidates).
 tables:  the one table writer (text or Markdown) of bench, choose and probe.
 plots:   matplotlib for --plot, imported when a chart is drawn.
 """

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
-from vidload._measure.clips import Clip
+from vidload._measure.clips import Clip, stored_files
 
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
 
@@ -225,7 +225,8 @@ def drop_from_page_cache(paths: Sequence[Path]) -> None:
 
 
 def cold_and_warm(
-    rows: Mapping[str, tuple[Callable[[], Reader], Sequence[Path]]],
+    rows: Mapping[str, tuple[Callable[[], Reader], str, Path]],
+    video_ids: Sequence[str],
     clips: Sequence[Clip],
     batch_size: int,
     repeats: int,
@@ -233,17 +234,22 @@ def cold_and_warm(
     """Wall-clock seconds of a first pass over `clips` with cold files, and of the pass right
     after it (warm), per row, in `repeats` rounds interleaved over the rows.
 
-    `rows` maps a name to `(make, files)`: before each cold pass the row's reader is made afresh
-    (`make()` returns `read(video_id, indices)`; a new source, so the first-epoch setup counts
-    in the cold pass) and its `files` are evicted (`drop_from_page_cache`). Wall-clock time,
+    `rows` maps a name to `(make, storage, root)`: before each cold pass the row's reader is
+    made afresh (`make()` returns `read(video_id, indices)`; a new source, so the first-epoch
+    setup counts in the cold pass) and the files that hold `video_ids` in `storage` under
+    `root` are evicted (`stored_files`, `drop_from_page_cache`). Wall-clock time,
     since waiting for the disk is what a cold read costs. Returns {name: {"cold": [...],
     "warm": [...], "cold_s", "warm_s": the best of each, "ratio": cold_s / warm_s}}.
     """
     times: dict[str, dict[str, Any]] = {name: {"cold": [], "warm": []} for name in rows}
+    files = {
+        name: [p for v in video_ids for p in stored_files(storage, root, v)]
+        for name, (_make, storage, root) in rows.items()
+    }
     for _ in range(repeats):
-        for name, (make, files) in rows.items():
+        for name, (make, _storage, _root) in rows.items():
             read_pass = functools.partial(row_pass, make(), clips, batch_size)
-            drop_from_page_cache(files)
+            drop_from_page_cache(files[name])
             times[name]["cold"].append(timed(read_pass)["wall"])
             times[name]["warm"].append(timed(read_pass)["wall"])
             del read_pass  # its open files and maps go before the next row's eviction

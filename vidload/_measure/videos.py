@@ -2,8 +2,8 @@
 written once against `Location`): found under DATA, a local folder or a folder in a bucket
 (recursive, sorted, hidden and partial files skipped; one listing per folder, the folders of
 one depth listed concurrently), required (an error naming DATA where there is none), and
-linked into a work folder one symlink per chosen video (`link_videos`; `find_videos` lists
-such a folder), so a run converts and reads them without copying a byte. A bucket's chosen
+linked into a work folder one symlink per chosen video (`link_videos`; `UserVideos` lists
+such a folder too), so a run converts and reads them without copying a byte. A bucket's chosen
 videos are copied to local disk first (`local_copies`), where the run builds and measures
 every storage as it does from a local folder."""
 
@@ -27,22 +27,10 @@ def _none_found(where: str) -> str:
 
 
 def _is_video_name(name: str) -> bool:
-    """A file name `find_videos` takes: not hidden, not a partial write, a video extension."""
+    """A file name `UserVideos.find` takes: not hidden, not a partial write, a video extension."""
     if name.startswith(".") or ".partial." in name:
         return False
     return os.path.splitext(name)[1].lower() in VIDEO_EXTENSIONS
-
-
-def find_videos(root: Path) -> list[str]:
-    """Video files under `root` (recursive, sorted), as `/`-separated relative paths."""
-    ids = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-        for name in filenames:
-            if _is_video_name(name):
-                rel = os.path.relpath(os.path.join(dirpath, name), root)
-                ids.append(rel.replace(os.sep, "/"))
-    return sorted(ids)
 
 
 def link_videos(videos: Path, targets: Mapping[str, Path]) -> None:
@@ -107,7 +95,7 @@ class UserVideos:
             raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
 
     def find(self, where: str, error: type[Exception]) -> UserVideos:
-        """Find the videos (`find_videos`' rule) and their sizes, one listing per folder (the
+        """Find the videos (`_is_video_name`) and their sizes, one listing per folder (the
         folders of one depth listed concurrently); `error` naming `where` where there is none.
         Returns self.
 

@@ -111,7 +111,13 @@ class LocalLocation(Location):
     def walk_files(self) -> list[str]:
         base = self._local
         found = []
-        for dirpath, _dirs, files in os.walk(base):
+        seen: set[str] = set()
+        for dirpath, dirs, files in os.walk(base, followlinks=True):
+            real = os.path.realpath(dirpath)
+            if real in seen:  # a symlink loop or a second link to a folder already walked
+                dirs[:] = []
+                continue
+            seen.add(real)
             rel = os.path.relpath(dirpath, base)
             for f in files:
                 found.append(f if rel == "." else f"{rel}/{f}".replace(os.sep, "/"))

@@ -26,12 +26,12 @@ import io
 import os
 from dataclasses import dataclass, field
 from fractions import Fraction
-from pathlib import Path
 from typing import ClassVar
 
 import av
 import av.error
 
+from vidload._storage.location import Location
 from vidload.errors import VideoReadError
 
 __all__ = ["VideoHandle", "VideoInfo", "ffmpeg_words", "open_video", "video_info"]
@@ -145,7 +145,7 @@ def ffmpeg_words(e: av.error.FFmpegError, *, opening: bool = False) -> str:
 
 
 def open_video(
-    path: Path | object,
+    path: Location,
     stat: tuple[int, int],
     *,
     stream: int | None,
@@ -187,7 +187,7 @@ def open_video(
     return VideoHandle(container, chosen, stat, explode=explode)
 
 
-def _choose_stream(path: Path | object, container, stream: int | None) -> av.VideoStream:
+def _choose_stream(path: Location, container, stream: int | None) -> av.VideoStream:
     videos = list(container.streams.video)
     if not videos and not container.streams.audio:  # e.g. an MP4 cut inside its header (moov)
         reason = "no video stream (truncated or not a video file)"

@@ -96,8 +96,7 @@ class ByteLayout:
 
     @classmethod
     def from_json(cls, doc: dict[str, Any]) -> ByteLayout:
-        opened = [(int(a), int(b)) for a, b in doc["opened"]]
-        return cls(opened, str(doc["sha1_opened"]), doc["keys"], doc["pos"], doc["size"])
+        return cls(doc["opened"], str(doc["sha1_opened"]), doc["keys"], doc["pos"], doc["size"])
 
     def packet_number(self, key: int | None) -> int | None:
         """Decode-order number of the packet with this key; None if none has it."""

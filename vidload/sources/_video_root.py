@@ -194,15 +194,6 @@ class VideoRoot(FrameSourceBase):
 
         return self.store.hints(files)
 
-    def _open(
-        self, path: VideoFile, stat: tuple[int, int], *, threads: int | None = None, explode: bool
-    ) -> VideoHandle:
-        """`open_video` with this source's stream and (by default) threads."""
-        threads = self.threads if threads is None else threads
-        return open_video(
-            path, stat, stream=self.stream, threads=threads, explode=explode, file=path.reader()
-        )
-
     def _handle(self, path: VideoFile, *, explode: bool = True) -> VideoHandle:
         """An open handle on `path` from this process's cache (reopened if the file changed).
         Seek reads must see every error the decoder reports (`explode`), except where each
@@ -217,7 +208,7 @@ class VideoRoot(FrameSourceBase):
             self._handles.discard(key)
             handle = None
         if handle is None:
-            handle = self._open(path, stat, explode=explode)
+            handle = self._fresh(path, explode=explode)
             self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
         return handle
 
@@ -226,5 +217,15 @@ class VideoRoot(FrameSourceBase):
             handle.close()
 
     def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
-        """A handle of its own (not cached), positioned at the start of the file."""
-        return self._open(path, path.stat, threads=threads, explode=explode)
+        """A handle of its own (not cached), positioned at the start of the file: `open_video`
+        with this source's stream and (by default) threads."""
+        threads = self.threads if threads is None else threads
+        stat = path.stat
+        return open_video(
+            path.location,
+            stat,
+            stream=self.stream,
+            threads=threads,
+            explode=explode,
+            file=path.reader(),
+        )

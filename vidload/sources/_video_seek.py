@@ -15,7 +15,7 @@ reads sequentially.
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from itertools import chain
+from itertools import chain, islice
 
 import av
 import av.error
@@ -103,27 +103,24 @@ def _seek(
     ctx = stream.codec_context
     handle.at_start = False
     first_sp = index.seek_point_before(target)
-    tries = 0
-    for sp_i in range(first_sp, -1, -1):
-        for ts in index.seek_point(sp_i).seek_targets():
-            tries += 1
-            if tries > _MAX_SEEK_TRIES:
-                raise Mismatch("seeking does not land on a known keyframe")
-            try:
-                container.seek(ts, backward=True, stream=stream)
-            except av.error.FFmpegError:
-                continue
-            packets = container.demux(stream)
-            landed = _first_seek_point(packets, index)
-            if landed is None or landed[0] > target:
-                continue
-            start, packet = landed
-            packets = chain([packet], packets)
-            # Skipping is safe only where frames carry their own packet's pts in order:
-            # in packed or guessed-pts streams it changes which packet a frame is decoded
-            # from, hence its timestamp.
-            skip = skip_nonref and handle.can_skip_nonref and index.keys_in_order
-            return _checked(ctx, index, start, packets, wanted, skip, check_corrupt)
+    # each seek point's timestamps, from the one before `target` back to the stream start
+    targets = (ts for i in range(first_sp, -1, -1) for ts in index.seek_point(i).seek_targets())
+    for ts in islice(targets, _MAX_SEEK_TRIES):
+        try:
+            container.seek(ts, backward=True, stream=stream)
+        except av.error.FFmpegError:
+            continue
+        packets = container.demux(stream)
+        landed = _first_seek_point(packets, index)
+        if landed is None or landed[0] > target:
+            continue
+        start, packet = landed
+        packets = chain([packet], packets)
+        # Skipping is safe only where frames carry their own packet's pts in order:
+        # in packed or guessed-pts streams it changes which packet a frame is decoded
+        # from, hence its timestamp.
+        skip = skip_nonref and handle.can_skip_nonref and index.keys_in_order
+        return _checked(ctx, index, start, packets, wanted, skip, check_corrupt)
     raise Mismatch("seeking does not land on a known keyframe")
 
 

@@ -310,8 +310,7 @@ class VideoSource(VideoRoot):
     def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
         """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
         once per file version; whether one was found and matches the file."""
-        stat = path.stat
-        key = (str(path), stat)
+        key = (str(path), path.stat)
         done = self._persisted.get(key)
         if done is not None:
             return done
@@ -372,12 +371,10 @@ class VideoSource(VideoRoot):
         stores pts, else one from a full decode."""
         key = (str(path), handle.stat)
         index = self._indexes.get(key)
+        if index is None and self._use_persisted(path, handle):
+            index = self._indexes.get(key)
         if index is not None:
             return index
-        if self._use_persisted(path, handle):
-            index = self._indexes.get(key)
-            if index is not None:
-                return index
         if not handle.stores_pts or self.frame_index == "decode":
             return self._exact_index(path)
         scan = handle if handle.at_start else self._fresh(path, explode=True)
