@@ -1,16 +1,34 @@
 """The settings of one benchmark run (`BenchConfig`): what `vidload bench`'s options set, checked
-when made; every step of a run (`run`, `geometry`, ...) reads them by name."""
+when made; every step of a run (`run`, `geometry`, ...) reads them by name. With the names of
+the rows (`source_names`, `REFERENCE_NAMES`): light, so that the command's parser (its `--only`
+help) is built without the measuring code (and torch)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from vidload._bench.rows import REFERENCE_NAMES, source_names
 from vidload._checks import check_int, check_positive_int, check_real
 from vidload._cpus import default_workers
+from vidload._kinds import formats
 
-__all__ = ["BenchConfig"]
+__all__ = ["REFERENCE_NAMES", "VIDEO_ROW", "BenchConfig", "container_rows", "source_names"]
+
+#: The row of the original video files, read by `VideoSource` (the `video` kind's own row,
+#: `convert --to video`'s files, is "video-reencoded").
+VIDEO_ROW = "video"
+REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
+
+
+def container_rows() -> tuple[str, ...]:
+    """The rows of the storage kinds: each kind's bench rows
+    (`vidload.sources._format.StorageFormat.bench`), in table order."""
+    return tuple(row.name for kind in formats() for row in kind.bench)
+
+
+def source_names() -> tuple[str, ...]:
+    """The rows that read through a vidload source: the videos, then the kinds' rows."""
+    return (VIDEO_ROW, *container_rows())
 
 
 @dataclass

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from vidload._bench.config import BenchConfig
-from vidload._bench.workdir import VIDEO_ROW, WorkDir, log, prepare
+from vidload._bench.config import VIDEO_ROW, BenchConfig
+from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from vidload._bench.config import VIDEO_ROW, container_rows, source_names
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.loaders import Loader, MemoryJpeg
-from vidload._bench.rows import container_rows, source_names
-from vidload._bench.workdir import VIDEO_ROW, WorkDir, log
+from vidload._bench.workdir import WorkDir, log
 from vidload._cv2 import cv2
 from vidload._measure.clips import ORIGINAL, stored_bytes
 from vidload._measure.clocks import OtherLoad, OwnClock

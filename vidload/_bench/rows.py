@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from vidload._bench.config import VIDEO_ROW
 from vidload._bench.loaders import (
     DecordBatch,
     Loader,
@@ -22,26 +23,13 @@ from vidload._bench.loaders import (
     fastest_decode,
     optional_import,
 )
-from vidload._bench.workdir import ORIGINAL, VIDEO_ROW, WorkDir, frame_folders
+from vidload._bench.workdir import ORIGINAL, WorkDir, frame_folders
 from vidload._convert.inputs import frame_folder_kind
 from vidload._kinds import formats
 from vidload.sources._format import BenchRow, StorageFormat
 from vidload.sources.video import VideoSource
 
-__all__ = ["REFERENCE_NAMES", "VIDEO_ROW", "build_loaders", "container_rows", "source_names"]
-
-REFERENCE_NAMES = ("memory", "pil", "pyav-from-start", "torchcodec", "decord")
-
-
-def container_rows() -> tuple[str, ...]:
-    """The rows of the storage kinds: each kind's bench rows
-    (`vidload.sources._format.StorageFormat.bench`), in table order."""
-    return tuple(row.name for kind in formats() for row in kind.bench)
-
-
-def source_names() -> tuple[str, ...]:
-    """The rows that read through a vidload source: the videos, then the kinds' rows."""
-    return (VIDEO_ROW, *container_rows())
+__all__ = ["build_loaders"]
 
 
 def build_loaders(

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from vidload._bench.config import BenchConfig
+from vidload._bench.config import REFERENCE_NAMES, VIDEO_ROW, BenchConfig, source_names
 from vidload._bench.geometry import measure_geometry
 from vidload._bench.loaders import MemoryJpeg
 from vidload._bench.measure import (
@@ -27,10 +27,9 @@ from vidload._bench.measure import (
     measure_one_process,
     note_other_load,
 )
-from vidload._bench.rows import REFERENCE_NAMES, build_loaders, source_names
+from vidload._bench.rows import build_loaders
 from vidload._bench.workdir import (
     ORIGINAL,
-    VIDEO_ROW,
     WorkDir,
     default_work_dir,
     frame_folders,

@@ -36,9 +36,6 @@ from vidload.errors import UsageError, VideoReadError
 from vidload.synth import SynthSpec, make_sample_videos, video_ids
 
 STATE_FILE = "vidload-bench.json"
-#: The row of the original video files, read by `VideoSource` (the `video` kind's own row,
-#: `convert --to video`'s files, is "video-reencoded").
-VIDEO_ROW = "video"
 
 
 @dataclass
