@@ -7,15 +7,12 @@ The nav in mkdocs.yml lists every page of the docs layout; an entry whose page i
 yet is left out of the build (logged), so a page lands by adding its file alone. A page not in
 the nav still fails the strict build (`validation.omitted_files`).
 
-A subcommand whose parser is only a stub (`add_help=False`, e.g. `bench`, which parses its own
-arguments) is rendered from `vidload.<name>.build_parser()`. The repository root goes first on
-sys.path, so the build documents the checkout it runs in.
+The repository root goes first on sys.path, so the build documents the checkout it runs in.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import re
@@ -34,22 +31,6 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
     return {}
-
-
-def _full_parser(name: str, stub: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """The parser that really parses `vidload NAME`: the stub itself when it has its own help,
-    else `vidload.NAME.build_parser()` (an error when that does not exist: a strict build fails
-    rather than documenting a command as having no options)."""
-    if stub.add_help:
-        return stub
-    module = importlib.import_module(f"vidload.{name}")
-    build = getattr(module, "build_parser", None)
-    if build is None:
-        raise RuntimeError(
-            f"vidload {name}: its subparser has add_help=False and vidload.{name} has no "
-            "build_parser() to document it with"
-        )
-    return build()
 
 
 def _help(parser: argparse.ArgumentParser) -> str:
@@ -74,14 +55,14 @@ def render(spec: str) -> str:
     words = spec.split()
     if words == ["all"]:
         parts = ["## vidload\n\n```text\n" + _help(top) + "\n```"]
-        for name, stub in subs.items():
-            text = _help(_full_parser(name, stub))
+        for name, sub in subs.items():
+            text = _help(sub)
             parts.append(f"## vidload {name}\n\n```text\n{text}\n```")
         return "\n\n".join(parts)
     if words == ["vidload"]:
         return "```text\n" + _help(top) + "\n```"
     if len(words) == 2 and words[0] == "vidload" and words[1] in subs:
-        return "```text\n" + _help(_full_parser(words[1], subs[words[1]])) + "\n```"
+        return "```text\n" + _help(subs[words[1]]) + "\n```"
     raise ValueError(f"<!-- cli: {spec} -->: not a vidload command (known: {sorted(subs)})")
 
 

@@ -349,7 +349,9 @@ def test_error_while_running_is_a_failure_with_the_traceback_on_v(tmp_path, caps
     def deep(cfg):
         raise RuntimeError("decoder exploded on clip 3")
 
-    monkeypatch.setattr(bench, "run_benchmark", deep)
+    from vidload._bench import run  # where `vidload bench` runs it from
+
+    monkeypatch.setattr(run, "run_benchmark", deep)
     argv = ["--quick", "--work", str(tmp_path / "w"), "--no-progress"]
     assert bench.main(argv) == 1
     err = capsys.readouterr().err

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -276,16 +275,68 @@ def test_user_columns_survive_a_resume_probe_write_and_convert(videos, tmp_path,
     assert {r.video_id: r.extra for r in converted} == {v: {"split": c} for v, c in split.items()}
 
 
-def test_bench_forwards_every_argument(monkeypatch):
+def test_bench_main_forwards_every_argument(monkeypatch):
+    """`vidload.bench.main(argv)` is `vidload bench ARGV`: every argument, as given."""
+    from vidload import bench, cli
+
     seen = {}
 
     def fake_main(argv=None):
         seen["argv"] = argv
         return 7
 
-    monkeypatch.setitem(sys.modules, "vidload.bench", types.SimpleNamespace(main=fake_main))
-    assert main(["bench", "DATA", "--help", "--workers", "3", "--", "-x"]) == 7
-    assert seen["argv"] == ["DATA", "--help", "--workers", "3", "--", "-x"]
+    monkeypatch.setattr(cli, "main", fake_main)
+    assert bench.main(["DATA", "--help", "--workers", "3", "--", "-x"]) == 7
+    assert seen["argv"] == ["bench", "DATA", "--help", "--workers", "3", "--", "-x"]
+
+
+def test_bench_every_argument_reaches_the_run(monkeypatch, tmp_path, capsys):
+    """Every option of `vidload bench` reaches the run's settings (`BenchConfig`)."""
+    from vidload._bench import run as bench_run
+    from vidload._bench.config import BenchConfig
+
+    seen = {}
+
+    def fake_run(cfg):
+        seen["cfg"] = cfg
+        raise RuntimeError("stopped here")
+
+    monkeypatch.setattr(bench_run, "run_benchmark", fake_run)
+    argv = ["bench", str(tmp_path / "data"), "--work", str(tmp_path / "w"), "--num-videos", "3"]
+    argv += ["--clips", "5", "--repeats", "2", "--frames", "4", "--batch-size", "6"]
+    argv += ["--workers", "3", "--seed", "9", "--quality", "80", "--short-side", "64"]
+    argv += ["--min-time", "0.5", "--cold", "--bucket", "s3://b/x", "--no-dataloader"]
+    argv += ["--only", "jpeg, pil", "--no-progress", "--geometry-short-side", "0"]
+    argv += ["--no-geometry-hd", "--quick", "--json", str(tmp_path / "r.json"), "--markdown"]
+    assert main(argv) == 1
+    assert "vidload bench: error: RuntimeError: stopped here" in capsys.readouterr().err
+    assert seen["cfg"] == BenchConfig(
+        data=tmp_path / "data",
+        work=tmp_path / "w",
+        num_videos=3,
+        clips=5,
+        repeats=2,
+        frames=4,
+        batch_size=6,
+        workers=3,
+        seed=9,
+        quality=80,
+        short_side=64,
+        min_time=0.5,
+        cold=True,
+        bucket="s3://b/x",
+        dataloader=False,
+        only=("jpeg", "pil"),
+        synth_seconds=2.0,
+        synth_size=(160, 120),
+        convert_workers=1,
+        progress=False,
+        geometry_short_side=None,
+        geometry_hd=None,
+        geometry_hd_seconds=0.6,
+    )
+    assert main([*argv, "-v"]) == 1
+    assert "Traceback" in capsys.readouterr().err
 
 
 def test_bench_help_is_bench_own(capsys):

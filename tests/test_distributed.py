@@ -125,10 +125,11 @@ def test_shard_sampler_checks():
 _DEFAULTS = """
 import argparse
 from vidload import ClipDataset, NpySource, make_loader
-from vidload.bench import build_parser, config_from_args
+from vidload._commands.bench import config_from_args
+from vidload.cli import build_parser
 from vidload._parallel import check_workers
 ds = ClipDataset([("v0.mp4", 0)], NpySource({root!r}), num_frames=2, seed=0)
-bench = config_from_args(build_parser().parse_args([])).workers
+bench = config_from_args(build_parser().parse_args(["bench"])).workers
 print(make_loader(ds).num_workers, check_workers(None), bench)
 """
 

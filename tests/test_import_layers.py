@@ -3,9 +3,10 @@
 module's private names. The graph is `tests/test_import_cycles.py`'s: every import a module
 can run, read from the source.
 
-    cli        the `vidload` command line: parsing and printing
-    commands   what a command does beyond the library: bench, choose (and _measure, what they
-               share), probe, the exit statuses
+    cli        the `vidload` command line: parsing and printing (and `vidload.bench.main`, which
+               runs `vidload bench`)
+    commands   what a command does beyond the library: bench (_bench), choose (and _measure,
+               what they share), probe, the exit statuses
     library    convert (and shards), the dataset, the loader, lists and manifests
     sources    the frame sources, and the table of storage kinds (each kind's class lives beside
                its reader)
@@ -27,8 +28,8 @@ from test_import_cycles import PACKAGE_ROOT, import_edges, module_names
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (name, tuple("vidload" if m == "." else f"vidload{m}" for m in modules.split()))
     for name, modules in (
-        ("cli", ".cli .__main__"),
-        ("commands", "._commands .bench ._bench .choose ._choose ._measure .probe .synth ._exit"),
+        ("cli", ".cli .__main__ .bench"),
+        ("commands", "._commands ._bench .choose ._choose ._measure .probe .synth ._exit"),
         (
             "library",
             ". .convert .shards ._convert ._lock .dataset ._dataset ._windows ._official"

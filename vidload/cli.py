@@ -11,7 +11,8 @@
     vidload choose  DATA [--sample K] [--short-side S] [--num-frames T] [--sampling MODE]
                     [--need R --cores C [--min-psnr DB]] [--storages LIST] [--json FILE]
                     [--plot FILE.png] [--workdir DIR] [--keep] [--quick] [--quiet]
-    vidload bench   ...   (vidload.bench's own arguments)
+    vidload bench   [DATA] [--work DIR] [--num-videos N] [--clips N] [--repeats R] [--workers W]
+                    [--cold] [--json PATH] [--plot PATH] [--markdown] [--quick] ...
 
 KIND is a storage kind of the table (`vidload._kinds`: `vidload --help` lists them).
 `--dask tcp://scheduler:8786` runs the work on a Dask cluster (`pip install "vidload[dask]"`);
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -34,8 +36,9 @@ import vidload
 from vidload._commands import bench, choose, convert, probe
 from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
-from vidload._exit import EXIT_OK, EXIT_USAGE, report_error
+from vidload._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vidload._kinds import kind_names
+from vidload.errors import UsageError
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main", "print_convert_summary"]
 
@@ -43,7 +46,6 @@ __all__ = ["COMMANDS", "Command", "build_parser", "main", "print_convert_summary
 class Command(Protocol):
     """A command: a module of `vidload._commands` (its doc says what each name is)."""
 
-    FORWARDS: bool
     INTERRUPTED: str
 
     def add_parser(self, sub: argparse._SubParsersAction) -> argparse.ArgumentParser: ...
@@ -63,8 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS:
         # its usage line goes with its errors; its module runs it
         p = command.add_parser(sub)
-        # no -v (bench's parser has its own): no traceback
-        p.set_defaults(command_parser=p, command_module=command, verbose=False)
+        p.set_defaults(command_parser=p, command_module=command)
     # named from the commands and the kinds table, so a command or kind added is in the help
     names = list(sub.choices)
     parser.description = (
@@ -78,27 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the `vidload` command line with `argv` (default: sys.argv[1:]); return the exit code."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
     try:
-        args, rest = parser.parse_known_args(args_list)
-        command = args.command_module
-        if command.FORWARDS:
-            args.forwarded = rest
-        elif rest:
-            parser.error(f"unrecognized arguments: {' '.join(rest)}")
+        args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version, or a usage error (already printed)
-        return _exit_code(e)
-    try:
-        return _run(args.command_parser, args, command)
-    except SystemExit as e:  # a forwarded command's own --help or usage error
-        return _exit_code(e)
-
-
-def _exit_code(e: SystemExit) -> int:
-    if e.code is None:
-        return EXIT_OK
-    return e.code if isinstance(e.code, int) else EXIT_USAGE
+        if e.code is None:
+            return EXIT_OK
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    return _run(args.command_parser, args, args.command_module)
 
 
 def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: Command) -> int:
@@ -110,5 +97,13 @@ def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: Com
     except KeyboardInterrupt:
         print(f"vidload {args.command}: interrupted{command.INTERRUPTED}", file=sys.stderr)
         return 130
+    except UsageError as e:
+        parser.print_usage(sys.stderr)
+        print(f"vidload {args.command}: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as e:
-        return report_error(parser, args.command, e, verbose=args.verbose)
+        if args.verbose:
+            traceback.print_exc(file=sys.stderr)
+        hint = "" if args.verbose else " (-v shows the traceback)"
+        print(f"vidload {args.command}: error: {type(e).__name__}: {e}{hint}", file=sys.stderr)
+        return EXIT_FAILED

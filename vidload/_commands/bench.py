@@ -1,29 +1,184 @@
-"""`vidload bench`: the benchmark has its own parser (`vidload.bench.main`, which also runs as
-`python -m vidload.bench`); the command line hands it every argument after `bench`."""
+"""`vidload bench`: its arguments and its run (the measuring is `vidload._bench.run`'s, the
+tables `vidload._bench.report`'s; `vidload.bench.main` runs this command too)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
-__all__ = ["FORWARDS", "INTERRUPTED", "add_parser", "run"]
+import numpy as np
 
-#: The arguments after the command go to `run` as `args.forwarded`, unparsed here.
-FORWARDS = True
+from vidload._bench import report
+from vidload._bench.config import REFERENCE_NAMES, BenchConfig, source_names
+from vidload._commands.args import quick_or
+from vidload._cpus import default_workers
+from vidload._exit import EXIT_OK
+from vidload._kinds import kind_names
+from vidload.errors import UsageError
+
+__all__ = ["HELP", "INTERRUPTED", "add_parser", "config_from_args", "run"]
+
 INTERRUPTED = ""
+
+#: What `vidload --help` says the command does.
+HELP = "speed of every source on the same clips (see `vidload bench --help`)"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """The `bench` subcommand's parser, added to `sub`: no arguments of its own."""
-    return sub.add_parser(
-        "bench",
-        help="speed of every source on the same clips (see `vidload bench --help`)",
-        add_help=False,
+    """The `bench` subcommand's parser, added to `sub`."""
+    # named from the kinds table when the parser is built: a kind registered since is in it
+    description = (
+        "Speed of every frame source (the videos as they are and every storage kind: "
+        f"{', '.join(kind_names())}) on the same clips, against reference loaders; bytes "
+        "on disk and read per clip. Without DATA, UCF101-like sample videos are generated. "
+        "Figures are the best of the interleaved repeats."
+    )
+    p = sub.add_parser("bench", help=HELP, description=description)
+    add = p.add_argument
+    add("data", nargs="?", type=Path, metavar="DATA", help="folder of videos (default: generate)")
+    add(
+        "--work",
+        type=Path,
+        metavar="DIR",
+        help="work folder for the videos and their conversions, reused across runs "
+        "(default: under the system temp folder)",
+    )
+    add(
+        "--num-videos",
+        type=int,
+        metavar="N",
+        help="videos to generate, or to take from DATA (the first N by path); 8 (quick: 2)",
+    )
+    add("--clips", type=int, metavar="N", help="clips read per pass; 64 (quick: 16)")
+    add("--repeats", type=int, metavar="R", help="interleaved repeats; 3 (quick: 1)")
+    add("--frames", type=int, default=8, metavar="T", help="frames per clip; 8")
+    add("--batch-size", type=int, default=16, metavar="B", help="clips per batch; 16")
+    add(
+        "--workers",
+        type=int,
+        metavar="W",
+        help=f"DataLoader workers; the CPUs this process may use ({default_workers()} here)",
+    )
+    add("--seed", type=int, default=0, metavar="S", help="seed of the clip sampling; 0")
+    add("--quality", type=int, default=95, metavar="Q", help="JPEG quality when converting; 95")
+    add("--short-side", type=int, metavar="S", help="resize frames when converting; off")
+    add(
+        "--min-time",
+        type=float,
+        metavar="SEC",
+        help="a timed unit repeats its pass until it lasts this long; 0.3 (quick: 0)",
+    )
+    add("--cold", action="store_true", help="also time a cold-cache first epoch vs a warm one")
+    add(
+        "--bucket",
+        metavar="URL",
+        help="only the bucket rows: upload the conversions under URL (once) and time the "
+        "container sources reading from there against the local work folder, with requests "
+        "and bytes per clip (reached as the AWS configuration says: AWS_ENDPOINT_URL, ...; "
+        "tools/bucket_latency.py measures every storage against nginx with added latency)",
+    )
+    add("--no-dataloader", action="store_true", help="skip the DataLoader timing")
+    add(
+        "--only",
+        metavar="ROWS",
+        help=f"comma-separated rows to run, from: {', '.join(source_names() + REFERENCE_NAMES)}",
+    )
+    add("--json", type=Path, metavar="PATH", help="write the results as JSON")
+    add("--plot", type=Path, metavar="PATH", help="draw a PNG bar chart (needs matplotlib)")
+    add("--markdown", action="store_true", help="print the tables in Markdown (for a README)")
+    add(
+        "--quick",
+        action="store_true",
+        help="smoke run: 2 short 160x120 videos converted in this process, 16 clips, "
+        "1 repeat, no calibration",
+    )
+    add(
+        "--geometry-short-side",
+        type=int,
+        default=128,
+        metavar="S",
+        help="geometry rows: each source's fused resize to short side S against a full-size "
+        "read + cv2.resize, on the benchmark's videos and a 1080p sample; 0 leaves them out "
+        "(default 128)",
+    )
+    add(
+        "--no-geometry-hd",
+        action="store_true",
+        help="geometry rows without the generated 1080p sample (quick: 640x360)",
+    )
+    add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
+    add("-v", "--verbose", action="store_true", help="print the traceback of an error")
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    """The run `args` ask for: `--quick`'s smaller defaults where an option is not given."""
+    quick, pick, normal = args.quick, quick_or(args.quick), BenchConfig  # its defaults
+
+    only = None
+    if args.only:
+        only = tuple(s.strip() for s in args.only.split(",") if s.strip())
+    return BenchConfig(
+        data=args.data,
+        work=args.work,
+        num_videos=pick(args.num_videos, normal.num_videos, 2),
+        clips=pick(args.clips, normal.clips, 16),
+        repeats=pick(args.repeats, normal.repeats, 1),
+        frames=args.frames,
+        batch_size=args.batch_size,
+        workers=args.workers if args.workers is not None else default_workers(),
+        seed=args.seed,
+        quality=args.quality,
+        short_side=args.short_side,
+        min_time=pick(args.min_time, normal.min_time, 0.0),
+        cold=args.cold,
+        bucket=args.bucket,
+        dataloader=not args.no_dataloader,
+        only=only,
+        synth_seconds=2.0 if quick else normal.synth_seconds,
+        synth_size=(160, 120) if quick else normal.synth_size,
+        convert_workers=1 if quick else None,
+        progress=not args.no_progress,
+        geometry_short_side=args.geometry_short_side or None,
+        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else normal.geometry_hd),
+        geometry_hd_seconds=0.6 if quick else normal.geometry_hd_seconds,
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    """`vidload.bench.main` on the forwarded arguments; its own `--help` and usage errors exit
-    through SystemExit, which `vidload.cli.main` turns into the exit status."""
-    from vidload.bench import main
+    """Benchmark as `args` say and print the report (and write --json, --plot); 0."""
+    try:
+        cfg = config_from_args(args)
+        if args.plot is not None:
+            if cfg.bucket is not None:  # its result has no loader rows to draw
+                raise ValueError("--plot draws the loader rows; --bucket measures none")
+            report.check_plotting()
+    except (ValueError, TypeError, RuntimeError) as e:  # only the arguments are looked at
+        raise UsageError(str(e)) from e
+    from vidload._bench.run import run_benchmark  # the measuring code, and torch
+    from vidload._bench.workdir import log
 
-    return main(args.forwarded)
+    result = run_benchmark(cfg)
+    if "bucket" in result:
+        from vidload._bench import bucket
+
+        print(bucket.render(result["bucket"], workers=cfg.workers, markdown=args.markdown))
+        print("\n".join(f"- {n}" for n in result["notes"]))
+    else:
+        print(report.render(result, markdown=args.markdown))
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
+        log(f"wrote {args.json}")
+    if args.plot is not None:
+        report.plot(result, args.plot)
+        log(f"wrote {args.plot}")
+    return EXIT_OK
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")

@@ -17,9 +17,8 @@ from vidload._commands.args import (
 from vidload._exit import EXIT_OK
 from vidload.errors import UsageError
 
-__all__ = ["FORWARDS", "INTERRUPTED", "add_parser", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "run"]
 
-FORWARDS = False
 INTERRUPTED = ""
 
 

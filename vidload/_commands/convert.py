@@ -27,9 +27,8 @@ from vidload._kinds import get_kind, kind_names
 from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["FORWARDS", "INTERRUPTED", "add_parser", "description", "help_text", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
 
-FORWARDS = False
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 

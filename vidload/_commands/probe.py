@@ -20,9 +20,8 @@ from vidload._commands.args import (
 from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload.errors import UsageError
 
-__all__ = ["DESCRIPTION", "FORWARDS", "HELP", "INTERRUPTED", "add_parser", "run"]
+__all__ = ["DESCRIPTION", "HELP", "INTERRUPTED", "add_parser", "run"]
 
-FORWARDS = False
 INTERRUPTED = ""
 
 #: What `vidload --help` and `vidload probe --help` say the command does.
