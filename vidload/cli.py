@@ -63,9 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {vidload.__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for command in COMMANDS:
-        # its usage line goes with its errors; its module runs it
+        # its usage line goes with its errors; its module runs it; -v is the error report's
         p = command.add_parser(sub)
         p.set_defaults(command_parser=p, command_module=command)
+        p.add_argument(
+            "-v", "--verbose", action="store_true", help="print the traceback of an error"
+        )
     # named from the commands and the kinds table, so a command or kind added is in the help
     names = list(sub.choices)
     parser.description = (
@@ -85,20 +88,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         if e.code is None:
             return EXIT_OK
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    return _run(args.command_parser, args, args.command_module)
+    return _run(args)
 
 
-def _run(parser: argparse.ArgumentParser, args: argparse.Namespace, command: Command) -> int:
-    """`command.run(args)`'s exit status; a `UsageError` is a usage error (2, with `parser`'s
-    usage line: the command's, as argparse prints for its own errors), any other error a
-    failure (1) named in one line, with its traceback under `--verbose`."""
+def _run(args: argparse.Namespace) -> int:
+    """The command's `run(args)`'s exit status; a `UsageError` is a usage error (2, with the
+    command's usage line, as argparse prints for its own errors), any other error a failure
+    (1) named in one line, with its traceback under `--verbose`."""
+    command: Command = args.command_module
     try:
         return command.run(args)
     except KeyboardInterrupt:
         print(f"vidload {args.command}: interrupted{command.INTERRUPTED}", file=sys.stderr)
         return 130
     except UsageError as e:
-        parser.print_usage(sys.stderr)
+        args.command_parser.print_usage(sys.stderr)
         print(f"vidload {args.command}: error: {e}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as e:

@@ -131,7 +131,6 @@ def add_common(p: argparse.ArgumentParser) -> None:
         "or an annotation list) instead of the sorted names of its top-level folders",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    p.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
     p.add_argument(
         "--dask",
         metavar="ADDRESS",

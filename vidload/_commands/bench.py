@@ -108,7 +108,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="geometry rows without the generated 1080p sample (quick: 640x360)",
     )
     add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
-    add("-v", "--verbose", action="store_true", help="print the traceback of an error")
     return p
 
 

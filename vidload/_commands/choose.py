@@ -127,7 +127,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="smoke run: 2 videos, 4 clips, 1 round, 4 PSNR frames, built in this process",
     )
     ch.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    ch.add_argument("-v", "--verbose", action="store_true", help="print the traceback of an error")
     ch.set_defaults(labels=None, root=None)
     return ch
 
