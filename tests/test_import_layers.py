@@ -29,7 +29,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = tuple(
     (name, tuple("vidload" if m == "." else f"vidload{m}" for m in modules.split()))
     for name, modules in (
         ("cli", ".cli .__main__ .bench"),
-        ("commands", "._commands ._bench .choose ._choose ._measure .probe .synth ._exit"),
+        ("commands", "._commands ._bench .choose ._choose ._measure .probe .synth"),
         (
             "library",
             ". .convert .shards ._convert ._lock .dataset ._dataset ._windows ._official"

@@ -33,10 +33,9 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import vidload
-from vidload._commands import bench, choose, convert, probe
+from vidload._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, bench, choose, convert, probe
 from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
-from vidload._exit import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 from vidload._kinds import kind_names
 from vidload.errors import UsageError
 

@@ -11,9 +11,9 @@ import numpy as np
 
 from vidload._bench import report
 from vidload._bench.config import REFERENCE_NAMES, BenchConfig, source_names
+from vidload._commands import EXIT_OK
 from vidload._commands.args import quick_or
 from vidload._cpus import default_workers
-from vidload._exit import EXIT_OK
 from vidload._kinds import kind_names
 from vidload.errors import UsageError
 

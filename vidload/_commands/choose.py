@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from vidload._commands import EXIT_OK
 from vidload._commands.args import (
     add_storage_option,
     check_paths,
@@ -14,7 +15,6 @@ from vidload._commands.args import (
     quick_or,
     storage_options,
 )
-from vidload._exit import EXIT_OK
 from vidload.errors import UsageError
 
 __all__ = ["INTERRUPTED", "add_parser", "run"]

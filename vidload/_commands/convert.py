@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from vidload._commands import EXIT_FAILED, EXIT_OK
 from vidload._commands.args import (
     add_common,
     add_input,
@@ -22,7 +23,6 @@ from vidload._commands.args import (
 )
 from vidload._convert import options as opts
 from vidload._convert.report import print_convert_summary
-from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload._kinds import get_kind, kind_names
 from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS

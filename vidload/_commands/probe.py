@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from vidload._commands import EXIT_FAILED, EXIT_OK
 from vidload._commands.args import (
     add_common,
     add_input,
@@ -17,7 +18,6 @@ from vidload._commands.args import (
     official_files_for_the_shell,
     storage_options,
 )
-from vidload._exit import EXIT_FAILED, EXIT_OK
 from vidload.errors import UsageError
 
 __all__ = ["DESCRIPTION", "HELP", "INTERRUPTED", "add_parser", "run"]
