@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from vidload._convert.inputs import Inputs, find_inputs_at, label_inputs
@@ -52,11 +51,11 @@ class Input:
         base, items, listed = find_inputs_at(self.source, kinds, root=root)
         if local is not None:
             items, class_map = label_inputs(self.input_path, items, labels)
-            return Inputs(Path(str(base)), items, class_map, listed=listed)
+            return Inputs(base, items, class_map, listed)
         class_map = folder_labels(items, labels) if base == self.source else None
         if labels is not None and class_map is None:
             raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
         if class_map is not None:
             found = label_by_folder([it.video_id for it in items], class_map, where="labels")
             items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-        return Inputs(Path(), items, class_map, base, listed)
+        return Inputs(base, items, class_map, listed)
