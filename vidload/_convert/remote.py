@@ -32,20 +32,17 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
-from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 
 __all__ = [
     "commit_key",
     "is_folder_format",
     "fetch",
-    "folder_labels",
     "publish",
     "publish_sidecar",
     "shard_staging",
@@ -128,18 +125,3 @@ def fetch(remote: Location, local: Path) -> None:
     side = _sidecar(remote).read_optional()
     if side is not None:
         sidecar_path(local).write_bytes(side)
-
-
-# --------------------------------------------------------------------------- INPUT URLs
-
-
-def folder_labels(
-    items: Sequence[InputItem], labels: str | os.PathLike[str] | None
-) -> dict[str, int] | None:
-    """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
-    if labels is not None:
-        return read_class_map(labels)
-    class_map = folder_class_map([it.video_id for it in items])
-    if class_map:  # a bucket's class list files are not looked for; the order is checked
-        warn_unpinned("the INPUT URL", class_map, None)
-    return class_map or None
