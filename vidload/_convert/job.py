@@ -21,7 +21,7 @@ from vidload._kinds import get_kind
 from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
-from vidload.sources._format import path_bytes
+from vidload.sources._format import Written, path_bytes
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
 
@@ -145,8 +145,7 @@ def _convert_video(job: Job, root: Path, reported: int | None, fps: float | None
     kind = get_kind(job.options.to)
     frames = _frames(job, root, reported, fps)
     written = kind.write(job.container, frames, job.options.format_options())
-    row = _stored_row(job, root, reported, written.count, written.size, fps)
-    return Outcome(row, "converted", frames.bytes_read, written.count)
+    return Outcome(_stored_row(job, frames, written), "converted", frames.bytes_read, written.count)
 
 
 def _frames(job: Job, root: Path, reported: int | None, fps: float | None) -> InputFrames:
@@ -163,35 +162,24 @@ def _frames(job: Job, root: Path, reported: int | None, fps: float | None) -> In
 
 def _verified(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
-    written = get_kind(job.options.to).verify(job.container, _frames(job, root, reported, fps))
-    row = _stored_row(job, root, reported, written.count, written.size, fps)
-    return Outcome(row, "skipped")
+    frames = _frames(job, root, reported, fps)
+    written = get_kind(job.options.to).verify(job.container, frames)
+    return Outcome(_stored_row(job, frames, written), "skipped")
 
 
-def _stored_row(
-    job: Job,
-    root: Path,
-    reported: int | None,
-    actual: int,
-    size: tuple[int, int],
-    fps: float | None,
-) -> ManifestRow:
-    """The manifest row of `job`'s written container: `actual` frames of (height, width).
-    A video's `rotation` is the display orientation `VideoSource` applied to the frames."""
-    height, width = size
-    rotation = None
-    if job.item.is_video:  # one more decoded frame: PyAV shows the matrix on frames only
-        rotation = str(VideoSource(root, cache_size=0).orientation(job.item.video_id))
+def _stored_row(job: Job, frames: InputFrames, written: Written) -> ManifestRow:
+    """The manifest row of `job`'s container, `written` from its input `frames`."""
+    height, width = written.size
     return ManifestRow(
         job.item.video_id,
         job.item.label,
-        reported_frames=reported,
-        actual_frames=actual,
+        reported_frames=frames.reported,
+        actual_frames=written.count,
         width=width,
         height=height,
-        fps=fps,
+        fps=frames.fps,
         bytes=get_kind(job.options.to).nbytes(job.container),
-        status=count_status(reported, actual),
-        rotation=rotation,
+        status=count_status(frames.reported, written.count),
+        rotation=frames.rotation(),
         extra=job.item.extra,
     )
