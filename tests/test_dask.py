@@ -117,12 +117,12 @@ class _DyingOnce(Executor):
                     os._exit(1)  # a worker lost mid-write: a temporary folder stays behind
                 return real_encode(rgb, quality, **options)
 
-            def video(job, reported, fps):
+            def video(job, *rest):  # rest: the local root, reported frames, fps
                 started.append(job.item.video_id)
                 encoded[0] = 0
                 with open(os.path.join(marks, "log"), "a") as f:
                     f.write(job.item.video_id + "\n")
-                return real_video(job, reported, fps)
+                return real_video(job, *rest)
 
             jm._convert_video, fm.encode_jpeg = video, encode
             try:

@@ -91,11 +91,11 @@ def test_a_retried_shard_converts_no_video_twice(inputs, local_hdf5, tmp_path, m
     calls: list[str] = []
     real = job_mod._convert_video
 
-    def counting(job, reported, fps):
+    def counting(job, root, reported, fps):
         calls.append(job.item.video_id)
         if len(calls) == 2:  # the task dies part-way through its second video
             raise KeyboardInterrupt
-        return real(job, reported, fps)
+        return real(job, root, reported, fps)
 
     monkeypatch.setattr(job_mod, "_convert_video", counting)
     with plan_convert(inputs, out, to="hdf5", shard_size=3) as plan:
@@ -140,7 +140,7 @@ def test_a_killed_runs_parts_are_kept_and_overwrite_clears_them(inputs, tmp_path
     monkeypatch.setattr(
         job_mod,
         "_convert_video",
-        lambda j, r, f: calls.append(j.item.video_id) or real(j, r, f),
+        lambda j, *rest: calls.append(j.item.video_id) or real(j, *rest),
     )
     report = convert(inputs, out, to="npy", workers=1, progress=False)
     first = set(plan.shards[0].video_ids)

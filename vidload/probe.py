@@ -23,14 +23,14 @@ import os
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Executor
 from contextlib import closing
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import VIDEO_INPUT, InputItem
+from vidload._convert.inputs import VIDEO_INPUT, InputItem, input_copy
 from vidload._convert.job import count_status, failure_reason, path_bytes
-from vidload._convert.remote import input_copy, shard_staging, unstage
+from vidload._convert.remote import shard_staging
 from vidload._convert.report import print_failures
 from vidload._convert.source import Input
 from vidload._kinds import get_kind, input_kinds
@@ -49,10 +49,9 @@ __all__ = ["print_probe_table", "probe"]
 @dataclass(frozen=True)
 class _ProbeJob:
     item: InputItem
-    root: Path
+    root: Location  # an INPUT URL's: the item is downloaded and probed locally (`input_copy`)
     threads: int
     write_index: bool = False
-    source: Location | None = None  # an INPUT URL: the item is downloaded and probed locally
 
 
 def probe(
@@ -108,7 +107,7 @@ def probe(
     kinds = (VIDEO_INPUT, *(k.name for k in input_kinds()))  # originals and every container
     found = Input(input_path, storage_options).find(kinds, root=root, labels=labels)
     items = found.items
-    jobs = [_ProbeJob(item, found.base, threads, write_index, found.url) for item in items]
+    jobs = [_ProbeJob(item, found.root, threads, write_index) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
     shards = [tuple(jobs[i : i + shard_size]) for i in range(0, len(jobs), shard_size)]
     rows: dict[str, ManifestRow] = {}
@@ -122,35 +121,27 @@ def probe(
 
 def _probe_shard(jobs: tuple[_ProbeJob, ...]) -> list[ManifestRow]:
     prepare_task_process()
-    with shard_staging(any(job.source is not None for job in jobs)) as stage:
-        return [_probe_copy(job, stage) for job in jobs]
+    with shard_staging(any(job.root.local_file() is None for job in jobs)) as stage:
+        return [_probe_job(job, stage) for job in jobs]
 
 
-def _probe_copy(job: _ProbeJob, stage: Path | None) -> ManifestRow:
-    """`_probe_job(job)`, for an INPUT URL on a copy of the input staged in `stage` (removed
-    after), the row naming the URL (`vidload._convert.remote.input_copy`)."""
-    with input_copy(job.item, job.root, job.source, stage) as (root, item):
-        row = _probe_job(replace(job, root=root, item=item))
-    return replace(row, error=unstage(row.error, stage, job.source))
+def _probe_job(job: _ProbeJob, stage: Path | None) -> ManifestRow:
+    """The row of `job`'s input, read as convert's (`vidload._convert.job.convert_job`): an
+    INPUT URL's from a copy in `stage`, the row naming the URL."""
+    known: dict[str, Any] = {"extra": job.item.extra}  # row fields known before a failure
+    with input_copy(job.item, job.root, stage) as (root, item):
+        try:
+            return _probe_item(item, root, job, known)
+        except (VidloadError, OSError) as e:
+            error = failure_reason(e, item, root, job.root)
+            return ManifestRow(item.video_id, item.label, status="failed", error=error, **known)
 
 
-def _probe_job(job: _ProbeJob) -> ManifestRow:
-    item = job.item
-    known: dict[str, Any] = {"extra": item.extra}  # row fields known before a failure
-    try:
-        return _probe_item(job, known)
-    except (VidloadError, OSError) as e:
-        return ManifestRow(
-            item.video_id, item.label, status="failed", error=failure_reason(e, item), **known
-        )
-
-
-def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
-    item = job.item
+def _probe_item(item: InputItem, root: Path, job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
     vid = item.video_id
     src: FrameSource
     if item.is_video:
-        video = VideoSource(job.root, threads=job.threads, cache_size=0)
+        video = VideoSource(root, threads=job.threads, cache_size=0)
         info = video.info(vid)
         known.update(
             reported_frames=info.reported_frames, fps=info.fps, width=info.width, height=info.height
@@ -166,7 +157,7 @@ def _probe_item(job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
     else:
         kind = get_kind(item.kind)
         listed = None if item.listed_frames is None else {vid: item.listed_frames}
-        src = kind.input_source(job.root, listed)
+        src = kind.input_source(root, listed)
         fps = kind.stored_fps(item.path)
         if fps is not None:
             known["fps"] = fps

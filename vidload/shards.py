@@ -207,7 +207,7 @@ def plan_convert(
 def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> ConvertPlan:
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
     the shards of what is left. The lock is held by the plan, released on any error here."""
-    base, items, class_map, source = found.base, found.items, found.class_map, found.url
+    root, items, class_map = found.root, found.items, found.class_map
     full_names = found.full_names
     overwrite = options.overwrite
     out.lock()
@@ -218,7 +218,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         previous = out.previous(overwrite=overwrite)
         planned = [item.video_id for item in items]
         previous = name_previous(previous, planned, out, options.to)
-        plan = ConvertPlan(base, out, options, items, previous, found.listed)
+        plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
@@ -234,7 +234,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
-            jobs.append(Job(item, base, container, options, threads, verify, source))
+            jobs.append(Job(item, root, container, options, threads, verify))
         plan.shards = _shards(jobs, options.shard_size, out.parts, overwrite, out.shard_target)
         if plan.shards:
             out.prepare(len(items))
@@ -269,7 +269,7 @@ class ConvertPlan:
     """A planned conversion (`plan_convert`): the shards to run, then `finish`.
 
     Attributes:
-        input_root: the folder the input ids are relative to.
+        input_root: the folder the input ids are relative to (local, or an INPUT URL's).
         output: the output folder; `manifest_path` its manifest (for an OUTPUT URL, the URLs
             without credentials).
         options: the conversion's options (`ConvertOptions`), checked.
@@ -282,7 +282,7 @@ class ConvertPlan:
 
     def __init__(
         self,
-        input_root: Path,
+        input_root: Location,
         output: Output,
         options: ConvertOptions,
         items: Sequence[InputItem],
@@ -435,7 +435,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     prepare_task_process()
     out = ShardOutput(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
-    staged = out.stages or any(job.source is not None for job in shard.jobs)
+    staged = out.stages or any(job.root.local_file() is None for job in shard.jobs)
     with shard_staging(staged) as stage:
         return _convert_shard(shard, out, stage)
 

@@ -1,14 +1,14 @@
 """The parts of `vidload.convert`, one job each:
 
-* `inputs`: what to read (`find_inputs`, `label_inputs`) and the check that no container lands on
-  or around an input;
+* `inputs`: what to read (`find_inputs`, `label_inputs`), the check that no container lands on
+  or around an input, and the local copy a job reads an INPUT URL's item from (`input_copy`);
 * `source`: where a run reads, a local INPUT or an INPUT URL, one class written against
   `Location` (`Input`);
 * `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
   output folder;
 * `output`: where a run writes, a local folder or a bucket prefix, one class written against
   `Location` (`Output`; `ShardOutput` a shard's side); `remote` what a bucket needs (staging,
-  uploads) and INPUT URLs' search;
+  uploads);
 * `frames`: the JPEG byte streams a container stores;
 * `job`: one video's conversion, as a worker runs it;
 * `resume`: what a run resumes from (the manifest, part manifests, stale temporaries);

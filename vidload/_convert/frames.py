@@ -168,6 +168,11 @@ class InputFrames:
             else f"no frame files ({FIRST_FRAME_NAME}, ...)"
         )
 
+    def rotation(self) -> str | None:
+        """A video's display orientation, which `VideoSource` applied to its frames (one more
+        decoded frame: PyAV shows the matrix on frames only); None for a frame folder."""
+        return None if self._video is None else str(self._video.orientation(self.video_id))
+
     def planned_timestamps(self) -> tuple[np.ndarray, Fraction | None] | None:
         if self._video is None:
             return None

@@ -8,10 +8,12 @@ is written, `check_no_overlap` makes sure no container lands on or around an inp
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import shutil
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -19,8 +21,8 @@ from vidload._checks import check_choice
 from vidload._convert.lists import ListedInput
 from vidload._kinds import file_kind, get_kind, input_kinds
 from vidload._layout import FIRST_FRAME_NAME, container_path
-from vidload._storage import Location
-from vidload.errors import UsageError
+from vidload._storage import Location, read_many
+from vidload.errors import UsageError, VideoReadError
 from vidload.labels import input_class_map, label_by_folder
 from vidload.manifest import VideoEntry, load_videos
 from vidload.sources._video_root import CONVERTED_SUFFIX
@@ -36,6 +38,7 @@ __all__ = [
     "check_no_overlap",
     "find_inputs",
     "find_inputs_at",
+    "input_copy",
     "label_inputs",
     "sharing_a_name",
 ]
@@ -155,7 +158,7 @@ def find_inputs_at(
 
 def _item_path(base: Location, rel: str) -> Path:
     """An item's `path`: the local file or folder; at a URL, `rel` (a job downloads it from
-    the root, `vidload._convert.remote.input_copy`)."""
+    the root, `input_copy`)."""
     local = base.local_file()
     return Path(rel) if local is None else local / rel
 
@@ -369,19 +372,17 @@ class Inputs:
     """What `Input.find` found.
 
     Attributes:
-        base: the folder the items' paths are relative to (`Path()` for a URL: see `url`).
+        root: the folder the items' paths are relative to: local, or an INPUT URL's (a job
+            then downloads its item from there into its staging folder,
+            `vidload._convert.inputs.input_copy`).
         items: every input, in input order (sorted ids for a folder).
         class_map: a folder INPUT's class map (None for another input, or no class folder).
-        url: the INPUT URL the items' paths are relative to (a job downloads its item from
-            there into its staging folder, `vidload._convert.remote.input_copy`); None for a
-            local INPUT.
         listed: a list INPUT's entries (`find_inputs_at`), for its own manifest.
     """
 
-    base: Path
+    root: Location
     items: list[InputItem]
     class_map: dict[str, int] | None
-    url: Location | None = None
     #: a list INPUT's entries, in its order (`vidload._convert.lists`); None for another INPUT
     listed: ListedInput | None = None
 
@@ -389,3 +390,41 @@ class Inputs:
     def full_names(self) -> frozenset[str]:
         """The ids whose containers keep their video extension (`sharing_a_name`)."""
         return sharing_a_name(self.items)
+
+
+@contextlib.contextmanager
+def input_copy(
+    item: InputItem, root: Location, stage: Path | None
+) -> Iterator[tuple[Path, InputItem]]:
+    """(root, item) to read by a local path (FFmpeg's, `JpegSource`'s): a local `root`'s own
+    (`Location.local_file`); under an INPUT URL, a copy of the item (relative to `root`)
+    downloaded into `stage/in`, removed after. A JPEG folder's frames come in one concurrent
+    batch. A missing object is left missing: reading it then fails with the item's own error,
+    which names the URL (`vidload._convert.job.failure_reason`)."""
+    local_root = root.local_file()
+    if local_root is not None:
+        yield local_root, item
+        return
+    assert stage is not None, "a shard reading an INPUT URL has a staging folder"
+    local_root = stage / "in"
+    local = local_root / item.path
+    remote = root / item.path.as_posix()
+    try:
+        if not item.is_video and get_kind(item.kind).folder:
+            local.mkdir(parents=True, exist_ok=True)
+            try:
+                names = sorted(n for n, size in remote.list_dir().items() if size is not None)
+            except VideoReadError as e:
+                if "not found" not in str(e.reason):
+                    raise
+                names = []
+            for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
+                (local / name).write_bytes(data)
+        else:
+            local.parent.mkdir(parents=True, exist_ok=True)
+            whole = remote.read_optional()
+            if whole is not None:
+                local.write_bytes(whole)
+        yield local_root, replace(item, path=local)
+    finally:
+        shutil.rmtree(local_root, ignore_errors=True)

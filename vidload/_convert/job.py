@@ -9,19 +9,19 @@ video's fault and stops the run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from vidload._atomic import is_disk_full
 from vidload._convert.frames import InputFrames, NoFrames
-from vidload._convert.inputs import InputItem
+from vidload._convert.inputs import InputItem, input_copy
 from vidload._convert.options import ConvertOptions
 from vidload._kinds import get_kind
 from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
-from vidload.sources._format import path_bytes
+from vidload.sources._format import Written, path_bytes
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
 
@@ -33,22 +33,21 @@ class Job:
     """What a worker needs to convert (or verify) one video; picklable.
 
     Attributes:
-        item: the input; `root` the folder its id is relative to.
+        item: the input; `root` the folder its id is relative to: local, or an INPUT URL's
+            (the shard downloads the item into its staging folder first:
+            `vidload._convert.inputs.input_copy`).
         container: where its container goes (its kind's `container_path`).
         options: what to store.
         threads: decoding threads.
         verify: the container exists without a manifest row: validate it, else convert.
-        source: an INPUT URL the item's path is relative to (`vidload._convert.remote`): the
-            shard downloads the item into its staging folder first. None for a local INPUT.
     """
 
     item: InputItem
-    root: Path
+    root: Location
     container: Path
     options: ConvertOptions
     threads: int
     verify: bool
-    source: Location | None = None
 
 
 @dataclass(frozen=True)
@@ -61,45 +60,56 @@ class Outcome:
     frames: int = 0
 
 
-def failure_reason(e: BaseException, item: InputItem) -> str:
+def failure_reason(e: BaseException, item: InputItem, local: Path, root: Location) -> str:
     """A short reason for the manifest: the error without the item's own path, except for a
-    missing file, whose message names the path tried and how to change the root."""
+    missing file, whose message names the path tried and how to change the root. `item` was
+    read under `local` (`input_copy`): the reason names `root`, where the input is."""
     if isinstance(e, VideoReadError) and e.path == str(item.path):
         if isinstance(e.__cause__, FileNotFoundError) or not item.path.exists():
-            return (
+            reason = (
                 f"file not found: {item.path} (annotation list entries are relative to the "
                 f"list's folder unless --root DIR is given)"
             )
-        where = f" (frame {e.index})" if e.index is not None else ""
-        return f"{e.reason}{where}"
-    return str(e) or type(e).__name__
+        else:
+            where = f" (frame {e.index})" if e.index is not None else ""
+            reason = f"{e.reason}{where}"
+    else:
+        reason = str(e) or type(e).__name__
+    return reason.replace(str(local), str(root))
 
 
 def count_status(reported: int | None, actual: int) -> Literal["ok", "mismatch"]:
     return "mismatch" if reported is not None and reported != actual else "ok"
 
 
-def _input_header(job: Job) -> tuple[int | None, float | None]:
+def _input_header(job: Job, root: Path) -> tuple[int | None, float | None]:
     """(reported frames, fps) of the input, without decoding."""
     item = job.item
     if item.is_video:
-        info = VideoSource(job.root, threads=1, cache_size=0).info(item.video_id)
+        info = VideoSource(root, threads=1, cache_size=0).info(item.video_id)
         return info.reported_frames, info.fps
     if item.listed_frames is not None:
         return item.listed_frames, None
     return JpegSource(item.path.parent).reported_frames(item.path.name), None
 
 
-def convert_job(job: Job) -> Outcome:
-    """Convert one video (or accept its existing container); failures become a failed row."""
+def convert_job(job: Job, stage: Path | None) -> Outcome:
+    """Convert one video (or accept its existing container); failures become a failed row.
+    An INPUT URL's item is read from a copy in `stage` (`input_copy`), its row naming the URL."""
+    with input_copy(job.item, job.root, stage) as (root, item):
+        return _convert_local(replace(job, item=item), root)
+
+
+def _convert_local(job: Job, root: Path) -> Outcome:
+    """`convert_job` of an input read under the local folder `root`."""
     item = job.item
     reported: int | None = None
     fps: float | None = None
     try:
-        reported, fps = _input_header(job)
+        reported, fps = _input_header(job, root)
         if job.verify:
             try:
-                return _verified(job, reported, fps)
+                return _verified(job, root, reported, fps)
             except VidloadError as e:
                 # vidload renames a container into place only once it is complete, so what
                 # fails here was not written by this conversion (or was damaged since): it may
@@ -111,7 +121,7 @@ def convert_job(job: Job) -> Outcome:
                     "vidload replaces only its own containers: move it away, or pass "
                     "--overwrite (overwrite=True) to replace it",
                 ) from e
-        return _convert_video(job, reported, fps)
+        return _convert_video(job, root, reported, fps)
     except (VidloadError, OSError) as e:
         if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
             raise DiskFullError(job.container) from e
@@ -122,28 +132,27 @@ def convert_job(job: Job) -> Outcome:
             actual_frames=0 if isinstance(e, NoFrames) else None,
             fps=fps,
             status="failed",
-            error=failure_reason(e, item),
+            error=failure_reason(e, item, root, job.root),
             extra=item.extra,
         )
         return Outcome(row, "failed")
 
 
-def _convert_video(job: Job, reported: int | None, fps: float | None) -> Outcome:
+def _convert_video(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
     """Decode (or read) the input and write its container: the kind's class writes it
     (`vidload.sources._format.StorageFormat.write`: a JPEG kind encodes frames, `video`
     re-encodes them), from the input's frames (`InputFrames`)."""
     kind = get_kind(job.options.to)
-    frames = _frames(job, reported, fps)
+    frames = _frames(job, root, reported, fps)
     written = kind.write(job.container, frames, job.options.format_options())
-    row = _stored_row(job, reported, written.count, written.size, fps)
-    return Outcome(row, "converted", frames.bytes_read, written.count)
+    return Outcome(_stored_row(job, frames, written), "converted", frames.bytes_read, written.count)
 
 
-def _frames(job: Job, reported: int | None, fps: float | None) -> InputFrames:
+def _frames(job: Job, root: Path, reported: int | None, fps: float | None) -> InputFrames:
     options = job.options
     return InputFrames(
         job.item,
-        job.root,
+        root,
         threads=job.threads,
         short_side=options.short_side,
         fps=fps,
@@ -151,31 +160,26 @@ def _frames(job: Job, reported: int | None, fps: float | None) -> InputFrames:
     )
 
 
-def _verified(job: Job, reported: int | None, fps: float | None) -> Outcome:
+def _verified(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
-    written = get_kind(job.options.to).verify(job.container, _frames(job, reported, fps))
-    return Outcome(_stored_row(job, reported, written.count, written.size, fps), "skipped")
+    frames = _frames(job, root, reported, fps)
+    written = get_kind(job.options.to).verify(job.container, frames)
+    return Outcome(_stored_row(job, frames, written), "skipped")
 
 
-def _stored_row(
-    job: Job, reported: int | None, actual: int, size: tuple[int, int], fps: float | None
-) -> ManifestRow:
-    """The manifest row of `job`'s written container: `actual` frames of (height, width).
-    A video's `rotation` is the display orientation `VideoSource` applied to the frames."""
-    height, width = size
-    rotation = None
-    if job.item.is_video:  # one more decoded frame: PyAV shows the matrix on frames only
-        rotation = str(VideoSource(job.root, cache_size=0).orientation(job.item.video_id))
+def _stored_row(job: Job, frames: InputFrames, written: Written) -> ManifestRow:
+    """The manifest row of `job`'s container, `written` from its input `frames`."""
+    height, width = written.size
     return ManifestRow(
         job.item.video_id,
         job.item.label,
-        reported_frames=reported,
-        actual_frames=actual,
+        reported_frames=frames.reported,
+        actual_frames=written.count,
         width=width,
         height=height,
-        fps=fps,
+        fps=frames.fps,
         bytes=get_kind(job.options.to).nbytes(job.container),
-        status=count_status(reported, actual),
-        rotation=rotation,
+        status=count_status(frames.reported, written.count),
+        rotation=frames.rotation(),
         extra=job.item.extra,
     )

@@ -24,16 +24,9 @@ from pathlib import Path
 
 from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
 from vidload._convert.inputs import Inputs, check_no_overlap
-from vidload._convert.job import Job, Outcome
+from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
-from vidload._convert.remote import (
-    commit_key,
-    fetch,
-    is_folder_format,
-    publish,
-    publish_sidecar,
-    run_job,
-)
+from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
 from vidload._convert.resume import (
     parse_part,
     part_bytes,
@@ -127,20 +120,20 @@ class Output:
     def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
         """UsageError where a container would land on or among the inputs `found` of
         `input_path` (`vidload._convert.source.Input.find`): a folder INPUT (local, or an INPUT
-        URL's folder `found.url`) and OUTPUT inside one another, or a container of another
+        URL's folder `found.root`) and OUTPUT inside one another, or a container of another
         local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
         (or the other way) cannot overlap."""
-        source = found.url
-        if (source is None) == (self._disk is None):  # one local, the other a URL
+        local = found.root.local_file()
+        if (local is None) != (self._disk is None):  # one local, the other a URL
             return
         if self._disk is not None and not Path(input_path).is_dir():
             check_no_overlap(found, self._disk, to)
             return
-        a = str(found.base.resolve()) if source is None else source.url
+        a = str(local.resolve()) if local is not None else found.root.url
         b = str(self._disk.resolve()) if self._disk is not None else self.location.url
         a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
         if a.startswith(b) or b.startswith(a):
-            shown = str(input_path) if source is None else str(source)
+            shown = str(input_path) if local is not None else str(found.root)
             raise UsageError(
                 f"OUTPUT ({str(self.location)!r}) and INPUT ({shown!r}) overlap: they must not "
                 f"be inside one another (the containers would be written among the inputs)"
@@ -275,7 +268,9 @@ class ShardOutput:
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
         """Convert (or verify) `job` and put its container in place."""
         if self.target is None:
-            return run_job(replace(job, verify=not overwrite and self.has_container(job)), stage)
+            return convert_job(
+                replace(job, verify=not overwrite and self.has_container(job)), stage
+            )
         assert stage is not None  # convert_shard stages every bucket shard
         to, remote = job.options.to, self._at(job.container)
         local = stage / job.container
@@ -286,7 +281,7 @@ class ShardOutput:
             verify = job.verify and not overwrite and not is_folder_format(to)
             if verify:
                 fetch(remote, local)
-            outcome = run_job(replace(job, container=local, verify=verify), stage)
+            outcome = convert_job(replace(job, container=local, verify=verify), stage)
             if outcome.action == "converted":
                 publish(local, remote, to)
             elif outcome.action == "skipped" and sidecar_path(local).exists():

@@ -32,29 +32,20 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Iterator
 from pathlib import Path
 
-from vidload._convert.inputs import InputItem
-from vidload._convert.job import Job, Outcome, convert_job
 from vidload._kinds import get_kind, kind_names
 from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
-from vidload.errors import VideoReadError
-from vidload.labels import folder_class_map, read_class_map, warn_unpinned
 
 __all__ = [
     "commit_key",
     "is_folder_format",
     "fetch",
-    "folder_labels",
-    "input_copy",
     "publish",
     "publish_sidecar",
-    "run_job",
     "shard_staging",
-    "unstage",
 ]
 
 _STAGING_PREFIX = "vidload-staging-"
@@ -134,72 +125,3 @@ def fetch(remote: Location, local: Path) -> None:
     side = _sidecar(remote).read_optional()
     if side is not None:
         sidecar_path(local).write_bytes(side)
-
-
-# --------------------------------------------------------------------------- INPUT URLs
-
-
-def folder_labels(
-    items: Sequence[InputItem], labels: str | os.PathLike[str] | None
-) -> dict[str, int] | None:
-    """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
-    if labels is not None:
-        return read_class_map(labels)
-    class_map = folder_class_map([it.video_id for it in items])
-    if class_map:  # a bucket's class list files are not looked for; the order is checked
-        warn_unpinned("the INPUT URL", class_map, None)
-    return class_map or None
-
-
-def unstage(text: str | None, stage: Path | None, source: Location | None) -> str | None:
-    """`text` (an error for the manifest) naming the URL instead of the staged copy."""
-    if text is None or source is None or stage is None:
-        return text
-    return text.replace(str(stage / "in"), str(source))
-
-
-@contextlib.contextmanager
-def input_copy(
-    item: InputItem, root: Path, source: Location | None, stage: Path | None
-) -> Iterator[tuple[Path, InputItem]]:
-    """(root, item) to read: as given for a local INPUT (`source` None); for an INPUT URL, a
-    copy of the item (relative to `source`) downloaded into `stage/in`, removed after. A JPEG
-    folder's frames come in one concurrent batch. A missing object is left missing: reading it
-    then fails with the item's own error. A job's reader (convert's, probe's) then names the
-    URL through `unstage`."""
-    if source is None or stage is None:
-        yield root, item
-        return
-    from vidload._storage import read_many
-
-    local_root = stage / "in"
-    local = local_root / item.path
-    remote = source / item.path.as_posix()
-    try:
-        if not item.is_video and get_kind(item.kind).folder:
-            local.mkdir(parents=True, exist_ok=True)
-            try:
-                names = sorted(n for n, size in remote.list_dir().items() if size is not None)
-            except VideoReadError as e:
-                if "not found" not in str(e.reason):
-                    raise
-                names = []
-            for name, data in zip(names, read_many([remote / n for n in names]), strict=True):
-                (local / name).write_bytes(data)
-        else:
-            local.parent.mkdir(parents=True, exist_ok=True)
-            whole = remote.read_optional()
-            if whole is not None:
-                local.write_bytes(whole)
-        yield local_root, replace(item, path=local)
-    finally:
-        shutil.rmtree(local_root, ignore_errors=True)
-
-
-def run_job(job: Job, stage: Path | None) -> Outcome:
-    """`convert_job(job)`, for an INPUT URL on a copy of the input staged in `stage` (removed
-    after), the manifest row naming the URL."""
-    with input_copy(job.item, job.root, job.source, stage) as (root, item):
-        outcome = convert_job(replace(job, root=root, item=item))
-    row = replace(outcome.row, error=unstage(outcome.row.error, stage, job.source))
-    return replace(outcome, row=row)

@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
-from vidload._convert.inputs import Inputs, find_inputs_at, label_inputs
+from vidload._convert.inputs import InputItem, Inputs, find_inputs_at, label_inputs
 from vidload._storage import Location
 from vidload.errors import UsageError
-from vidload.labels import label_by_folder
+from vidload.labels import folder_class_map, label_by_folder, read_class_map, warn_unpinned
 
 __all__ = ["Input", "Inputs"]
 
@@ -44,19 +43,29 @@ class Input:
             ValueError: nothing of `kinds` there, `labels` for an INPUT that is not a
                 folder, `root` for an INPUT URL (UsageError).
         """
-        from vidload._convert.remote import folder_labels
-
         local = self.source.local_file()
         if local is None and root is not None:
             raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
         base, items, listed = find_inputs_at(self.source, kinds, root=root)
         if local is not None:
             items, class_map = label_inputs(self.input_path, items, labels)
-            return Inputs(Path(str(base)), items, class_map, listed=listed)
+            return Inputs(base, items, class_map, listed)
         class_map = folder_labels(items, labels) if base == self.source else None
         if labels is not None and class_map is None:
             raise UsageError(f"labels ({str(labels)!r}) applies to a folder INPUT only")
         if class_map is not None:
             found = label_by_folder([it.video_id for it in items], class_map, where="labels")
             items = [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
-        return Inputs(Path(), items, class_map, base, listed)
+        return Inputs(base, items, class_map, listed)
+
+
+def folder_labels(
+    items: Sequence[InputItem], labels: str | os.PathLike[str] | None
+) -> dict[str, int] | None:
+    """The class map of a folder INPUT's items (`vidload.labels.input_class_map`'s rule)."""
+    if labels is not None:
+        return read_class_map(labels)
+    class_map = folder_class_map([it.video_id for it in items])
+    if class_map:  # a bucket's class list files are not looked for; the order is checked
+        warn_unpinned("the INPUT URL", class_map, None)
+    return class_map or None
