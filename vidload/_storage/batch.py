@@ -189,7 +189,12 @@ def run_concurrently(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     not touch shared state; its exceptions propagate."""
     if len(items) <= 1:
         return [fn(x) for x in items]
-    return [f.result() for f in _started(fn, items)]
+    futures = _started(fn, items)
+    try:
+        return [f.result() for f in futures]
+    finally:  # after a failure, the calls still queued are not sent (no-op for the done)
+        for f in futures:
+            f.cancel()
 
 
 def _started(fn: Callable[[T], R], items: Sequence[T]) -> list[Future]:
