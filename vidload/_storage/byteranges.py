@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vidload._storage import http_adapter
-from vidload._storage.filesystems import answer_version, cat_one
+from vidload._storage.filesystems import Span, answer_version, cat_one
 from vidload._storage.ranges import block_of, coalesce, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
@@ -155,26 +155,20 @@ async def _multi(
         return None
 
 
-def cat_spans(
-    fs: Any,
-    paths: Sequence[str],
-    starts: Sequence[int | None],
-    stops: Sequence[int | None],
-    *,
-    report: bool = False,
-) -> tuple[list[Any], int]:
-    """`fs.cat_ranges(paths, starts, stops, on_error="return")` for fsspec's HTTP filesystem
-    (`http_adapter.is_http`), the ranges of one object in one request where its server serves
-    that (see the module docstring), and the number of requests sent. All of them in one concurrent
-    round on the filesystem's event loop. `report`: each answer is `(bytes, version)`, as
-    `filesystems.cat_reporting`'s (the version the request's answer reported)."""
+def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Any], int]:
+    """Each `(path, start, stop)` span's `(bytes, version)` as `filesystems.cat_reporting`
+    answers it (an exception in a failed one's place), for fsspec's HTTP filesystem
+    (`http_adapter.is_http`): the ranges of one object in one request where its server serves
+    that (see the module docstring), all in one concurrent round on the filesystem's event
+    loop; and the number of requests sent."""
     import asyncio
 
     from fsspec.asyn import sync
 
+    starts, stops = [span[1] for span in spans], [span[2] for span in spans]
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []
-    for i, (path, a, b) in enumerate(zip(paths, starts, stops, strict=True)):
+    for i, (path, a, b) in enumerate(spans):
         if a is None or b is None or a >= b:
             singles.append(i)
         else:
@@ -193,16 +187,13 @@ def cat_spans(
             chunks.setdefault(block_of(merged, starts[i]) // MAX_RANGES, []).append(i)  # type: ignore[arg-type]
         for k, mine in chunks.items():
             jobs.append((path, merged[k * MAX_RANGES : (k + 1) * MAX_RANGES], mine))
-    out: list[Any] = [None] * len(paths)
+    out: list[Any] = [None] * len(spans)
     sent = [0]
 
     async def one(i: int) -> None:
         sent[0] += 1
         try:
-            if report:
-                out[i] = await cat_one(fs, paths[i], starts[i], stops[i])
-            else:
-                out[i] = await fs._cat_file(paths[i], start=starts[i], end=stops[i])
+            out[i] = await cat_one(fs, *spans[i])
         except Exception as e:  # noqa: BLE001 - returned in place, as cat_ranges does
             out[i] = e
 
@@ -218,9 +209,9 @@ def cat_spans(
             await asyncio.gather(*(one(i) for i in members))
             return
         blocks, version = got
-        spans = [(starts[i], stops[i]) for i in members]
-        for i, data in zip(members, split_blocks(spans, asked, blocks), strict=True):  # type: ignore[arg-type]
-            out[i] = (data, version) if report else data
+        wanted = [(starts[i], stops[i]) for i in members]
+        for i, data in zip(members, split_blocks(wanted, asked, blocks), strict=True):  # type: ignore[arg-type]
+            out[i] = (data, version)
 
     async def gather() -> None:
         await asyncio.gather(*(one(i) for i in singles), *(several(*job) for job in jobs))

@@ -38,7 +38,6 @@ __all__ = [
     "is_url",
     "options_key",
     "redact_url",
-    "whole_read_kwargs",
 ]
 
 #: A URL: a scheme of two or more characters, then "://" (one letter is a Windows drive).
@@ -175,46 +174,14 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     return fs
 
 
-def whole_read_kwargs(fs: Any) -> dict[str, Any]:
-    """What `fs.cat_file` / `cat` / `cat_ranges` need to read a whole object in ONE request.
-
-    s3fs's `cat_file` without a range first asks the object's size (a HEAD: one more round
-    trip) so as to fetch an object larger than its block size (50 MiB) in concurrent parts;
-    with `max_concurrency=1` it sends the GET alone. The whole objects read here are small
-    (manifests, sidecars, a JPEG folder's frames): a round trip each matters, parts do not.
-    (A video copied whole into the cache goes through `get_file`, which starts with its GET
-    and still splits a large object.) HTTP and GCS already send one GET: nothing to add."""
-    cls = type(fs)
-    splits = _SPLITS.get(cls)
-    if splits is None:
-        splits = _SPLITS[cls] = _takes_max_concurrency(cls)
-    return {"max_concurrency": 1} if splits else {}
-
-
-#: {filesystem class: whether its `_cat_file` takes `max_concurrency`} (`whole_read_kwargs`).
-_SPLITS: dict[type, bool] = {}
-
-
-def _takes_max_concurrency(cls: type) -> bool:
-    """Whether `cls._cat_file` takes `max_concurrency` (s3fs; adlfs, where 1 is harmless)."""
-    import inspect
-
-    cat_file = getattr(cls, "_cat_file", None)
-    if cat_file is None:
-        return False
-    try:
-        return "max_concurrency" in inspect.signature(cat_file).parameters
-    except (TypeError, ValueError):
-        return False
-
-
 #: A byte range of `cat_reporting`: (path, start, stop); start and stop None: the whole object.
 Span = tuple[str, "int | None", "int | None"]
 
 
 def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | None] | Exception]:
     """Each span's bytes with the version its response reported, all in one concurrent round
-    (an exception in place of a failed one, as `cat_ranges(on_error="return")`).
+    (an exception in place of a failed one, as `cat_ranges(on_error="return")`): how
+    `RemoteLocation` reads any filesystem but fsspec's HTTP (`byteranges`) and obstore's S3.
 
     The version is what the GET's own answer says: S3's ETag, HTTP's ETag (else its
     Last-Modified and total size); None where the filesystem does not hand its responses out
@@ -222,7 +189,9 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
     that the bytes it fetches later are still that object's, without a request of its own
     (`RemoteLocation.versioned`). fsspec's `cat_ranges` returns the bodies only, so S3 and
     HTTP are read here by their filesystems' own clients (`s3_adapter`, `http_adapter`: the
-    one home each of what those libraries do not document), the rest by `_cat_file`."""
+    one home each of what those libraries do not document), the rest by `_cat_file`. A whole
+    S3 object is one GET (s3fs's own `cat_file` first asks its size, a HEAD, to fetch a large
+    one in parts: the whole objects read here are small, manifests, sidecars, frame files)."""
     if not getattr(fs, "async_impl", False):  # a blocking filesystem: no answer to report
         paths, starts, stops = ([span[k] for span in spans] for k in range(3))
         got = fs.cat_ranges(paths, starts, stops, on_error="return")

@@ -3,9 +3,9 @@ scheme fsspec knows), read by byte ranges through this process's fsspec filesyst
 (`filesystems.filesystem`), every failure through `faults.call`.
 
 Reads: `read_ranges` coalesces nearby ranges (`ranges.COALESCE_GAP`) and fetches what is left
-concurrently (`cat_ranges` on an async filesystem: one round trip for a clip's frames; over
-HTTP one request for all of them, `byteranges`); `batch.fetch` does the same for the ranges of
-many objects at once (a batch's clips: one round trip for the batch).
+concurrently (`filesystems.cat_reporting`: one round trip for a clip's frames; over HTTP one
+request for all of them, `byteranges`); `batch.fetch` does the same for the ranges of many
+objects at once (a batch's clips: one round trip for the batch).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from vidload._storage.filesystems import (
     options_key,
     redact_url,
     scheme,
-    whole_read_kwargs,
 )
 from vidload._storage.location import IMPLEMENTATIONS, Location, Stat
 from vidload._storage.ranges import COALESCE_GAP, coalesce, split_blocks
@@ -259,45 +258,36 @@ class RemoteLocation(Location):
         path = self.fs()[1]
         merged = coalesce(ranges, COALESCE_GAP)
 
-        def fetch() -> tuple[list[bytes], list[Any] | None]:
-            blocks, versions = self._cat([(path, a, b) for a, b in merged], report=self._versioned)
+        def fetch() -> tuple[list[bytes], list[str | None]]:
+            blocks, versions = self._cat([(path, a, b) for a, b in merged])
             return _raise_first(blocks), versions
 
         blocks, versions = self.call("read byte ranges", fetch, index=index)
-        error = None if not self._versioned else self._version_error(versions or [])
+        error = self._version_error(versions) if self._versioned else None
         if error is not None:
             raise error
         return split_blocks(ranges, merged, blocks)
 
-    def _cat(
-        self, spans: Sequence[Span], *, report: bool = False
-    ) -> tuple[list[Any], list[Any] | None]:
+    def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None]]:
         """Each `(path, start, stop)` span of this location's filesystem (start and stop None:
         the whole object) in one concurrent round, counted: (its bytes, or the exception in a
-        failed one's place; the version each answer reported where `report` or obstore reads
-        them (`filesystems.cat_reporting`), else None). The one place that picks the client:
-        obstore where it serves (`objectstore`), over HTTP an object's ranges in one request
-        where its server serves that (`byteranges`), else fsspec's `cat_ranges`."""
+        failed one's place; the version each answer reported, None where it reports none).
+        The one place that picks the client: obstore where it serves (`objectstore`), over
+        HTTP an object's ranges in one request where its server serves that (`byteranges`),
+        else the filesystem's own (`filesystems.cat_reporting`)."""
         fs = self.fs()[0]
         fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
-        paths, starts, stops = [s[0] for s in spans], [s[1] for s in spans], [s[2] for s in spans]
-        report = report or fast is not None
         got: list[Any]
         if fast is not None:
             got, sent = fast.cat(spans), len(spans)
         elif http_adapter.is_http(fs):
-            got, sent = byteranges.cat_spans(fs, paths, starts, stops, report=report)
-        elif report:
-            got, sent = cat_reporting(fs, spans), len(spans)
+            got, sent = byteranges.cat_spans(fs, spans)
         else:
-            got = fs.cat_ranges(paths, starts, stops, on_error="return", **whole_read_kwargs(fs))
-            sent = len(got)
-        versions = None
-        if report:  # (bytes, version) answers
-            versions = [None if isinstance(r, BaseException) else r[1] for r in got]
-            got = [r if isinstance(r, BaseException) else r[0] for r in got]
-        count(sent, sum(len(b) for b in got if isinstance(b, bytes)))
-        return got, versions
+            got, sent = cat_reporting(fs, spans), len(spans)
+        versions = [None if isinstance(r, BaseException) else r[1] for r in got]
+        blocks = [r if isinstance(r, BaseException) else r[0] for r in got]
+        count(sent, sum(len(b) for b in blocks if isinstance(b, bytes)))
+        return blocks, versions
 
     # -- versions (`versioned`)
 
@@ -398,7 +388,7 @@ class RemoteLocation(Location):
         ]
         if not spans:
             return [[] for _ in requests]
-        got, versions = locs[0]._cat(spans, report=any(loc._versioned for loc in locs))
+        got, versions = locs[0]._cat(spans)
         out: list[list[bytes] | Exception] = []
         k = 0
         for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
@@ -407,7 +397,7 @@ class RemoteLocation(Location):
             if not all(isinstance(b, bytes) for b in blocks):
                 out.append(loc._fetch_alone(ranges))
                 continue
-            error = loc._version_error(versions[k - n : k]) if versions and loc._versioned else None
+            error = loc._version_error(versions[k - n : k]) if loc._versioned else None
             out.append(
                 error
                 or (blocks if ranges is None or m is None else split_blocks(ranges, m, blocks))
