@@ -239,34 +239,34 @@ class RemoteLocation(Location):
     # -- reads
 
     def read_bytes(self) -> bytes:
-        h = held(self._url)
-        if h is not None and h.whole is not None:
-            return h.whole
-        path = self.fs()[1]
-        return self.call("read", lambda: _raise_first(self._cat([(path, None, None)])[0])[0])
+        return self._read(None, "read")[0]
 
     def read_ranges(
         self, ranges: Sequence[tuple[int, int]], *, index: int | None = None
     ) -> list[bytes]:
-        if not ranges:
-            return []
+        return self._read(ranges, "read byte ranges", index) if ranges else []
+
+    def _read(
+        self, ranges: Sequence[tuple[int, int]] | None, what: str, index: int | None = None
+    ) -> list[bytes]:
+        """The whole object (`ranges` None) or its ranges: what `batch.holding` holds of them,
+        else one round (`_fetch_group`), its failed requests retried as `call` retries them."""
         h = held(self._url)
         if h is not None:
-            got = [h.get(a, b) for a, b in ranges]
+            got = [h.whole] if ranges is None else [h.get(a, b) for a, b in ranges]
             if all(g is not None for g in got):
                 return got  # type: ignore[return-value]
-        path = self.fs()[1]
-        merged = coalesce(ranges, COALESCE_GAP)
 
-        def fetch() -> tuple[list[bytes], list[str | None]]:
-            blocks, versions = self._cat([(path, a, b) for a, b in merged])
-            return _raise_first(blocks), versions
+        def attempt() -> list[bytes] | VideoReadError:
+            answer = self._fetch_group([(self, ranges)], retry=False)[0]
+            if not isinstance(answer, (list, VideoReadError)):
+                raise answer  # a failed request: `call` retries it or says why
+            return answer
 
-        blocks, versions = self.call("read byte ranges", fetch, index=index)
-        error = self._version_error(versions) if self._versioned else None
-        if error is not None:
-            raise error
-        return split_blocks(ranges, merged, blocks)
+        answer = self.call(what, attempt, index=index)
+        if isinstance(answer, VideoReadError):  # another version answered (`versioned`)
+            raise answer
+        return answer
 
     def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None]]:
         """Each `(path, start, stop)` span of this location's filesystem (start and stop None:
@@ -374,11 +374,15 @@ class RemoteLocation(Location):
 
     @classmethod
     def _fetch_group(
-        cls, requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]]
+        cls,
+        requests: Sequence[tuple[Location, Sequence[tuple[int, int]] | None]],
+        *,
+        retry: bool = True,
     ) -> list[list[bytes] | Exception]:
         """Every location's ranges (or whole object), coalesced per object, in one concurrent
         round (`_cat`); a location whose requests failed is read again on its own (its retries
-        and its own error, a VideoReadError naming it, returned in its place)."""
+        and its own error, a VideoReadError naming it, returned in its place), or without
+        `retry` (`_read`, which retries) its first failure is returned."""
         locs: list[RemoteLocation] = [loc for loc, _ in requests]  # type: ignore[misc]
         merged = [None if r is None else coalesce(r, COALESCE_GAP) for _, r in requests]
         spans: list[Span] = [
@@ -394,8 +398,9 @@ class RemoteLocation(Location):
         for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
             n = 1 if m is None else len(m)
             blocks, k = got[k : k + n], k + n
-            if not all(isinstance(b, bytes) for b in blocks):
-                out.append(loc._fetch_alone(ranges))
+            failed = next((b for b in blocks if not isinstance(b, bytes)), None)
+            if failed is not None:
+                out.append(loc._fetch_alone(ranges) if retry else failed)
                 continue
             error = loc._version_error(versions[k - n : k]) if loc._versioned else None
             out.append(
@@ -417,11 +422,3 @@ class RemoteLocation(Location):
 
 
 IMPLEMENTATIONS["remote"] = RemoteLocation
-
-
-def _raise_first(answers: list[Any]) -> list[Any]:
-    """`answers` (of `_cat`) when none failed; else the first failure, raised."""
-    for item in answers:
-        if isinstance(item, BaseException):
-            raise item
-    return answers
