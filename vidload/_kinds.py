@@ -29,8 +29,8 @@ readers and never import this module, so the table's lazy imports make no cycle
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -160,15 +160,11 @@ def get_kind(name: str) -> StorageFormat:
 def formats() -> tuple[StorageFormat, ...]:
     """Every kind whose module imports here, in table order (a kind whose extra is not
     installed is left out: bench and choose measure the others)."""
-    return tuple(_importable())
-
-
-def _importable() -> Iterator[StorageFormat]:
+    found = []
     for name, row in list(_TABLE.items()):
-        try:
-            yield _load(name, row)
-        except MissingExtraError:
-            continue
+        with contextlib.suppress(MissingExtraError):
+            found.append(_load(name, row))
+    return tuple(found)
 
 
 def input_kinds() -> tuple[StorageFormat, ...]:

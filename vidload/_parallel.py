@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import multiprocessing
 import os
 import signal
@@ -50,7 +51,6 @@ _MMAP_THRESHOLD = 32 << 20
 _TRIM_THRESHOLD = 64 << 20
 
 _parent_pid: int | None = None  # set in local pool workers: the driver's pid
-_prepared = False
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -106,12 +106,9 @@ def _tune_malloc() -> None:
     libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
 
 
+@functools.cache
 def prepare_task_process() -> None:
     """Set up the process a conversion task runs in, once: the allocator (`_tune_malloc`)."""
-    global _prepared
-    if _prepared:
-        return
-    _prepared = True
     _tune_malloc()
 
 

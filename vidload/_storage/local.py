@@ -93,7 +93,7 @@ class LocalLocation(Location):
 
     def list_dir(self) -> dict[str, int | None]:
         out: dict[str, int | None] = {}
-        with _listing(self), os.scandir(self._local) as it:
+        with _failing(self, _LISTING), os.scandir(self._local) as it:
             for entry in it:
                 out[entry.name] = None if entry.is_dir() else entry.stat().st_size
         return out
@@ -101,9 +101,8 @@ class LocalLocation(Location):
     def list_names(self) -> list[str]:
         """`os.listdir`: no stat per file (650k Kinetics files in 700 folders: 0.65 s less
         than `list_dir`)."""
-        with _listing(self):
-            names = os.listdir(self._local)
-        return names
+        with _failing(self, _LISTING):
+            return os.listdir(self._local)
 
     can_list = True
     over_network = False
@@ -195,26 +194,23 @@ class LocalLocation(Location):
 IMPLEMENTATIONS["local"] = LocalLocation
 
 
+#: What `_failing` says of a folder's listing failing (`list_dir`, `list_names`).
+_LISTING = "list the folder"
+
+
 @contextmanager
 def _failing(where: LocalLocation, what: str, index: int | None = None) -> Iterator[None]:
     """An OSError inside as the VideoReadError naming `where` (and frame `index`): "not
-    found", else "cannot `what`: ..."."""
+    found" ("folder not found", and "not a folder", for a listing), else "cannot `what`:
+    ..."."""
+    listing = what == _LISTING
     try:
         yield
     except FileNotFoundError:
-        raise VideoReadError(where, "not found", index) from None
+        raise VideoReadError(where, "folder not found" if listing else "not found", index) from None
+    except NotADirectoryError as e:
+        if listing:
+            raise VideoReadError(where, "not a folder") from None
+        raise VideoReadError(where, f"cannot {what}: {e}", index) from e
     except OSError as e:
         raise VideoReadError(where, f"cannot {what}: {e}", index) from e
-
-
-@contextmanager
-def _listing(folder: LocalLocation) -> Iterator[None]:
-    """A folder's listing failing (`list_dir`, `list_names`): a VideoReadError naming it."""
-    try:
-        yield
-    except FileNotFoundError:
-        raise VideoReadError(folder, "folder not found") from None
-    except NotADirectoryError:
-        raise VideoReadError(folder, "not a folder") from None
-    except OSError as e:
-        raise VideoReadError(folder, f"cannot list the folder: {e}") from e
