@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from vidload._lru import ProcessLRU
 from vidload._storage import http_adapter, s3_adapter
 
 __all__ = [
@@ -106,9 +107,9 @@ async def _http_client(**kwargs: Any) -> Any:
 
 
 _FS_LOCK = threading.Lock()
-_FS: dict[tuple[int, str, str, str], Any] = {}
 #: The filesystems a forked child inherited from its parent, kept alive (see `filesystem`).
 _INHERITED: list[Any] = []
+_FS: ProcessLRU[tuple[str, str, str], Any] = ProcessLRU(None, inherited=_INHERITED.append)
 
 
 def options_key(options: Mapping[str, Any] | None) -> str:
@@ -119,24 +120,22 @@ def options_key(options: Mapping[str, Any] | None) -> str:
 def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     """This process's filesystem for `protocol`, `options` and the endpoint the environment
     names (`AWS_ENDPOINT_URL`: a client is built with it), built on first use; a forked child
-    builds its own (the key holds the process id)."""
-    # the endpoint the environment names is part of what the client is built with
-    key = (os.getpid(), protocol, options_key(options), endpoint(None))
+    builds its own (`ProcessLRU`)."""
+    # the endpoint the environment names is part of what the client is built with. A
+    # parent's filesystem is never used in a forked child, and never garbage-collected either
+    # (`_INHERITED`): collecting it would close its pooled connections through the event
+    # loop's selector, and a forked child shares the parent's epoll instance: the child's
+    # EPOLL_CTL_DEL would unregister the parent's sockets, and the parent would then wait
+    # forever on answers that have arrived (seen: a DataLoader worker's first URL read hung
+    # the parent's next batch).
+    key = (protocol, options_key(options), endpoint(None))
     fs = _FS.get(key)
-    if fs is not None:
-        return fs
-    with _FS_LOCK:
-        fs = _FS.get(key)
-        if fs is None:
-            for stale in [k for k in _FS if k[0] != key[0]]:
-                # A parent's: never used here, and never garbage-collected either. Collecting
-                # it would close its pooled connections through the event loop's selector,
-                # and a forked child shares the parent's epoll instance: the child's
-                # EPOLL_CTL_DEL would unregister the parent's sockets, and the parent would
-                # then wait forever on answers that have arrived (seen: a DataLoader worker's
-                # first URL read hung the parent's next batch).
-                _INHERITED.append(_FS.pop(stale))
-            fs = _FS[key] = _make_filesystem(protocol, options)
+    if fs is None:
+        with _FS_LOCK:
+            fs = _FS.get(key)
+            if fs is None:
+                fs = _make_filesystem(protocol, options)
+                _FS.put(key, fs)
     return fs
 
 
@@ -145,9 +144,7 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     hint = f'pip install "vidload[{extra}]"' if extra else f"install fsspec's {protocol} backend"
     try:
         import fsspec
-    except ImportError as e:
-        raise MissingExtraError(f"{protocol}:// URLs need fsspec: {hint}") from e
-    try:
+
         cls = fsspec.get_filesystem_class(protocol)
     except ValueError as e:  # a scheme fsspec does not know
         raise MissingExtraError(f"no filesystem for {protocol}:// URLs: {hint}") from e
