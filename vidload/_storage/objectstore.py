@@ -5,12 +5,13 @@ signing and response parsing), obstore (Rust's object_store) ~0.15-0.18 ms: at 8
 clip that is ~11-13 ms against ~1.3 ms per clip, more than decoding the clip costs
 (`tools/obstore_cost.py`; docs/development.md, "obstore against fsspec"). So where obstore is
 installed, the reads of `s3://` objects (byte ranges, whole objects, and the versions their
-answers report) go through it; everything else (listings, stats, writes, exclusive creates,
-`read_ends`' size) stays with s3fs, and so do the reads where the options ask for what this
-module does not map (anything but `key`, `secret`, `token`, `anon`, `endpoint_url`,
-`client_kwargs={"endpoint_url", "region_name"}`, `config_kwargs`) or where no credentials
-are given (options or `AWS_ACCESS_KEY_ID`): s3fs/botocore then find them as the AWS
-configuration says (profiles, instance roles), which object_store does not all read.
+answers report, and `read_ends`, whose size they report too) go through it; everything else
+(listings, stats, writes, exclusive creates) stays with s3fs, and so do the reads where the
+options ask for what this module does not map (anything but `key`, `secret`, `token`,
+`anon`, `endpoint_url`, `client_kwargs={"endpoint_url", "region_name"}`, `config_kwargs`)
+or where no credentials are given (options or `AWS_ACCESS_KEY_ID`): s3fs/botocore then find
+them as the AWS configuration says (profiles, instance roles), which object_store does not
+all read.
 
 obstore is not fork-safe: its runtime's threads do not exist in a forked child, whose first
 request then waits forever (seen: a DataLoader worker forked after the main process read the
@@ -197,39 +198,25 @@ class S3Reader:
         except Exception as e:
             raise _builtin(e) from None
 
-    def ends(self, path: str, head: int, tail: int) -> tuple[int, Any, bytes, bytes]:
-        """(size, ETag, the first `head` bytes, the last `tail` bytes) of the object at the
-        fsspec path "bucket/key": two GETs in one round, the size from their answers (s3fs
-        needs a third request, a HEAD, for it)."""
-        import asyncio
-
-        async def both() -> list[Any]:
-            jobs = [self._get(path, {"range": (0, head)})]
-            if tail:
-                jobs.append(self._get(path, {"range": {"suffix": tail}}))
-            return await asyncio.gather(*jobs)
-
-        answers = self._run(both())
-        meta = answers[0][0].meta
-        last = answers[1][1] if tail else b""
-        return int(meta["size"]), meta.get("e_tag"), answers[0][1], last
-
     def cat(
         self, spans: Sequence[tuple[str, int | None, int | None]]
-    ) -> list[tuple[bytes, str | None] | Exception]:
+    ) -> list[tuple[bytes, str | None, int | None] | Exception]:
         """Each (fsspec path "bucket/key", start, stop) span's bytes (the whole object where
-        start and stop are None) with the ETag its answer reported, in one concurrent round;
-        an exception in place of a failed one."""
+        start and stop are None; the last -start bytes where start < 0 and stop is None) with
+        the ETag its answer reported and the object's size, in one concurrent round; an
+        exception in place of a failed one."""
         import asyncio
 
-        async def one(path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
+        async def one(path: str, start: int | None, stop: int | None) -> tuple[bytes, Any, Any]:
             if start is not None and stop is not None and start >= stop:
-                return b"", None
+                return b"", None, None
             options: Any = {}
-            if start is not None or stop is not None:
+            if start is not None and start < 0:
+                options["range"] = {"suffix": -start}
+            elif start is not None or stop is not None:
                 options["range"] = {"offset": start} if stop is None else (start or 0, stop)
             got, data = await self._get(path, options)
-            return data, got.meta.get("e_tag")
+            return data, got.meta.get("e_tag"), int(got.meta["size"])
 
         async def gather() -> list[Any]:
             return await asyncio.gather(*(one(*s) for s in spans), return_exceptions=True)

@@ -133,21 +133,25 @@ class RemoteLocation(Location):
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
         fs, path = self.fs()
         fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
-        if fast is not None and head > 0:
+        if fast is not None and head > 0:  # two GETs, the size from their answers
 
-            def fast_ends() -> tuple[int, Any, bytes, bytes]:
-                got = fast.ends(path, head, tail)
-                count(2 if tail else 1, len(got[2]) + len(got[3]))
+            def fast_ends() -> list[Any]:
+                got = fast.cat([(path, 0, head)] + ([(path, -tail, None)] if tail else []))
+                count(len(got), sum(len(g[0]) for g in got if not isinstance(g, Exception)))
+                failed = next((g for g in got if isinstance(g, Exception)), None)
+                if failed is not None:
+                    raise failed
                 return got
 
             try:
-                size, etag, first, last = self.call("read the ends", fast_ends)
+                got = self.call("read the ends", fast_ends)
             except VideoReadError as e:
                 if e.reason == "not found":
                     raise
                 # an empty object (a range of it is an error), or failing requests: s3fs's
                 # own round below says which, as without obstore
             else:
+                (first, etag, size), last = got[0], got[1][0] if tail else b""
                 return Stat(size, str(etag).strip('"') if etag else f"{size}:"), first, last
         if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
             return super().read_ends(head, tail)
