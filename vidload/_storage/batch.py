@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from vidload._storage.location import Location
+from vidload._storage.ranges import Block, cut
 
 __all__ = ["fetch", "fetch_started", "held", "holding", "put_many", "read_many", "run_concurrently"]
 
@@ -103,7 +104,7 @@ class Held:
     __slots__ = ("blocks", "error", "whole")
 
     def __init__(self, before: Held | None = None) -> None:
-        self.blocks: list[tuple[int, int, bytes]] = [] if before is None else list(before.blocks)
+        self.blocks: list[Block] = [] if before is None else list(before.blocks)
         self.whole: bytes | None = None if before is None else before.whole
         #: The error the round's request met (nothing held: a read asks storage itself).
         self.error: Exception | None = None if before is None else before.error
@@ -111,12 +112,7 @@ class Held:
     def get(self, a: int, b: int) -> bytes | None:
         """Bytes [a, b) when a held block was asked for them (shorter where the object ended
         there, as a read of them would be)."""
-        if self.whole is not None:
-            return self.whole[a:b]
-        for start, stop, block in self.blocks:
-            if start <= a and b <= stop:
-                return block[a - start : b - start]
-        return None
+        return self.whole[a:b] if self.whole is not None else cut(self.blocks, a, b)
 
 
 _HELD = threading.local()

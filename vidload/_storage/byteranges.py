@@ -32,7 +32,7 @@ from typing import Any
 
 from vidload._storage import http_adapter
 from vidload._storage.filesystems import Span, answer_version, cat_one
-from vidload._storage.ranges import block_of, coalesce, split_blocks
+from vidload._storage.ranges import block_of, coalesce, cut, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
 
@@ -100,16 +100,14 @@ def _cover(
     """Each asked [a, b) cut from the part that holds it (shorter where the object ends
     before b, as a read of it would be), or None where a part is missing."""
     out = []
+    held = [(start, start + len(data), data) for start, data in parts]
     for a, b in asked:
         if total is not None and a >= total:
             return None  # alone, its request says what it gets
-        stop = b if total is None else min(b, total)
-        for start, data in parts:
-            if start <= a and stop <= start + len(data):
-                out.append(data[a - start : stop - start])
-                break
-        else:
+        got = cut(held, a, b if total is None else min(b, total))
+        if got is None:
             return None
+        out.append(got)
     return out
 
 

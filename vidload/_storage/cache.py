@@ -23,6 +23,7 @@ from typing import Any
 from vidload._storage.batch import read_many, run_concurrently
 from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
 from vidload._storage.location import Location
+from vidload._storage.ranges import cut
 from vidload.errors import PATH_NAMES
 
 __all__ = [
@@ -50,7 +51,7 @@ class RangeFile(io.RawIOBase):
         super().__init__()
         self.location = location
         self.size = size
-        self._blocks = sorted(blocks)
+        self._blocks = [(a, a + len(block), block) for a, block in blocks]
         self._pos = 0
 
     def readable(self) -> bool:
@@ -78,13 +79,11 @@ class RangeFile(io.RawIOBase):
         return len(data)
 
     def _bytes(self, start: int, stop: int) -> bytes:
-        for a, block in self._blocks:
-            if a <= start and stop <= a + len(block):
-                return block[start - a : stop - a]
-        fetch_stop = min(self.size, max(stop, start + MIN_FETCH))
-        block = self.location.read_range(start, fetch_stop)
-        self._blocks.append((start, block))
-        self._blocks.sort(key=lambda b: b[0])
+        held = cut(self._blocks, start, stop)
+        if held is not None:
+            return held
+        block = self.location.read_range(start, min(self.size, max(stop, start + MIN_FETCH)))
+        self._blocks.append((start, start + len(block), block))
         return block[: stop - start]
 
 

@@ -1,4 +1,5 @@
-"""Byte ranges: the one function that merges them, and slicing asked ranges back out.
+"""Byte ranges: the one function that merges them, and slicing asked ranges back out of
+blocks (`split_blocks` after a merge, `cut` from blocks held).
 
 `coalesce` is used by the remote reads (gap `COALESCE_GAP`: a few more bytes cost less than
 another request) and by the read-ahead hints of the local sources (`sources.base.hints_of`,
@@ -11,9 +12,9 @@ paths too; a reader then needs each asked range back from its block, so `coalesc
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["COALESCE_GAP", "block_of", "coalesce", "split_blocks"]
+__all__ = ["COALESCE_GAP", "Block", "block_of", "coalesce", "cut", "split_blocks"]
 
 #: Ranges of one object closer than this are fetched as one request. Where each range is a
 #: request (S3, GCS, a server without multipart answers) the requests of a round go out
@@ -26,6 +27,9 @@ __all__ = ["COALESCE_GAP", "block_of", "coalesce", "split_blocks"]
 #: clients vidload reads S3 and HTTP with (obstore in workers, aiohttp); s3fs's break-even is
 #: larger, but its bytes cost the same wire time.
 COALESCE_GAP = 256 << 10
+#: A block of bytes held: (start, stop, its bytes [start, stop), shorter where the object
+#: ended before stop).
+Block = tuple[int, int, bytes]
 
 
 def coalesce(ranges: Sequence[tuple[int, int]], gap: int) -> list[tuple[int, int]]:
@@ -60,3 +64,12 @@ def split_blocks(
         else:
             out.append(bytes(memoryview(block)[a - base : b - base]))
     return out
+
+
+def cut(blocks: Iterable[Block], a: int, b: int) -> bytes | None:
+    """Bytes [a, b) from the first block that covers them (shorter where that block is), or
+    None where none does."""
+    for start, stop, data in blocks:
+        if start <= a and b <= stop:
+            return data[a - start : b - start]
+    return None
