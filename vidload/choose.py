@@ -36,7 +36,8 @@ import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,19 +158,9 @@ def choose(
     videos = UserVideos(data, storage_options)
     videos.check_options(storage_options)
     videos.find(f"DATA ({videos.shown!r})", ValueError)
-    scratch, made = _scratch(workdir)
-    log = Log("choose", cfg.progress)
-    try:
-        with measuring():
-            result = _measure_all(videos, specs, scratch, cfg, log)
-    except BaseException:
-        if not cfg.keep:
-            _remove(scratch, made)
-        raise
-    if cfg.keep:
-        return dataclasses.replace(result, workdir=str(scratch))
-    _remove(scratch, made)
-    return result
+    with _scratch(workdir, cfg.keep) as scratch, measuring():
+        result = _measure_all(videos, specs, scratch, cfg, Log("choose", cfg.progress))
+    return dataclasses.replace(result, workdir=str(scratch)) if cfg.keep else result
 
 
 def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
@@ -185,20 +176,26 @@ def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
     return [original] + [s for s in specs if s != original]
 
 
-def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
-    """(the scratch folder, whether this run made it)."""
+@contextmanager
+def _scratch(workdir: str | os.PathLike[str] | None, keep: bool) -> Iterator[Path]:
+    """The scratch folder: `workdir` (new or empty) or a temporary one. Unless `keep`, it is
+    removed after, whatever happened (a `workdir` that was there already is emptied)."""
     if workdir is None:
-        return Path(tempfile.mkdtemp(prefix="vidload-choose-")), True
-    path = Path(workdir)
-    if path.exists():
-        if not path.is_dir() or any(path.iterdir()):
+        path, made = Path(tempfile.mkdtemp(prefix="vidload-choose-")), True
+    else:
+        path = Path(workdir)
+        made = not path.exists()
+        if not made and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(
                 f"workdir / --workdir ({str(path)!r}) must be a new or empty folder (it is "
                 "filled with the candidates and removed after)"
             )
-        return path, False
-    path.mkdir(parents=True)
-    return path, True
+        path.mkdir(parents=True, exist_ok=True)
+    try:
+        yield path
+    finally:
+        if not keep:
+            _remove(path, made)
 
 
 def _remove(scratch: Path, made: bool) -> None:
