@@ -209,10 +209,6 @@ def _remove(scratch: Path, made: bool) -> None:
             child.unlink(missing_ok=True)
 
 
-def _folder_name(spec: StorageSpec) -> str:
-    return spec.name.replace(":", "-")
-
-
 def _measure_all(
     videos: UserVideos,
     specs: list[StorageSpec],
@@ -362,7 +358,6 @@ def _rows(
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
         q = quality.get(name)
-        rate = warm[name]
         c = colds.get(name)
         table.append(
             StorageRow(
@@ -371,7 +366,7 @@ def _rows(
                 bytes_per_video=size,
                 size_ratio=size / sample_bytes,
                 data_bytes=size / sample_bytes * data_bytes,
-                clips_per_s_per_core=rate,
+                clips_per_s_per_core=warm[name],
                 cold_clips_per_s=None if c is None else len(clips) / c["cold_s"],
                 psnr_db=None if q is None else q[0],
                 psnr_min_db=None if q is None else q[1],
@@ -391,7 +386,7 @@ def _build_all(
         BuildJob(
             spec.name,
             sample_dir,
-            scratch / _folder_name(spec),
+            scratch / spec.name.replace(":", "-"),  # a folder name: no colons
             {**spec.convert_options(), "short_side": cfg.short_side},
         )
         for spec in specs[1:]
