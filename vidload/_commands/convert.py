@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from vidload._commands import EXIT_FAILED, EXIT_OK
 from vidload._commands.args import (
@@ -117,14 +118,13 @@ def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
     check_storage_option(args, args.output)
-    _jpeg_options(args)
     from vidload.convert import run_convert
 
     options = opts.ConvertOptions(
-        to=args.to, short_side=args.short_side, quality=args.quality,
-        subsampling=args.subsampling, gop=args.gop, crf=args.crf, preset=args.preset,
-        tune=args.tune, overwrite=args.overwrite, root=args.root, labels=args.labels,
-        shard_size=args.shard_size, storage_options=storage_options(args.storage_option),
+        to=args.to, short_side=args.short_side, **_jpeg_options(args), gop=args.gop,
+        crf=args.crf, preset=args.preset, tune=args.tune, overwrite=args.overwrite,
+        root=args.root, labels=args.labels, shard_size=args.shard_size,
+        storage_options=storage_options(args.storage_option),
     )  # fmt: skip
     with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
@@ -137,17 +137,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _jpeg_options(args: argparse.Namespace) -> None:
-    """`--quality` and `--subsampling` set the stored JPEGs: given with a kind that stores no
-    JPEG (`--to video`) they would be ignored, so they are refused; left out, their defaults."""
-    given = [f"--{k}" for k in ("quality", "subsampling") if getattr(args, k) is not None]
+def _jpeg_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`--quality` and `--subsampling` as given (left out: `ConvertOptions`' defaults). They set
+    the stored JPEGs: given with a kind that stores no JPEG (`--to video`) they would be
+    ignored, so they are refused."""
+    given = {k: v for k in ("quality", "subsampling") if (v := getattr(args, k)) is not None}
     if given and "quality" not in get_kind(args.to).option_names:
         raise UsageError(
-            f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the stored JPEG "
-            f"frames; --to {args.to} stores none: leave {'it' if len(given) == 1 else 'them'} "
-            "out (--crf sets a re-encoded video's quality)"
+            f"{' and '.join(f'--{k}' for k in given)} set{'s' if len(given) == 1 else ''} the "
+            f"stored JPEG frames; --to {args.to} stores none: leave "
+            f"{'it' if len(given) == 1 else 'them'} out (--crf sets a re-encoded video's quality)"
         )
-    if args.quality is None:
-        args.quality = opts.DEFAULT_QUALITY
-    if args.subsampling is None:
-        args.subsampling = opts.DEFAULT_SUBSAMPLING
+    return given
