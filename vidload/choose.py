@@ -34,7 +34,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -42,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from vidload._atomic import remove_temporary
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
@@ -194,19 +194,9 @@ def _scratch(workdir: str | os.PathLike[str] | None, keep: bool) -> Iterator[Pat
     try:
         yield path
     finally:
-        if not keep:
-            _remove(path, made)
-
-
-def _remove(scratch: Path, made: bool) -> None:
-    if made:
-        shutil.rmtree(scratch, ignore_errors=True)
-        return
-    for child in scratch.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
+        if not keep:  # the folder made here, else what the run put in the user's folder
+            for made_here in [path] if made else list(path.iterdir()):
+                remove_temporary(made_here)
 
 
 def _measure_all(
@@ -226,10 +216,7 @@ def _measure_all(
     sources["original"] = original  # its frame counts are known already
     counts = common_counts(sources, readable, left_out)
     if not counts:
-        raise ValueError(
-            "no video of the sample can be read in every storage: "
-            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
-        )
+        raise _none_left("read in every storage", left_out)
     kept = sorted(counts)
 
     log("measuring PSNR against the original decode")
@@ -306,15 +293,18 @@ def _readable_sample(
             left_out[vid] = f"cannot be decoded: {why(e)}"
     kept = [v for v in chosen if v not in left_out]
     if not kept:
-        raise ValueError(
-            "no video of the sample can be decoded: "
-            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
-        )
+        raise _none_left("decoded", left_out)
     if left_out:
         link_videos(sample_dir, {v: files[v] for v in kept})  # same links: counts hold
         for vid, reason in left_out.items():
             log(f"left out {vid}: {reason}")
     return original, kept, left_out
+
+
+def _none_left(what: str, left_out: dict[str, str]) -> ValueError:
+    """The error of a run left with no video: each video of the sample and why it was left out."""
+    reasons = "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
+    return ValueError(f"no video of the sample can be {what}: {reasons}")
 
 
 @dataclass(frozen=True)
