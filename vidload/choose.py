@@ -37,7 +37,6 @@ import os
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -229,10 +228,9 @@ def _measure_all(
         stride=cfg.stride,
         seed=cfg.seed,
     )
-    reader = _Reader(cfg.short_side)
     log(f"timing {len(sources)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
-        {name: reader(name, src) for name, src in sources.items()},
+        {name: _reader(name, src, cfg.short_side) for name, src in sources.items()},
         clips,
         batch_size=cfg.batch_size,
         rounds=cfg.rounds,
@@ -243,7 +241,11 @@ def _measure_all(
     if cfg.cold:
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
-            s.name: (functools.partial(reader.fresh, s, roots[s.name]), s.to, roots[s.name])
+            s.name: (
+                functools.partial(_fresh_reader, s, roots[s.name], cfg.short_side),
+                s.to,
+                roots[s.name],
+            )
             for s in specs
         }
         colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
@@ -307,25 +309,21 @@ def _none_left(what: str, left_out: dict[str, str]) -> ValueError:
     return ValueError(f"no video of the sample can be {what}: {reasons}")
 
 
-@dataclass(frozen=True)
-class _Reader:
+def _reader(name: str, source: Any, short_side: int | None) -> Any:
     """How a storage is read in the timings: `read(video_id, indices)`; the originals with the
     resize to `short_side` fused into their decode (as `ClipDataset(short_side=S)` reads
     them), the others as stored (they are stored at S)."""
+    if name != ORIGINAL or short_side is None:
+        return source.read
+    from vidload.transforms import plan_geometry
 
-    short_side: int | None
+    geometry = plan_geometry(short_side=short_side, train=False, rng=None)
+    return functools.partial(source.read, geometry=geometry)
 
-    def __call__(self, name: str, source: Any) -> Any:
-        if name != "original" or self.short_side is None:
-            return source.read
-        from vidload.transforms import plan_geometry
 
-        geometry = plan_geometry(short_side=self.short_side, train=False, rng=None)
-        return functools.partial(source.read, geometry=geometry)
-
-    def fresh(self, spec: StorageSpec, root: Path) -> Any:
-        """The read of a new source of `spec` (no open files, no cached index)."""
-        return self(spec.name, open_storage(spec, root))
+def _fresh_reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
+    """`_reader` of a new source of `spec` (no open files, no cached index)."""
+    return _reader(spec.name, open_storage(spec, root), short_side)
 
 
 def _rows(
