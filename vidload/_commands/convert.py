@@ -28,32 +28,25 @@ from vidload._kinds import get_kind, kind_names
 from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "run"]
 
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 
 
-def help_text() -> str:
-    """What `vidload --help` says the command does, naming every kind of the table."""
-    return f"build {kinds_described()} from videos or JPEG folders (--to)"
-
-
-def description() -> str:
-    """What `vidload convert --help` says the command does: each kind and its reader."""
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`; its
+    help and description name every kind of the table, the description each one's reader."""
     kinds = "; ".join(
         f"--to {n}: " + kind_help(n, "{described}, read by {reader}(OUTPUT)") for n in kind_names()
     )
-    return (
-        "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
-        f"that the kind's source reads them with the videos' ids ({kinds}). Writes "
-        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+    conv = sub.add_parser(
+        "convert",
+        help=f"build {kinds_described()} from videos or JPEG folders (--to)",
+        description="Convert every video of INPUT into one container per video under OUTPUT, "
+        f"laid out so that the kind's source reads them with the videos' ids ({kinds}). Writes "
+        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume).",
     )
-
-
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`."""
-    conv = sub.add_parser("convert", help=help_text(), description=description())
     add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
