@@ -375,7 +375,7 @@ def _build_all(
             spec.name,
             sample_dir,
             scratch / spec.name.replace(":", "-"),  # a folder name: no colons
-            {**spec.convert_options(), "short_side": cfg.short_side},
+            {"to": spec.to, **spec.options(), "short_side": cfg.short_side},  # convert's keywords
         )
         for spec in specs[1:]
     ]
