@@ -402,11 +402,8 @@ def _psnr_all(
         for name in per:
             frames = sources[name].read(vid, idx)
             per[name].append(psnr(frames, cut_to(ref, frames), where=f"{name}, {vid}"))
-    out = {}
-    for name, values in per.items():
-        db = np.concatenate(values)
-        out[name] = (float(db.mean()), float(db.min()))
-    return out
+    dbs = {name: np.concatenate(values) for name, values in per.items()}
+    return {name: (float(db.mean()), float(db.min())) for name, db in dbs.items()}
 
 
 def _notes(cfg: ChooseOptions, scratch: Path, data_notes: list[str]) -> list[str]:
