@@ -36,19 +36,15 @@ def _quality(row: Measured) -> float:
     return math.inf if row.psnr_db is None else row.psnr_db
 
 
+def _merits(row: Measured) -> tuple[float, float, float]:
+    """(smallness, speed, quality): the three things a row is judged on, larger better in each."""
+    return -row.bytes_per_video, row.clips_per_s_per_core, _quality(row)
+
+
 def beats(a: Measured, b: Measured) -> bool:
     """True when `a` is no worse than `b` in size, speed and quality, and better in one."""
-    no_worse = (
-        a.bytes_per_video <= b.bytes_per_video
-        and a.clips_per_s_per_core >= b.clips_per_s_per_core
-        and _quality(a) >= _quality(b)
-    )
-    better = (
-        a.bytes_per_video < b.bytes_per_video
-        or a.clips_per_s_per_core > b.clips_per_s_per_core
-        or _quality(a) > _quality(b)
-    )
-    return no_worse and better
+    merits_a, merits_b = _merits(a), _merits(b)
+    return merits_a != merits_b and all(x >= y for x, y in zip(merits_a, merits_b, strict=True))
 
 
 def frontier(rows: Sequence[Measured]) -> list[bool]:
@@ -94,7 +90,7 @@ def pick_storage(
     good = [r for r in rows if min_psnr is None or _quality(r) >= min_psnr]
     fast = [r for r in good if r.clips_per_s_per_core * cores >= need]
     if fast:
-        best = min(fast, key=lambda r: (r.bytes_per_video, -r.clips_per_s_per_core, -_quality(r)))
+        best = max(fast, key=_merits)  # the smallest; of equal size the faster, then the better
         rate = best.clips_per_s_per_core * cores
         return answer(
             best.storage,
