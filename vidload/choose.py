@@ -34,13 +34,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from vidload._atomic import remove_temporary
 from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
@@ -157,19 +157,9 @@ def choose(
     videos = UserVideos(data, storage_options)
     videos.check_options(storage_options)
     videos.find(f"DATA ({videos.shown!r})", ValueError)
-    scratch, made = _scratch(workdir)
-    log = Log("choose", cfg.progress)
-    try:
-        with measuring():
-            result = _measure_all(videos, specs, scratch, cfg, log)
-    except BaseException:
-        if not cfg.keep:
-            _remove(scratch, made)
-        raise
-    if cfg.keep:
-        return dataclasses.replace(result, workdir=str(scratch))
-    _remove(scratch, made)
-    return result
+    with _scratch(workdir, cfg.keep) as scratch, measuring():
+        result = _measure_all(videos, specs, scratch, cfg, Log("choose", cfg.progress))
+    return dataclasses.replace(result, workdir=str(scratch)) if cfg.keep else result
 
 
 def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
@@ -185,35 +175,27 @@ def _checked_storages(storages: Sequence[StorageSpec]) -> list[StorageSpec]:
     return [original] + [s for s in specs if s != original]
 
 
-def _scratch(workdir: str | os.PathLike[str] | None) -> tuple[Path, bool]:
-    """(the scratch folder, whether this run made it)."""
+@contextmanager
+def _scratch(workdir: str | os.PathLike[str] | None, keep: bool) -> Iterator[Path]:
+    """The scratch folder: `workdir` (new or empty) or a temporary one. Unless `keep`, it is
+    removed after, whatever happened (a `workdir` that was there already is emptied)."""
     if workdir is None:
-        return Path(tempfile.mkdtemp(prefix="vidload-choose-")), True
-    path = Path(workdir)
-    if path.exists():
-        if not path.is_dir() or any(path.iterdir()):
+        path, made = Path(tempfile.mkdtemp(prefix="vidload-choose-")), True
+    else:
+        path = Path(workdir)
+        made = not path.exists()
+        if not made and (not path.is_dir() or any(path.iterdir())):
             raise ValueError(
                 f"workdir / --workdir ({str(path)!r}) must be a new or empty folder (it is "
                 "filled with the candidates and removed after)"
             )
-        return path, False
-    path.mkdir(parents=True)
-    return path, True
-
-
-def _remove(scratch: Path, made: bool) -> None:
-    if made:
-        shutil.rmtree(scratch, ignore_errors=True)
-        return
-    for child in scratch.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            shutil.rmtree(child, ignore_errors=True)
-        else:
-            child.unlink(missing_ok=True)
-
-
-def _folder_name(spec: StorageSpec) -> str:
-    return spec.name.replace(":", "-")
+        path.mkdir(parents=True, exist_ok=True)
+    try:
+        yield path
+    finally:
+        if not keep:  # the folder made here, else what the run put in the user's folder
+            for made_here in [path] if made else list(path.iterdir()):
+                remove_temporary(made_here)
 
 
 def _measure_all(
@@ -233,10 +215,7 @@ def _measure_all(
     sources["original"] = original  # its frame counts are known already
     counts = common_counts(sources, readable, left_out)
     if not counts:
-        raise ValueError(
-            "no video of the sample can be read in every storage: "
-            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
-        )
+        raise _none_left("read in every storage", left_out)
     kept = sorted(counts)
 
     log("measuring PSNR against the original decode")
@@ -249,10 +228,9 @@ def _measure_all(
         stride=cfg.stride,
         seed=cfg.seed,
     )
-    reader = _Reader(cfg.short_side)
     log(f"timing {len(sources)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
-        {name: reader(name, src) for name, src in sources.items()},
+        {name: _reader(name, src, cfg.short_side) for name, src in sources.items()},
         clips,
         batch_size=cfg.batch_size,
         rounds=cfg.rounds,
@@ -263,7 +241,11 @@ def _measure_all(
     if cfg.cold:
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
-            s.name: (functools.partial(reader.fresh, s, roots[s.name]), s.to, roots[s.name])
+            s.name: (
+                functools.partial(_fresh_reader, s, roots[s.name], cfg.short_side),
+                s.to,
+                roots[s.name],
+            )
             for s in specs
         }
         colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
@@ -313,10 +295,7 @@ def _readable_sample(
             left_out[vid] = f"cannot be decoded: {why(e)}"
     kept = [v for v in chosen if v not in left_out]
     if not kept:
-        raise ValueError(
-            "no video of the sample can be decoded: "
-            + "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
-        )
+        raise _none_left("decoded", left_out)
     if left_out:
         link_videos(sample_dir, {v: files[v] for v in kept})  # same links: counts hold
         for vid, reason in left_out.items():
@@ -324,25 +303,27 @@ def _readable_sample(
     return original, kept, left_out
 
 
-@dataclass(frozen=True)
-class _Reader:
+def _none_left(what: str, left_out: dict[str, str]) -> ValueError:
+    """The error of a run left with no video: each video of the sample and why it was left out."""
+    reasons = "; ".join(f"{v}: {reason}" for v, reason in left_out.items())
+    return ValueError(f"no video of the sample can be {what}: {reasons}")
+
+
+def _reader(name: str, source: Any, short_side: int | None) -> Any:
     """How a storage is read in the timings: `read(video_id, indices)`; the originals with the
     resize to `short_side` fused into their decode (as `ClipDataset(short_side=S)` reads
     them), the others as stored (they are stored at S)."""
+    if name != ORIGINAL or short_side is None:
+        return source.read
+    from vidload.transforms import plan_geometry
 
-    short_side: int | None
+    geometry = plan_geometry(short_side=short_side, train=False, rng=None)
+    return functools.partial(source.read, geometry=geometry)
 
-    def __call__(self, name: str, source: Any) -> Any:
-        if name != "original" or self.short_side is None:
-            return source.read
-        from vidload.transforms import plan_geometry
 
-        geometry = plan_geometry(short_side=self.short_side, train=False, rng=None)
-        return functools.partial(source.read, geometry=geometry)
-
-    def fresh(self, spec: StorageSpec, root: Path) -> Any:
-        """The read of a new source of `spec` (no open files, no cached index)."""
-        return self(spec.name, open_storage(spec, root))
+def _fresh_reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
+    """`_reader` of a new source of `spec` (no open files, no cached index)."""
+    return _reader(spec.name, open_storage(spec, root), short_side)
 
 
 def _rows(
@@ -365,7 +346,6 @@ def _rows(
         made = built.get(name)
         cpu = None if made is None else made.cpu_s / max(1, len(made.converted))
         q = quality.get(name)
-        rate = warm[name]
         c = colds.get(name)
         table.append(
             StorageRow(
@@ -374,7 +354,7 @@ def _rows(
                 bytes_per_video=size,
                 size_ratio=size / sample_bytes,
                 data_bytes=size / sample_bytes * data_bytes,
-                clips_per_s_per_core=rate,
+                clips_per_s_per_core=warm[name],
                 cold_clips_per_s=None if c is None else len(clips) / c["cold_s"],
                 psnr_db=None if q is None else q[0],
                 psnr_min_db=None if q is None else q[1],
@@ -394,8 +374,8 @@ def _build_all(
         BuildJob(
             spec.name,
             sample_dir,
-            scratch / _folder_name(spec),
-            {**spec.convert_options(), "short_side": cfg.short_side},
+            scratch / spec.name.replace(":", "-"),  # a folder name: no colons
+            {"to": spec.to, **spec.options(), "short_side": cfg.short_side},  # convert's keywords
         )
         for spec in specs[1:]
     ]
@@ -422,11 +402,8 @@ def _psnr_all(
         for name in per:
             frames = sources[name].read(vid, idx)
             per[name].append(psnr(frames, cut_to(ref, frames), where=f"{name}, {vid}"))
-    out = {}
-    for name, values in per.items():
-        db = np.concatenate(values)
-        out[name] = (float(db.mean()), float(db.min()))
-    return out
+    dbs = {name: np.concatenate(values) for name, values in per.items()}
+    return {name: (float(db.mean()), float(db.min())) for name, db in dbs.items()}
 
 
 def _notes(cfg: ChooseOptions, scratch: Path, data_notes: list[str]) -> list[str]:

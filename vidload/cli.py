@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import vidload
-from vidload._commands import EXIT_FAILED, EXIT_OK, EXIT_USAGE, bench, choose, convert, probe
+from vidload._commands import EXIT_FAILED, EXIT_USAGE, bench, choose, convert, probe
 from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
 from vidload._kinds import kind_names
@@ -83,9 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the `vidload` command line with `argv` (default: sys.argv[1:]); return the exit code."""
     try:
         args = build_parser().parse_args(argv)
-    except SystemExit as e:  # --help, --version, or a usage error (already printed)
-        if e.code is None:
-            return EXIT_OK
+    except SystemExit as e:  # --help, --version (0), or a usage error (2, already printed)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     return _run(args)
 

@@ -139,7 +139,6 @@ def _probe_job(job: _ProbeJob, stage: Path | None) -> ManifestRow:
 
 def _probe_item(item: InputItem, root: Path, job: _ProbeJob, known: dict[str, Any]) -> ManifestRow:
     vid = item.video_id
-    src: FrameSource
     if item.is_video:
         video = VideoSource(root, threads=job.threads, cache_size=0)
         info = video.info(vid)
@@ -157,10 +156,8 @@ def _probe_item(item: InputItem, root: Path, job: _ProbeJob, known: dict[str, An
     else:
         kind = get_kind(item.kind)
         listed = None if item.listed_frames is None else {vid: item.listed_frames}
-        src = kind.input_source(root, listed)
-        fps = kind.stored_fps(item.path)
-        if fps is not None:
-            known["fps"] = fps
+        src: FrameSource = kind.input_source(root, listed)
+        known["fps"] = kind.stored_fps(item.path)
         known["reported_frames"] = src.reported_frames(vid)
         actual = src.actual_frames(vid)
         if actual == 0:
@@ -168,13 +165,12 @@ def _probe_item(item: InputItem, root: Path, job: _ProbeJob, known: dict[str, An
             raise VideoReadError(item.path, "no frame decodes (0 frames)")
         _, height, width, _ = src.read(vid, [0, actual - 1]).shape
         known.update(width=width, height=height)
-    reported = known["reported_frames"]
     return ManifestRow(
         vid,
         item.label,
         actual_frames=actual,
         bytes=path_bytes(item.path),
-        status=count_status(reported, actual),
+        status=count_status(known["reported_frames"], actual),
         **known,
     )
 

@@ -62,10 +62,8 @@ class Progress:
         self._start = time.perf_counter()
         self._last_draw = float("-inf")
         self._last_len = 0
-        self._closed = False
 
     def __enter__(self) -> Progress:
-        self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -80,7 +78,7 @@ class Progress:
         """Count `n` more finished items and redraw if the interval has passed."""
         self.count += n
         now = time.perf_counter()
-        if now - self._last_draw >= self._interval:
+        if self.enabled and now - self._last_draw >= self._interval:
             self._draw(now)
 
     def set_postfix(self, text: str) -> None:
@@ -108,8 +106,6 @@ class Progress:
 
     def _draw(self, now: float) -> None:
         self._last_draw = now
-        if not self.enabled:
-            return
         text = self.line()
         if self._tty:
             pad = " " * max(0, self._last_len - len(text))
@@ -120,10 +116,7 @@ class Progress:
         self.stream.flush()
 
     def close(self) -> None:
-        """Draw the final state once and end the line."""
-        if self._closed:
-            return
-        self._closed = True
+        """Draw the final state and end the line; once (the `with` block calls it)."""
         if not self.enabled:
             return
         self._draw(time.perf_counter())

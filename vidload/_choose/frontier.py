@@ -9,6 +9,7 @@ rows no other row beats: for each of them, anything better in one respect is wor
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -35,19 +36,15 @@ def _quality(row: Measured) -> float:
     return math.inf if row.psnr_db is None else row.psnr_db
 
 
+def _merits(row: Measured) -> tuple[float, float, float]:
+    """(smallness, speed, quality): the three things a row is judged on, larger better in each."""
+    return -row.bytes_per_video, row.clips_per_s_per_core, _quality(row)
+
+
 def beats(a: Measured, b: Measured) -> bool:
     """True when `a` is no worse than `b` in size, speed and quality, and better in one."""
-    no_worse = (
-        a.bytes_per_video <= b.bytes_per_video
-        and a.clips_per_s_per_core >= b.clips_per_s_per_core
-        and _quality(a) >= _quality(b)
-    )
-    better = (
-        a.bytes_per_video < b.bytes_per_video
-        or a.clips_per_s_per_core > b.clips_per_s_per_core
-        or _quality(a) > _quality(b)
-    )
-    return no_worse and better
+    merits_a, merits_b = _merits(a), _merits(b)
+    return merits_a != merits_b and all(x >= y for x, y in zip(merits_a, merits_b, strict=True))
 
 
 def frontier(rows: Sequence[Measured]) -> list[bool]:
@@ -89,25 +86,20 @@ def pick_storage(
         raise ValueError(f"cores ({cores}) must be >= 1")
     if not rows:
         raise ValueError("no rows to choose from")
+    answer = functools.partial(Pick, need, cores, min_psnr)  # the question, then the answer
     good = [r for r in rows if min_psnr is None or _quality(r) >= min_psnr]
     fast = [r for r in good if r.clips_per_s_per_core * cores >= need]
     if fast:
-        best = min(fast, key=lambda r: (r.bytes_per_video, -r.clips_per_s_per_core, -_quality(r)))
+        best = max(fast, key=_merits)  # the smallest; of equal size the faster, then the better
         rate = best.clips_per_s_per_core * cores
-        return Pick(
-            need,
-            cores,
-            min_psnr,
+        return answer(
             best.storage,
             f"{best.storage} is the smallest storage that meets {need:g} clips/s per GPU: "
             f"{best.clips_per_s_per_core:.1f} clips/s per core x {cores} cores = {rate:.1f}",
         )
     if not good:
         top = max(rows, key=_quality)
-        return Pick(
-            need,
-            cores,
-            min_psnr,
+        return answer(
             None,
             f"no storage reaches {min_psnr:g} dB (the best measured: {top.storage}, "
             f"{_quality(top):.1f} dB)",
@@ -117,10 +109,7 @@ def pick_storage(
     cores_needed = math.ceil(need / rate) if rate > 0 else None
     more = f"; it would need {cores_needed} cores per GPU" if cores_needed is not None else ""
     quality = f" at >= {min_psnr:g} dB" if min_psnr is not None else ""
-    return Pick(
-        need,
-        cores,
-        min_psnr,
+    return answer(
         None,
         f"no storage{quality} meets {need:g} clips/s per GPU on {cores} cores: the fastest, "
         f"{top.storage}, gives {rate:.1f} clips/s per core x {cores} = {rate * cores:.1f}{more}",

@@ -8,6 +8,7 @@ result's `config` is the same object as a dict (`as_config`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,8 +55,7 @@ class ChooseOptions:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        def put(name: str, value: Any) -> None:
-            object.__setattr__(self, name, value)
+        put = functools.partial(object.__setattr__, self)  # frozen: set once, here
 
         for name in _POSITIVE:
             put(name, check_int(name, getattr(self, name), minimum=1))

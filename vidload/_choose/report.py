@@ -16,16 +16,9 @@ from vidload._measure.tables import table
 __all__ = ["CELLS", "check_plotting", "plot", "render"]
 
 
-def _num(digits: int) -> Callable[[Any], str]:
-    return lambda v: "-" if v is None else f"{v:.{digits}f}"
-
-
-def _mib(v: float | None) -> str:
-    return "-" if v is None else f"{v / 2**20:.3f}"
-
-
-def _gib(v: float | None) -> str:
-    return "-" if v is None else f"{v / 2**30:.3f}"
+def _num(digits: int, unit: float = 1) -> Callable[[Any], str]:
+    """The cell of a value in `unit`s (bytes: 2**20 for MiB) with `digits` decimals."""
+    return lambda v: "-" if v is None else f"{v / unit:.{digits}f}"
 
 
 def _psnr(v: float | None) -> str:
@@ -35,9 +28,9 @@ def _psnr(v: float | None) -> str:
 #: (column header, JSON key, format): every column of the table, from one key of a JSON row.
 CELLS: tuple[tuple[str, str, Callable[[Any], str]], ...] = (
     ("storage", "storage", str),
-    ("MiB/video", "bytes_per_video", _mib),
+    ("MiB/video", "bytes_per_video", _num(3, 2**20)),
     ("x_orig", "size_ratio", _num(2)),
-    ("DATA_GiB", "data_bytes", _gib),
+    ("DATA_GiB", "data_bytes", _num(3, 2**30)),
     ("clips/s/core", "clips_per_s_per_core", _num(1)),
     ("cold_clips/s", "cold_clips_per_s", _num(1)),
     ("PSNR_dB", "psnr_db", _psnr),

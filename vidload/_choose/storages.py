@@ -113,10 +113,6 @@ class StorageSpec:
         except ValueError as e:
             raise ValueError(f"storage {text!r}: {e}; expected {storage_forms()}") from e
 
-    def convert_options(self) -> dict[str, Any]:
-        """The keyword arguments of `vidload.convert.convert` that build this storage."""
-        return {"to": self.to, **self.options()}
-
 
 def default_storages() -> tuple[StorageSpec, ...]:
     """The candidates `vidload choose` builds by default: the originals, then each kind at its

@@ -89,6 +89,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ch.add_argument(
         "--storages",
         type=_storages,
+        default=default_storages(),
         metavar="LIST",
         help="comma-separated candidates (default: "
         + ",".join(s.name for s in default_storages())
@@ -138,7 +139,6 @@ def run(args: argparse.Namespace) -> int:
 
     from vidload._choose import report
     from vidload._choose.options import ChooseOptions
-    from vidload._choose.storages import default_storages
     from vidload.choose import choose
 
     if (args.need is None) != (args.cores is None):
@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         args.input,
         storage_options=options,
         sample=pick(args.sample, normal.sample, 2),
-        storages=args.storages if args.storages is not None else default_storages(),
+        storages=args.storages,
         short_side=args.short_side,
         num_frames=args.num_frames,
         sampling=args.sampling,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from vidload._commands import EXIT_FAILED, EXIT_OK
 from vidload._commands.args import (
@@ -27,32 +28,25 @@ from vidload._kinds import get_kind, kind_names
 from vidload.errors import UsageError
 from vidload.sources.jpeg_decode import SUBSAMPLINGS
 
-__all__ = ["INTERRUPTED", "add_parser", "description", "help_text", "run"]
+__all__ = ["INTERRUPTED", "add_parser", "run"]
 
 #: What an interrupted run adds to its message.
 INTERRUPTED = "; run it again to resume"
 
 
-def help_text() -> str:
-    """What `vidload --help` says the command does, naming every kind of the table."""
-    return f"build {kinds_described()} from videos or JPEG folders (--to)"
-
-
-def description() -> str:
-    """What `vidload convert --help` says the command does: each kind and its reader."""
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`; its
+    help and description name every kind of the table, the description each one's reader."""
     kinds = "; ".join(
         f"--to {n}: " + kind_help(n, "{described}, read by {reader}(OUTPUT)") for n in kind_names()
     )
-    return (
-        "Convert every video of INPUT into one container per video under OUTPUT, laid out so "
-        f"that the kind's source reads them with the videos' ids ({kinds}). Writes "
-        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume)."
+    conv = sub.add_parser(
+        "convert",
+        help=f"build {kinds_described()} from videos or JPEG folders (--to)",
+        description="Convert every video of INPUT into one container per video under OUTPUT, "
+        f"laid out so that the kind's source reads them with the videos' ids ({kinds}). Writes "
+        "OUTPUT/manifest.csv. A rerun skips videos already converted (resume).",
     )
-
-
-def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """The `convert` subcommand's parser (INPUT, OUTPUT, what to store), added to `sub`."""
-    conv = sub.add_parser("convert", help=help_text(), description=description())
     add_input(
         conv, "folder of videos and/or JPEG frame folders (searched recursively), one video file"
     )
@@ -117,14 +111,13 @@ def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
     check_paths(args)
     check_storage_option(args, args.output)
-    _jpeg_options(args)
     from vidload.convert import run_convert
 
     options = opts.ConvertOptions(
-        to=args.to, short_side=args.short_side, quality=args.quality,
-        subsampling=args.subsampling, gop=args.gop, crf=args.crf, preset=args.preset,
-        tune=args.tune, overwrite=args.overwrite, root=args.root, labels=args.labels,
-        shard_size=args.shard_size, storage_options=storage_options(args.storage_option),
+        to=args.to, short_side=args.short_side, **_jpeg_options(args), gop=args.gop,
+        crf=args.crf, preset=args.preset, tune=args.tune, overwrite=args.overwrite,
+        root=args.root, labels=args.labels, shard_size=args.shard_size,
+        storage_options=storage_options(args.storage_option),
     )  # fmt: skip
     with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
@@ -137,17 +130,15 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _jpeg_options(args: argparse.Namespace) -> None:
-    """`--quality` and `--subsampling` set the stored JPEGs: given with a kind that stores no
-    JPEG (`--to video`) they would be ignored, so they are refused; left out, their defaults."""
-    given = [f"--{k}" for k in ("quality", "subsampling") if getattr(args, k) is not None]
+def _jpeg_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`--quality` and `--subsampling` as given (left out: `ConvertOptions`' defaults). They set
+    the stored JPEGs: given with a kind that stores no JPEG (`--to video`) they would be
+    ignored, so they are refused."""
+    given = {k: v for k in ("quality", "subsampling") if (v := getattr(args, k)) is not None}
     if given and "quality" not in get_kind(args.to).option_names:
         raise UsageError(
-            f"{' and '.join(given)} set{'s' if len(given) == 1 else ''} the stored JPEG "
-            f"frames; --to {args.to} stores none: leave {'it' if len(given) == 1 else 'them'} "
-            "out (--crf sets a re-encoded video's quality)"
+            f"{' and '.join(f'--{k}' for k in given)} set{'s' if len(given) == 1 else ''} the "
+            f"stored JPEG frames; --to {args.to} stores none: leave "
+            f"{'it' if len(given) == 1 else 'them'} out (--crf sets a re-encoded video's quality)"
         )
-    if args.quality is None:
-        args.quality = opts.DEFAULT_QUALITY
-    if args.subsampling is None:
-        args.subsampling = opts.DEFAULT_SUBSAMPLING
+    return given
