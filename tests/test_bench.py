@@ -434,16 +434,17 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
 
 
 def test_a_removed_user_video_leaves_a_dangling_link_that_is_relinked(tmp_path):
+    from vidload._bench.config import BenchConfig
     from vidload._bench.workdir import prepare
 
     data, work = tmp_path / "data", tmp_path / "work"
     make_video(data / "a" / "one.mp4", 12, width=32, height=24)
     make_video(data / "a" / "two.mp4", 12, width=32, height=24)
-    settings = dict(num_videos=5, spec=SynthSpec(), quality=90, short_side=None, workers=1)
-    first = prepare(data, work, progress=False, **settings)
+    cfg = BenchConfig(num_videos=5, quality=90, short_side=None, convert_workers=1, progress=False)
+    first = prepare(data, work, SynthSpec(), cfg)
     assert first.video_ids == ["a/one.mp4", "a/two.mp4"]
     (data / "a" / "two.mp4").unlink()  # its link in the work folder now dangles
     assert (work / "videos" / "a" / "two.mp4").is_symlink()
-    again = prepare(data, work, progress=False, **settings)
+    again = prepare(data, work, SynthSpec(), cfg)
     assert again.video_ids == ["a/one.mp4"]
     assert not (work / "videos" / "a" / "two.mp4").is_symlink()

@@ -17,6 +17,7 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -55,29 +56,20 @@ def _sources(work: WorkDir) -> dict[str, Any]:
     }
 
 
-def _measure_set(
-    label: str,
-    work: WorkDir,
-    short_side: int,
-    *,
-    clips: int,
-    frames: int,
-    repeats: int,
-    min_time: float,
-    seed: int,
-    only: tuple[str, ...] | None,
-) -> dict[str, Any] | None:
-    """One geometry set (None when `only` leaves none of the geometry rows)."""
+def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dict[str, Any] | None:
+    """One geometry set of `clips` clips, at `cfg.geometry_short_side` (None when `cfg.only`
+    leaves none of the geometry rows)."""
     sources = _sources(work)
-    if only is not None:
-        sources = {k: v for k, v in sources.items() if k in only}
+    if cfg.only is not None:
+        sources = {k: v for k, v in sources.items() if k in cfg.only}
     if not sources:
         return None
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
     if dropped:  # the videos every other row read, or a sample made for these rows
         raise ValueError(f"geometry rows on {label}: {'; '.join(dropped.values())}")
-    clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
+    clip_list = sample_clips(counts, clips=clips, num_frames=cfg.frames, seed=cfg.seed)
+    short_side = cfg.geometry_short_side
     plan = plan_geometry(short_side=short_side, train=False, rng=None)  # test time: no draw
     if plan is None:
         raise ValueError(f"short_side ({short_side}) plans no geometry")
@@ -104,13 +96,13 @@ def _measure_set(
         a, b = (ways[way](src, *clip_list[0]).astype(np.int16) for way in ("fused", "full"))
         diffs[name] = float(np.abs(a - b).mean())
     with OwnClock() as clock:
-        rr = RoundRobin(min_time, clock)
+        rr = RoundRobin(cfg.min_time, clock)
         for name, src in sources.items():
             for way in ways:
                 rr.add(f"{name}/{way}", functools.partial(read_all, way, src))
-        log(f"timing fused resize on {label}: {repeats} interleaved repeats")
+        log(f"timing fused resize on {label}: {cfg.repeats} interleaved repeats")
         with OtherLoad() as other:
-            rr.run(repeats)
+            rr.run(cfg.repeats)
     rows = {}
     for name in sources:
         f, a, g = (rr.best(f"{name}/{way}") for way in ways)
@@ -133,16 +125,11 @@ def _measure_set(
     }
 
 
-def measure_geometry(
-    main: WorkDir, main_label: str, short_side: int, cfg: BenchConfig
-) -> list[dict[str, Any]]:
-    """Fused vs full + resize for every source at `short_side`, on the benchmark's videos and
-    (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under the work
-    folder's `geometry-hd`."""
-    kw: dict[str, Any] = dict(
-        frames=cfg.frames, repeats=cfg.repeats, min_time=cfg.min_time, seed=cfg.seed, only=cfg.only
-    )
-    first = _measure_set(main_label, main, short_side, clips=cfg.clips, **kw)
+def measure_geometry(main: WorkDir, main_label: str, cfg: BenchConfig) -> list[dict[str, Any]]:
+    """Fused vs full + resize for every source at `cfg.geometry_short_side`, on the benchmark's
+    videos and (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under
+    the work folder's `geometry-hd`."""
+    first = _measure_set(main_label, main, cfg.clips, cfg)
     if first is None:
         return []
     sets = [first]
@@ -150,18 +137,9 @@ def measure_geometry(
         width, height = cfg.geometry_hd
         spec = SynthSpec(num_videos=2, width=width, height=height, seconds=cfg.geometry_hd_seconds)
         log(f"preparing the {width}x{height} sample for the geometry rows")
-        hd = prepare(
-            None,
-            main.root / "geometry-hd",
-            num_videos=2,
-            spec=spec,
-            quality=cfg.quality,
-            short_side=None,
-            workers=cfg.convert_workers,
-            progress=cfg.progress,
-        )
+        hd = prepare(None, main.root / "geometry-hd", spec, replace(cfg, short_side=None))
         label = f"synthetic {width}x{height} H.264"
-        hd_set = _measure_set(label, hd, short_side, clips=max(4, cfg.clips // 4), **kw)
+        hd_set = _measure_set(label, hd, max(4, cfg.clips // 4), cfg)
         if hd_set is not None:  # the same `only` as the first set: never None here
             sets.append(hd_set)
     return sets

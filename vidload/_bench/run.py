@@ -115,16 +115,7 @@ def _run(cfg: BenchConfig) -> dict[str, Any]:
         height=cfg.synth_size[1],
         seconds=cfg.synth_seconds,
     )
-    work = prepare(
-        cfg.data,
-        work_root,
-        num_videos=cfg.num_videos,
-        spec=spec,
-        quality=cfg.quality,
-        short_side=cfg.short_side,
-        workers=cfg.convert_workers,
-        progress=cfg.progress,
-    )
+    work = prepare(cfg.data, work_root, spec, cfg)
     for vid, reason in sorted(work.failed.items()):
         notes.append(f"left out {vid}: {reason}")
     if cfg.bucket is not None:
@@ -198,7 +189,7 @@ def _measure(
     geometry = None
     if cfg.geometry_short_side is not None:
         label = _describe(work, spec, counts)
-        geometry = measure_geometry(work, label, cfg.geometry_short_side, cfg)
+        geometry = measure_geometry(work, label, cfg)
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
     machine = {
