@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from vidload._bench.config import BenchConfig
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
@@ -64,47 +65,30 @@ def upload_work(work: WorkDir, url: str) -> None:
             (target / p.relative_to(local).as_posix()).put_file(p)
 
 
-def _sources(work: WorkDir, url: str) -> dict[str, tuple[Any, Any]]:
-    return {
-        k.name: (k.open(work.converted[k.name]), k.open(f"{url.rstrip('/')}/{k.name}"))
-        for k in kinds()
-    }
-
-
 def measure_bucket(
-    work: WorkDir,
-    url: str,
-    clips: list[tuple[str, np.ndarray]],
-    *,
-    repeats: int,
-    workers: int,
-    batch_size: int,
+    work: WorkDir, url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
     """{storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s}, requests_per_clip,
     bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module docstring)."""
     rows: dict[str, Any] = {}
     labels = [0] * len(clips)
-    for storage, (local, remote) in _sources(work, url).items():
-        pair = {"local": local, "bucket": remote}
+    for kind in kinds():
+        remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
+        pair = {"local": kind.open(work.converted[kind.name]), "bucket": remote}
         rr = RoundRobin(0.0)  # each added pass is its warm-up: counts, frame tables, caches
         for name, src in pair.items():
-            rr.add(name, functools.partial(row_pass, src.read, clips, batch_size))
+            rr.add(name, functools.partial(row_pass, src.read, clips, cfg.batch_size))
         before = dict(STATS)
-        row_pass(remote.read, clips, batch_size)
+        row_pass(remote.read, clips, cfg.batch_size)
         requests = (STATS["requests"] - before["requests"]) / len(clips)
         nbytes = (STATS["bytes"] - before["bytes"]) / len(clips)
-        loaders = {
-            name: make_loader(
-                src, clips, labels, batch_size=batch_size, workers=workers, pin_memory=False
-            )
-            for name, src in pair.items()
-        }
-        for name, dl in loaders.items():
+        for name, src in pair.items():
+            dl = make_loader(src, clips, labels, cfg, pin_memory=False)
             rr.add(f"{name} DataLoader", functools.partial(epoch, dl))
-        rr.run(repeats)
+        rr.run(cfg.repeats)
         best = {name: rr.best(name) for name in pair}
         best_dl = {name: rr.best(f"{name} DataLoader") for name in pair}
-        del loaders, rr  # the DataLoaders' workers end before the next storage's start
+        del dl, rr  # the DataLoaders' workers end before the next storage's start
         row: dict[str, Any] = {
             name: {
                 "clips_per_s": len(clips) / best[name],
@@ -116,10 +100,10 @@ def measure_bucket(
         row["bytes_per_clip"] = nbytes
         row["ratio_one_process"] = best["local"] / best["bucket"]
         row["ratio_dataloader"] = best_dl["local"] / best_dl["bucket"]
-        rows[storage] = row
+        rows[kind.name] = row
         log(
-            f"{storage}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
-            f"{row['ratio_dataloader']:.2f}x with {workers} workers"
+            f"{kind.name}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
+            f"{row['ratio_dataloader']:.2f}x with {cfg.workers} workers"
         )
     return rows
 
@@ -139,7 +123,3 @@ def render(rows: dict[str, Any], *, workers: int, markdown: bool) -> str:
     ]
     body = [{"storage": storage, **row} for storage, row in rows.items()]
     return "\n".join(table(columns, body, markdown=markdown))
-
-
-def bucket_path_note(url: str) -> str:
-    return f"bucket rows read {Location(url)}/<storage>; local rows the work folder"

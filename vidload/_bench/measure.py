@@ -210,15 +210,7 @@ def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> 
     )
     log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
     loaders = {
-        ld.name: make_loader(
-            readers[ld.name],
-            clips,
-            labels,
-            batch_size=cfg.batch_size,
-            workers=cfg.workers,
-            pin_memory=pin,
-        )
-        for ld in sources
+        ld.name: make_loader(readers[ld.name], clips, labels, cfg, pin_memory=pin) for ld in sources
     }
     rr = RoundRobin(cfg.min_time)
     for name, dl in loaders.items():

@@ -41,31 +41,29 @@ from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips, why
 from vidload._measure.timing import measuring
+from vidload._storage import Location
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
 
 
-def sample_bench_clips(
-    work: WorkDir, counts: dict[str, int], cfg: BenchConfig
-) -> tuple[list[tuple[str, np.ndarray]], list[int]]:
-    """`cfg.clips` TSN segment clips of `cfg.frames` frames over the videos of `counts`
-    (`vidload._measure.clips.sample_clips`, seed `cfg.seed`), and their labels."""
-    clips = sample_clips(counts, clips=cfg.clips, num_frames=cfg.frames, seed=cfg.seed)
-    return clips, [work.labels[vid] for vid, _ in clips]
-
-
 def usable_clips(
-    work: WorkDir, sources: dict[str, Any], readers: dict[str, Any], cfg: BenchConfig
+    work: WorkDir,
+    sources: dict[str, Any],
+    readers: dict[str, Any],
+    cfg: BenchConfig,
+    notes: list[str],
 ) -> tuple[WorkDir, list[tuple[str, np.ndarray]], list[int], dict[str, int], dict[str, str]]:
     """Clips every row can read, so that rows stay comparable on real data.
 
-    Counts each video with every source, samples the clips and reads each of them once with
-    every row (this also warms the caches); a video that a source or a row cannot count or
-    read (a damaged file, a codec a reference lacks) is dropped from every row and the clips
-    are sampled again without it. Returns (work with only the kept videos, clips, labels,
-    counts, {dropped video id: which row failed and why}).
+    Counts each video with every source, samples the clips (`cfg.clips` TSN segment clips of
+    `cfg.frames` frames, seed `cfg.seed`: `vidload._measure.clips.sample_clips`) and reads
+    each of them once with every row (this also warms the caches); a video that a source or a
+    row cannot count or read (a damaged file, a codec a reference lacks) is dropped from every
+    row and the clips are sampled again without it. Returns (work with only the kept videos,
+    clips, labels, counts, {dropped video id: which row failed and why}); each dropped video
+    is named in `notes`.
     """
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
@@ -76,8 +74,8 @@ def usable_clips(
                 "no video can be read by every row: "
                 + "; ".join(f"{v}: {reason}" for v, reason in sorted(dropped.items()))
             )
-        kept_work = dataclasses.replace(work, video_ids=kept)
-        clips, labels = sample_bench_clips(kept_work, {v: counts[v] for v in kept}, cfg)
+        kept_counts = {v: counts[v] for v in kept}
+        clips = sample_clips(kept_counts, clips=cfg.clips, num_frames=cfg.frames, seed=cfg.seed)
         before = len(dropped)
         for name, reader in readers.items():
             for vid, idx in clips:
@@ -90,7 +88,12 @@ def usable_clips(
                 except Exception as e:  # noqa: BLE001 - decord, torchcodec, PyAV, vidload
                     dropped[vid] = f"row {name}: {why(e)}"
         if len(dropped) == before:
-            return kept_work, clips, labels, {v: counts[v] for v in kept}, dropped
+            for vid, reason in sorted(dropped.items()):
+                notes.append(
+                    f"left out {vid} from every row (so that rows stay comparable): {reason}"
+                )
+            labels = [work.labels[vid] for vid, _ in clips]
+            return dataclasses.replace(work, video_ids=kept), clips, labels, kept_counts, dropped
 
 
 def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
@@ -132,23 +135,10 @@ def _measure_bucket(
 
     bucket.upload_work(work, url)
     sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    dropped: dict[str, str] = {}
-    counts = common_counts(sources, work.video_ids, dropped)
-    left_out = [f"{vid}: {reason}" for vid, reason in sorted(dropped.items())]
-    if not counts:
-        raise ValueError(f"no video can be read by every bucket row: {'; '.join(left_out)}")
-    notes += [f"left out {line}" for line in left_out]
-    clips, _labels = sample_bench_clips(work, counts, cfg)
-    notes.append(bucket.bucket_path_note(url))
+    work, clips, _labels, counts, _dropped = usable_clips(work, sources, {}, cfg, notes)
+    notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
-    rows = bucket.measure_bucket(
-        work,
-        url,
-        clips,
-        repeats=cfg.repeats,
-        workers=cfg.workers,
-        batch_size=cfg.batch_size,
-    )
+    rows = bucket.measure_bucket(work, url, clips, cfg)
     return _result(cfg, work, spec, counts, notes, {}, {}, bucket=rows)
 
 
@@ -169,9 +159,7 @@ def _measure(
         **{k.name: k.open(work.converted[k.name]) for k in formats()},
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
-    work, clips, labels, counts, dropped = usable_clips(work, all_sources, readers, cfg)
-    for vid, reason in sorted(dropped.items()):
-        notes.append(f"left out {vid} from every row (so that rows stay comparable): {reason}")
+    work, clips, labels, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
     memory = readers.get("memory") or MemoryJpeg(frame_folders(work))
     for vid, idx in clips:
         memory.preload(vid, idx)
