@@ -417,7 +417,7 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
     the shared `EncodedFrames.decode`; no copy of a read path in the benchmark."""
     from vidload._bench import rows
     from vidload._bench.workdir import WorkDir
-    from vidload.sources.encoded import ContainerSource
+    from vidload.sources.encoded import ContainerSource, EncodedFrames
 
     converted = {storage: tmp_path / storage for storage in ("jpeg", "hdf5", "npy")}
     work = WorkDir(tmp_path, tmp_path / "videos", [], {}, "synthetic", converted)
@@ -430,7 +430,7 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
             and ld.raw.__func__ is type(raw_source).read_encoded
         )
         assert type(ld.make()) is type(raw_source)
-        assert ld.decode is rows.decode_encoded
+        assert ld.decode is EncodedFrames.decode
 
 
 def test_a_removed_user_video_leaves_a_dangling_link_that_is_relinked(tmp_path):

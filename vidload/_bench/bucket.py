@@ -30,7 +30,6 @@ from vidload._bench.config import BenchConfig
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
-from vidload._measure.tables import Column, column, table
 from vidload._measure.timing import RoundRobin, row_pass
 from vidload._storage import STATS, Location
 from vidload.sources._format import StorageFormat
@@ -106,20 +105,3 @@ def measure_bucket(
             f"{row['ratio_dataloader']:.2f}x with {cfg.workers} workers"
         )
     return rows
-
-
-def render(rows: dict[str, Any], *, workers: int, markdown: bool) -> str:
-    """The bucket table (clips/s, ratios, requests and KiB per clip)."""
-    columns: list[Column] = [
-        ("source", lambda row: row["storage"]),
-        column("local 1p", "local", "clips_per_s"),
-        column("bucket 1p", "bucket", "clips_per_s"),
-        column("ratio", "ratio_one_process", digits=2),
-        column(f"local {workers}w", "local", "dataloader_clips_per_s"),
-        column(f"bucket {workers}w", "bucket", "dataloader_clips_per_s"),
-        column("ratio", "ratio_dataloader", digits=2),
-        column("req/clip", "requests_per_clip"),
-        column("KiB/clip", "bytes_per_clip", digits=0, scale=1024),
-    ]
-    body = [{"storage": storage, **row} for storage, row in rows.items()]
-    return "\n".join(table(columns, body, markdown=markdown))

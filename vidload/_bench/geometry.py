@@ -27,7 +27,7 @@ from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips
-from vidload._measure.clocks import OtherLoad, OwnClock
+from vidload._measure.clocks import OwnClock
 from vidload._measure.timing import RoundRobin
 from vidload.sources._format import StorageFormat
 from vidload.sources.video import VideoSource
@@ -101,8 +101,7 @@ def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dic
             for way in ways:
                 rr.add(f"{name}/{way}", functools.partial(read_all, way, src))
         log(f"timing fused resize on {label}: {cfg.repeats} interleaved repeats")
-        with OtherLoad() as other:
-            rr.run(cfg.repeats)
+        other_load = rr.run(cfg.repeats)
     rows = {}
     for name in sources:
         f, a, g = (rr.best(f"{name}/{way}") for way in ways)
@@ -120,7 +119,7 @@ def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dic
         "input": [int(width), int(height)],
         "output": [int(out[1]), int(out[0])],
         "clips": len(clip_list),
-        "other_load_cpus": other.cpus,
+        "other_load_cpus": other_load,
         "rows": rows,
     }
 

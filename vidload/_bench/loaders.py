@@ -23,7 +23,7 @@ decord when they can be imported.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,6 @@ class Loader:
     make: Callable[[], Any]
     raw: Callable[[str, np.ndarray], Any] | None = None
     decode: Callable[[Any], np.ndarray] | None = None
-    notes: list[str] = field(default_factory=list)
 
 
 class VideoFileRaw:
@@ -83,11 +82,6 @@ class VideoFileRaw:
     def __call__(self, video_id: str, indices: np.ndarray) -> VideoPayload:
         data = (self.root / video_id).read_bytes()
         return VideoPayload(len(data), video_id, indices)
-
-
-def decode_encoded(encoded: EncodedFrames) -> np.ndarray:
-    """The decode half of a container source's `read` (its default `decode_size`)."""
-    return encoded.decode()
 
 
 def fastest_decode(payload: EncodedFrames) -> np.ndarray:

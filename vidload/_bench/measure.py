@@ -107,12 +107,11 @@ def measure_one_process(
                 bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
         reduced_tasks = _reduced_decode_tasks(memory, rr)
         log(f"timing one process: {cfg.repeats} interleaved repeats")
-        with OtherLoad() as other:
-            rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
+        other_load = rr.run(cfg.repeats, lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
         own_clock = clock.available
     _note_own_clock(notes, own_clock, rr)
     clock_kind = "own" if own_clock else "wall"
-    note_other_load(notes, "the one-process timing", other.cpus, own_clock=own_clock)
+    note_other_load(notes, "the one-process timing", other_load, own_clock=own_clock)
 
     results: dict[str, Any] = {}
     clamped: list[str] = []
@@ -217,9 +216,7 @@ def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> 
         epoch(dl)  # starts the workers, fills their caches
         rr.add(name, functools.partial(epoch, dl))
     log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
-    with OtherLoad() as other:
-        rr.run(cfg.repeats)
-    note_other_load(notes, "the DataLoader timing", other.cpus)
+    note_other_load(notes, "the DataLoader timing", rr.run(cfg.repeats))
     for name, dl in loaders.items():
         best = rr.best(name)
         row = results[name]

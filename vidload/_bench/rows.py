@@ -19,7 +19,6 @@ from vidload._bench.loaders import (
     TorchcodecExact,
     VideoFileRaw,
     VideoInMemory,
-    decode_encoded,
     fastest_decode,
     optional_import,
 )
@@ -27,6 +26,7 @@ from vidload._bench.workdir import ORIGINAL, WorkDir, frame_folders
 from vidload._convert.inputs import frame_folder_kind
 from vidload._kinds import formats
 from vidload.sources._format import BenchRow, StorageFormat
+from vidload.sources.encoded import EncodedFrames
 from vidload.sources.video import VideoSource
 
 __all__ = ["build_loaders"]
@@ -118,6 +118,5 @@ def _kind_row(row: BenchRow, kind: StorageFormat, converted: dict[str, Path]) ->
     make = functools.partial(kind.open, root, **row.options)
     if not kind.encoded_reads:
         return Loader(row.name, "source", kind.name, row.description, make)
-    return Loader(
-        row.name, "source", kind.name, row.description, make, make().read_encoded, decode_encoded
-    )
+    decode = EncodedFrames.decode  # what the source's read runs on them (default size)
+    return Loader(row.name, "source", kind.name, row.description, make, make().read_encoded, decode)

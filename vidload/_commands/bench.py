@@ -161,13 +161,7 @@ def run(args: argparse.Namespace) -> int:
     from vidload._bench.workdir import log
 
     result = run_benchmark(cfg)
-    if "bucket" in result:
-        from vidload._bench import bucket
-
-        print(bucket.render(result["bucket"], workers=cfg.workers, markdown=args.markdown))
-        print("\n".join(f"- {n}" for n in result["notes"]))
-    else:
-        print(report.render(result, markdown=args.markdown))
+    print(report.render(result, markdown=args.markdown))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
         log(f"wrote {args.json}")
