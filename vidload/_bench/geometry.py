@@ -56,14 +56,10 @@ def _sources(work: WorkDir) -> dict[str, Any]:
     }
 
 
-def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dict[str, Any] | None:
-    """One geometry set of `clips` clips, at `cfg.geometry_short_side` (None when `cfg.only`
-    leaves none of the geometry rows)."""
-    sources = _sources(work)
-    if cfg.only is not None:
-        sources = {k: v for k, v in sources.items() if k in cfg.only}
-    if not sources:
-        return None
+def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dict[str, Any]:
+    """One geometry set of `clips` clips, at `cfg.geometry_short_side`, of the rows `cfg.only`
+    keeps."""
+    sources = {k: v for k, v in _sources(work).items() if cfg.only is None or k in cfg.only}
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
     if dropped:  # the videos every other row read, or a sample made for these rows
@@ -128,17 +124,14 @@ def measure_geometry(main: WorkDir, main_label: str, cfg: BenchConfig) -> list[d
     """Fused vs full + resize for every source at `cfg.geometry_short_side`, on the benchmark's
     videos and (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under
     the work folder's `geometry-hd`."""
-    first = _measure_set(main_label, main, cfg.clips, cfg)
-    if first is None:
+    if cfg.only is not None and not set(cfg.only) & set(geometry_sources()):
         return []
-    sets = [first]
+    sets = [_measure_set(main_label, main, cfg.clips, cfg)]
     if cfg.geometry_hd is not None:
         width, height = cfg.geometry_hd
         spec = SynthSpec(num_videos=2, width=width, height=height, seconds=cfg.geometry_hd_seconds)
         log(f"preparing the {width}x{height} sample for the geometry rows")
         hd = prepare(None, main.root / "geometry-hd", spec, replace(cfg, short_side=None))
         label = f"synthetic {width}x{height} H.264"
-        hd_set = _measure_set(label, hd, max(4, cfg.clips // 4), cfg)
-        if hd_set is not None:  # the same `only` as the first set: never None here
-            sets.append(hd_set)
+        sets.append(_measure_set(label, hd, max(4, cfg.clips // 4), cfg))
     return sets

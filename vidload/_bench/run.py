@@ -139,7 +139,7 @@ def _measure_bucket(
     notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
     rows = bucket.measure_bucket(work, url, clips, cfg)
-    return _result(cfg, work, spec, counts, notes, {}, {}, bucket=rows)
+    return _result(cfg, work, spec, counts, notes, bucket=rows)
 
 
 def _measure(
@@ -180,16 +180,9 @@ def _measure(
         geometry = measure_geometry(work, label, cfg)
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
-    machine = {
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "cuda": torch.cuda.is_available(),
-        "opencv": cv2.__version__,
-    }
     return _result(
-        cfg, work, spec, counts, notes, machine, {"frames_per_video": counts},
-        dataloader_settings=dl_settings, loaders=results, reduced_decode=reduced,
-        geometry=geometry,
+        cfg, work, spec, counts, notes, dataloader_settings=dl_settings, loaders=results,
+        reduced_decode=reduced, geometry=geometry,
     )  # fmt: skip
 
 
@@ -199,24 +192,29 @@ def _result(
     spec: SynthSpec,
     counts: dict[str, int],
     notes: list[str],
-    machine: dict[str, Any],
-    data: dict[str, Any],
     **measured: Any,
 ) -> dict[str, Any]:
-    """The results as `--json` writes them: the settings, the machine, the data, what was
-    `measured` and the notes."""
+    """The results as `--json` writes them: the settings, the machine, the data (with each
+    video's frames, `counts`), what was `measured` and the notes."""
     return {
         "config": {
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
             "statistic": f"best of {cfg.repeats} interleaved repeats",
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), **machine},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+            "cuda": torch.cuda.is_available(),
+            "opencv": cv2.__version__,
+        },
         "data": {
             "work": str(work.root),
             "origin": work.origin,
             "description": _describe(work, spec, counts),
             "num_videos": len(work.video_ids),
-            **data,
+            "frames_per_video": counts,
         },
         **measured,
         "notes": notes,

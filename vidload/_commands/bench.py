@@ -177,8 +177,7 @@ def _row_names(text: str) -> tuple[str, ...] | None:
 
 
 def _json_default(value: object) -> object:
+    """A numpy number as its Python number (the results' paths are strings already)."""
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
-    if isinstance(value, Path):
-        return str(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
