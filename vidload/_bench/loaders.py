@@ -7,7 +7,7 @@ and, for the vidload sources, the two halves of what `read` does, so time can be
   source's own raw read, `read_encoded` (per-frame files for JPEG folders, the frames' byte
   ranges of the HDF5 file, the npy rows), on an instance that keeps its files open as the row's
   reader does; for a video, the whole file read (seek-and-decode cannot be split: see
-  `VideoFileRaw`).
+  `read_video_file`).
 * `decode(payload) -> uint8 (k, H, W, 3)`: those bytes, already in memory, decoded by the
   library's own decode (`EncodedFrames.decode`, what every container source's `read` runs), or
   for a video the same `VideoSource.read` on a RAM copy of the files.
@@ -40,7 +40,7 @@ from vidload.sources.video import VideoSource
 
 @dataclass
 class VideoPayload:
-    """What `VideoFileRaw` read for one clip: its size (the bytes are not kept) and the clip."""
+    """What `read_video_file` read for one clip: its size (the bytes are not kept) and the clip."""
 
     nbytes_read: int
     video_id: str
@@ -71,17 +71,13 @@ class Loader:
     decode: Callable[[Any], np.ndarray] | None = None
 
 
-class VideoFileRaw:
-    """Reads the whole video file (the bytes a seek-and-decode reader may touch); the payload
-    keeps only its size, not the bytes. Not a copy of `VideoSource`'s read, which cannot be
-    split from its decode: a stand-in for its storage work."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def __call__(self, video_id: str, indices: np.ndarray) -> VideoPayload:
-        data = (self.root / video_id).read_bytes()
-        return VideoPayload(len(data), video_id, indices)
+def read_video_file(root: Path, video_id: str, indices: np.ndarray) -> VideoPayload:
+    """Raw half of the video row: reads the whole video file under `root` (the bytes a
+    seek-and-decode reader may touch); the payload keeps only its size, not the bytes. Not a
+    copy of `VideoSource`'s read, which cannot be split from its decode: a stand-in for its
+    storage work."""
+    data = (root / video_id).read_bytes()
+    return VideoPayload(len(data), video_id, indices)
 
 
 def fastest_decode(payload: EncodedFrames) -> np.ndarray:
@@ -102,16 +98,11 @@ def fastest_decode(payload: EncodedFrames) -> np.ndarray:
     return out
 
 
-class VideoInMemory:
-    """Decode half of `VideoSource.read`: the same reader on copies of the videos in a RAM-backed
-    folder (tmpfs, e.g. /dev/shm), so no byte comes from disk. Demuxing and seeking cannot be
-    separated from decoding, so for video "decode" includes them."""
-
-    def __init__(self, ram_root: Path) -> None:
-        self.source = VideoSource(ram_root, threads=1)
-
-    def __call__(self, payload: VideoPayload) -> np.ndarray:
-        return self.source.read(payload.video_id, payload.indices)
+def read_from_memory(ram_source: VideoSource, payload: VideoPayload) -> np.ndarray:
+    """Decode half of `VideoSource.read`: `ram_source`, the same reader on copies of the videos
+    in a RAM-backed folder (tmpfs, e.g. /dev/shm), so no byte comes from disk. Demuxing and
+    seeking cannot be separated from decoding, so for video "decode" includes them."""
+    return ram_source.read(payload.video_id, payload.indices)
 
 
 # --------------------------------------------------------------------------- references

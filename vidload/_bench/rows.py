@@ -17,10 +17,10 @@ from vidload._bench.loaders import (
     PilPerFile,
     PyAvFromStart,
     TorchcodecExact,
-    VideoFileRaw,
-    VideoInMemory,
     fastest_decode,
     optional_import,
+    read_from_memory,
+    read_video_file,
 )
 from vidload._bench.workdir import ORIGINAL, WorkDir, frame_folders
 from vidload._convert.inputs import frame_folder_kind
@@ -46,8 +46,10 @@ def build_loaders(
             ORIGINAL,
             "VideoSource(threads=1): seek to the keyframe before each stretch, decode forward",
             lambda: VideoSource(vids, threads=1),
-            VideoFileRaw(vids),
-            VideoInMemory(ram_videos) if ram_videos is not None else None,
+            functools.partial(read_video_file, vids),
+            None
+            if ram_videos is None
+            else functools.partial(read_from_memory, VideoSource(ram_videos, threads=1)),
         ),
         *(
             _kind_row(row, kind, conv)
