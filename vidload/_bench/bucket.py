@@ -32,6 +32,7 @@ from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
 from vidload._measure.timing import RoundRobin, row_pass
 from vidload._storage import STATS, Location
+from vidload._storage.batch import put_many
 from vidload.sources._format import StorageFormat
 
 __all__ = ["kinds", "measure_bucket", "upload_work"]
@@ -45,7 +46,7 @@ def kinds() -> tuple[StorageFormat, ...]:
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
-    the same size are kept)."""
+    the same size are kept), each storage's files in one concurrent batch (`put_many`)."""
     for storage in (k.name for k in kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
@@ -60,8 +61,7 @@ def upload_work(work: WorkDir, url: str) -> None:
         ]
         if todo:
             log(f"uploading {len(todo)} files of {storage} to {target}")
-        for p in todo:
-            (target / p.relative_to(local).as_posix()).put_file(p)
+            put_many([(p, target / p.relative_to(local).as_posix()) for p in todo])
 
 
 def measure_bucket(
