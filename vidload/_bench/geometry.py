@@ -23,14 +23,13 @@ from typing import Any
 import numpy as np
 
 from vidload._bench.config import VIDEO_ROW, BenchConfig
+from vidload._bench.rows import build_loaders
 from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips
 from vidload._measure.clocks import OwnClock
 from vidload._measure.timing import RoundRobin
-from vidload.sources._format import StorageFormat
-from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
 
@@ -38,28 +37,17 @@ __all__ = ["geometry_sources", "measure_geometry"]
 
 
 def geometry_sources() -> tuple[str, ...]:
-    """The rows, by the names `--only` uses: the videos, and each container kind's first
-    bench row (`vidload._kinds`)."""
-    return (VIDEO_ROW, *(k.bench[0].name for k in _kinds()))
-
-
-def _kinds() -> list[StorageFormat]:
-    """The kinds whose reads fuse the geometry into the shared JPEG decode, with a bench row."""
-    return [k for k in formats() if k.encoded_reads and k.bench]
-
-
-def _sources(work: WorkDir) -> dict[str, Any]:
-    conv = work.converted
-    return {
-        VIDEO_ROW: VideoSource(work.videos, threads=1),
-        **{k.bench[0].name: k.open(conv[k.name], **k.bench[0].options) for k in _kinds()},
-    }
+    """The rows, by the names `--only` uses: the videos, and the first bench row of each kind
+    whose reads fuse the geometry into the shared JPEG decode (`vidload._kinds`)."""
+    return (VIDEO_ROW, *(k.bench[0].name for k in formats() if k.encoded_reads and k.bench))
 
 
 def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dict[str, Any]:
     """One geometry set of `clips` clips, at `cfg.geometry_short_side`, of the rows `cfg.only`
     keeps."""
-    sources = {k: v for k, v in _sources(work).items() if cfg.only is None or k in cfg.only}
+    # the sources of the benchmark's rows of those names, made as the rows make them
+    names = tuple(n for n in geometry_sources() if cfg.only is None or n in cfg.only)
+    sources = {ld.name: ld.make() for ld in build_loaders(work, names, [], None)}
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
     if dropped:  # the videos every other row read, or a sample made for these rows
