@@ -208,27 +208,23 @@ def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> 
         f"({'CUDA available' if pin else 'no CUDA here, so pinning is off'})"
     )
     log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
-    loaders = {
-        ld.name: make_loader(readers[ld.name], clips, labels, cfg, pin_memory=pin) for ld in sources
-    }
-    rr = RoundRobin(cfg.min_time)
-    for name, dl in loaders.items():
+    rr = RoundRobin(cfg.min_time)  # holds the DataLoaders (their workers) until it goes
+    for ld in sources:
+        dl = make_loader(readers[ld.name], clips, labels, cfg, pin_memory=pin)
         epoch(dl)  # starts the workers, fills their caches
-        rr.add(name, functools.partial(epoch, dl))
+        rr.add(ld.name, functools.partial(epoch, dl))
     log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
     note_other_load(notes, "the DataLoader timing", rr.run(cfg.repeats))
-    for name, dl in loaders.items():
-        best = rr.best(name)
-        row = results[name]
+    for ld in sources:
+        best = rr.best(ld.name)
+        row = results[ld.name]
         row["dataloader"] = {
             "clock": "wall",
             "clips_per_s": len(clips) / best,
             "frames_per_s": len(clips) * cfg.frames / best,
             "vs_one_process": (len(clips) / best) / row["clips_per_s"],
-            "times_s": rr.times[name],
+            "times_s": rr.times[ld.name],
         }
-        del dl
-    loaders.clear()
     return {"workers": cfg.workers, "pin_memory": pin, "batch_size": cfg.batch_size}
 
 

@@ -22,7 +22,7 @@ from vidload._bench.loaders import (
     read_from_memory,
     read_video_file,
 )
-from vidload._bench.workdir import ORIGINAL, WorkDir, frame_folders
+from vidload._bench.workdir import ORIGINAL, WorkDir
 from vidload._convert.inputs import frame_folder_kind
 from vidload._kinds import formats
 from vidload.sources._format import BenchRow, StorageFormat
@@ -58,7 +58,8 @@ def build_loaders(
             if only is None or row.name in only
         ),
     ]
-    memory = MemoryJpeg(frame_folders(work))
+    jpeg = frame_folder_kind()  # the frame files the JPEG references read
+    memory = MemoryJpeg(conv[jpeg])
     loaders += [
         Loader(
             "memory",
@@ -73,9 +74,9 @@ def build_loaders(
         Loader(
             "pil",
             "reference",
-            frame_folder_kind(),
+            jpeg,
             'naive loader: np.asarray(PIL.Image.open(path).convert("RGB")) per frame file',
-            lambda: PilPerFile(frame_folders(work)),
+            lambda: PilPerFile(conv[jpeg]),
         ),
         Loader(
             "pyav-from-start",

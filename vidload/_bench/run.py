@@ -32,11 +32,11 @@ from vidload._bench.workdir import (
     ORIGINAL,
     WorkDir,
     default_work_dir,
-    frame_folders,
     log,
     prepare,
     ram_copy,
 )
+from vidload._convert.inputs import frame_folder_kind
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips, why
@@ -160,7 +160,7 @@ def _measure(
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
     work, clips, labels, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
-    memory = readers.get("memory") or MemoryJpeg(frame_folders(work))
+    memory = readers.get("memory") or MemoryJpeg(work.converted[frame_folder_kind()])
     for vid, idx in clips:
         memory.preload(vid, idx)
     log("checking that every row returns the same pixels (first clip of each video)")

@@ -56,13 +56,6 @@ class WorkDir:
         return self.videos if storage == ORIGINAL else self.converted[storage]
 
 
-def frame_folders(work: WorkDir) -> Path:
-    """The conversion into JPEG frame folders (the references read its frame files)."""
-    from vidload._convert.inputs import frame_folder_kind
-
-    return work.converted[frame_folder_kind()]
-
-
 def default_work_dir(data: Path | None) -> Path:
     """`$TMPDIR/vidload-bench/synthetic`, or `.../data-<hash of DATA's absolute path>`."""
     base = Path(tempfile.gettempdir()) / "vidload-bench"
