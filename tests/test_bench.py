@@ -415,13 +415,13 @@ def test_bench_config_checks_its_numbers_like_every_other_function():
 def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
     """Habit 8: a container row's I/O half is the source's `read_encoded` and its decode half
     the shared `EncodedFrames.decode`; no copy of a read path in the benchmark."""
-    from vidload._bench import rows
+    from vidload._bench import loaders
     from vidload._bench.workdir import WorkDir
     from vidload.sources.encoded import ContainerSource, EncodedFrames
 
     converted = {storage: tmp_path / storage for storage in ("jpeg", "hdf5", "npy")}
     work = WorkDir(tmp_path, tmp_path / "videos", [], {}, "synthetic", converted)
-    built = rows.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
+    built = loaders.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
     assert [ld.name for ld in built] == ["jpeg", "hdf5", "npy-mmap", "npy-read"]
     for ld in built:
         raw_source = ld.raw.__self__

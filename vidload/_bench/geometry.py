@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from vidload._bench.config import VIDEO_ROW, BenchConfig
-from vidload._bench.rows import build_loaders
+from vidload._bench.loaders import build_loaders
 from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats

@@ -18,7 +18,7 @@ import torch
 
 from vidload._bench.config import REFERENCE_NAMES, VIDEO_ROW, BenchConfig, source_names
 from vidload._bench.geometry import measure_geometry
-from vidload._bench.loaders import MemoryJpeg
+from vidload._bench.loaders import MemoryJpeg, build_loaders
 from vidload._bench.measure import (
     add_disk_and_ratios,
     check_outputs,
@@ -27,7 +27,6 @@ from vidload._bench.measure import (
     measure_one_process,
     note_other_load,
 )
-from vidload._bench.rows import build_loaders
 from vidload._bench.workdir import (
     ORIGINAL,
     WorkDir,
