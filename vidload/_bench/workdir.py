@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -181,8 +180,7 @@ def ram_copy(videos: Path, ids: list[str], notes: list[str]) -> Iterator[Path | 
     shm = Path("/dev/shm")
     need = sum((videos / v).stat().st_size for v in ids)
     try:
-        st = os.statvfs(shm)
-        room = st.f_bavail * st.f_frsize
+        room = shutil.disk_usage(shm).free
     except OSError:
         room = -1
     if room < 2 * need:
@@ -192,11 +190,11 @@ def ram_copy(videos: Path, ids: list[str], notes: list[str]) -> Iterator[Path | 
         )
         yield None
         return
-    tmp = Path(tempfile.mkdtemp(prefix="vidload-bench-", dir=shm))
-    try:
+    with tempfile.TemporaryDirectory(
+        prefix="vidload-bench-", dir=shm, ignore_cleanup_errors=True
+    ) as folder:
+        tmp = Path(folder)
         for vid in ids:
             (tmp / vid).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(videos / vid, tmp / vid)
         yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
