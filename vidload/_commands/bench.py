@@ -172,8 +172,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _row_names(text: str) -> tuple[str, ...] | None:
-    """`--only`'s comma-separated rows (None: every row)."""
-    return tuple(s.strip() for s in text.split(",") if s.strip()) or None
+    """`--only`'s comma-separated rows (None for an empty ROWS: every row)."""
+    return tuple(s.strip() for s in text.split(",") if s.strip()) if text else None
 
 
 def _json_default(value: object) -> object:
