@@ -415,13 +415,13 @@ def test_bench_config_checks_its_numbers_like_every_other_function():
 def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
     """Habit 8: a container row's I/O half is the source's `read_encoded` and its decode half
     the shared `EncodedFrames.decode`; no copy of a read path in the benchmark."""
-    from vidload._bench import rows
+    from vidload._bench import loaders
     from vidload._bench.workdir import WorkDir
-    from vidload.sources.encoded import ContainerSource
+    from vidload.sources.encoded import ContainerSource, EncodedFrames
 
     converted = {storage: tmp_path / storage for storage in ("jpeg", "hdf5", "npy")}
     work = WorkDir(tmp_path, tmp_path / "videos", [], {}, "synthetic", converted)
-    built = rows.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
+    built = loaders.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
     assert [ld.name for ld in built] == ["jpeg", "hdf5", "npy-mmap", "npy-read"]
     for ld in built:
         raw_source = ld.raw.__self__
@@ -430,20 +430,21 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
             and ld.raw.__func__ is type(raw_source).read_encoded
         )
         assert type(ld.make()) is type(raw_source)
-        assert ld.decode is rows.decode_encoded
+        assert ld.decode is EncodedFrames.decode
 
 
 def test_a_removed_user_video_leaves_a_dangling_link_that_is_relinked(tmp_path):
+    from vidload._bench.config import BenchConfig
     from vidload._bench.workdir import prepare
 
     data, work = tmp_path / "data", tmp_path / "work"
     make_video(data / "a" / "one.mp4", 12, width=32, height=24)
     make_video(data / "a" / "two.mp4", 12, width=32, height=24)
-    settings = dict(num_videos=5, spec=SynthSpec(), quality=90, short_side=None, workers=1)
-    first = prepare(data, work, progress=False, **settings)
+    cfg = BenchConfig(num_videos=5, quality=90, short_side=None, convert_workers=1, progress=False)
+    first = prepare(data, work, SynthSpec(), cfg)
     assert first.video_ids == ["a/one.mp4", "a/two.mp4"]
     (data / "a" / "two.mp4").unlink()  # its link in the work folder now dangles
     assert (work / "videos" / "a" / "two.mp4").is_symlink()
-    again = prepare(data, work, progress=False, **settings)
+    again = prepare(data, work, SynthSpec(), cfg)
     assert again.video_ids == ["a/one.mp4"]
     assert not (work / "videos" / "a" / "two.mp4").is_symlink()

@@ -566,7 +566,11 @@ def test_i_usable_clips_names_every_failure_and_keeps_rows_comparable(tmp_path):
     work = WorkDir(tmp_path, tmp_path, ids, dict.fromkeys(ids, 0), "test")
     readers = {"x": Row("b"), "y": Row("c")}
     cfg = BenchConfig(clips=12, frames=4)
-    kept, clips, labels, counts, dropped = usable_clips(work, {"s": Counts()}, readers, cfg)
+    notes: list[str] = []
+    kept, clips, labels, counts, dropped = usable_clips(work, {"s": Counts()}, readers, cfg, notes)
+    left_out = [f"left out {v} from every row (so that rows stay comparable): " for v in "bc"]
+    assert [n[: len(s)] for n, s in zip(notes, left_out, strict=False)] == left_out
+    assert len(notes) == 3 and notes[2].startswith("left out uncountable from every row")
     assert kept.video_ids == ["a"] and {v for v, _ in clips} == {"a"} and len(labels) == 12
     assert counts == {"a": 20}
     assert dropped["b"].startswith("row x: RuntimeError: cannot decode b")
@@ -574,7 +578,7 @@ def test_i_usable_clips_names_every_failure_and_keeps_rows_comparable(tmp_path):
     assert "no frame decodes" in dropped["uncountable"]
     readers = {"x": Row("a")}
     with pytest.raises(ValueError, match="no video can be read by every row"):
-        usable_clips(dataclasses.replace(work, video_ids=["a"]), {"s": Counts()}, readers, cfg)
+        usable_clips(dataclasses.replace(work, video_ids=["a"]), {"s": Counts()}, readers, cfg, [])
 
 
 def bench_report_has_no_matplotlib() -> bool:

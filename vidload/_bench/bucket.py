@@ -26,12 +26,13 @@ from typing import Any
 
 import numpy as np
 
+from vidload._bench.config import BenchConfig
 from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
-from vidload._measure.tables import Column, column, table
 from vidload._measure.timing import RoundRobin, row_pass
 from vidload._storage import STATS, Location
+from vidload._storage.batch import put_many
 from vidload.sources._format import StorageFormat
 
 __all__ = ["kinds", "measure_bucket", "upload_work"]
@@ -45,7 +46,7 @@ def kinds() -> tuple[StorageFormat, ...]:
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
-    the same size are kept)."""
+    the same size are kept), each storage's files in one concurrent batch (`put_many`)."""
     for storage in (k.name for k in kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
@@ -60,51 +61,33 @@ def upload_work(work: WorkDir, url: str) -> None:
         ]
         if todo:
             log(f"uploading {len(todo)} files of {storage} to {target}")
-        for p in todo:
-            (target / p.relative_to(local).as_posix()).put_file(p)
-
-
-def _sources(work: WorkDir, url: str) -> dict[str, tuple[Any, Any]]:
-    return {
-        k.name: (k.open(work.converted[k.name]), k.open(f"{url.rstrip('/')}/{k.name}"))
-        for k in kinds()
-    }
+            put_many([(p, target / p.relative_to(local).as_posix()) for p in todo])
 
 
 def measure_bucket(
-    work: WorkDir,
-    url: str,
-    clips: list[tuple[str, np.ndarray]],
-    *,
-    repeats: int,
-    workers: int,
-    batch_size: int,
+    work: WorkDir, url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
     """{storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s}, requests_per_clip,
     bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module docstring)."""
     rows: dict[str, Any] = {}
     labels = [0] * len(clips)
-    for storage, (local, remote) in _sources(work, url).items():
-        pair = {"local": local, "bucket": remote}
+    for kind in kinds():
+        remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
+        pair = {"local": kind.open(work.converted[kind.name]), "bucket": remote}
         rr = RoundRobin(0.0)  # each added pass is its warm-up: counts, frame tables, caches
         for name, src in pair.items():
-            rr.add(name, functools.partial(row_pass, src.read, clips, batch_size))
+            rr.add(name, functools.partial(row_pass, src.read, clips, cfg.batch_size))
         before = dict(STATS)
-        row_pass(remote.read, clips, batch_size)
+        row_pass(remote.read, clips, cfg.batch_size)
         requests = (STATS["requests"] - before["requests"]) / len(clips)
         nbytes = (STATS["bytes"] - before["bytes"]) / len(clips)
-        loaders = {
-            name: make_loader(
-                src, clips, labels, batch_size=batch_size, workers=workers, pin_memory=False
-            )
-            for name, src in pair.items()
-        }
-        for name, dl in loaders.items():
+        for name, src in pair.items():
+            dl = make_loader(src, clips, labels, cfg, pin_memory=False)
             rr.add(f"{name} DataLoader", functools.partial(epoch, dl))
-        rr.run(repeats)
+        rr.run(cfg.repeats)
         best = {name: rr.best(name) for name in pair}
         best_dl = {name: rr.best(f"{name} DataLoader") for name in pair}
-        del loaders, rr  # the DataLoaders' workers end before the next storage's start
+        del dl, rr  # the DataLoaders' workers end before the next storage's start
         row: dict[str, Any] = {
             name: {
                 "clips_per_s": len(clips) / best[name],
@@ -116,30 +99,9 @@ def measure_bucket(
         row["bytes_per_clip"] = nbytes
         row["ratio_one_process"] = best["local"] / best["bucket"]
         row["ratio_dataloader"] = best_dl["local"] / best_dl["bucket"]
-        rows[storage] = row
+        rows[kind.name] = row
         log(
-            f"{storage}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
-            f"{row['ratio_dataloader']:.2f}x with {workers} workers"
+            f"{kind.name}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
+            f"{row['ratio_dataloader']:.2f}x with {cfg.workers} workers"
         )
     return rows
-
-
-def render(rows: dict[str, Any], *, workers: int, markdown: bool) -> str:
-    """The bucket table (clips/s, ratios, requests and KiB per clip)."""
-    columns: list[Column] = [
-        ("source", lambda row: row["storage"]),
-        column("local 1p", "local", "clips_per_s"),
-        column("bucket 1p", "bucket", "clips_per_s"),
-        column("ratio", "ratio_one_process", digits=2),
-        column(f"local {workers}w", "local", "dataloader_clips_per_s"),
-        column(f"bucket {workers}w", "bucket", "dataloader_clips_per_s"),
-        column("ratio", "ratio_dataloader", digits=2),
-        column("req/clip", "requests_per_clip"),
-        column("KiB/clip", "bytes_per_clip", digits=0, scale=1024),
-    ]
-    body = [{"storage": storage, **row} for storage, row in rows.items()]
-    return "\n".join(table(columns, body, markdown=markdown))
-
-
-def bucket_path_note(url: str) -> str:
-    return f"bucket rows read {Location(url)}/<storage>; local rows the work folder"

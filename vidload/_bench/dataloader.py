@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+from vidload._bench.config import BenchConfig
 from vidload._measure.clips import Clip
 from vidload._measure.timing import collate_clips
 
@@ -30,20 +31,17 @@ class ClipList(Dataset):
         return torch.from_numpy(self.source.read(vid, idx)).permute(0, 3, 1, 2), self.labels[i]
 
 
-def fresh_copy(source):
-    """A copy of `source` without its per-process state (open handles, caches)."""
-    return pickle.loads(pickle.dumps(source))
-
-
-def make_loader(source, clips, labels, *, batch_size: int, workers: int, pin_memory: bool):
-    """The seed scenario's DataLoader: persistent workers, in-order batches."""
+def make_loader(source, clips, labels, cfg: BenchConfig, *, pin_memory: bool):
+    """The seed scenario's DataLoader: `cfg.workers` persistent workers, in-order batches of
+    `cfg.batch_size`, over a copy of `source` without its per-process state (open handles,
+    caches)."""
     return DataLoader(
-        ClipList(fresh_copy(source), clips, labels),
-        batch_size=batch_size,
+        ClipList(pickle.loads(pickle.dumps(source)), clips, labels),
+        batch_size=cfg.batch_size,
         shuffle=False,
-        num_workers=workers,
+        num_workers=cfg.workers,
         pin_memory=pin_memory,
-        persistent_workers=workers > 0,
+        persistent_workers=cfg.workers > 0,
         collate_fn=collate_clips,
     )
 

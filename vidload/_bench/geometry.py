@@ -17,19 +17,19 @@ Times are interleaved rounds on the benchmark's own clock.
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from vidload._bench.config import VIDEO_ROW, BenchConfig
+from vidload._bench.loaders import build_loaders
 from vidload._bench.workdir import WorkDir, log, prepare
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips
-from vidload._measure.clocks import OtherLoad, OwnClock
+from vidload._measure.clocks import OwnClock
 from vidload._measure.timing import RoundRobin
-from vidload.sources._format import StorageFormat
-from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 from vidload.transforms import apply_geometry, plan_geometry
 
@@ -37,47 +37,23 @@ __all__ = ["geometry_sources", "measure_geometry"]
 
 
 def geometry_sources() -> tuple[str, ...]:
-    """The rows, by the names `--only` uses: the videos, and each container kind's first
-    bench row (`vidload._kinds`)."""
-    return (VIDEO_ROW, *(k.bench[0].name for k in _kinds()))
+    """The rows, by the names `--only` uses: the videos, and the first bench row of each kind
+    whose reads fuse the geometry into the shared JPEG decode (`vidload._kinds`)."""
+    return (VIDEO_ROW, *(k.bench[0].name for k in formats() if k.encoded_reads and k.bench))
 
 
-def _kinds() -> list[StorageFormat]:
-    """The kinds whose reads fuse the geometry into the shared JPEG decode, with a bench row."""
-    return [k for k in formats() if k.encoded_reads and k.bench]
-
-
-def _sources(work: WorkDir) -> dict[str, Any]:
-    conv = work.converted
-    return {
-        VIDEO_ROW: VideoSource(work.videos, threads=1),
-        **{k.bench[0].name: k.open(conv[k.name], **k.bench[0].options) for k in _kinds()},
-    }
-
-
-def _measure_set(
-    label: str,
-    work: WorkDir,
-    short_side: int,
-    *,
-    clips: int,
-    frames: int,
-    repeats: int,
-    min_time: float,
-    seed: int,
-    only: tuple[str, ...] | None,
-) -> dict[str, Any] | None:
-    """One geometry set (None when `only` leaves none of the geometry rows)."""
-    sources = _sources(work)
-    if only is not None:
-        sources = {k: v for k, v in sources.items() if k in only}
-    if not sources:
-        return None
+def _measure_set(label: str, work: WorkDir, clips: int, cfg: BenchConfig) -> dict[str, Any]:
+    """One geometry set of `clips` clips, at `cfg.geometry_short_side`, of the rows `cfg.only`
+    keeps."""
+    # the sources of the benchmark's rows of those names, made as the rows make them
+    names = tuple(n for n in geometry_sources() if cfg.only is None or n in cfg.only)
+    sources = {ld.name: ld.make() for ld in build_loaders(work, names, [], None)}
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
     if dropped:  # the videos every other row read, or a sample made for these rows
         raise ValueError(f"geometry rows on {label}: {'; '.join(dropped.values())}")
-    clip_list = sample_clips(counts, clips=clips, num_frames=frames, seed=seed)
+    clip_list = sample_clips(counts, clips=clips, num_frames=cfg.frames, seed=cfg.seed)
+    short_side = cfg.geometry_short_side
     plan = plan_geometry(short_side=short_side, train=False, rng=None)  # test time: no draw
     if plan is None:
         raise ValueError(f"short_side ({short_side}) plans no geometry")
@@ -104,13 +80,12 @@ def _measure_set(
         a, b = (ways[way](src, *clip_list[0]).astype(np.int16) for way in ("fused", "full"))
         diffs[name] = float(np.abs(a - b).mean())
     with OwnClock() as clock:
-        rr = RoundRobin(min_time, clock)
+        rr = RoundRobin(cfg.min_time, clock)
         for name, src in sources.items():
             for way in ways:
                 rr.add(f"{name}/{way}", functools.partial(read_all, way, src))
-        log(f"timing fused resize on {label}: {repeats} interleaved repeats")
-        with OtherLoad() as other:
-            rr.run(repeats)
+        log(f"timing fused resize on {label}: {cfg.repeats} interleaved repeats")
+        other_load = rr.run(cfg.repeats)
     rows = {}
     for name in sources:
         f, a, g = (rr.best(f"{name}/{way}") for way in ways)
@@ -128,40 +103,23 @@ def _measure_set(
         "input": [int(width), int(height)],
         "output": [int(out[1]), int(out[0])],
         "clips": len(clip_list),
-        "other_load_cpus": other.cpus,
+        "other_load_cpus": other_load,
         "rows": rows,
     }
 
 
-def measure_geometry(
-    main: WorkDir, main_label: str, short_side: int, cfg: BenchConfig
-) -> list[dict[str, Any]]:
-    """Fused vs full + resize for every source at `short_side`, on the benchmark's videos and
-    (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under the work
-    folder's `geometry-hd`."""
-    kw: dict[str, Any] = dict(
-        frames=cfg.frames, repeats=cfg.repeats, min_time=cfg.min_time, seed=cfg.seed, only=cfg.only
-    )
-    first = _measure_set(main_label, main, short_side, clips=cfg.clips, **kw)
-    if first is None:
+def measure_geometry(main: WorkDir, main_label: str, cfg: BenchConfig) -> list[dict[str, Any]]:
+    """Fused vs full + resize for every source at `cfg.geometry_short_side`, on the benchmark's
+    videos and (when `cfg.geometry_hd` is given) on 2 generated videos of that size kept under
+    the work folder's `geometry-hd`."""
+    if cfg.only is not None and not set(cfg.only) & set(geometry_sources()):
         return []
-    sets = [first]
+    sets = [_measure_set(main_label, main, cfg.clips, cfg)]
     if cfg.geometry_hd is not None:
         width, height = cfg.geometry_hd
         spec = SynthSpec(num_videos=2, width=width, height=height, seconds=cfg.geometry_hd_seconds)
         log(f"preparing the {width}x{height} sample for the geometry rows")
-        hd = prepare(
-            None,
-            main.root / "geometry-hd",
-            num_videos=2,
-            spec=spec,
-            quality=cfg.quality,
-            short_side=None,
-            workers=cfg.convert_workers,
-            progress=cfg.progress,
-        )
+        hd = prepare(None, main.root / "geometry-hd", spec, replace(cfg, short_side=None))
         label = f"synthetic {width}x{height} H.264"
-        hd_set = _measure_set(label, hd, short_side, clips=max(4, cfg.clips // 4), **kw)
-        if hd_set is not None:  # the same `only` as the first set: never None here
-            sets.append(hd_set)
+        sets.append(_measure_set(label, hd, max(4, cfg.clips // 4), cfg))
     return sets

@@ -1,4 +1,6 @@
-"""Every way of reading a clip that the benchmark compares, behind one small interface.
+"""Every way of reading a clip that the benchmark compares, behind one small interface, and
+the rows of a run made of them (`build_loaders`: every vidload source, then the references that
+can run here).
 
 A `Loader` makes a reader (`make()`, an object with `read(video_id, indices) -> uint8 (k, H, W, 3)`)
 and, for the vidload sources, the two halves of what `read` does, so time can be split:
@@ -7,7 +9,7 @@ and, for the vidload sources, the two halves of what `read` does, so time can be
   source's own raw read, `read_encoded` (per-frame files for JPEG folders, the frames' byte
   ranges of the HDF5 file, the npy rows), on an instance that keeps its files open as the row's
   reader does; for a video, the whole file read (seek-and-decode cannot be split: see
-  `VideoFileRaw`).
+  `read_video_file`).
 * `decode(payload) -> uint8 (k, H, W, 3)`: those bytes, already in memory, decoded by the
   library's own decode (`EncodedFrames.decode`, what every container source's `read` runs), or
   for a video the same `VideoSource.read` on a RAM copy of the files.
@@ -22,8 +24,9 @@ decord when they can be imported.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +34,23 @@ import av
 import numpy as np
 import simplejpeg
 
+from vidload._bench.config import VIDEO_ROW
+from vidload._bench.workdir import ORIGINAL, WorkDir
+from vidload._convert.inputs import frame_folder_kind
+from vidload._kinds import formats
 from vidload._layout import FRAME_TEMPLATE, container_path
 from vidload._measure.clips import why
+from vidload.sources._format import BenchRow, StorageFormat
 from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
 from vidload.sources.video import VideoSource
 
+__all__ = ["Loader", "MemoryJpeg", "build_loaders"]
+
 
 @dataclass
 class VideoPayload:
-    """What `VideoFileRaw` read for one clip: its size (the bytes are not kept) and the clip."""
+    """What `read_video_file` read for one clip: its size (the bytes are not kept) and the clip."""
 
     nbytes_read: int
     video_id: str
@@ -69,25 +79,15 @@ class Loader:
     make: Callable[[], Any]
     raw: Callable[[str, np.ndarray], Any] | None = None
     decode: Callable[[Any], np.ndarray] | None = None
-    notes: list[str] = field(default_factory=list)
 
 
-class VideoFileRaw:
-    """Reads the whole video file (the bytes a seek-and-decode reader may touch); the payload
-    keeps only its size, not the bytes. Not a copy of `VideoSource`'s read, which cannot be
-    split from its decode: a stand-in for its storage work."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def __call__(self, video_id: str, indices: np.ndarray) -> VideoPayload:
-        data = (self.root / video_id).read_bytes()
-        return VideoPayload(len(data), video_id, indices)
-
-
-def decode_encoded(encoded: EncodedFrames) -> np.ndarray:
-    """The decode half of a container source's `read` (its default `decode_size`)."""
-    return encoded.decode()
+def read_video_file(root: Path, video_id: str, indices: np.ndarray) -> VideoPayload:
+    """Raw half of the video row: reads the whole video file under `root` (the bytes a
+    seek-and-decode reader may touch); the payload keeps only its size, not the bytes. Not a
+    copy of `VideoSource`'s read, which cannot be split from its decode: a stand-in for its
+    storage work."""
+    data = (root / video_id).read_bytes()
+    return VideoPayload(len(data), video_id, indices)
 
 
 def fastest_decode(payload: EncodedFrames) -> np.ndarray:
@@ -108,16 +108,11 @@ def fastest_decode(payload: EncodedFrames) -> np.ndarray:
     return out
 
 
-class VideoInMemory:
-    """Decode half of `VideoSource.read`: the same reader on copies of the videos in a RAM-backed
-    folder (tmpfs, e.g. /dev/shm), so no byte comes from disk. Demuxing and seeking cannot be
-    separated from decoding, so for video "decode" includes them."""
-
-    def __init__(self, ram_root: Path) -> None:
-        self.source = VideoSource(ram_root, threads=1)
-
-    def __call__(self, payload: VideoPayload) -> np.ndarray:
-        return self.source.read(payload.video_id, payload.indices)
+def read_from_memory(ram_source: VideoSource, payload: VideoPayload) -> np.ndarray:
+    """Decode half of `VideoSource.read`: `ram_source`, the same reader on copies of the videos
+    in a RAM-backed folder (tmpfs, e.g. /dev/shm), so no byte comes from disk. Demuxing and
+    seeking cannot be separated from decoding, so for video "decode" includes them."""
+    return ram_source.read(payload.video_id, payload.indices)
 
 
 # --------------------------------------------------------------------------- references
@@ -244,3 +239,99 @@ def optional_import(name: str) -> str | None:
     except Exception as e:  # ImportError, or OSError/RuntimeError from a native library
         return why(e)
     return None
+
+
+# --------------------------------------------------------------------------- the rows
+
+
+def build_loaders(
+    work: WorkDir, only: tuple[str, ...] | None, notes: list[str], ram_videos: Path | None
+) -> list[Loader]:
+    """The rows: the sources (the original videos, their `--to video` copy, the containers),
+    then the references that can run here. `ram_videos` is a RAM-backed copy of the videos
+    (for the video row's decode time), or None."""
+    vids, conv = work.videos, work.converted
+    loaders = [
+        Loader(
+            VIDEO_ROW,
+            "source",
+            ORIGINAL,
+            "VideoSource(threads=1): seek to the keyframe before each stretch, decode forward",
+            lambda: VideoSource(vids, threads=1),
+            functools.partial(read_video_file, vids),
+            None
+            if ram_videos is None
+            else functools.partial(read_from_memory, VideoSource(ram_videos, threads=1)),
+        ),
+        *(
+            _kind_row(row, kind, conv)
+            for kind in formats()
+            for row in kind.bench
+            if only is None or row.name in only
+        ),
+    ]
+    jpeg = frame_folder_kind()  # the frame files the JPEG references read
+    memory = MemoryJpeg(conv[jpeg])
+    loaders += [
+        Loader(
+            "memory",
+            "reference",
+            "memory",
+            "the clip's JPEG bytes already in memory, simplejpeg straight into a preallocated "
+            "array, not vidload's code (the JPEG-family limit)",
+            lambda: memory,
+            memory.payload,
+            fastest_decode,
+        ),
+        Loader(
+            "pil",
+            "reference",
+            jpeg,
+            'naive loader: np.asarray(PIL.Image.open(path).convert("RGB")) per frame file',
+            lambda: PilPerFile(conv[jpeg]),
+        ),
+        Loader(
+            "pyav-from-start",
+            "reference",
+            ORIGINAL,
+            "PyAV, one thread, decode from the start up to the last wanted frame "
+            "(the stream VideoSource picks)",
+            lambda: PyAvFromStart(vids),
+        ),
+    ]
+    for name, description, reader in (
+        (
+            "torchcodec",
+            'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
+            "(FFmpeg's best video stream, as VideoSource)",
+            TorchcodecExact,
+        ),
+        (
+            "decord",
+            "decord VideoReader(num_threads=1).get_batch "
+            "(FFmpeg's best video stream, as VideoSource)",
+            DecordBatch,
+        ),
+    ):
+        cannot = optional_import(name)
+        if cannot is None:
+            make = functools.partial(reader, vids)
+            loaders.append(Loader(name, "reference", ORIGINAL, description, make))
+        else:
+            notes.append(f"{name} skipped: cannot import it here ({cannot})")
+    if only is not None:
+        loaders = [ld for ld in loaders if ld.name in only]
+    return loaders
+
+
+def _kind_row(row: BenchRow, kind: StorageFormat, converted: dict[str, Path]) -> Loader:
+    """A storage kind's row: `read` on a fresh source of its converted folder; for a kind whose
+    read is the source's raw read then the shared JPEG decode (`encoded_reads`), split into
+    `read_encoded` (on an instance of its own that keeps its files open as the row's does) and
+    the decode of those bytes (`EncodedFrames.decode`)."""
+    root = converted[kind.name]
+    make = functools.partial(kind.open, root, **row.options)
+    if not kind.encoded_reads:
+        return Loader(row.name, "source", kind.name, row.description, make)
+    decode = EncodedFrames.decode  # what the source's read runs on them (default size)
+    return Loader(row.name, "source", kind.name, row.description, make, make().read_encoded, decode)

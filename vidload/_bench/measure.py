@@ -107,12 +107,11 @@ def measure_one_process(
                 bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
         reduced_tasks = _reduced_decode_tasks(memory, rr)
         log(f"timing one process: {cfg.repeats} interleaved repeats")
-        with OtherLoad() as other:
-            rr.run(cfg.repeats, on_round=lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
+        other_load = rr.run(cfg.repeats, lambda r: log(f"  repeat {r + 1}/{cfg.repeats} done"))
         own_clock = clock.available
     _note_own_clock(notes, own_clock, rr)
     clock_kind = "own" if own_clock else "wall"
-    note_other_load(notes, "the one-process timing", other.cpus, own_clock=own_clock)
+    note_other_load(notes, "the one-process timing", other_load, own_clock=own_clock)
 
     results: dict[str, Any] = {}
     clamped: list[str] = []
@@ -209,37 +208,23 @@ def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> 
         f"({'CUDA available' if pin else 'no CUDA here, so pinning is off'})"
     )
     log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
-    loaders = {
-        ld.name: make_loader(
-            readers[ld.name],
-            clips,
-            labels,
-            batch_size=cfg.batch_size,
-            workers=cfg.workers,
-            pin_memory=pin,
-        )
-        for ld in sources
-    }
-    rr = RoundRobin(cfg.min_time)
-    for name, dl in loaders.items():
+    rr = RoundRobin(cfg.min_time)  # holds the DataLoaders (their workers) until it goes
+    for ld in sources:
+        dl = make_loader(readers[ld.name], clips, labels, cfg, pin_memory=pin)
         epoch(dl)  # starts the workers, fills their caches
-        rr.add(name, functools.partial(epoch, dl))
+        rr.add(ld.name, functools.partial(epoch, dl))
     log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")
-    with OtherLoad() as other:
-        rr.run(cfg.repeats)
-    note_other_load(notes, "the DataLoader timing", other.cpus)
-    for name, dl in loaders.items():
-        best = rr.best(name)
-        row = results[name]
+    note_other_load(notes, "the DataLoader timing", rr.run(cfg.repeats))
+    for ld in sources:
+        best = rr.best(ld.name)
+        row = results[ld.name]
         row["dataloader"] = {
             "clock": "wall",
             "clips_per_s": len(clips) / best,
             "frames_per_s": len(clips) * cfg.frames / best,
             "vs_one_process": (len(clips) / best) / row["clips_per_s"],
-            "times_s": rr.times[name],
+            "times_s": rr.times[ld.name],
         }
-        del dl
-    loaders.clear()
     return {"workers": cfg.workers, "pin_memory": pin, "batch_size": cfg.batch_size}
 
 

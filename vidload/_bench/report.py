@@ -92,8 +92,31 @@ def geometry_table(g: dict, *, markdown: bool) -> str:
     return "\n".join(table(columns, rows, markdown=markdown))
 
 
+def bucket_table(result: Result, *, markdown: bool) -> str:
+    """`--bucket`'s table (clips/s, ratios, requests and KiB per clip)."""
+    workers = result["config"]["workers"]
+    columns: list[Column] = [
+        ("source", lambda row: row["storage"]),
+        column("local 1p", "local", "clips_per_s"),
+        column("bucket 1p", "bucket", "clips_per_s"),
+        column("ratio", "ratio_one_process", digits=2),
+        column(f"local {workers}w", "local", "dataloader_clips_per_s"),
+        column(f"bucket {workers}w", "bucket", "dataloader_clips_per_s"),
+        column("ratio", "ratio_dataloader", digits=2),
+        column("req/clip", "requests_per_clip"),
+        column("KiB/clip", "bytes_per_clip", digits=0, scale=1024),
+    ]
+    rows = [{"storage": storage, **row} for storage, row in result["bucket"].items()]
+    return "\n".join(table(columns, rows, markdown=markdown))
+
+
 def render(result: Result, *, markdown: bool = False) -> str:
-    """The full report: a heading line, the speed table, the split table and the notes."""
+    """The full report: a heading line, the speed table, the split table and the notes (with
+    `--bucket`: its table and the notes)."""
+    if "bucket" in result:
+        return "\n".join(
+            [bucket_table(result, markdown=markdown), *(f"- {n}" for n in result["notes"])]
+        )
     cfg = result["config"]
     data = result["data"]
     head = (
@@ -143,11 +166,11 @@ def render(result: Result, *, markdown: bool = False) -> str:
 def plot(result: Result, path: Path) -> None:
     """Horizontal bars of clips/s per loader: one process, and the DataLoader when measured."""
     plt = pyplot()
-    names = list(result["loaders"])
-    one = [result["loaders"][n]["clips_per_s"] or 0 for n in names]
-    dl = [(result["loaders"][n].get("dataloader") or {}).get("clips_per_s") or 0 for n in names]
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(names) + 2.0))
-    ys = range(len(names))
+    rows = _loaders(result)
+    one = [row["clips_per_s"] or 0 for row in rows]
+    dl = [(row.get("dataloader") or {}).get("clips_per_s") or 0 for row in rows]
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(rows) + 2.0))
+    ys = range(len(rows))
     own = clock_of(result) == "own"
     one_label = "one process (own time: waits for a CPU left out)" if own else "one process (wall)"
     bars = ax.barh([y - 0.2 for y in ys], one, height=0.4, label=one_label)
@@ -158,9 +181,7 @@ def plot(result: Result, path: Path) -> None:
         bars = ax.barh([y + 0.2 for y in ys], dl, height=0.4, label=label)
         ax.bar_label(bars, labels=[f"{v:.0f}" if v else "" for v in dl], padding=2, fontsize=7)
     ax.set_yticks(list(ys))
-    ax.set_yticklabels(
-        [n if result["loaders"][n]["kind"] == "source" else f"{n} (ref)" for n in names]
-    )
+    ax.set_yticklabels([_label(row) for row in rows])
     ax.invert_yaxis()
     ax.margins(x=0.12)
     ax.set_xlabel(f"clips/s ({result['config']['frames']} frames each, higher is better)")

@@ -18,7 +18,7 @@ import torch
 
 from vidload._bench.config import REFERENCE_NAMES, VIDEO_ROW, BenchConfig, source_names
 from vidload._bench.geometry import measure_geometry
-from vidload._bench.loaders import MemoryJpeg
+from vidload._bench.loaders import MemoryJpeg, build_loaders
 from vidload._bench.measure import (
     add_disk_and_ratios,
     check_outputs,
@@ -27,45 +27,42 @@ from vidload._bench.measure import (
     measure_one_process,
     note_other_load,
 )
-from vidload._bench.rows import build_loaders
 from vidload._bench.workdir import (
     ORIGINAL,
     WorkDir,
     default_work_dir,
-    frame_folders,
     log,
     prepare,
     ram_copy,
 )
+from vidload._convert.inputs import frame_folder_kind
 from vidload._cv2 import cv2
 from vidload._kinds import formats
 from vidload._measure.clips import common_counts, sample_clips, why
 from vidload._measure.timing import measuring
+from vidload._storage import Location
 from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
 
 
-def sample_bench_clips(
-    work: WorkDir, counts: dict[str, int], cfg: BenchConfig
-) -> tuple[list[tuple[str, np.ndarray]], list[int]]:
-    """`cfg.clips` TSN segment clips of `cfg.frames` frames over the videos of `counts`
-    (`vidload._measure.clips.sample_clips`, seed `cfg.seed`), and their labels."""
-    clips = sample_clips(counts, clips=cfg.clips, num_frames=cfg.frames, seed=cfg.seed)
-    return clips, [work.labels[vid] for vid, _ in clips]
-
-
 def usable_clips(
-    work: WorkDir, sources: dict[str, Any], readers: dict[str, Any], cfg: BenchConfig
+    work: WorkDir,
+    sources: dict[str, Any],
+    readers: dict[str, Any],
+    cfg: BenchConfig,
+    notes: list[str],
 ) -> tuple[WorkDir, list[tuple[str, np.ndarray]], list[int], dict[str, int], dict[str, str]]:
     """Clips every row can read, so that rows stay comparable on real data.
 
-    Counts each video with every source, samples the clips and reads each of them once with
-    every row (this also warms the caches); a video that a source or a row cannot count or
-    read (a damaged file, a codec a reference lacks) is dropped from every row and the clips
-    are sampled again without it. Returns (work with only the kept videos, clips, labels,
-    counts, {dropped video id: which row failed and why}).
+    Counts each video with every source, samples the clips (`cfg.clips` TSN segment clips of
+    `cfg.frames` frames, seed `cfg.seed`: `vidload._measure.clips.sample_clips`) and reads
+    each of them once with every row (this also warms the caches); a video that a source or a
+    row cannot count or read (a damaged file, a codec a reference lacks) is dropped from every
+    row and the clips are sampled again without it. Returns (work with only the kept videos,
+    clips, labels, counts, {dropped video id: which row failed and why}); each dropped video
+    is named in `notes`.
     """
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
@@ -76,8 +73,8 @@ def usable_clips(
                 "no video can be read by every row: "
                 + "; ".join(f"{v}: {reason}" for v, reason in sorted(dropped.items()))
             )
-        kept_work = dataclasses.replace(work, video_ids=kept)
-        clips, labels = sample_bench_clips(kept_work, {v: counts[v] for v in kept}, cfg)
+        kept_counts = {v: counts[v] for v in kept}
+        clips = sample_clips(kept_counts, clips=cfg.clips, num_frames=cfg.frames, seed=cfg.seed)
         before = len(dropped)
         for name, reader in readers.items():
             for vid, idx in clips:
@@ -90,7 +87,12 @@ def usable_clips(
                 except Exception as e:  # noqa: BLE001 - decord, torchcodec, PyAV, vidload
                     dropped[vid] = f"row {name}: {why(e)}"
         if len(dropped) == before:
-            return kept_work, clips, labels, {v: counts[v] for v in kept}, dropped
+            for vid, reason in sorted(dropped.items()):
+                notes.append(
+                    f"left out {vid} from every row (so that rows stay comparable): {reason}"
+                )
+            labels = [work.labels[vid] for vid, _ in clips]
+            return dataclasses.replace(work, video_ids=kept), clips, labels, kept_counts, dropped
 
 
 def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
@@ -115,16 +117,7 @@ def _run(cfg: BenchConfig) -> dict[str, Any]:
         height=cfg.synth_size[1],
         seconds=cfg.synth_seconds,
     )
-    work = prepare(
-        cfg.data,
-        work_root,
-        num_videos=cfg.num_videos,
-        spec=spec,
-        quality=cfg.quality,
-        short_side=cfg.short_side,
-        workers=cfg.convert_workers,
-        progress=cfg.progress,
-    )
+    work = prepare(cfg.data, work_root, spec, cfg)
     for vid, reason in sorted(work.failed.items()):
         notes.append(f"left out {vid}: {reason}")
     if cfg.bucket is not None:
@@ -141,24 +134,11 @@ def _measure_bucket(
 
     bucket.upload_work(work, url)
     sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    dropped: dict[str, str] = {}
-    counts = common_counts(sources, work.video_ids, dropped)
-    left_out = [f"{vid}: {reason}" for vid, reason in sorted(dropped.items())]
-    if not counts:
-        raise ValueError(f"no video can be read by every bucket row: {'; '.join(left_out)}")
-    notes += [f"left out {line}" for line in left_out]
-    clips, _labels = sample_bench_clips(work, counts, cfg)
-    notes.append(bucket.bucket_path_note(url))
+    work, clips, _labels, counts, _dropped = usable_clips(work, sources, {}, cfg, notes)
+    notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
-    rows = bucket.measure_bucket(
-        work,
-        url,
-        clips,
-        repeats=cfg.repeats,
-        workers=cfg.workers,
-        batch_size=cfg.batch_size,
-    )
-    return _result(cfg, work, spec, counts, notes, {}, {}, bucket=rows)
+    rows = bucket.measure_bucket(work, url, clips, cfg)
+    return _result(cfg, work, spec, counts, notes, bucket=rows)
 
 
 def _measure(
@@ -178,10 +158,8 @@ def _measure(
         **{k.name: k.open(work.converted[k.name]) for k in formats()},
     }
     log("counting frames, sampling clips, and reading each clip with every row once")
-    work, clips, labels, counts, dropped = usable_clips(work, all_sources, readers, cfg)
-    for vid, reason in sorted(dropped.items()):
-        notes.append(f"left out {vid} from every row (so that rows stay comparable): {reason}")
-    memory = readers.get("memory") or MemoryJpeg(frame_folders(work))
+    work, clips, labels, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
+    memory = readers.get("memory") or MemoryJpeg(work.converted[frame_folder_kind()])
     for vid, idx in clips:
         memory.preload(vid, idx)
     log("checking that every row returns the same pixels (first clip of each video)")
@@ -198,19 +176,12 @@ def _measure(
     geometry = None
     if cfg.geometry_short_side is not None:
         label = _describe(work, spec, counts)
-        geometry = measure_geometry(work, label, cfg.geometry_short_side, cfg)
+        geometry = measure_geometry(work, label, cfg)
         for g in geometry:
             note_other_load(notes, f"the geometry timing on {g['label']}", g["other_load_cpus"])
-    machine = {
-        "platform": platform.platform(),
-        "torch": torch.__version__,
-        "cuda": torch.cuda.is_available(),
-        "opencv": cv2.__version__,
-    }
     return _result(
-        cfg, work, spec, counts, notes, machine, {"frames_per_video": counts},
-        dataloader_settings=dl_settings, loaders=results, reduced_decode=reduced,
-        geometry=geometry,
+        cfg, work, spec, counts, notes, dataloader_settings=dl_settings, loaders=results,
+        reduced_decode=reduced, geometry=geometry,
     )  # fmt: skip
 
 
@@ -220,24 +191,29 @@ def _result(
     spec: SynthSpec,
     counts: dict[str, int],
     notes: list[str],
-    machine: dict[str, Any],
-    data: dict[str, Any],
     **measured: Any,
 ) -> dict[str, Any]:
-    """The results as `--json` writes them: the settings, the machine, the data, what was
-    `measured` and the notes."""
+    """The results as `--json` writes them: the settings, the machine, the data (with each
+    video's frames, `counts`), what was `measured` and the notes."""
     return {
         "config": {
             **{k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(cfg).items()},
             "statistic": f"best of {cfg.repeats} interleaved repeats",
         },
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), **machine},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "torch": torch.__version__,
+            "cuda": torch.cuda.is_available(),
+            "opencv": cv2.__version__,
+        },
         "data": {
             "work": str(work.root),
             "origin": work.origin,
             "description": _describe(work, spec, counts),
             "num_videos": len(work.video_ids),
-            **data,
+            "frames_per_video": counts,
         },
         **measured,
         "notes": notes,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
+from vidload._bench.config import BenchConfig
 from vidload._kinds import formats
 from vidload._measure.build import BuildJob, build_storage, conversion_failures
 from vidload._measure.clips import ORIGINAL
@@ -53,13 +53,6 @@ class WorkDir:
     def root_of(self, storage: str) -> Path:
         """Where `storage` is (`ORIGINAL`: the videos, else a kind's conversion)."""
         return self.videos if storage == ORIGINAL else self.converted[storage]
-
-
-def frame_folders(work: WorkDir) -> Path:
-    """The conversion into JPEG frame folders (the references read its frame files)."""
-    from vidload._convert.inputs import frame_folder_kind
-
-    return work.converted[frame_folder_kind()]
 
 
 def default_work_dir(data: Path | None) -> Path:
@@ -113,20 +106,11 @@ def _save_state(root: Path, state: dict) -> None:
     )
 
 
-def prepare(
-    data: Path | None,
-    work: Path,
-    *,
-    num_videos: int,
-    spec: SynthSpec,
-    quality: int,
-    short_side: int | None,
-    workers: int | None,
-    progress: bool = True,
-) -> WorkDir:
-    """Build (or reuse) the work folder: the videos, then a copy in every storage kind.
+def prepare(data: Path | None, work: Path, spec: SynthSpec, cfg: BenchConfig) -> WorkDir:
+    """Build (or reuse) the work folder: the videos, then a copy in every storage kind
+    (converted with `cfg`'s quality and short side, by `cfg.convert_workers` processes).
 
-    With `data` None, `spec` sample videos are generated; otherwise the first `num_videos`
+    With `data` None, `spec` sample videos are generated; otherwise the first `cfg.num_videos`
     videos under `data` (sorted by path) are used, linked into the work folder, not copied.
     """
     if data is not None and not data.is_dir():
@@ -141,11 +125,11 @@ def prepare(
         if videos.exists() and (stale or _found(videos) != video_ids(spec)):
             shutil.rmtree(videos)
             state = {}
-        ids = make_sample_videos(videos, spec, progress=progress)
+        ids = make_sample_videos(videos, spec, progress=cfg.progress)
     else:
         origin = str(data.resolve())
         # x.mp4 and x.avi both kept: convert names them apart
-        ids = UserVideos(data).find(str(data), UsageError).ids[:num_videos]
+        ids = UserVideos(data).find(str(data), UsageError).ids[: cfg.num_videos]
         if (
             state.get("origin") != origin
             or state.get("videos") != _fingerprint(data, ids)
@@ -155,7 +139,7 @@ def prepare(
             state = {}
     fingerprint = _fingerprint(videos, ids)
     # convert's keywords, and what the state file records of each format
-    settings: dict[str, Any] = {"quality": quality, "short_side": short_side}
+    settings: dict[str, Any] = {"quality": cfg.quality, "short_side": cfg.short_side}
     if state.get("origin") != origin or state.get("videos") != fingerprint:
         state = {"origin": origin, "videos": fingerprint, "formats": {}}
     state["spec"] = asdict(spec) if data is None else None
@@ -170,7 +154,8 @@ def prepare(
             state["formats"].pop(fmt, None)
             _save_state(work, state)
             # `out` is ours (the state file says so): emptied first
-            build_storage(BuildJob(fmt, videos, out, {"to": fmt, **settings}, workers, progress))
+            options = {"to": fmt, **settings}
+            build_storage(BuildJob(fmt, videos, out, options, cfg.convert_workers, cfg.progress))
             state["formats"][fmt] = settings
             _save_state(work, state)
         converted[fmt] = out
@@ -195,8 +180,7 @@ def ram_copy(videos: Path, ids: list[str], notes: list[str]) -> Iterator[Path | 
     shm = Path("/dev/shm")
     need = sum((videos / v).stat().st_size for v in ids)
     try:
-        st = os.statvfs(shm)
-        room = st.f_bavail * st.f_frsize
+        room = shutil.disk_usage(shm).free
     except OSError:
         room = -1
     if room < 2 * need:
@@ -206,11 +190,11 @@ def ram_copy(videos: Path, ids: list[str], notes: list[str]) -> Iterator[Path | 
         )
         yield None
         return
-    tmp = Path(tempfile.mkdtemp(prefix="vidload-bench-", dir=shm))
-    try:
+    with tempfile.TemporaryDirectory(
+        prefix="vidload-bench-", dir=shm, ignore_cleanup_errors=True
+    ) as folder:
+        tmp = Path(folder)
         for vid in ids:
             (tmp / vid).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(videos / vid, tmp / vid)
         yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)

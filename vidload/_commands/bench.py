@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import fields
 from pathlib import Path
 
 import numpy as np
@@ -12,14 +13,27 @@ import numpy as np
 from vidload._bench import report
 from vidload._bench.config import REFERENCE_NAMES, BenchConfig, source_names
 from vidload._commands import EXIT_OK
-from vidload._commands.args import quick_or
 from vidload._cpus import default_workers
 from vidload._kinds import kind_names
 from vidload.errors import UsageError
 
-__all__ = ["HELP", "INTERRUPTED", "add_parser", "config_from_args", "run"]
+__all__ = ["HELP", "INTERRUPTED", "QUICK", "add_parser", "config_from_args", "run"]
 
 INTERRUPTED = ""
+
+#: `--quick`'s settings where an option does not say otherwise: a smoke run (2 short 160x120
+#: videos converted in this process, 16 clips, 1 repeat, no calibration, a 640x360 sample).
+QUICK = {
+    "num_videos": 2,
+    "clips": 16,
+    "repeats": 1,
+    "min_time": 0.0,
+    "synth_seconds": 2.0,
+    "synth_size": (160, 120),
+    "convert_workers": 1,
+    "geometry_hd": (640, 360),
+    "geometry_hd_seconds": 0.6,
+}
 
 #: What `vidload --help` says the command does.
 HELP = "speed of every source on the same clips (see `vidload bench --help`)"
@@ -78,9 +92,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         "and bytes per clip (reached as the AWS configuration says: AWS_ENDPOINT_URL, ...; "
         "tools/bucket_latency.py measures every storage against nginx with added latency)",
     )
-    add("--no-dataloader", action="store_true", help="skip the DataLoader timing")
+    add(
+        "--no-dataloader",
+        dest="dataloader",
+        action="store_false",
+        help="skip the DataLoader timing",
+    )
     add(
         "--only",
+        type=_row_names,
         metavar="ROWS",
         help=f"comma-separated rows to run, from: {', '.join(source_names() + REFERENCE_NAMES)}",
     )
@@ -107,42 +127,24 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="geometry rows without the generated 1080p sample (quick: 640x360)",
     )
-    add("--no-progress", action="store_true", help="no progress bars (status lines stay)")
+    add(
+        "--no-progress",
+        dest="progress",
+        action="store_false",
+        help="no progress bars (status lines stay)",
+    )
     return p
 
 
 def config_from_args(args: argparse.Namespace) -> BenchConfig:
-    """The run `args` ask for: `--quick`'s smaller defaults where an option is not given."""
-    quick, pick, normal = args.quick, quick_or(args.quick), BenchConfig  # its defaults
-
-    only = None
-    if args.only:
-        only = tuple(s.strip() for s in args.only.split(",") if s.strip())
-    return BenchConfig(
-        data=args.data,
-        work=args.work,
-        num_videos=pick(args.num_videos, normal.num_videos, 2),
-        clips=pick(args.clips, normal.clips, 16),
-        repeats=pick(args.repeats, normal.repeats, 1),
-        frames=args.frames,
-        batch_size=args.batch_size,
-        workers=args.workers if args.workers is not None else default_workers(),
-        seed=args.seed,
-        quality=args.quality,
-        short_side=args.short_side,
-        min_time=pick(args.min_time, normal.min_time, 0.0),
-        cold=args.cold,
-        bucket=args.bucket,
-        dataloader=not args.no_dataloader,
-        only=only,
-        synth_seconds=2.0 if quick else normal.synth_seconds,
-        synth_size=(160, 120) if quick else normal.synth_size,
-        convert_workers=1 if quick else None,
-        progress=not args.no_progress,
-        geometry_short_side=args.geometry_short_side or None,
-        geometry_hd=None if args.no_geometry_hd else ((640, 360) if quick else normal.geometry_hd),
-        geometry_hd_seconds=0.6 if quick else normal.geometry_hd_seconds,
-    )
+    """The run `args` ask for: each option given reaches the `BenchConfig` field of its name;
+    `--quick`'s smaller settings (`QUICK`) where an option is not given."""
+    names = {f.name for f in fields(BenchConfig)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    if args.no_geometry_hd:
+        given["geometry_hd"] = None
+    given["geometry_short_side"] = args.geometry_short_side or None  # 0: no geometry rows
+    return BenchConfig(**{**(QUICK if args.quick else {}), **given})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -159,13 +161,7 @@ def run(args: argparse.Namespace) -> int:
     from vidload._bench.workdir import log
 
     result = run_benchmark(cfg)
-    if "bucket" in result:
-        from vidload._bench import bucket
-
-        print(bucket.render(result["bucket"], workers=cfg.workers, markdown=args.markdown))
-        print("\n".join(f"- {n}" for n in result["notes"]))
-    else:
-        print(report.render(result, markdown=args.markdown))
+    print(report.render(result, markdown=args.markdown))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2, default=_json_default) + "\n")
         log(f"wrote {args.json}")
@@ -175,9 +171,13 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _row_names(text: str) -> tuple[str, ...] | None:
+    """`--only`'s comma-separated rows (None for an empty ROWS: every row)."""
+    return tuple(s.strip() for s in text.split(",") if s.strip()) if text else None
+
+
 def _json_default(value: object) -> object:
+    """A numpy number as its Python number (the results' paths are strings already)."""
     if isinstance(value, (np.integer, np.floating)):
         return value.item()
-    if isinstance(value, Path):
-        return str(value)
     raise TypeError(f"cannot write {type(value).__name__} as JSON")

@@ -37,6 +37,7 @@ import torch
 from torch.utils.data import default_collate
 
 from vidload._measure.clips import Clip, stored_files
+from vidload._measure.clocks import OtherLoad
 
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
 
@@ -186,12 +187,16 @@ class RoundRobin:
         self.rounds[name] = []
         return parts
 
-    def run(self, repeats: int, on_round: Callable[[int], None] | None = None) -> None:
-        for r in range(repeats):
-            for name, fn, passes in self.tasks:
-                self.rounds[name].append(timed(fn, passes, self.clock))
-            if on_round is not None:
-                on_round(r)
+    def run(self, repeats: int, on_round: Callable[[int], None] | None = None) -> float | None:
+        """Time every task `repeats` times, round-robin. Returns how many CPUs other processes
+        kept busy meanwhile (`OtherLoad`: None where /proc lacks it)."""
+        with OtherLoad() as other:
+            for r in range(repeats):
+                for name, fn, passes in self.tasks:
+                    self.rounds[name].append(timed(fn, passes, self.clock))
+                if on_round is not None:
+                    on_round(r)
+        return other.cpus
 
     @property
     def times(self) -> dict[str, list[float]]:

@@ -21,11 +21,6 @@ from vidload._ids import VIDEO_EXTENSIONS
 _NO_BOUND = 1 << 62
 
 
-def _none_found(where: str) -> str:
-    exts = ", ".join(sorted(VIDEO_EXTENSIONS))
-    return f"no video files ({exts}) found under {where}"
-
-
 def _is_video_name(name: str) -> bool:
     """A file name `UserVideos.find` takes: not hidden, not a partial write, a video extension."""
     if name.startswith(".") or ".partial." in name:
@@ -119,7 +114,8 @@ class UserVideos:
                 raise
             raise _NOT_A_FOLDER[e.reason](f"{where} {_SAID[e.reason]}") from None
         if not sizes:
-            raise error(_none_found(where))
+            exts = ", ".join(sorted(VIDEO_EXTENSIONS))
+            raise error(f"no video files ({exts}) found under {where}")
         self.ids, self.sizes = sorted(sizes), sizes
         return self
 
