@@ -98,20 +98,21 @@ class ConvertShard:
 
     Attributes:
         index: position in `ConvertPlan.shards`.
-        jobs: the videos, each with its input, container path and options.
-        part: the shard's part manifest (deterministic: a retry finds its predecessor's).
+        jobs: the videos, each with its input, container and options.
+        part: the shard's part manifest, relative to `output` (deterministic: a retry finds
+            its predecessor's).
         overwrite: convert even when a container exists (the part still prevents doing a video
             twice within one run).
-        output: an OUTPUT URL (`vidload._convert.remote`): then `part` and the jobs' containers
-            are relative to it, the containers are written in a local staging folder and
-            uploaded once complete. None for a local OUTPUT.
+        output: OUTPUT (`vidload._convert.output.ShardOutput`); where it has no local folder
+            (a bucket prefix: `vidload._convert.remote`), the containers are written in a local
+            staging folder and uploaded once complete.
     """
 
     index: int
     jobs: tuple[Job, ...]
-    part: Path
+    part: str
     overwrite: bool
-    output: Location | None = None
+    output: Location
 
     @property
     def video_ids(self) -> tuple[str, ...]:
@@ -224,9 +225,8 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
             keep = item.video_id in full_names
             name = container_of(item.video_id, options.to, keep_extension=keep)
             plan.names[item.video_id] = name
-            container = out.container(item.video_id, options.to, keep_extension=keep)
             prev = previous.get(item.video_id)
-            exists = out.exists(container, options.to)
+            exists = out.exists(name, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
                 extra = {**prev.extra, **item.extra}
                 plan.done[item.video_id] = replace(
@@ -234,8 +234,8 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
-            jobs.append(Job(item, root, container, options, threads, verify))
-        plan.shards = _shards(jobs, options.shard_size, out.parts, overwrite, out.shard_target)
+            jobs.append(Job(item, root, out.location / name, options, threads, verify))
+        plan.shards = _shards(jobs, options.shard_size, overwrite, out.location)
         if plan.shards:
             out.prepare(len(items))
         if class_map is not None and is_contiguous(class_map):
@@ -247,11 +247,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
 
 
 def _shards(
-    jobs: list[Job],
-    shard_size: int | None,
-    parts: Path,
-    overwrite: bool,
-    output: Location | None = None,
+    jobs: list[Job], shard_size: int | None, overwrite: bool, output: Location
 ) -> tuple[ConvertShard, ...]:
     """`jobs` in shards of `shard_size` (`shard_size_for`), each with its part manifest's name
     (deterministic: a retried shard finds its predecessor's)."""
@@ -260,7 +256,7 @@ def _shards(
     for index, start in enumerate(range(0, len(jobs), shard_size)):
         chunk = tuple(jobs[start : start + shard_size])
         digest = hashlib.sha1("\n".join(j.item.video_id for j in chunk).encode()).hexdigest()
-        part = parts / f"part-{index:06d}-{digest[:8]}.json"
+        part = f"{PARTS_DIR}/part-{index:06d}-{digest[:8]}.json"
         shards.append(ConvertShard(index, chunk, part, overwrite, output))
     return tuple(shards)
 

@@ -48,14 +48,15 @@ def name_previous(
 ) -> dict[str, ManifestRow]:
     """The rows on record, those outside this run (not in `planned`) that name no container
     given the name of the one there (the stem's, else the full id's), asked of `output`
-    (`Output.container` and `exists`); a row whose container is not there names none."""
+    (`Output.exists`); a row whose container is not there names none."""
     skip = set(planned)
     out = dict(previous)
     for vid, row in previous.items():
         if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
             continue
         for keep in (False, True):
-            if output.exists(output.container(vid, to, keep_extension=keep), to):
-                out[vid] = named(row, container_of(vid, to, keep_extension=keep))
+            name = container_of(vid, to, keep_extension=keep)
+            if output.exists(name, to):
+                out[vid] = named(row, name)
                 break
     return out

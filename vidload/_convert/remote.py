@@ -86,7 +86,7 @@ def _remove_dead_staging() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def commit_key(container: Path, to: str) -> Path:
+def commit_key(container: Location, to: str) -> Location:
     """What says `container` is complete in the bucket (module doc): the object itself, or a
     frame folder's first frame."""
     return container / FIRST_FRAME_NAME if is_folder_format(to) else container
