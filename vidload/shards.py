@@ -54,16 +54,14 @@ from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
-from vidload._convert.names import container_of, name_outcomes, name_previous
+from vidload._convert.names import name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.source import Input
 from vidload._kinds import get_kind
-from vidload._layout import (
-    PARTS_DIR,
-)
+from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.labels import is_contiguous
@@ -210,7 +208,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     the shards of what is left. The lock is held by the plan, released on any error here."""
     root, items, class_map = found.root, found.items, found.class_map
     full_names = found.full_names
-    overwrite = options.overwrite
+    overwrite, kind = options.overwrite, get_kind(options.to)
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
@@ -223,7 +221,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         jobs: list[Job] = []
         for item in items:
             keep = item.video_id in full_names
-            name = container_of(item.video_id, options.to, keep_extension=keep)
+            name = kind.container_name(item.video_id, keep_extension=keep)
             plan.names[item.video_id] = name
             prev = previous.get(item.video_id)
             exists = out.exists(name, options.to)
@@ -287,7 +285,7 @@ class ConvertPlan:
     ) -> None:
         self.input_root = input_root
         self.output = output.folder
-        self.manifest_path = output.manifest_path
+        self.manifest_path = output.shown(MANIFEST_NAME)
         self.options = options
         self.to: ConvertFormat = options.to
         self.items = tuple(items)
@@ -344,13 +342,10 @@ class ConvertPlan:
         report = self._report(outcomes, stopped, not_written is None)
         if self.listed is None:
             return report
-        output = report.output
-        name = self.listed.manifest_name
-        path = f"{output}/{name}" if isinstance(output, str) else output / name
         return replace(
             report,
             manifest_rows=len(merged),
-            list_manifest_path=path,
+            list_manifest_path=self._out.shown(self.listed.manifest_name),
             list_entries=listed[0],
             list_total=len(self.listed.entries),
             list_name=self.listed.name,
@@ -395,10 +390,9 @@ class ConvertPlan:
                 bytes_in += outcome.bytes_in
                 bytes_out += outcome.row.bytes or 0
                 frames += outcome.frames
-        output, manifest_path = self._out.report_paths()
         return ConvertReport(
-            output=output,
-            manifest_path=manifest_path,
+            output=self.output,
+            manifest_path=self.manifest_path,
             rows=tuple(rows),
             converted=tuple(converted),
             skipped=tuple(skipped),

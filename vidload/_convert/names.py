@@ -17,15 +17,9 @@ from dataclasses import replace
 from vidload._convert.job import Outcome
 from vidload._convert.output import Output
 from vidload._kinds import get_kind
-from vidload._layout import container_name
 from vidload.manifest import ManifestRow
 
-__all__ = ["container_of", "name_outcomes", "name_previous", "named"]
-
-
-def container_of(video_id: str, to: str, *, keep_extension: bool) -> str:
-    """The name of `video_id`'s `to` container relative to OUTPUT (`vidload._layout`)."""
-    return container_name(video_id, get_kind(to).suffix, keep_extension=keep_extension)
+__all__ = ["name_outcomes", "name_previous", "named"]
 
 
 def named(row: ManifestRow, name: str | None) -> ManifestRow:
@@ -55,7 +49,7 @@ def name_previous(
         if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
             continue
         for keep in (False, True):
-            name = container_of(vid, to, keep_extension=keep)
+            name = get_kind(to).container_name(vid, keep_extension=keep)
             if output.exists(name, to):
                 out[vid] = named(row, name)
                 break

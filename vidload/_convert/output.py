@@ -16,7 +16,6 @@ finished, then the parts and temporaries removed).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -28,9 +27,9 @@ from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
 from vidload._convert.resume import (
-    parse_part,
     part_bytes,
     previous_rows,
+    read_part,
     read_parts,
     remove_stale_temporaries,
 )
@@ -72,21 +71,17 @@ class Output:
         self.location = target if self._disk is None else Location(self._disk)
         if self._disk is not None and self._disk.exists() and not self._disk.is_dir():
             raise UsageError(f"OUTPUT ({str(self._disk)!r}) exists and is not a folder")
-        self.folder = Path(str(target)) if self._disk is None else self._disk
+        #: OUTPUT as `ConvertPlan.output` and the report name it: the local folder, else the
+        #: URL, a str without credentials (a Path would fold "s3://" into "s3:/")
+        self.folder: Path = self._disk if self._disk is not None else str(target)  # type: ignore[assignment]
         self._lock: OutputLock | None = None
         self._present: set[str] | None = None
 
-    @property
-    def manifest_path(self) -> Path:
-        return self.folder / MANIFEST_NAME
-
-    def report_paths(self) -> tuple[Path, Path]:
-        """(output, manifest path) as `ConvertReport` gives them: for a URL, the URLs as str
-        without credentials (a Path would fold "s3://" into "s3:/")."""
+    def shown(self, name: str) -> Path:
+        """The file `name` in OUTPUT, named as `folder` is (a Path, or a URL's str)."""
         if self._disk is None:
-            url, manifest = str(self.location), str(self.location / MANIFEST_NAME)
-            return url, manifest  # type: ignore[return-value]
-        return self.folder, self.manifest_path
+            return str(self.location / name)  # type: ignore[return-value]
+        return self.folder / name
 
     def lock(self) -> None:
         """Take OUTPUT's lock (one run per output), held until `release`; a local folder is
@@ -231,10 +226,7 @@ class ShardOutput:
 
     def read_part(self, part: str) -> dict[str, Outcome]:
         """The outcomes a previous run of this shard recorded ({} when none)."""
-        try:
-            return parse_part(json.loads((self.target / part).read_bytes()))
-        except (VideoReadError, ValueError):
-            return {}
+        return read_part(self.target / part)
 
     def write_part(self, part: str, outcomes: Iterable[Outcome]) -> None:
         """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
