@@ -51,7 +51,7 @@ from typing import Any
 
 from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
-from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
+from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find_input
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.names import name_outcomes, name_previous
@@ -59,7 +59,6 @@ from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, Conve
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.source import Input
 from vidload._kinds import get_kind
 from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
@@ -194,11 +193,16 @@ def plan_convert(
         labels=labels, shard_size=shard_size, storage_options=storage_options,
     )  # fmt: skip
     threads = check_int("threads", threads, minimum=1)
-    source = Input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
     out = Output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
-    found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
+    found = find_input(
+        input_path,
+        convert_input_kinds(),
+        root=options.root,
+        labels=options.labels,
+        storage_options=options.storage_options,
+    )
     out.check_input(input_path, found, options.to)
     return _plan(found, out, options, threads)
 

@@ -115,7 +115,7 @@ class Output:
 
     def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
         """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.source.Input.find`): a folder INPUT (local, or an INPUT
+        `input_path` (`vidload._convert.inputs.find_input`): a folder INPUT (local, or an INPUT
         URL's folder `found.root`) and OUTPUT inside one another, or a container of another
         local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
         (or the other way) cannot overlap."""
