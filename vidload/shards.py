@@ -211,8 +211,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
     the shards of what is left. The lock is held by the plan, released on any error here."""
     root, items, class_map = found.root, found.items, found.class_map
-    full_names = found.full_names
-    overwrite, kind = options.overwrite, get_kind(options.to)
+    overwrite = options.overwrite
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
@@ -223,10 +222,9 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         previous = name_previous(previous, planned, out, options.to)
         plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
+        plan.names = found.container_names(options.to)
         for item in items:
-            keep = item.video_id in full_names
-            name = kind.container_name(item.video_id, keep_extension=keep)
-            plan.names[item.video_id] = name
+            name = plan.names[item.video_id]
             prev = previous.get(item.video_id)
             exists = out.exists(name, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):

@@ -9,7 +9,6 @@ is written, `check_no_overlap` makes sure no container lands on or around an inp
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import warnings
@@ -422,10 +421,9 @@ def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
     frame_folders = {
         item.path.resolve() for item in items if not item.is_video and get_kind(item.kind).folder
     }
+    names = found.container_names(to)
     for item in items:
-        target = get_kind(to).container_path(
-            out_r, item.video_id, keep_extension=item.video_id in found.full_names
-        )
+        target = out_r / names[item.video_id]
         if (
             target in inputs
             or target in above_inputs
@@ -458,10 +456,14 @@ class Inputs:
     #: a list INPUT's entries, in its order (`vidload._convert.lists`); None for another INPUT
     listed: ListedInput | None = None
 
-    @functools.cached_property
-    def full_names(self) -> frozenset[str]:
-        """The ids whose containers keep their video extension (`sharing_a_name`)."""
-        return sharing_a_name(self.items)
+    def container_names(self, to: str) -> dict[str, str]:
+        """{video id: its `to` container's name relative to OUTPUT}: the id's stem, or the
+        full id where two inputs share a stem (`sharing_a_name`), then the kind's suffix."""
+        kind, full = get_kind(to), sharing_a_name(self.items)
+        return {
+            it.video_id: kind.container_name(it.video_id, keep_extension=it.video_id in full)
+            for it in self.items
+        }
 
 
 @contextlib.contextmanager
