@@ -74,7 +74,7 @@ class Output:
         #: OUTPUT as `ConvertPlan.output` and the report name it: the local folder, else the
         #: URL, a str without credentials (a Path would fold "s3://" into "s3:/")
         self.folder: Path = self._disk if self._disk is not None else str(target)  # type: ignore[assignment]
-        self._lock: OutputLock | None = None
+        self._lock = OutputLock(self.location)
         self._present: set[str] | None = None
 
     def shown(self, name: str) -> Path:
@@ -93,17 +93,11 @@ class Output:
                 if is_disk_full(e):
                     raise DiskFullError(self._disk) from e
                 raise
-        lock = OutputLock(self.location)
-        lock.acquire()
-        self._lock = lock
+        self._lock.acquire()
 
     def release(self) -> None:
         """Release the lock. Idempotent."""
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            finally:
-                self._lock = None
+        self._lock.release()
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         """Check the options against those recorded (a resumed run), then record them."""

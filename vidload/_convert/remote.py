@@ -65,11 +65,9 @@ def shard_staging(needed: bool) -> Iterator[Path | None]:
         yield None
         return
     _remove_dead_staging()
-    path = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{os.getpid()}-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    prefix = f"{_STAGING_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as path:
+        yield Path(path)
 
 
 def _remove_dead_staging() -> None:
