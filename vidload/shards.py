@@ -54,7 +54,6 @@ from vidload._convert.heads import write_output_heads
 from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find_input
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
-from vidload._convert.names import name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
@@ -217,9 +216,8 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         out.record(options, overwrite=overwrite)
         if found.listed is not None:  # another list of the same name: refused before any work
             check_list_manifest(out.location, found.listed)
-        previous = out.previous(overwrite=overwrite)
         planned = [item.video_id for item in items]
-        previous = name_previous(previous, planned, out, options.to)
+        previous = out.previous(planned, options.to, overwrite=overwrite)
         plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
         plan.names = found.container_names(options.to)
@@ -234,7 +232,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
-            jobs.append(Job(item, root, out.location / name, options, threads, verify))
+            jobs.append(Job(item, root, out.location, name, options, threads, verify))
         plan.shards = _shards(jobs, options.shard_size, overwrite, out.location)
         if plan.shards:
             out.prepare(len(items))
@@ -316,7 +314,7 @@ class ConvertPlan:
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
-        outcomes = self._outcomes(results) if parts else name_outcomes(_by_id(results), self.names)
+        outcomes = self._outcomes(results) if parts else _by_id(results)
         self._out.write_manifest(self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
@@ -359,7 +357,7 @@ class ConvertPlan:
         outcomes = self._out.outcomes()
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
-        return name_outcomes({v: o for v, o in outcomes.items() if v in wanted}, self.names)
+        return {v: o for v, o in outcomes.items() if v in wanted}
 
     def _merged(self, outcomes: dict[str, Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)
@@ -370,40 +368,23 @@ class ConvertPlan:
     def _report(
         self, outcomes: dict[str, Outcome], stopped: str | None, manifest_written: bool
     ) -> ConvertReport:
-        rows, converted, skipped, failed, unfinished = [], [], [], [], []
-        bytes_in = bytes_out = frames = 0
-        for item in self.items:
-            vid = item.video_id
-            if vid in self.done:
-                rows.append(self.done[vid])
-                skipped.append(vid)
-                continue
-            outcome = outcomes.get(vid)
-            if outcome is None:
-                unfinished.append(vid)
-                continue
-            rows.append(outcome.row)
-            if outcome.action == "failed":
-                failed.append(outcome.row)
-            elif outcome.action == "skipped":
-                skipped.append(vid)
-            else:
-                converted.append(vid)
-                bytes_in += outcome.bytes_in
-                bytes_out += outcome.row.bytes or 0
-                frames += outcome.frames
+        done = {vid: Outcome(row, "skipped") for vid, row in self.done.items()}
+        outcomes = {**outcomes, **done}  # a video found done is in no shard
+        found = [(it.video_id, outcomes.get(it.video_id)) for it in self.items]
+        handled = [o for _, o in found if o is not None]  # in input order
+        new = [o for o in handled if o.action == "converted"]
         return ConvertReport(
             output=self.output,
             manifest_path=self.manifest_path,
-            rows=tuple(rows),
-            converted=tuple(converted),
-            skipped=tuple(skipped),
-            failed=tuple(failed),
-            bytes_in=bytes_in,
-            bytes_out=bytes_out,
-            frames=frames,
+            rows=tuple(o.row for o in handled),
+            converted=tuple(o.row.video_id for o in new),
+            skipped=tuple(o.row.video_id for o in handled if o.action == "skipped"),
+            failed=tuple(o.row for o in handled if o.action == "failed"),
+            bytes_in=sum(o.bytes_in for o in new),
+            bytes_out=sum(o.row.bytes or 0 for o in new),
+            frames=sum(o.frames for o in new),
             seconds=time.perf_counter() - self.started,
-            unfinished=tuple(unfinished),
+            unfinished=tuple(vid for vid, o in found if o is None),
             stopped=stopped,
             manifest_written=manifest_written,
         )

@@ -36,9 +36,10 @@ class Job:
         item: the input; `root` the folder its id is relative to: local, or an INPUT URL's
             (the shard downloads the item into its staging folder first:
             `vidload._convert.inputs.input_copy`).
-        container: its container, OUTPUT / its name (`vidload._layout.container_name`);
-            written where `container.local_file()` names (a bucket's is a staged copy:
+        output: OUTPUT (a bucket's job is run with its local staging folder instead:
             `vidload._convert.output.ShardOutput.run`).
+        name: its container's name relative to OUTPUT (`vidload._layout.container_name`),
+            which its manifest row records.
         options: what to store.
         threads: decoding threads.
         verify: the container exists without a manifest row: validate it, else convert.
@@ -46,10 +47,15 @@ class Job:
 
     item: InputItem
     root: Location
-    container: Location
+    output: Location
+    name: str
     options: ConvertOptions
     threads: int
     verify: bool
+
+    @property
+    def container(self) -> Location:
+        return self.output / self.name
 
     @property
     def path(self) -> Path:
@@ -191,4 +197,5 @@ def _stored_row(job: Job, frames: InputFrames, written: Written) -> ManifestRow:
         status=count_status(frames.reported, written.count),
         rotation=frames.rotation(),
         extra=job.item.extra,
+        container=job.name,
     )

@@ -129,9 +129,20 @@ class Output:
                 f"be inside one another (the containers would be written among the inputs)"
             )
 
-    def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
+    def previous(
+        self, planned: Iterable[str], to: str, *, overwrite: bool
+    ) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
-        finished merged into it (and written back), the parts removed."""
+        finished merged into it (and written back), the parts removed.
+
+        The manifest names every container (its `container` column: the one list of names a
+        reader takes, `vidload._layout.ContainerNames`, and the heads sidecar is keyed by): a
+        rerun into an output written before the column fills it in without converting
+        anything. The videos of this run (`planned`) are named by the plan; a row outside it
+        that names no container here is given the name of the one there (the stem's, else the
+        full id's: `exists`, a stat or the plan's one listing); one whose container is not
+        there names none.
+        """
         previous = previous_rows(self.location / MANIFEST_NAME, overwrite=overwrite)
         parts = self.location / PARTS_DIR
         found = read_parts(parts)
@@ -141,6 +152,15 @@ class Output:
                 previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
                 self.write_manifest(previous)
             parts.delete(recursive=True)
+        skip = set(planned)
+        for vid, row in list(previous.items()):
+            if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
+                continue
+            for keep in (False, True):
+                name = get_kind(to).container_name(vid, keep_extension=keep)
+                if self.exists(name, to):
+                    previous[vid] = replace(row, container=name)
+                    break
         return previous
 
     def exists(self, name: str, to: str) -> bool:
@@ -241,7 +261,7 @@ class ShardOutput:
                 replace(job, verify=not overwrite and self.has_container(job)), stage
             )
         assert stage is not None  # convert_shard stages every bucket shard
-        local = stage / "out" / remote.name
+        local = stage / "out" / job.name
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
             # the plan listed the bucket (`Output.verifies`): a container that appeared since
@@ -249,7 +269,7 @@ class ShardOutput:
             # reader
             if job.verify:
                 fetch(remote, local)
-            outcome = convert_job(replace(job, container=Location(local)), stage)
+            outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
             if outcome.action == "converted":
                 publish(local, remote, job.options.to)
             elif outcome.action == "skipped" and sidecar_path(local).exists():
