@@ -57,7 +57,7 @@ _RESERVE_NAME = "reserve"
 
 class Output:
     """OUTPUT (module doc). `folder` names it as `ConvertPlan.output` and the report do (a
-    local path; for a URL, the URL without credentials as a path).
+    local path; for a URL, the URL without credentials, a str).
 
     Raises:
         UsageError: a local OUTPUT that exists and is not a folder.
