@@ -23,7 +23,6 @@ from pathlib import Path, PurePosixPath
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
 from vidload._lists import is_int
-from vidload.errors import UsageError
 
 __all__ = [
     "CLASSES_NAME",
@@ -31,7 +30,6 @@ __all__ = [
     "classes_bytes",
     "classes_text",
     "folder_class_map",
-    "input_class_map",
     "is_contiguous",
     "label_by_folder",
     "read_class_map",
@@ -209,35 +207,6 @@ def _map_from_entries(path: Path, entries) -> dict[str, int]:
     if not out:
         raise ValueError(f"labels ({str(path)!r}) gives no folder a label")
     return out
-
-
-def input_class_map(
-    input_path: str | os.PathLike[str],
-    video_ids: Sequence[str],
-    labels: str | os.PathLike[str] | None = None,
-) -> dict[str, int] | None:
-    """The class map `convert` and `probe` label a folder INPUT with; None for another input.
-
-    A folder gets `read_class_map(labels)` when `labels` is given, else its own sorted class
-    folders (`folder_class_map`); None when no video sits in a class folder. An annotation
-    list or a single file carries its own labels (or none): `labels` is refused there.
-
-    Raises:
-        ValueError: `labels` given with an INPUT that is not a folder.
-    """
-    if not Path(input_path).is_dir():
-        if labels is not None:
-            raise UsageError(
-                f"labels / --labels ({str(labels)!r}) applies to a folder INPUT only; "
-                f"{str(input_path)!r} is a file (an annotation list carries its own labels)"
-            )
-        return None
-    if labels is not None:
-        return read_class_map(labels)
-    class_map = folder_class_map(video_ids)
-    if class_map:
-        warn_unpinned(str(input_path), class_map, Path(input_path))
-    return class_map or None
 
 
 #: The files a class list is looked for in, beside a folder INPUT converted without `labels`:

@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from vidload._checks import check_bool, check_optional_int
-from vidload._convert.inputs import VIDEO_INPUT, InputItem, input_copy
+from vidload._convert.inputs import VIDEO_INPUT, InputItem, find_input, input_copy
 from vidload._convert.job import count_status, failure_reason, path_bytes
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import print_failures
-from vidload._convert.source import Input
 from vidload._kinds import get_kind, input_kinds
 from vidload._measure.tables import Column, table
 from vidload._parallel import prepare_task_process, resolve_workers, run_parallel, shard_size_for
@@ -105,7 +104,7 @@ def probe(
     progress = check_bool("progress", progress)
     write_index = check_bool("write_index", write_index)
     kinds = (VIDEO_INPUT, *(k.name for k in input_kinds()))  # originals and every container
-    found = Input(input_path, storage_options).find(kinds, root=root, labels=labels)
+    found = find_input(input_path, kinds, root=root, labels=labels, storage_options=storage_options)
     items = found.items
     jobs = [_ProbeJob(item, found.root, threads, write_index) for item in items]
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)

@@ -51,19 +51,15 @@ from typing import Any
 
 from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
-from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds
+from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find_input
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
-from vidload._convert.names import container_of, name_outcomes, name_previous
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.source import Input
 from vidload._kinds import get_kind
-from vidload._layout import (
-    PARTS_DIR,
-)
+from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
 from vidload.labels import is_contiguous
@@ -98,20 +94,21 @@ class ConvertShard:
 
     Attributes:
         index: position in `ConvertPlan.shards`.
-        jobs: the videos, each with its input, container path and options.
-        part: the shard's part manifest (deterministic: a retry finds its predecessor's).
+        jobs: the videos, each with its input, container and options.
+        part: the shard's part manifest, relative to `output` (deterministic: a retry finds
+            its predecessor's).
         overwrite: convert even when a container exists (the part still prevents doing a video
             twice within one run).
-        output: an OUTPUT URL (`vidload._convert.remote`): then `part` and the jobs' containers
-            are relative to it, the containers are written in a local staging folder and
-            uploaded once complete. None for a local OUTPUT.
+        output: OUTPUT (`vidload._convert.output.ShardOutput`); where it has no local folder
+            (a bucket prefix: `vidload._convert.remote`), the containers are written in a local
+            staging folder and uploaded once complete.
     """
 
     index: int
     jobs: tuple[Job, ...]
-    part: Path
+    part: str
     overwrite: bool
-    output: Location | None = None
+    output: Location
 
     @property
     def video_ids(self) -> tuple[str, ...]:
@@ -195,11 +192,16 @@ def plan_convert(
         labels=labels, shard_size=shard_size, storage_options=storage_options,
     )  # fmt: skip
     threads = check_int("threads", threads, minimum=1)
-    source = Input(input_path, options.storage_options)
     # an OUTPUT that is a file is refused before any work
     out = Output(Location(os.fspath(output), options.storage_options))
     get_kind(options.to).check_output(out.location)
-    found = source.find(convert_input_kinds(), root=options.root, labels=options.labels)
+    found = find_input(
+        input_path,
+        convert_input_kinds(),
+        root=options.root,
+        labels=options.labels,
+        storage_options=options.storage_options,
+    )
     out.check_input(input_path, found, options.to)
     return _plan(found, out, options, threads)
 
@@ -208,25 +210,21 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
     the shards of what is left. The lock is held by the plan, released on any error here."""
     root, items, class_map = found.root, found.items, found.class_map
-    full_names = found.full_names
     overwrite = options.overwrite
     out.lock()
     try:
         out.record(options, overwrite=overwrite)
         if found.listed is not None:  # another list of the same name: refused before any work
             check_list_manifest(out.location, found.listed)
-        previous = out.previous(overwrite=overwrite)
         planned = [item.video_id for item in items]
-        previous = name_previous(previous, planned, out, options.to)
+        previous = out.previous(planned, options.to, overwrite=overwrite)
         plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
+        plan.names = found.container_names(options.to)
         for item in items:
-            keep = item.video_id in full_names
-            name = container_of(item.video_id, options.to, keep_extension=keep)
-            plan.names[item.video_id] = name
-            container = out.container(item.video_id, options.to, keep_extension=keep)
+            name = plan.names[item.video_id]
             prev = previous.get(item.video_id)
-            exists = out.exists(container, options.to)
+            exists = out.exists(name, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
                 extra = {**prev.extra, **item.extra}
                 plan.done[item.video_id] = replace(
@@ -234,8 +232,8 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
-            jobs.append(Job(item, root, container, options, threads, verify))
-        plan.shards = _shards(jobs, options.shard_size, out.parts, overwrite, out.shard_target)
+            jobs.append(Job(item, root, out.location, name, options, threads, verify))
+        plan.shards = _shards(jobs, options.shard_size, overwrite, out.location)
         if plan.shards:
             out.prepare(len(items))
         if class_map is not None and is_contiguous(class_map):
@@ -247,11 +245,7 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
 
 
 def _shards(
-    jobs: list[Job],
-    shard_size: int | None,
-    parts: Path,
-    overwrite: bool,
-    output: Location | None = None,
+    jobs: list[Job], shard_size: int | None, overwrite: bool, output: Location
 ) -> tuple[ConvertShard, ...]:
     """`jobs` in shards of `shard_size` (`shard_size_for`), each with its part manifest's name
     (deterministic: a retried shard finds its predecessor's)."""
@@ -260,7 +254,7 @@ def _shards(
     for index, start in enumerate(range(0, len(jobs), shard_size)):
         chunk = tuple(jobs[start : start + shard_size])
         digest = hashlib.sha1("\n".join(j.item.video_id for j in chunk).encode()).hexdigest()
-        part = parts / f"part-{index:06d}-{digest[:8]}.json"
+        part = f"{PARTS_DIR}/part-{index:06d}-{digest[:8]}.json"
         shards.append(ConvertShard(index, chunk, part, overwrite, output))
     return tuple(shards)
 
@@ -291,7 +285,7 @@ class ConvertPlan:
     ) -> None:
         self.input_root = input_root
         self.output = output.folder
-        self.manifest_path = output.manifest_path
+        self.manifest_path = output.shown(MANIFEST_NAME)
         self.options = options
         self.to: ConvertFormat = options.to
         self.items = tuple(items)
@@ -320,7 +314,7 @@ class ConvertPlan:
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
         also those the shards' part manifests hold (the videos of shards still running)."""
-        outcomes = self._outcomes(results) if parts else name_outcomes(_by_id(results), self.names)
+        outcomes = self._outcomes(results) if parts else _by_id(results)
         self._out.write_manifest(self._merged(outcomes))
 
     def finish(self, results: Iterable[ShardResult] = (), *, stopped: str | None = None):
@@ -348,13 +342,10 @@ class ConvertPlan:
         report = self._report(outcomes, stopped, not_written is None)
         if self.listed is None:
             return report
-        output = report.output
-        name = self.listed.manifest_name
-        path = f"{output}/{name}" if isinstance(output, str) else output / name
         return replace(
             report,
             manifest_rows=len(merged),
-            list_manifest_path=path,
+            list_manifest_path=self._out.shown(self.listed.manifest_name),
             list_entries=listed[0],
             list_total=len(self.listed.entries),
             list_name=self.listed.name,
@@ -366,7 +357,7 @@ class ConvertPlan:
         outcomes = self._out.outcomes()
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
-        return name_outcomes({v: o for v, o in outcomes.items() if v in wanted}, self.names)
+        return {v: o for v, o in outcomes.items() if v in wanted}
 
     def _merged(self, outcomes: dict[str, Outcome]) -> dict[str, ManifestRow]:
         merged = dict(self.previous)
@@ -377,41 +368,23 @@ class ConvertPlan:
     def _report(
         self, outcomes: dict[str, Outcome], stopped: str | None, manifest_written: bool
     ) -> ConvertReport:
-        rows, converted, skipped, failed, unfinished = [], [], [], [], []
-        bytes_in = bytes_out = frames = 0
-        for item in self.items:
-            vid = item.video_id
-            if vid in self.done:
-                rows.append(self.done[vid])
-                skipped.append(vid)
-                continue
-            outcome = outcomes.get(vid)
-            if outcome is None:
-                unfinished.append(vid)
-                continue
-            rows.append(outcome.row)
-            if outcome.action == "failed":
-                failed.append(outcome.row)
-            elif outcome.action == "skipped":
-                skipped.append(vid)
-            else:
-                converted.append(vid)
-                bytes_in += outcome.bytes_in
-                bytes_out += outcome.row.bytes or 0
-                frames += outcome.frames
-        output, manifest_path = self._out.report_paths()
+        done = {vid: Outcome(row, "skipped") for vid, row in self.done.items()}
+        outcomes = {**outcomes, **done}  # a video found done is in no shard
+        found = [(it.video_id, outcomes.get(it.video_id)) for it in self.items]
+        handled = [o for _, o in found if o is not None]  # in input order
+        new = [o for o in handled if o.action == "converted"]
         return ConvertReport(
-            output=output,
-            manifest_path=manifest_path,
-            rows=tuple(rows),
-            converted=tuple(converted),
-            skipped=tuple(skipped),
-            failed=tuple(failed),
-            bytes_in=bytes_in,
-            bytes_out=bytes_out,
-            frames=frames,
+            output=self.output,
+            manifest_path=self.manifest_path,
+            rows=tuple(o.row for o in handled),
+            converted=tuple(o.row.video_id for o in new),
+            skipped=tuple(o.row.video_id for o in handled if o.action == "skipped"),
+            failed=tuple(o.row for o in handled if o.action == "failed"),
+            bytes_in=sum(o.bytes_in for o in new),
+            bytes_out=sum(o.row.bytes or 0 for o in new),
+            frames=sum(o.frames for o in new),
             seconds=time.perf_counter() - self.started,
-            unfinished=tuple(unfinished),
+            unfinished=tuple(vid for vid, o in found if o is None),
             stopped=stopped,
             manifest_written=manifest_written,
         )

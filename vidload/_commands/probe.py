@@ -58,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
     """Probe as `args` say; 0 when every video was read, 1 when some failed."""
     check_paths(args)
     check_storage_option(args)
-    from vidload.labels import CLASSES_NAME, input_class_map, is_contiguous, write_classes
+    from vidload._convert.inputs import input_class_map
+    from vidload._storage import Location
+    from vidload.labels import CLASSES_NAME, is_contiguous, write_classes
     from vidload.manifest import write_manifest
     from vidload.probe import print_probe_table, probe
 
@@ -77,7 +79,9 @@ def run(args: argparse.Namespace) -> int:
             write_index=args.write_index,
             storage_options=storage_options(args.storage_option),
         )
-    class_map = input_class_map(args.input, [r.video_id for r in rows], args.labels)
+    ids = [r.video_id for r in rows]
+    folder = Path(args.input).is_dir()
+    class_map = input_class_map(Location(args.input), folder, ids, args.labels)
     print_probe_table(rows, sys.stdout)
     if args.write:
         classes = Path(args.write).with_name(CLASSES_NAME)

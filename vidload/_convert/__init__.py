@@ -1,9 +1,8 @@
 """The parts of `vidload.convert`, one job each:
 
-* `inputs`: what to read (`find_inputs`, `label_inputs`), the check that no container lands on
+* `inputs`: what to read, a local INPUT or an INPUT URL, found as one `Location`
+  (`find_input`; `find_inputs`, `label_inputs`), the check that no container lands on
   or around an input, and the local copy a job reads an INPUT URL's item from (`input_copy`);
-* `source`: where a run reads, a local INPUT or an INPUT URL, one class written against
-  `Location` (`Input`);
 * `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
   output folder;
 * `output`: where a run writes, a local folder or a bucket prefix, one class written against

@@ -30,10 +30,8 @@ from vidload.sources.video import VideoSource
 from vidload.transforms import scaled_size
 
 __all__ = [
-    "ByteCounter",
     "InputFrames",
     "NoFrames",
-    "decoded_jpeg_folder",
     "jpeg_folder_bytes",
     "one_size",
     "resize_short_side",
@@ -76,28 +74,6 @@ def jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
         yield data
 
 
-def decoded_jpeg_folder(folder: Path, frames: Iterable[bytes]) -> Iterator[np.ndarray]:
-    """uint8 (H, W, 3) RGB of each JPEG of `frames` (errors name `folder` and the index)."""
-    for i, data in enumerate(frames):
-        yield decode_jpeg(data, path=str(folder), index=i)
-
-
-class ByteCounter:
-    """Iterates over byte strings, adding up their lengths."""
-
-    def __init__(self, it: Iterable[bytes]) -> None:
-        self._it = iter(it)
-        self.bytes = 0
-
-    def __iter__(self) -> Iterator[bytes]:
-        return self
-
-    def __next__(self) -> bytes:
-        data = next(self._it)
-        self.bytes += len(data)
-        return data
-
-
 class NoFrames(VideoReadError):
     """The input opened but not one frame decodes."""
 
@@ -130,7 +106,8 @@ class InputFrames:
         self.path, self.video_id = item.path, item.video_id
         self.short_side, self.fps, self.reported = short_side, fps, reported
         self._video = VideoSource(root, threads=threads, cache_size=0) if item.is_video else None
-        self._raw: ByteCounter | None = None
+        #: the bytes of a frame folder's files read (`_frame_files`); None before, or a video
+        self._read: int | None = None
 
     @property
     def encodes(self) -> bool:
@@ -139,21 +116,27 @@ class InputFrames:
     @property
     def bytes_read(self) -> int:
         """The input's bytes: the video file, or the frame files read."""
-        return path_bytes(self.path) if self._raw is None else self._raw.bytes
+        return path_bytes(self.path) if self._read is None else self._read
 
     def rgb(self) -> Iterator[np.ndarray]:
         if self._video is not None:
             frames: Iterable[np.ndarray] = self._video.iter_frames(self.video_id)
         else:
-            self._raw = ByteCounter(jpeg_folder_bytes(self.item))
-            frames = decoded_jpeg_folder(self.path, self._raw)
+            files = enumerate(self._frame_files())
+            frames = (decode_jpeg(data, path=str(self.path), index=i) for i, data in files)
         return _not_empty(self._resized(frames), self.path, self._none())
 
     def jpeg(self, quality: int, subsampling: Subsampling) -> Iterator[bytes]:
         if self._video is None and self.short_side is None:
-            self._raw = ByteCounter(jpeg_folder_bytes(self.item))
-            return _not_empty(self._raw, self.path, self._none())
+            return _not_empty(self._frame_files(), self.path, self._none())
         return (encode_jpeg(rgb, quality, subsampling=subsampling) for rgb in self.rgb())
+
+    def _frame_files(self) -> Iterator[bytes]:
+        """A frame folder's stored bytes (`jpeg_folder_bytes`), counted into `bytes_read`."""
+        self._read = 0
+        for data in jpeg_folder_bytes(self.item):
+            self._read += len(data)
+            yield data
 
     def _resized(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
         first: tuple[int, int] | None = None

@@ -6,9 +6,10 @@ persisted frame index, a frame folder's count of files named as convert names th
 check of its bytes in one file, `manifest-heads.npz`, so that a reader in a bucket plans a
 batch of containers it never opened in one round of requests (issue 23). The containers
 are opened as a reader opens them, by the names the manifest records (its `container`
-column, which keys the sidecar: `vidload._convert.names`), local or in the bucket; one that
-does not open is left out (its reader opens it, as without a sidecar). Writing it is best
-effort: the data is complete without it, so a failure warns and the conversion stands.
+column, which keys the sidecar: `vidload._convert.output.Output.previous`), local or in the
+bucket; one that does not open is left out (its reader opens it, as without a sidecar).
+Writing it is best effort: the data is complete without it, so a failure warns and the
+conversion stands.
 """
 
 from __future__ import annotations

@@ -9,13 +9,13 @@ is written, `check_no_overlap` makes sure no container lands on or around an inp
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
 import shutil
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from vidload._checks import check_choice
 from vidload._convert.lists import ListedInput
@@ -23,7 +23,7 @@ from vidload._kinds import file_kind, get_kind, input_kinds
 from vidload._layout import FIRST_FRAME_NAME, container_path
 from vidload._storage import Location, read_many
 from vidload.errors import UsageError, VideoReadError
-from vidload.labels import input_class_map, label_by_folder
+from vidload.labels import folder_class_map, label_by_folder, read_class_map, warn_unpinned
 from vidload.manifest import VideoEntry, load_videos
 from vidload.sources._video_root import CONVERTED_SUFFIX
 from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id, strip_video_ext
@@ -37,7 +37,9 @@ __all__ = [
     "Inputs",
     "check_no_overlap",
     "find_inputs",
+    "find_input",
     "find_inputs_at",
+    "input_class_map",
     "input_copy",
     "label_inputs",
     "sharing_a_name",
@@ -196,20 +198,89 @@ def _list_root(src: Location, root, entries) -> Location:
     return Location(os.fspath(root)) if root is not None else src.parent
 
 
+def find_input(
+    input_path: str | os.PathLike[str],
+    kinds: Sequence[InputKind],
+    *,
+    root: str | os.PathLike[str] | None = None,
+    labels: str | os.PathLike[str] | None = None,
+    storage_options: Mapping[str, Any] | None = None,
+) -> Inputs:
+    """The INPUT `input_path` of `convert` and `probe`: a local path, or a URL with its fsspec
+    `storage_options`, found as one (`find_inputs_at`: on disk, or by one listing); its
+    inputs of `kinds`, a folder INPUT's labelled by their class folders (`labels`: the class
+    map, refused for another INPUT; `root`: what an annotation list's entries are relative to).
+
+    Raises:
+        FileNotFoundError: nothing there.
+        ValueError: nothing of `kinds` there, `labels` for an INPUT that is not a folder,
+            `root` for an INPUT URL (UsageError).
+    """
+    src = Location(os.fspath(input_path), storage_options)
+    local = src.local_file()
+    if local is None and root is not None:
+        raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
+    base, items, listed = find_inputs_at(src, kinds, root=root)
+    ids = [it.video_id for it in items]
+    class_map = input_class_map(src, base == src, ids, labels)
+    return Inputs(base, _labelled(items, class_map, labels), class_map, listed)
+
+
 def label_inputs(
     input_path: str | os.PathLike[str],
     items: Sequence[InputItem],
     labels: str | os.PathLike[str] | None = None,
 ) -> tuple[list[InputItem], dict[str, int] | None]:
     """(items, class map): a folder INPUT's items labelled by their top-level class folder
-    (`vidload.labels.input_class_map`: sorted folder names, or the `labels` file's mapping);
-    other inputs' items unchanged, with class map None."""
-    class_map = input_class_map(input_path, [it.video_id for it in items], labels)
+    (`input_class_map`: sorted folder names, or the `labels` file's mapping); other inputs'
+    items unchanged, with class map None."""
+    src, ids = Location(os.fspath(input_path)), [it.video_id for it in items]
+    class_map = input_class_map(src, Path(input_path).is_dir(), ids, labels)
+    return _labelled(items, class_map, labels), class_map
+
+
+def input_class_map(
+    src: Location,
+    folder: bool,
+    video_ids: Sequence[str],
+    labels: str | os.PathLike[str] | None = None,
+) -> dict[str, int] | None:
+    """The class map `convert` and `probe` label the INPUT `src` with, when it is a folder
+    (`folder`); None for another input.
+
+    A folder gets `read_class_map(labels)` when `labels` is given, else its own sorted class
+    folders (`folder_class_map`, checked by `warn_unpinned`: a bucket's class list files are
+    not looked for); None when no video sits in a class folder. An annotation list or a
+    single file carries its own labels (or none): `labels` is refused there.
+
+    Raises:
+        ValueError: `labels` given with an INPUT that is not a folder (UsageError).
+    """
+    if not folder:
+        if labels is not None:
+            raise UsageError(
+                f"labels / --labels ({str(labels)!r}) applies to a folder INPUT only; "
+                f"{str(src)!r} is a file (an annotation list carries its own labels)"
+            )
+        return None
+    if labels is not None:
+        return read_class_map(labels)
+    class_map = folder_class_map(video_ids)
+    if class_map:
+        local = src.local_file()
+        warn_unpinned(str(src) if local is not None else "the INPUT URL", class_map, local)
+    return class_map or None
+
+
+def _labelled(
+    items: Sequence[InputItem], class_map: dict[str, int] | None, labels: object
+) -> list[InputItem]:
+    """`items` labelled by `class_map` (the `labels` file's, else the folder's own), if any."""
     if class_map is None:
-        return list(items), None
+        return list(items)
     where = f"labels ({str(labels)!r})" if labels is not None else "the class map"
     found = label_by_folder([it.video_id for it in items], class_map, where=where)
-    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
+    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
 
 
 def entry_listed_frames(entry) -> int | None:
@@ -350,10 +421,9 @@ def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
     frame_folders = {
         item.path.resolve() for item in items if not item.is_video and get_kind(item.kind).folder
     }
+    names = found.container_names(to)
     for item in items:
-        target = get_kind(to).container_path(
-            out_r, item.video_id, keep_extension=item.video_id in found.full_names
-        )
+        target = out_r / names[item.video_id]
         if (
             target in inputs
             or target in above_inputs
@@ -369,7 +439,7 @@ def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
 
 @dataclass(frozen=True)
 class Inputs:
-    """What `Input.find` found.
+    """What `find_input` found.
 
     Attributes:
         root: the folder the items' paths are relative to: local, or an INPUT URL's (a job
@@ -386,10 +456,14 @@ class Inputs:
     #: a list INPUT's entries, in its order (`vidload._convert.lists`); None for another INPUT
     listed: ListedInput | None = None
 
-    @functools.cached_property
-    def full_names(self) -> frozenset[str]:
-        """The ids whose containers keep their video extension (`sharing_a_name`)."""
-        return sharing_a_name(self.items)
+    def container_names(self, to: str) -> dict[str, str]:
+        """{video id: its `to` container's name relative to OUTPUT}: the id's stem, or the
+        full id where two inputs share a stem (`sharing_a_name`), then the kind's suffix."""
+        kind, full = get_kind(to), sharing_a_name(self.items)
+        return {
+            it.video_id: kind.container_name(it.video_id, keep_extension=it.video_id in full)
+            for it in self.items
+        }
 
 
 @contextlib.contextmanager

@@ -36,7 +36,10 @@ class Job:
         item: the input; `root` the folder its id is relative to: local, or an INPUT URL's
             (the shard downloads the item into its staging folder first:
             `vidload._convert.inputs.input_copy`).
-        container: where its container goes (its kind's `container_path`).
+        output: OUTPUT (a bucket's job is run with its local staging folder instead:
+            `vidload._convert.output.ShardOutput.run`).
+        name: its container's name relative to OUTPUT (`vidload._layout.container_name`),
+            which its manifest row records.
         options: what to store.
         threads: decoding threads.
         verify: the container exists without a manifest row: validate it, else convert.
@@ -44,10 +47,22 @@ class Job:
 
     item: InputItem
     root: Location
-    container: Path
+    output: Location
+    name: str
     options: ConvertOptions
     threads: int
     verify: bool
+
+    @property
+    def container(self) -> Location:
+        return self.output / self.name
+
+    @property
+    def path(self) -> Path:
+        """The local file or folder its container is written into."""
+        local = self.container.local_file()
+        assert local is not None, "a bucket's container is staged first"
+        return local
 
 
 @dataclass(frozen=True)
@@ -116,7 +131,7 @@ def _convert_local(job: Job, root: Path) -> Outcome:
                 # be the user's data (a list converted into its own root), so it is never
                 # replaced without --overwrite
                 raise VideoReadError(
-                    job.container,
+                    job.path,
                     f"already exists and is not a valid {job.options.to} container ({e}); "
                     "vidload replaces only its own containers: move it away, or pass "
                     "--overwrite (overwrite=True) to replace it",
@@ -124,7 +139,7 @@ def _convert_local(job: Job, root: Path) -> Outcome:
         return _convert_video(job, root, reported, fps)
     except (VidloadError, OSError) as e:
         if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
-            raise DiskFullError(job.container) from e
+            raise DiskFullError(job.path) from e
         row = ManifestRow(
             item.video_id,
             item.label,
@@ -144,7 +159,7 @@ def _convert_video(job: Job, root: Path, reported: int | None, fps: float | None
     re-encodes them), from the input's frames (`InputFrames`)."""
     kind = get_kind(job.options.to)
     frames = _frames(job, root, reported, fps)
-    written = kind.write(job.container, frames, job.options.format_options())
+    written = kind.write(job.path, frames, job.options.format_options())
     return Outcome(_stored_row(job, frames, written), "converted", frames.bytes_read, written.count)
 
 
@@ -163,7 +178,7 @@ def _frames(job: Job, root: Path, reported: int | None, fps: float | None) -> In
 def _verified(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
     frames = _frames(job, root, reported, fps)
-    written = get_kind(job.options.to).verify(job.container, frames)
+    written = get_kind(job.options.to).verify(job.path, frames)
     return Outcome(_stored_row(job, frames, written), "skipped")
 
 
@@ -178,8 +193,9 @@ def _stored_row(job: Job, frames: InputFrames, written: Written) -> ManifestRow:
         width=width,
         height=height,
         fps=frames.fps,
-        bytes=get_kind(job.options.to).nbytes(job.container),
+        bytes=get_kind(job.options.to).nbytes(job.path),
         status=count_status(frames.reported, written.count),
         rotation=frames.rotation(),
         extra=job.item.extra,
+        container=job.name,
     )

@@ -16,7 +16,6 @@ finished, then the parts and temporaries removed).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -28,15 +27,16 @@ from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
 from vidload._convert.resume import (
-    parse_part,
     part_bytes,
     previous_rows,
+    read_part,
     read_parts,
     remove_stale_temporaries,
 )
 from vidload._kinds import get_kind
 from vidload._layout import (
     CLASSES_NAME,
+    FIRST_FRAME_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -57,7 +57,7 @@ _RESERVE_NAME = "reserve"
 
 class Output:
     """OUTPUT (module doc). `folder` names it as `ConvertPlan.output` and the report do (a
-    local path; for a URL, the URL without credentials as a path).
+    local path; for a URL, the URL without credentials, a str).
 
     Raises:
         UsageError: a local OUTPUT that exists and is not a folder.
@@ -71,21 +71,17 @@ class Output:
         self.location = target if self._disk is None else Location(self._disk)
         if self._disk is not None and self._disk.exists() and not self._disk.is_dir():
             raise UsageError(f"OUTPUT ({str(self._disk)!r}) exists and is not a folder")
-        self.folder = Path(str(target)) if self._disk is None else self._disk
-        self._lock: OutputLock | None = None
+        #: OUTPUT as `ConvertPlan.output` and the report name it: the local folder, else the
+        #: URL, a str without credentials (a Path would fold "s3://" into "s3:/")
+        self.folder: Path = self._disk if self._disk is not None else str(target)  # type: ignore[assignment]
+        self._lock = OutputLock(self.location)
         self._present: set[str] | None = None
 
-    @property
-    def manifest_path(self) -> Path:
-        return self.folder / MANIFEST_NAME
-
-    def report_paths(self) -> tuple[Path, Path]:
-        """(output, manifest path) as `ConvertReport` gives them: for a URL, the URLs as str
-        without credentials (a Path would fold "s3://" into "s3:/")."""
+    def shown(self, name: str) -> Path:
+        """The file `name` in OUTPUT, named as `folder` is (a Path, or a URL's str)."""
         if self._disk is None:
-            url, manifest = str(self.location), str(self.location / MANIFEST_NAME)
-            return url, manifest  # type: ignore[return-value]
-        return self.folder, self.manifest_path
+            return str(self.location / name)  # type: ignore[return-value]
+        return self.folder / name
 
     def lock(self) -> None:
         """Take OUTPUT's lock (one run per output), held until `release`; a local folder is
@@ -97,17 +93,11 @@ class Output:
                 if is_disk_full(e):
                     raise DiskFullError(self._disk) from e
                 raise
-        lock = OutputLock(self.location)
-        lock.acquire()
-        self._lock = lock
+        self._lock.acquire()
 
     def release(self) -> None:
         """Release the lock. Idempotent."""
-        if self._lock is not None:
-            try:
-                self._lock.release()
-            finally:
-                self._lock = None
+        self._lock.release()
 
     def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
         """Check the options against those recorded (a resumed run), then record them."""
@@ -119,7 +109,7 @@ class Output:
 
     def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
         """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.source.Input.find`): a folder INPUT (local, or an INPUT
+        `input_path` (`vidload._convert.inputs.find_input`): a folder INPUT (local, or an INPUT
         URL's folder `found.root`) and OUTPUT inside one another, or a container of another
         local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
         (or the other way) cannot overlap."""
@@ -139,59 +129,63 @@ class Output:
                 f"be inside one another (the containers would be written among the inputs)"
             )
 
-    def previous(self, *, overwrite: bool) -> dict[str, ManifestRow]:
+    def previous(
+        self, planned: Iterable[str], to: str, *, overwrite: bool
+    ) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
-        finished merged into it (and written back), the parts removed."""
+        finished merged into it (and written back), the parts removed.
+
+        The manifest names every container (its `container` column: the one list of names a
+        reader takes, `vidload._layout.ContainerNames`, and the heads sidecar is keyed by): a
+        rerun into an output written before the column fills it in without converting
+        anything. The videos of this run (`planned`) are named by the plan; a row outside it
+        that names no container here is given the name of the one there (the stem's, else the
+        full id's: `exists`, a stat or the plan's one listing); one whose container is not
+        there names none.
+        """
         previous = previous_rows(self.location / MANIFEST_NAME, overwrite=overwrite)
         parts = self.location / PARTS_DIR
         found = read_parts(parts)
-        if found is not None or self._disk is not None:
+        if found is not None:  # a killed run's parts (a disk's reserve alone stays for `prepare`)
             if found and not overwrite:  # a killed run's finished videos: kept in the manifest
                 leftover = {o.row.video_id: o.row for o in found.values()}
                 previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
                 self.write_manifest(previous)
             parts.delete(recursive=True)
+        skip = set(planned)
+        for vid, row in list(previous.items()):
+            if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
+                continue
+            for keep in (False, True):
+                name = get_kind(to).container_name(vid, keep_extension=keep)
+                if self.exists(name, to):
+                    previous[vid] = replace(row, container=name)
+                    break
         return previous
 
-    def container(self, video_id: str, to: str, *, keep_extension: bool) -> Path:
-        """The container a job writes (`vidload._convert.job.Job.container`): a local path,
-        else a path relative to the bucket prefix."""
-        base = Path() if self._disk is None else self._disk
-        return get_kind(to).container_path(base, video_id, keep_extension=keep_extension)
-
-    def exists(self, container: Path, to: str) -> bool:
-        """Whether `container` (as `container` names it) is there: a stat on a disk, else
+    def exists(self, name: str, to: str) -> bool:
+        """Whether the container `name` (relative to OUTPUT) is there: a stat on a disk, else
         one listing, when the plan first asks."""
         if self._disk is not None:
-            return get_kind(to).exists(container)
+            return get_kind(to).exists(self._disk / name)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        return commit_key(container, to).as_posix() in self._present
+        return (f"{name}/{FIRST_FRAME_NAME}" if is_folder_format(to) else name) in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
         a frame folder in a bucket."""
         return self._disk is not None or not is_folder_format(to)
 
-    @property
-    def parts(self) -> Path:
-        """The parts folder as the shards name their part manifests."""
-        return (Path() if self._disk is None else self._disk) / PARTS_DIR
-
-    @property
-    def shard_target(self) -> Location | None:
-        """What a shard writes into when not its local paths (`ConvertShard.output`)."""
-        return self.location if self._disk is None else None
-
     def prepare(self, num_items: int) -> None:
         """Make ready for the shards' parts: on a disk, the parts folder and the reserve for
         the final manifest; a bucket's parts are objects, with no disk to hold back."""
         if self._disk is not None:
-            self.parts.mkdir()
+            (self._disk / PARTS_DIR).mkdir(exist_ok=True)
             # bytes held so that the manifest of what finished can still be written when the
             # containers fill the disk (`finish` deletes them first); DiskFullError: no room
             size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
-            write_bytes_atomic(self.parts / _RESERVE_NAME, bytes(size))
+            write_bytes_atomic(self._disk / PARTS_DIR / _RESERVE_NAME, bytes(size))
 
     def write_classes(self, class_map: Mapping[str, int]) -> None:
         """Write `classes.txt` beside the manifest."""
@@ -211,7 +205,7 @@ class Output:
         manifest is written, else why not (a full disk, the reserve freed first: the parts
         stay for a rerun). A failed upload raises: the parts stay."""
         if self._disk is not None:
-            (self.parts / _RESERVE_NAME).unlink(missing_ok=True)
+            (self._disk / PARTS_DIR / _RESERVE_NAME).unlink(missing_ok=True)
         try:
             self.write_manifest(rows)
             stopped = None
@@ -228,62 +222,56 @@ class Output:
 
 
 class ShardOutput:
-    """What one shard writes into (`vidload.shards.convert_shard`), written once against its
-    `Location`: its part manifest (rewritten whole after each video by `Location.write_bytes`:
-    atomic on a disk, one PUT in a bucket; a part that cannot be read is another run's
-    garbage), whether a job's container is there, and one job run into place.
+    """What one shard writes into (`vidload.shards.convert_shard`), OUTPUT, written once against
+    its `Location`: its part manifest (rewritten whole after each video by
+    `Location.write_bytes`: atomic on a disk, one PUT in a bucket; a part that cannot be read
+    is another run's garbage), whether a job's container is there, and one job run into place.
 
-    `output` is `ConvertShard.output`: None where OUTPUT is a local folder (the jobs'
-    containers and parts are then its paths, and a container is written in place, committed
-    by an atomic rename), else a bucket prefix, which has no atomic rename: each container is
-    written in the shard's staging folder, uploaded once complete, then deleted there. A
-    failed upload stops the shard: it is the bucket's fault, not the video's.
+    A job's container is written where `Location.local_file` names it, committed by an atomic
+    rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
+    container is written in the shard's staging folder, uploaded once complete, then deleted
+    there. A failed upload stops the shard: it is the bucket's fault, not the video's.
     """
 
-    def __init__(self, output: Location | None) -> None:
+    def __init__(self, output: Location) -> None:
         self.target = output
         #: Whether its containers are written in the shard's staging folder first (then moved).
-        self.stages = output is not None
+        self.stages = output.local_file() is None
 
-    def _at(self, rel: Path) -> Location:
-        return Location(rel) if self.target is None else self.target / rel.as_posix()
-
-    def read_part(self, part: Path) -> dict[str, Outcome]:
+    def read_part(self, part: str) -> dict[str, Outcome]:
         """The outcomes a previous run of this shard recorded ({} when none)."""
-        try:
-            return parse_part(json.loads(self._at(part).read_bytes()))
-        except (VideoReadError, ValueError):
-            return {}
+        return read_part(self.target / part)
 
-    def write_part(self, part: Path, outcomes: Iterable[Outcome]) -> None:
+    def write_part(self, part: str, outcomes: Iterable[Outcome]) -> None:
         """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
-        self._at(part).write_bytes(part_bytes(outcomes))
+        (self.target / part).write_bytes(part_bytes(outcomes))
 
     def has_container(self, job: Job) -> bool:
         """Whether `job`'s container is in place."""
-        if self.target is None:
-            return get_kind(job.options.to).exists(job.container)
-        return self._at(commit_key(job.container, job.options.to)).exists()
+        local = job.container.local_file()
+        if local is not None:
+            return get_kind(job.options.to).exists(local)
+        return commit_key(job.container, job.options.to).exists()
 
     def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
         """Convert (or verify) `job` and put its container in place."""
-        if self.target is None:
+        remote = job.container
+        if remote.local_file() is not None:
             return convert_job(
                 replace(job, verify=not overwrite and self.has_container(job)), stage
             )
         assert stage is not None  # convert_shard stages every bucket shard
-        to, remote = job.options.to, self._at(job.container)
-        local = stage / job.container
+        local = stage / "out" / job.name
         local.parent.mkdir(parents=True, exist_ok=True)
         try:
-            # the plan listed the bucket: a container that appeared since (a duplicate of this
-            # task) is converted again and replaced whole, which costs no reader
-            verify = job.verify and not overwrite and not is_folder_format(to)
-            if verify:
+            # the plan listed the bucket (`Output.verifies`): a container that appeared since
+            # (a duplicate of this task) is converted again and replaced whole, which costs no
+            # reader
+            if job.verify:
                 fetch(remote, local)
-            outcome = convert_job(replace(job, container=local, verify=verify), stage)
+            outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
             if outcome.action == "converted":
-                publish(local, remote, to)
+                publish(local, remote, job.options.to)
             elif outcome.action == "skipped" and sidecar_path(local).exists():
                 publish_sidecar(local, remote)  # the verified container had none
             if outcome.row.error:
@@ -299,6 +287,6 @@ class ShardOutput:
         disk, or an error of the bucket (an upload, a part, a check)."""
         if isinstance(e, DiskFullError):
             return str(e)
-        if self.target is not None and isinstance(e, VideoReadError):
+        if self.stages and isinstance(e, VideoReadError):
             return f"writing into {self.target}: {e}"
         return None

@@ -65,11 +65,9 @@ def shard_staging(needed: bool) -> Iterator[Path | None]:
         yield None
         return
     _remove_dead_staging()
-    path = Path(tempfile.mkdtemp(prefix=f"{_STAGING_PREFIX}{os.getpid()}-"))
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    prefix = f"{_STAGING_PREFIX}{os.getpid()}-"
+    with tempfile.TemporaryDirectory(prefix=prefix, ignore_cleanup_errors=True) as path:
+        yield Path(path)
 
 
 def _remove_dead_staging() -> None:
@@ -86,7 +84,7 @@ def _remove_dead_staging() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def commit_key(container: Path, to: str) -> Path:
+def commit_key(container: Location, to: str) -> Location:
     """What says `container` is complete in the bucket (module doc): the object itself, or a
     frame folder's first frame."""
     return container / FIRST_FRAME_NAME if is_folder_format(to) else container

@@ -23,9 +23,9 @@ from vidload.errors import VideoReadError
 from vidload.manifest import ManifestRow, read_manifest
 
 __all__ = [
-    "parse_part",
     "part_bytes",
     "previous_rows",
+    "read_part",
     "read_parts",
     "remove_stale_temporaries",
 ]
@@ -65,36 +65,29 @@ def remove_stale_temporaries(out: Path) -> None:
         ]
 
 
-def _outcome_json(outcome: Outcome) -> dict:
-    return {
-        "row": dataclasses.asdict(outcome.row),
-        "action": outcome.action,
-        "bytes_in": outcome.bytes_in,
-        "frames": outcome.frames,
-    }
-
-
 def part_bytes(outcomes: Iterable[Outcome]) -> bytes:
     """A shard's part manifest (its outcomes so far) as the bytes of its file or object."""
-    return json.dumps([_outcome_json(o) for o in outcomes], indent=0).encode()
+    return json.dumps([dataclasses.asdict(o) for o in outcomes], indent=0).encode()
 
 
-def parse_part(entries: object) -> dict[str, Outcome]:
-    """{video id: outcome} of a part manifest's parsed JSON; {} when it is not one."""
+def read_part(part: Location) -> dict[str, Outcome]:
+    """{video id: outcome} of a part manifest; {} where there is none, or it is not one
+    (written whole or not at all: atomically on a disk, one PUT in a bucket, so a part that
+    cannot be read is another run's garbage)."""
     try:
+        entries = json.loads(part.read_bytes())
         outcomes = [
             Outcome(ManifestRow(**e["row"]), e["action"], e["bytes_in"], e["frames"])
-            for e in entries  # type: ignore[attr-defined]
+            for e in entries
         ]
-    except (ValueError, TypeError, KeyError):
+    except (VideoReadError, ValueError, TypeError, KeyError):
         return {}
     return {o.row.video_id: o for o in outcomes}
 
 
 def read_parts(folder: Location) -> dict[str, Outcome] | None:
-    """The outcomes of every part manifest in `folder` (the parts folder), None when it holds
-    none. A part that cannot be read is skipped: written whole or not at all (atomically on a
-    disk, one PUT in a bucket), it is another run's garbage."""
+    """The outcomes of every part manifest in `folder` (the parts folder, `read_part`), None
+    when it holds none."""
     try:
         names = folder.walk_files()
     except VideoReadError as e:
@@ -106,8 +99,5 @@ def read_parts(folder: Location) -> dict[str, Outcome] | None:
         return None
     outcomes: dict[str, Outcome] = {}
     for name in names:
-        try:
-            outcomes.update(parse_part(json.loads((folder / name).read_bytes())))
-        except (VideoReadError, ValueError):
-            continue
+        outcomes.update(read_part(folder / name))
     return outcomes
