@@ -1,5 +1,5 @@
 """The next batch's round in flight while this one decodes (issue 33, item 3):
-`make_loader(fetch_ahead=...)`, `vidload._loader.ahead.FetchAheadSampler` (each worker told its
+`make_loader(fetch_ahead=...)`, `vidload.prefetch.FetchAheadSampler` (each worker told its
 next batch) and `vidload._dataset.ahead` (the round sent ahead, taken only where a batch's own
 plan fits it). Requests and rounds are counted at the servers of `tests/servers.py` (moto, the
 Range HTTP server); frames are read back by their painted numbers against per-item reads.
@@ -21,8 +21,8 @@ from vidload import ClipDataset, make_loader
 from vidload._dataset import ahead
 from vidload._dataset.ahead import Lead, following
 from vidload._dataset.batch import getitems
-from vidload._loader.ahead import FetchAheadSampler
 from vidload.loader import ShardSampler
+from vidload.prefetch import FetchAheadSampler
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import encode_jpeg

@@ -34,13 +34,12 @@ from torch.utils.data import (
 from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
-from vidload._loader.ahead import FetchAheadSampler
 from vidload._loader.epochs import set_epoch, unwrap
 from vidload._loader.position import Position, Resumable
 from vidload._loader.split import share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
-from vidload.prefetch import ReadAheadSampler
+from vidload.prefetch import FetchAheadSampler, ReadAheadSampler
 from vidload.sources.base import FrameSourceBase
 from vidload.sources.jpeg import JpegSource
 
@@ -271,7 +270,7 @@ def make_loader(
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
         fetch_ahead: each worker sends its next batch's round of storage requests before it
             decodes the current batch, so that round is on the wire while it decodes
-            (`vidload._loader.ahead.FetchAheadSampler` tells each worker its next batch;
+            (`vidload.prefetch.FetchAheadSampler` tells each worker its next batch;
             `vidload._dataset.ahead` checks what a batch takes from that round against its
             own plan: a changed plan wastes those bytes, never gives a wrong frame). At most
             one batch ahead per worker. True needs a ClipDataset (not a Subset, whose

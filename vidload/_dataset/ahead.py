@@ -2,7 +2,7 @@
 
 A DataLoader worker reads one batch at a time, and a batch's storage reads are one round
 (`vidload._dataset.batch`) sent when the batch arrives: at 20 ms a request, the worker is idle
-for that round each batch. `make_loader`'s `FetchAheadSampler` (`vidload._loader.ahead`) knows
+for that round each batch. `make_loader`'s `FetchAheadSampler` (`vidload.prefetch`) knows
 the order and how torch deals batches to workers (in turn: a worker's next batch is the one
 `num_workers` batches later), and hands each batch's first index as a `Lead`, an int that also
 names the indices of the batch the same worker reads next. `getitems` plans that batch and

@@ -171,23 +171,33 @@ def check_items(name: str, items: object, size: int) -> int:
 
 
 class Wrapper:
-    """The position of a sampler that yields what the sampler it wraps yields, reading ahead
-    of it (`vidload.prefetch.ReadAheadSampler`, `vidload._loader.ahead.FetchAheadSampler`):
-    the one copy both use.
+    """A sampler that yields what the sampler it wraps yields, reading ahead of it
+    (`vidload.prefetch`'s `ReadAheadSampler` and `FetchAheadSampler`): the one copy of their
+    wrapping and position both use.
 
     The wrapped sampler has handed out more than the wrapper has (the elements read ahead),
     so the wrapper counts its own: `state_dict()` -> `{"epoch", "yielded"}` is the wrapped
     sampler's epoch (None if it has none) and the elements the wrapper yielded, with its
     `"begin"` when the wrapped one is one of vidload's whose pass began after item c.
     `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass skip the
-    first k elements of the wrapped sampler's pass for that epoch (a subclass's `__iter__`
-    runs `self._position.run` over `islice(self.sampler, start, None)`), so a resumed loader
-    gets what the uninterrupted pass yielded next, provided the wrapped order is a function of
-    its epoch (every sampler vidload builds). `set_epoch(epoch, items=c)` and `split_state`
-    are passed on to a wrapped sampler of vidload's (another wrapper included)."""
+    first k elements of the wrapped sampler's pass for that epoch (a subclass's `_ahead(k)`
+    reads `islice(self.sampler, k, None)`), so a resumed loader gets what the uninterrupted
+    pass yielded next, provided the wrapped order is a function of its epoch (every sampler
+    vidload builds). `set_epoch(epoch, items=c)` and `split_state` are passed on to a wrapped
+    sampler of vidload's (another wrapper included)."""
 
-    sampler: Iterable[Any]
-    _position: Position
+    def __init__(self, sampler: Iterable[Any]) -> None:
+        if not isinstance(sampler, Iterable):
+            raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
+        self.sampler = sampler
+        self._position = Position()
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._position.run(self._ahead(self._position.start), skipped=True)
+
+    def _ahead(self, start: int) -> Iterator[Any]:
+        """What this wrapper yields of the wrapped sampler's pass from its element `start` on."""
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
