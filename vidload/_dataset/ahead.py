@@ -33,7 +33,7 @@ from typing import Any
 from vidload._lru import ProcessLRU
 from vidload._storage.batch import Request, fetch_started
 
-__all__ = ["STATS", "Lead", "Taken", "following", "send", "split", "waiting"]
+__all__ = ["STATS", "Lead", "Taken", "answered", "following", "send", "split", "waiting"]
 
 #: What this process's planned batches waited for and what they fetched ahead (not
 #: thread-safe: a count; `tools/fetch_ahead.py` reads it in each worker):
@@ -113,14 +113,21 @@ class Taken:
             mine = [k for k, (loc, _) in enumerate(group) if loc.url in self.urls]
             if not mine or future is None:
                 continue
-            with waiting():
-                try:
-                    answers = future.result()
-                except Exception as e:  # noqa: BLE001 - held as the error of each request
-                    answers = [e] * len(group)
+            answers = answered(group, future)
             requests.extend(group[k] for k in mine)
             got.extend(answers[k] for k in mine)
         return requests, got
+
+
+def answered(group: list[Request], future: Future) -> list[list[bytes] | Exception]:
+    """What `fetch` gave for each request of `group`, waiting for its `future` (timed in
+    `STATS`); a group that failed as a whole gives its exception for each request (not
+    held: their reads meet it themselves)."""
+    with waiting():
+        try:
+            return future.result()
+        except Exception as e:  # noqa: BLE001 - held as the error of each request
+            return [e] * len(group)
 
 
 def split(dataset: object, groups: list[list[Request]]) -> tuple[Taken | None, list[list[Request]]]:

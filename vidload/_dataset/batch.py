@@ -70,14 +70,10 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
         if taken is not None:  # the objects the round sent ahead answers, held throughout
             held.enter_context(holding(*taken.answers()))
         for k, i in enumerate(indices):
-            if k % size == 0 and futures[k // size] is not None:
+            future = futures[k // size] if k % size == 0 else None
+            if future is not None:  # the next group's answers, beside the groups before it
                 group = groups[k // size]
-                with ahead.waiting():
-                    try:
-                        got = futures[k // size].result()  # type: ignore[union-attr]
-                    except Exception as e:  # not held: its items' reads meet it themselves
-                        got = [e] * len(group)
-                held.enter_context(holding(group, got))  # beside the groups before it
+                held.enter_context(holding(group, ahead.answered(group, future)))
             if settle is not None:  # heads taken from a sidecar: checked by the bytes held
                 settle(videos_of[k])
             out.append(dataset[i])
