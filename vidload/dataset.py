@@ -370,8 +370,8 @@ class ClipDataset(OptionAttributes, Dataset):
         count = self._counts.known(self.options.adapted, entry, v)
         offset = self._counts.offset(entry, v)
         plans = []
-        for j, c, _ in self._clips_of(i):
-            indices, _ = self._sample(count, c, self._key(j, attempt), i, [], entry, v)
+        for c, key, _ in self._clips_of(i, attempt):
+            indices, _ = self._sample(count, c, key, i, [], entry, v)
             plans.append((entry.video_id, np.asarray(indices, np.int64) + offset))
         return plans
 
@@ -382,10 +382,6 @@ class ClipDataset(OptionAttributes, Dataset):
         if not 0 <= i < len(self):
             raise IndexError(f"index ({index}) must be in [0, {len(self)})")
         return i
-
-    def _key(self, j: int, attempt: int) -> list[int]:
-        """The random stream of clip j: (seed, epoch, j), and the attempt after a skip."""
-        return [self.seed, self.epoch, j] + ([attempt] if attempt else [])
 
     def _item_or_skip(self, i: int, v: int) -> Item:
         n = len(self.videos)
@@ -421,25 +417,26 @@ class ClipDataset(OptionAttributes, Dataset):
             f"ClipDataset item {i}: all {n} videos are broken; nothing left to return"
         ) from last
 
-    def _clips_of(self, i: int) -> list[tuple[int, int, list[int]]]:
-        """(clip number j, clip index c within its video, views) for each clip of item i.
+    def _clips_of(self, i: int, attempt: int) -> list[tuple[int, list[int], list[int]]]:
+        """(clip index c within its video, random stream, views) for each clip of item i.
 
         Clip j = video * clips_per_video + c; its frame indices and geometry come from the
-        stream (seed, epoch, j), so the spatial views of one clip share its frames, and a
-        stacked item holds exactly the clips the unstacked items would give.
+        stream (seed, epoch, j) (and the attempt after a skip), so the spatial views of one
+        clip share its frames, and a stacked item holds exactly the clips the unstacked items
+        would give.
         """
-        k = self.clips_per_video
+        k, after = self.clips_per_video, [attempt] if attempt else []
         if self.stack_views:
-            return [(i * k + c, c, list(range(self.spatial_views))) for c in range(k)]
+            views = list(range(self.spatial_views))
+            return [(c, [self.seed, self.epoch, i * k + c, *after], views) for c in range(k)]
         j, view = divmod(i, self.spatial_views)
-        return [(j, j % k, [view])]
+        return [(j % k, [self.seed, self.epoch, j, *after], [view])]
 
     def _item(self, i: int, v: int, attempt: int) -> Item:
         entry = self.videos[v]
         clips: list[object] = []
         read: list[_items.ClipRecord] = []
-        for j, c, views in self._clips_of(i):
-            key = self._key(j, attempt)
+        for c, key, views in self._clips_of(i, attempt):
             frames_per_view, indices = self._counts.read(
                 self.options.adapted,
                 entry,
@@ -454,7 +451,7 @@ class ClipDataset(OptionAttributes, Dataset):
                     if self.transform is None
                     else _items.seeded_call(self.transform, clip, key)
                 )
-                read.append((c, view, indices + self._counts.offset(entry, v)))
+                read.append((c, view, indices))
         label = _items.label_of(entry, self.num_classes)
         vid = entry.video_id
         out = clips[0] if not self.stack_views else _items.stack(clips, vid)
@@ -502,13 +499,13 @@ class ClipDataset(OptionAttributes, Dataset):
         count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
-        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the indices from
-        the entry's start (its offset, or its window's first frame, into the source's
-        video)."""
+        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the source frame
+        indices read (from the entry's start: its offset, or its window's first frame, into
+        the source's video)."""
         indices, plans = self._sample(count, c, key, i, views, entry, v)
         offset = self._counts.offset(entry, v)
         wanted = indices + offset if offset else indices
         views_read = _items.read_views(
             self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
         )
-        return views_read, indices
+        return views_read, wanted
