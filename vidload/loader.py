@@ -35,8 +35,7 @@ from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
 from vidload._loader.epochs import set_epoch, unwrap
-from vidload._loader.position import Position, Resumable
-from vidload._loader.split import share
+from vidload._loader.position import Position, Resumable, share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
 from vidload.prefetch import FetchAheadSampler, ReadAheadSampler
@@ -73,7 +72,7 @@ class ShardSampler(Resumable, Sampler[int]):
     With `num_replicas=1` it is a sequential sampler that can resume (`make_loader(...,
     stateful=True)` uses it so). `set_epoch(epoch, items=c)`: items `c + rank, c + rank +
     num_replicas, ...`, this rank's share of the rest after c items handed out on any number
-    of ranks (`vidload._loader.split`).
+    of ranks (`vidload._loader.position.share`).
     """
 
     def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
@@ -84,10 +83,6 @@ class ShardSampler(Resumable, Sampler[int]):
             raise ValueError(f"rank ({rank}) must be < num_replicas ({num_replicas})")
         self.epoch = 0
         self._position = Position()
-
-    @property
-    def world_size(self) -> int:
-        return self.num_replicas
 
     def global_size(self) -> int:
         return self.n
@@ -143,7 +138,7 @@ class ResumableDistributedSampler(Resumable, DistributedSampler):
     yields its elements r, r + W, ... (padded with the permutation's first ones to a multiple
     of W). `set_epoch(epoch, items=c)` yields this rank's share of the permutation's rest
     after element c the same way, padded with at most W - 1 repeats: a run stopped after c
-    items on other ranks continues with every item once (`vidload._loader.split`).
+    items on other ranks continues with every item once (`vidload._loader.position.share`).
     """
 
     def __init__(self, dataset: Sized, **kwargs: Any) -> None:
@@ -153,10 +148,6 @@ class ResumableDistributedSampler(Resumable, DistributedSampler):
     @property
     def order(self) -> str:
         return f"DistributedSampler(shuffle={self.shuffle}, drop_last={self.drop_last})"
-
-    @property
-    def world_size(self) -> int:
-        return self.num_replicas
 
     def global_size(self) -> int:
         return len(self.dataset)  # type: ignore[arg-type]
