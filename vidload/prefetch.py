@@ -62,7 +62,7 @@ import os
 import pickle
 import threading
 import warnings
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -74,6 +74,7 @@ from torch.utils.data import Dataset, Sampler, Subset
 from vidload._checks import check_bool, check_int
 from vidload._dataset.ahead import Lead
 from vidload._loader.position import Wrapper
+from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
 from vidload.sources.base import FrameSourceBase, open_regular_file
 
@@ -311,7 +312,8 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
             yield from itertools.islice(self.sampler, start, None)
             return
         hinter = ThreadPoolExecutor(1, initializer=_name_thread)
-        recent: OrderedDict[ByteRange, None] = OrderedDict()  # hinted a moment ago
+        # the ranges hinted a moment ago (another clip of the same video), not hinted again
+        recent: ProcessLRU[ByteRange, bool] = ProcessLRU(16 * (2 * self.lookahead + 64))
         finished = False
         try:
             upcoming: deque[T] = deque()
@@ -326,7 +328,7 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         finally:  # the pending hints issued, or dropped when the iteration was abandoned
             hinter.shutdown(wait=True, cancel_futures=not finished)
 
-    def _queue(self, hinter: Executor, recent: OrderedDict[ByteRange, None], element: T) -> None:
+    def _queue(self, hinter: Executor, recent: ProcessLRU[ByteRange, bool], element: T) -> None:
         """Find the video of each of `element`'s items (this thread) and hand the finding of
         its byte ranges to the hinter's thread."""
         for index in _indices_of(element):
@@ -341,7 +343,7 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         self,
         video_id: str,
         find: Callable[[], list[ByteRange]],
-        recent: OrderedDict[ByteRange, None],
+        recent: ProcessLRU[ByteRange, bool],
     ) -> None:
         """Hint the byte ranges of one item, less those in `recent` (clips_per_video > 1,
         repeats)."""
@@ -351,13 +353,9 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
             self._failed(f"video {video_id!r}", e)
             return
         for r in found:
-            if r in recent:
-                recent.move_to_end(r)
-                continue
-            recent[r] = None
-            self._hint(video_id, *r)
-        while len(recent) > 16 * (2 * self.lookahead + 64):
-            recent.popitem(last=False)
+            if not recent.get(r):
+                recent.put(r, True)
+                self._hint(video_id, *r)
 
     def _hint(self, video_id: str, path: Path, offset: int, length: int) -> None:
         try:
