@@ -238,17 +238,12 @@ class Wrapper:
 
     def _set_inner(self, epoch: int, items: int) -> None:
         inner = self.sampler
-        if isinstance(inner, POSITIONED):
-            inner.set_epoch(epoch, items=items)
-            return
-        if items:
+        if items and not isinstance(inner, POSITIONED):
             raise TypeError(
                 f"items ({items}) needs one of vidload's samplers inside the "
                 f"{type(self).__name__}, got {type(inner).__name__}"
             )
-        set_epoch = getattr(inner, "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)
+        set_sampler_epoch(inner, epoch, items=items)
 
     @property
     def begin(self) -> int:
@@ -277,6 +272,18 @@ class Wrapper:
 #: vidload's samplers, whose `set_epoch` takes `start` and `items`: those that split an order
 #: and those that wrap one.
 POSITIONED = (Resumable, Wrapper)
+
+
+def set_sampler_epoch(sampler: object, epoch: int, *, start: int = 0, items: int = 0) -> None:
+    """`epoch` on `sampler`: with the next pass's `start` and `items` for one of vidload's
+    samplers, the epoch alone for another that has `set_epoch` (a DistributedSampler, a
+    BatchSampler of yours), nothing for one without."""
+    if isinstance(sampler, POSITIONED):
+        sampler.set_epoch(epoch, start=start, items=items)
+        return
+    set_epoch = getattr(sampler, "set_epoch", None)
+    if set_epoch is not None:
+        set_epoch(epoch)
 
 
 def innermost(sampler: object) -> object:
