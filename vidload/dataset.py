@@ -24,10 +24,9 @@ from torch.utils.data import Dataset
 from vidload._checks import check_int, qualname
 from vidload._dataset import batch as _batch
 from vidload._dataset import items as _items
-from vidload._dataset.containers import entries_and_containers
+from vidload._dataset.containers import check_missing, entries_and_containers
 from vidload._dataset.counts import FrameCountWarning, SharedCounts
 from vidload._dataset.entries import VideoEntries
-from vidload._dataset.missing import check_missing
 from vidload._dataset.options import (
     ClipOptions,
     Layout,
@@ -218,13 +217,9 @@ class ClipDataset(OptionAttributes, Dataset):
             clip_seconds=clip_seconds, return_info=return_info, missing=missing,
         )  # fmt: skip
         adapted = self.options.adapted  # the source as the dataset asks it
-        store = adapted.store
-        options = None if store is None else store.location.storage_options
         #: the video list, in flat arrays (`vidload._dataset.entries`: no Python object per video
         #: for workers to copy); indexing gives `VideoEntry`s
-        self.videos: VideoEntries = entries_and_containers(
-            videos, adapted, multi_label=multi_label, storage_options=options
-        )
+        self.videos: VideoEntries = entries_and_containers(videos, adapted, multi_label=multi_label)
         check_video_list(self.videos, videos, source=adapted, num_classes=self.num_classes)
         self.videos = check_missing(self.videos, adapted, missing=self.missing, where=videos)
         #: broken videos passed over by this process (on_error="skip"); per process.
