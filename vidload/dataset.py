@@ -363,11 +363,10 @@ class ClipDataset(OptionAttributes, Dataset):
             v = (v + attempt) % n
         entry = self.videos[v]
         count = self._counts.known(self.options.adapted, entry, v)
-        offset = self._counts.offset(entry, v)
         plans = []
         for c, key, _ in self._clips_of(i, attempt):
             indices, _ = self._sample(count, c, key, i, [], entry, v)
-            plans.append((entry.video_id, np.asarray(indices, np.int64) + offset))
+            plans.append((entry.video_id, np.asarray(indices, np.int64)))
         return plans
 
     def _index(self, index: int) -> int:
@@ -470,10 +469,11 @@ class ClipDataset(OptionAttributes, Dataset):
         entry: VideoEntry,
         v: int,
     ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
-        """The clip's frame indices (from the entry's start), then its geometry (one plan per
-        view), from one rng. With fps / clip_seconds the indices come from the frames'
-        timestamps (`vidload._dataset.sample.clip_indices`): the entry's own
-        (a window's: those inside it), so every mode samples inside the entry."""
+        """The clip's frame indices, sampled from the entry's start and returned as source
+        frame indices (plus its offset, or its window's first frame, into the source's video),
+        then its geometry (one plan per view), from one rng. With fps / clip_seconds the
+        indices come from the frames' timestamps (`vidload._dataset.sample.clip_indices`): the
+        entry's own (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
         vid, offset = entry.video_id, self._counts.offset(entry, v)
         timestamps = functools.partial(entry_timestamps, self.options.adapted, vid, offset, count)
@@ -481,7 +481,7 @@ class ClipDataset(OptionAttributes, Dataset):
             indices = clip_indices(self.options, count, c, rng, timestamps)
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
-        return indices, [self.options.geometry.plan(rng, view) for view in views]
+        return indices + offset, [self.options.geometry.plan(rng, view) for view in views]
 
     def _read_clip(
         self,
@@ -495,12 +495,9 @@ class ClipDataset(OptionAttributes, Dataset):
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
         (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the source frame
-        indices read (from the entry's start: its offset, or its window's first frame, into
-        the source's video)."""
+        indices read (`_sample`)."""
         indices, plans = self._sample(count, c, key, i, views, entry, v)
-        offset = self._counts.offset(entry, v)
-        wanted = indices + offset if offset else indices
         views_read = _items.read_views(
-            self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
+            self.options.adapted, entry.video_id, indices, plans, crop=self.options.geometry.crop
         )
-        return views_read, wanted
+        return views_read, indices
