@@ -39,7 +39,6 @@ from vidload._loader.position import Position, Resumable, share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
 from vidload.prefetch import FetchAheadSampler, ReadAheadSampler
-from vidload.sources.base import FrameSourceBase
 from vidload.sources.jpeg import JpegSource
 
 __all__ = [
@@ -336,12 +335,13 @@ def make_loader(
             item_sampler = ShardSampler(_length(dataset), num_replicas=1, rank=0)
         else:
             item_sampler = SequentialSampler(range(_length(dataset)))
+    read_default, fetch_default = _ahead_defaults(dataset)
     if read_ahead is None:
-        read_ahead = _can_read_ahead(dataset)
+        read_ahead = read_default
     if read_ahead:
         item_sampler = ReadAheadSampler(item_sampler, dataset, lookahead=lookahead)
     if fetch_ahead is None:
-        fetch_ahead = _reads_wait(dataset) and loader_kwargs.get("in_order", True) is not False
+        fetch_ahead = fetch_default and loader_kwargs.get("in_order", True) is not False
     elif fetch_ahead and not isinstance(dataset, ClipDataset):
         raise TypeError(
             f"fetch_ahead=True needs a ClipDataset, got {type(dataset).__name__} (a Subset "
@@ -452,26 +452,17 @@ def _stateful_class() -> type[DataLoader]:
     return StatefulLoader
 
 
-def _can_read_ahead(dataset: Dataset) -> bool:
-    """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders, not
-    a URL root without a cache: no local file)."""
-    clips = unwrap(dataset)  # what `item_files` takes: a ClipDataset or a Subset of one
-    if not isinstance(clips, ClipDataset) or isinstance(clips.source, JpegSource):
-        return False
+def _ahead_defaults(dataset: Dataset) -> tuple[bool, bool]:
+    """(read_ahead, fetch_ahead) for None. Read-ahead where it can name `dataset`'s files (a
+    ClipDataset or a Subset of one, what `item_files` takes) and it is worth it: not JPEG
+    folders, not a URL root without a cache (no local file). Fetch-ahead for a ClipDataset
+    whose source plans its batches' reads at a root whose reads wait on a network
+    (`SourceRoot.reads_wait`: a URL without a cache)."""
+    clips = unwrap(dataset)
+    if not isinstance(clips, ClipDataset):
+        return False, False
     source = clips.options.adapted
-    return source.files is not None and not _root_waits(source)
-
-
-def _reads_wait(dataset: Dataset) -> bool:
-    """Whether `dataset` is a ClipDataset whose source plans its batches' reads at a URL
-    root without a cache (`fetch_ahead=None`)."""
-    if not isinstance(dataset, ClipDataset):
-        return False
-    source = dataset.options.adapted
+    waits = source.store is not None and source.store.reads_wait
+    hints = source.files is not None and not isinstance(clips.source, JpegSource)
     plans = source.prepare is not None and source.fetch_plan is not None
-    return plans and _root_waits(source)
-
-
-def _root_waits(source: FrameSourceBase) -> bool:
-    """Whether `source` reads a root whose reads wait on a network (`SourceRoot.reads_wait`)."""
-    return source.store is not None and source.store.reads_wait
+    return hints and not waits, plans and waits and clips is dataset
