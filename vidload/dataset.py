@@ -12,6 +12,7 @@ every worker, see there), `vidload._dataset.items` turns frames into what the co
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 import os
 import warnings
@@ -247,17 +248,11 @@ class ClipDataset(OptionAttributes, Dataset):
     def __repr__(self) -> str:
         sampling = self.sampling if isinstance(self.sampling, str) else qualname(self.sampling)
         views = f" x {self.spatial_views} views" if self.spatial_views > 1 else ""
+        defaults = inspect.signature(ClipDataset).parameters  # not written twice
         geometry = "".join(
             f", {name}={value!r}"
-            for name, value, default in [
-                ("short_side", self.short_side, None),
-                ("crop", self.crop, None),
-                ("crop_scale", self.crop_scale, None),
-                ("flip", self.flip, False),
-                ("layout", self.layout, "TCHW"),
-                ("stack_views", self.stack_views, False),
-            ]
-            if value != default
+            for name in ("short_side", "crop", "crop_scale", "flip", "layout", "stack_views")
+            if (value := getattr(self.options, name)) != defaults[name].default
         )
         return (
             f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips{views}, "
