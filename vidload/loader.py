@@ -261,7 +261,7 @@ def make_loader(
         fetch_ahead: each worker sends its next batch's round of storage requests before it
             decodes the current batch, so that round is on the wire while it decodes
             (`vidload.prefetch.FetchAheadSampler` tells each worker its next batch;
-            `vidload._dataset.ahead` checks what a batch takes from that round against its
+            `vidload._dataset.batch` checks what a batch takes from that round against its
             own plan: a changed plan wastes those bytes, never gives a wrong frame). At most
             one batch ahead per worker. True needs a ClipDataset (not a Subset, whose
             `__getitems__` hands on plain indices). None: on for a ClipDataset whose source

@@ -36,18 +36,18 @@ where hinting means opening every frame file (the tool's jpeg rows show what it 
 
 `FetchAheadSampler` (`make_loader(fetch_ahead=True)`): a worker of a bucket-backed
 `ClipDataset` sends its next batch's round of requests before it decodes the current batch
-(`vidload._dataset.ahead`), so it has to know that batch while the DataLoader has not handed it
+(`vidload._dataset.batch`), so it has to know that batch while the DataLoader has not handed it
 over yet. The sampler knows the order, and torch's DataLoader deals the batches to its W workers
 in turn (`_try_put_index`: the next worker of `itertools.cycle(range(W))`, for torch's and
 torchdata's loaders alike, with `in_order=True`), so the batch a worker reads after batch k is
 batch k + W of the same pass (with no workers, k + 1). `FetchAheadSampler` wraps the item
 sampler, reads W batches ahead of it, and yields each batch's first index as a
-`vidload._dataset.ahead.Lead`: an int naming the indices of that batch. The batch sampler, the
+`vidload._dataset.batch.Lead`: an int naming the indices of that batch. The batch sampler, the
 worker and collate see plain indices (an int subclass passes through `BatchSampler` unchanged
 and is pickled to the worker with what it names); only `ClipDataset.__getitems__` reads it. A
 guess that turns out wrong (a worker that got another batch, `in_order=False`, the pass
 abandoned) only wastes the round sent ahead: what a batch takes from it is checked against the
-batch's own plan (`vidload._dataset.ahead`). The last W batches of a pass name none (the next
+batch's own plan (`vidload._dataset.batch`). The last W batches of a pass name none (the next
 pass's order is not known before `set_epoch`).
 """
 
@@ -72,7 +72,7 @@ import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
 from vidload._checks import check_bool, check_int
-from vidload._dataset.ahead import Lead
+from vidload._dataset.batch import Lead
 from vidload._loader.position import Wrapper
 from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError

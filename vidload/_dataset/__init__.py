@@ -7,6 +7,6 @@ containers: the root's manifest's container names handed to the source, and miss
 sample:   a clip's frame indices from the options (the sampling functions, fps, windows).
 counts:   the count to sample from, and what short reads teach (shared by every worker).
 items:    frames into what the collate batches: tensors, labels, info, errors in context.
-batch:    __getitems__: a batch's reads in one concurrent round, then each item as __getitem__.
-ahead:    the next batch's round sent while this one decodes.
+batch:    __getitems__: a batch's reads in one concurrent round, then each item as __getitem__;
+          the next batch's round sent while this one decodes.
 """
