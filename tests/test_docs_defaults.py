@@ -121,7 +121,10 @@ def test_read_ahead_is_on_where_the_docs_say(tmp_path):
     from vidload import ClipDataset
     from vidload._kinds import get_kind
     from vidload.convert import convert
-    from vidload.loader import _can_read_ahead
+    from vidload.loader import _ahead_defaults
+
+    def _can_read_ahead(dataset):  # make_loader's read_ahead=None
+        return _ahead_defaults(dataset)[0]
 
     training = _text("docs/guides/training.md")
     sentence = "For HDF5, npy and video files a `vidload.prefetch.ReadAheadSampler` (on by default)"

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from vidload import ClipDataset, NpySource, make_loader, set_epoch
 from vidload._dataset.counts import merge_learned
-from vidload._loader.split import share
+from vidload._loader.position import share
 from vidload.loader import EpochShuffleSampler, ResumableDistributedSampler, ShardSampler
 from vidload.sources._timestamps import write_timestamps
 from vidload.sources.jpeg_decode import encode_jpeg

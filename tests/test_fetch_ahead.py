@@ -1,6 +1,6 @@
 """The next batch's round in flight while this one decodes (issue 33, item 3):
-`make_loader(fetch_ahead=...)`, `vidload._loader.ahead.FetchAheadSampler` (each worker told its
-next batch) and `vidload._dataset.ahead` (the round sent ahead, taken only where a batch's own
+`make_loader(fetch_ahead=...)`, `vidload.prefetch.FetchAheadSampler` (each worker told its
+next batch) and `vidload._dataset.batch` (the round sent ahead, taken only where a batch's own
 plan fits it). Requests and rounds are counted at the servers of `tests/servers.py` (moto, the
 Range HTTP server); frames are read back by their painted numbers against per-item reads.
 """
@@ -18,11 +18,10 @@ from test_video_remote import long_video  # noqa: F401 (a fixture)
 from torch.utils.data import DataLoader, Dataset, Subset, get_worker_info
 
 from vidload import ClipDataset, make_loader
-from vidload._dataset import ahead
-from vidload._dataset.ahead import Lead, following
-from vidload._dataset.batch import getitems
-from vidload._loader.ahead import FetchAheadSampler
+from vidload._dataset import batch as rounds
+from vidload._dataset.batch import Lead, following, getitems
 from vidload.loader import ShardSampler
+from vidload.prefetch import FetchAheadSampler
 from vidload.sources.hdf5 import Hdf5Source, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import encode_jpeg
@@ -185,7 +184,7 @@ def _led(batch, named):
 
 def _sent_round_done(ds) -> int:
     """Wait for the round sent ahead for `ds` (left in place); its requests."""
-    got = ahead._SENT.get(id(ds))
+    got = rounds._SENT.get(id(ds))
     assert got is not None and got[0]() is ds, "no round was sent ahead"
     for future in got[1].futures:
         if future is not None:
@@ -233,11 +232,11 @@ def test_a_batch_takes_the_round_sent_ahead_and_sends_nothing(kind, trees, s3_bu
     with_ahead = sorted((r.path, r.range) for r in faults.requests())
     assert faults.peak_in_flight >= sent >= len(second)  # the round ahead: all at once
     faults.clear_log()
-    before = dict(ahead.STATS)
+    before = dict(rounds.STATS)
     _check(getitems(ds, second), one, second)
     assert faults.requests() == []  # taken whole from the round sent ahead
-    assert ahead.STATS["taken"] - before["taken"] >= len(second)  # objects (JPEG: files)
-    assert ahead.STATS["again"] == before["again"]
+    assert rounds.STATS["taken"] - before["taken"] >= len(second)  # objects (JPEG: files)
+    assert rounds.STATS["again"] == before["again"]
     assert with_ahead == without  # nothing more, nothing less
 
 
@@ -293,14 +292,14 @@ def test_a_changed_plan_wastes_the_round_never_a_frame(change, trees, s3_bucket)
     if change == "epoch":
         ds.set_epoch(1)
         one.set_epoch(1)
-    before = dict(ahead.STATS)
+    before = dict(rounds.STATS)
     s3_bucket.faults.clear_log()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         _check(getitems(ds, read), one, read)
     requests = len(s3_bucket.faults.requests())
     if change in ("reordered", "fewer items"):  # the same clips: taken, nothing sent
-        assert requests == 0 and ahead.STATS["again"] == before["again"]
+        assert requests == 0 and rounds.STATS["again"] == before["again"]
     else:  # other frames: fetched now
         assert requests > 0
 

@@ -14,7 +14,7 @@ on; rows interleaved, each figure the median of `--rounds` epochs (the first epo
 warms up and is not counted).
 
 Figures: clips/s (wall clock), and per batch the seconds a worker was blocked on storage for
-its batches (`vidload._dataset.ahead.STATS["waited_s"]`: the heads `prepare` opens and the
+its batches (`vidload._dataset.batch.STATS["waited_s"]`: the heads `prepare` opens and the
 rounds' answers, timed in each worker and handed back beside each batch by the collate
 function), also as a fraction of the latency; the objects a batch took from the round sent
 ahead and those fetched again. Needs nginx with its lua module, as bucket_latency does.
@@ -54,7 +54,7 @@ def collate_with_waits(items: list) -> tuple[Any, Any, int, dict[str, float]]:
     """`collate_clips(items)`, with the worker's id and its `ahead.STATS` (in the worker)."""
     from torch.utils.data import get_worker_info
 
-    from vidload._dataset.ahead import STATS
+    from vidload._dataset.batch import STATS
     from vidload.collate import collate_clips
 
     clips, labels = collate_clips(items)
@@ -67,7 +67,7 @@ def _epoch(loader: Any, sampler: Slice, indices: list[int]) -> dict[str, float]:
     change since that worker's batch before) the seconds waited, the objects taken from a
     round sent ahead and fetched again, summed; `steady_*`: the batches that took a round
     sent ahead (every batch of a worker but its first of the epoch, when fetching ahead)."""
-    from vidload._dataset.ahead import STATS
+    from vidload._dataset.batch import STATS
 
     sampler.indices = indices
     out = dict.fromkeys(

@@ -12,6 +12,7 @@ every worker, see there), `vidload._dataset.items` turns frames into what the co
 from __future__ import annotations
 
 import functools
+import inspect
 import operator
 import os
 import warnings
@@ -24,10 +25,9 @@ from torch.utils.data import Dataset
 from vidload._checks import check_int, qualname
 from vidload._dataset import batch as _batch
 from vidload._dataset import items as _items
-from vidload._dataset.containers import entries_and_containers
+from vidload._dataset.containers import check_missing, entries_and_containers
 from vidload._dataset.counts import FrameCountWarning, SharedCounts
 from vidload._dataset.entries import VideoEntries
-from vidload._dataset.missing import check_missing
 from vidload._dataset.options import (
     ClipOptions,
     Layout,
@@ -218,13 +218,9 @@ class ClipDataset(OptionAttributes, Dataset):
             clip_seconds=clip_seconds, return_info=return_info, missing=missing,
         )  # fmt: skip
         adapted = self.options.adapted  # the source as the dataset asks it
-        store = adapted.store
-        options = None if store is None else store.location.storage_options
         #: the video list, in flat arrays (`vidload._dataset.entries`: no Python object per video
         #: for workers to copy); indexing gives `VideoEntry`s
-        self.videos: VideoEntries = entries_and_containers(
-            videos, adapted, multi_label=multi_label, storage_options=options
-        )
+        self.videos: VideoEntries = entries_and_containers(videos, adapted, multi_label=multi_label)
         check_video_list(self.videos, videos, source=adapted, num_classes=self.num_classes)
         self.videos = check_missing(self.videos, adapted, missing=self.missing, where=videos)
         #: broken videos passed over by this process (on_error="skip"); per process.
@@ -252,17 +248,11 @@ class ClipDataset(OptionAttributes, Dataset):
     def __repr__(self) -> str:
         sampling = self.sampling if isinstance(self.sampling, str) else qualname(self.sampling)
         views = f" x {self.spatial_views} views" if self.spatial_views > 1 else ""
+        defaults = inspect.signature(ClipDataset).parameters  # not written twice
         geometry = "".join(
             f", {name}={value!r}"
-            for name, value, default in [
-                ("short_side", self.short_side, None),
-                ("crop", self.crop, None),
-                ("crop_scale", self.crop_scale, None),
-                ("flip", self.flip, False),
-                ("layout", self.layout, "TCHW"),
-                ("stack_views", self.stack_views, False),
-            ]
-            if value != default
+            for name in ("short_side", "crop", "crop_scale", "flip", "layout", "stack_views")
+            if (value := getattr(self.options, name)) != defaults[name].default
         )
         return (
             f"ClipDataset({len(self.videos)} videos x {self.clips_per_video} clips{views}, "
@@ -368,11 +358,10 @@ class ClipDataset(OptionAttributes, Dataset):
             v = (v + attempt) % n
         entry = self.videos[v]
         count = self._counts.known(self.options.adapted, entry, v)
-        offset = self._counts.offset(entry, v)
         plans = []
-        for j, c, _ in self._clips_of(i):
-            indices, _ = self._sample(count, c, self._key(j, attempt), i, [], entry, v)
-            plans.append((entry.video_id, np.asarray(indices, np.int64) + offset))
+        for c, key, _ in self._clips_of(i, attempt):
+            indices, _ = self._sample(count, c, key, i, [], entry, v)
+            plans.append((entry.video_id, np.asarray(indices, np.int64)))
         return plans
 
     def _index(self, index: int) -> int:
@@ -382,10 +371,6 @@ class ClipDataset(OptionAttributes, Dataset):
         if not 0 <= i < len(self):
             raise IndexError(f"index ({index}) must be in [0, {len(self)})")
         return i
-
-    def _key(self, j: int, attempt: int) -> list[int]:
-        """The random stream of clip j: (seed, epoch, j), and the attempt after a skip."""
-        return [self.seed, self.epoch, j] + ([attempt] if attempt else [])
 
     def _item_or_skip(self, i: int, v: int) -> Item:
         n = len(self.videos)
@@ -421,25 +406,26 @@ class ClipDataset(OptionAttributes, Dataset):
             f"ClipDataset item {i}: all {n} videos are broken; nothing left to return"
         ) from last
 
-    def _clips_of(self, i: int) -> list[tuple[int, int, list[int]]]:
-        """(clip number j, clip index c within its video, views) for each clip of item i.
+    def _clips_of(self, i: int, attempt: int) -> list[tuple[int, list[int], list[int]]]:
+        """(clip index c within its video, random stream, views) for each clip of item i.
 
         Clip j = video * clips_per_video + c; its frame indices and geometry come from the
-        stream (seed, epoch, j), so the spatial views of one clip share its frames, and a
-        stacked item holds exactly the clips the unstacked items would give.
+        stream (seed, epoch, j) (and the attempt after a skip), so the spatial views of one
+        clip share its frames, and a stacked item holds exactly the clips the unstacked items
+        would give.
         """
-        k = self.clips_per_video
+        k, after = self.clips_per_video, [attempt] if attempt else []
         if self.stack_views:
-            return [(i * k + c, c, list(range(self.spatial_views))) for c in range(k)]
+            views = list(range(self.spatial_views))
+            return [(c, [self.seed, self.epoch, i * k + c, *after], views) for c in range(k)]
         j, view = divmod(i, self.spatial_views)
-        return [(j, j % k, [view])]
+        return [(j % k, [self.seed, self.epoch, j, *after], [view])]
 
     def _item(self, i: int, v: int, attempt: int) -> Item:
         entry = self.videos[v]
         clips: list[object] = []
         read: list[_items.ClipRecord] = []
-        for j, c, views in self._clips_of(i):
-            key = self._key(j, attempt)
+        for c, key, views in self._clips_of(i, attempt):
             frames_per_view, indices = self._counts.read(
                 self.options.adapted,
                 entry,
@@ -454,7 +440,7 @@ class ClipDataset(OptionAttributes, Dataset):
                     if self.transform is None
                     else _items.seeded_call(self.transform, clip, key)
                 )
-                read.append((c, view, indices + self._counts.offset(entry, v)))
+                read.append((c, view, indices))
         label = _items.label_of(entry, self.num_classes)
         vid = entry.video_id
         out = clips[0] if not self.stack_views else _items.stack(clips, vid)
@@ -478,10 +464,11 @@ class ClipDataset(OptionAttributes, Dataset):
         entry: VideoEntry,
         v: int,
     ) -> tuple[np.ndarray, list[ClipGeometry | None]]:
-        """The clip's frame indices (from the entry's start), then its geometry (one plan per
-        view), from one rng. With fps / clip_seconds the indices come from the frames'
-        timestamps (`vidload._dataset.sample.clip_indices`): the entry's own
-        (a window's: those inside it), so every mode samples inside the entry."""
+        """The clip's frame indices, sampled from the entry's start and returned as source
+        frame indices (plus its offset, or its window's first frame, into the source's video),
+        then its geometry (one plan per view), from one rng. With fps / clip_seconds the
+        indices come from the frames' timestamps (`vidload._dataset.sample.clip_indices`): the
+        entry's own (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
         vid, offset = entry.video_id, self._counts.offset(entry, v)
         timestamps = functools.partial(entry_timestamps, self.options.adapted, vid, offset, count)
@@ -489,7 +476,7 @@ class ClipDataset(OptionAttributes, Dataset):
             indices = clip_indices(self.options, count, c, rng, timestamps)
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
-        return indices, [self.options.geometry.plan(rng, view) for view in views]
+        return indices + offset, [self.options.geometry.plan(rng, view) for view in views]
 
     def _read_clip(
         self,
@@ -502,13 +489,10 @@ class ClipDataset(OptionAttributes, Dataset):
         count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
         """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
-        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the indices from
-        the entry's start (its offset, or its window's first frame, into the source's
-        video)."""
+        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the source frame
+        indices read (`_sample`)."""
         indices, plans = self._sample(count, c, key, i, views, entry, v)
-        offset = self._counts.offset(entry, v)
-        wanted = indices + offset if offset else indices
         views_read = _items.read_views(
-            self.options.adapted, entry.video_id, wanted, plans, crop=self.options.geometry.crop
+            self.options.adapted, entry.video_id, indices, plans, crop=self.options.geometry.crop
         )
         return views_read, indices

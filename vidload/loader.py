@@ -34,14 +34,11 @@ from torch.utils.data import (
 from vidload._checks import check_bool, check_int, check_optional_bool
 from vidload._cpus import default_workers
 from vidload._dist import process_group, shared_seed
-from vidload._loader.ahead import FetchAheadSampler
 from vidload._loader.epochs import set_epoch, unwrap
-from vidload._loader.position import Position, Resumable
-from vidload._loader.split import share
+from vidload._loader.position import Position, Resumable, share
 from vidload.collate import collate_clips
 from vidload.dataset import ClipDataset
-from vidload.prefetch import ReadAheadSampler
-from vidload.sources.base import FrameSourceBase
+from vidload.prefetch import FetchAheadSampler, ReadAheadSampler
 from vidload.sources.jpeg import JpegSource
 
 __all__ = [
@@ -74,7 +71,7 @@ class ShardSampler(Resumable, Sampler[int]):
     With `num_replicas=1` it is a sequential sampler that can resume (`make_loader(...,
     stateful=True)` uses it so). `set_epoch(epoch, items=c)`: items `c + rank, c + rank +
     num_replicas, ...`, this rank's share of the rest after c items handed out on any number
-    of ranks (`vidload._loader.split`).
+    of ranks (`vidload._loader.position.share`).
     """
 
     def __init__(self, n: int, *, num_replicas: int, rank: int) -> None:
@@ -85,10 +82,6 @@ class ShardSampler(Resumable, Sampler[int]):
             raise ValueError(f"rank ({rank}) must be < num_replicas ({num_replicas})")
         self.epoch = 0
         self._position = Position()
-
-    @property
-    def world_size(self) -> int:
-        return self.num_replicas
 
     def global_size(self) -> int:
         return self.n
@@ -144,7 +137,7 @@ class ResumableDistributedSampler(Resumable, DistributedSampler):
     yields its elements r, r + W, ... (padded with the permutation's first ones to a multiple
     of W). `set_epoch(epoch, items=c)` yields this rank's share of the permutation's rest
     after element c the same way, padded with at most W - 1 repeats: a run stopped after c
-    items on other ranks continues with every item once (`vidload._loader.split`).
+    items on other ranks continues with every item once (`vidload._loader.position.share`).
     """
 
     def __init__(self, dataset: Sized, **kwargs: Any) -> None:
@@ -154,10 +147,6 @@ class ResumableDistributedSampler(Resumable, DistributedSampler):
     @property
     def order(self) -> str:
         return f"DistributedSampler(shuffle={self.shuffle}, drop_last={self.drop_last})"
-
-    @property
-    def world_size(self) -> int:
-        return self.num_replicas
 
     def global_size(self) -> int:
         return len(self.dataset)  # type: ignore[arg-type]
@@ -271,8 +260,8 @@ def make_loader(
         lookahead: items to hint ahead of the one handed out; None means `batch_size`.
         fetch_ahead: each worker sends its next batch's round of storage requests before it
             decodes the current batch, so that round is on the wire while it decodes
-            (`vidload._loader.ahead.FetchAheadSampler` tells each worker its next batch;
-            `vidload._dataset.ahead` checks what a batch takes from that round against its
+            (`vidload.prefetch.FetchAheadSampler` tells each worker its next batch;
+            `vidload._dataset.batch` checks what a batch takes from that round against its
             own plan: a changed plan wastes those bytes, never gives a wrong frame). At most
             one batch ahead per worker. True needs a ClipDataset (not a Subset, whose
             `__getitems__` hands on plain indices). None: on for a ClipDataset whose source
@@ -346,12 +335,13 @@ def make_loader(
             item_sampler = ShardSampler(_length(dataset), num_replicas=1, rank=0)
         else:
             item_sampler = SequentialSampler(range(_length(dataset)))
+    read_default, fetch_default = _ahead_defaults(dataset)
     if read_ahead is None:
-        read_ahead = _can_read_ahead(dataset)
+        read_ahead = read_default
     if read_ahead:
         item_sampler = ReadAheadSampler(item_sampler, dataset, lookahead=lookahead)
     if fetch_ahead is None:
-        fetch_ahead = _reads_wait(dataset) and loader_kwargs.get("in_order", True) is not False
+        fetch_ahead = fetch_default and loader_kwargs.get("in_order", True) is not False
     elif fetch_ahead and not isinstance(dataset, ClipDataset):
         raise TypeError(
             f"fetch_ahead=True needs a ClipDataset, got {type(dataset).__name__} (a Subset "
@@ -462,26 +452,17 @@ def _stateful_class() -> type[DataLoader]:
     return StatefulLoader
 
 
-def _can_read_ahead(dataset: Dataset) -> bool:
-    """Whether read-ahead can name `dataset`'s files and is worth it (not JPEG folders, not
-    a URL root without a cache: no local file)."""
-    clips = unwrap(dataset)  # what `item_files` takes: a ClipDataset or a Subset of one
-    if not isinstance(clips, ClipDataset) or isinstance(clips.source, JpegSource):
-        return False
+def _ahead_defaults(dataset: Dataset) -> tuple[bool, bool]:
+    """(read_ahead, fetch_ahead) for None. Read-ahead where it can name `dataset`'s files (a
+    ClipDataset or a Subset of one, what `item_files` takes) and it is worth it: not JPEG
+    folders, not a URL root without a cache (no local file). Fetch-ahead for a ClipDataset
+    whose source plans its batches' reads at a root whose reads wait on a network
+    (`SourceRoot.reads_wait`: a URL without a cache)."""
+    clips = unwrap(dataset)
+    if not isinstance(clips, ClipDataset):
+        return False, False
     source = clips.options.adapted
-    return source.files is not None and not _root_waits(source)
-
-
-def _reads_wait(dataset: Dataset) -> bool:
-    """Whether `dataset` is a ClipDataset whose source plans its batches' reads at a URL
-    root without a cache (`fetch_ahead=None`)."""
-    if not isinstance(dataset, ClipDataset):
-        return False
-    source = dataset.options.adapted
+    waits = source.store is not None and source.store.reads_wait
+    hints = source.files is not None and not isinstance(clips.source, JpegSource)
     plans = source.prepare is not None and source.fetch_plan is not None
-    return plans and _root_waits(source)
-
-
-def _root_waits(source: FrameSourceBase) -> bool:
-    """Whether `source` reads a root whose reads wait on a network (`SourceRoot.reads_wait`)."""
-    return source.store is not None and source.store.reads_wait
+    return hints and not waits, plans and waits and clips is dataset

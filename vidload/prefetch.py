@@ -1,4 +1,7 @@
-"""Read-ahead: tell the kernel which bytes the next items will read, before a worker reads them.
+"""The samplers that read ahead of the one they wrap: `ReadAheadSampler` tells the kernel which
+bytes the next items will read, before a worker reads them; `FetchAheadSampler` tells each
+DataLoader worker which batch it reads next. Both yield what they wrap, their position counted
+by what they yielded (`vidload._loader.position.Wrapper`), so exact resume is unchanged.
 
 `ReadAheadSampler` wraps the sampler of a DataLoader. It runs in the main process; as it hands
 out an index it looks `lookahead` positions further along the wrapped sampler and asks the
@@ -30,6 +33,22 @@ docs' "DataLoader recipe", measured by `python tools/readahead_cold.py DIR --wor
 --repeats 3`. The hints are issued from a thread because a WILLNEED hint on a cold file blocks
 until the kernel has queued the read. `make_loader` leaves read-ahead off for JPEG folders,
 where hinting means opening every frame file (the tool's jpeg rows show what it gives).
+
+`FetchAheadSampler` (`make_loader(fetch_ahead=True)`): a worker of a bucket-backed
+`ClipDataset` sends its next batch's round of requests before it decodes the current batch
+(`vidload._dataset.batch`), so it has to know that batch while the DataLoader has not handed it
+over yet. The sampler knows the order, and torch's DataLoader deals the batches to its W workers
+in turn (`_try_put_index`: the next worker of `itertools.cycle(range(W))`, for torch's and
+torchdata's loaders alike, with `in_order=True`), so the batch a worker reads after batch k is
+batch k + W of the same pass (with no workers, k + 1). `FetchAheadSampler` wraps the item
+sampler, reads W batches ahead of it, and yields each batch's first index as a
+`vidload._dataset.batch.Lead`: an int naming the indices of that batch. The batch sampler, the
+worker and collate see plain indices (an int subclass passes through `BatchSampler` unchanged
+and is pickled to the worker with what it names); only `ClipDataset.__getitems__` reads it. A
+guess that turns out wrong (a worker that got another batch, `in_order=False`, the pass
+abandoned) only wastes the round sent ahead: what a batch takes from it is checked against the
+batch's own plan (`vidload._dataset.batch`). The last W batches of a pass name none (the next
+pass's order is not known before `set_epoch`).
 """
 
 from __future__ import annotations
@@ -43,7 +62,7 @@ import os
 import pickle
 import threading
 import warnings
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
@@ -52,8 +71,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 import numpy as np
 from torch.utils.data import Dataset, Sampler, Subset
 
-from vidload._checks import check_int
-from vidload._loader.position import Position, Wrapper
+from vidload._checks import check_bool, check_int
+from vidload._dataset.batch import Lead
+from vidload._loader.position import Wrapper
+from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
 from vidload.sources.base import FrameSourceBase, open_regular_file
 
@@ -61,6 +82,7 @@ if TYPE_CHECKING:
     from vidload.dataset import ClipDataset
 
 __all__ = [
+    "FetchAheadSampler",
     "HasByteRanges",
     "HasFiles",
     "ReadAheadSampler",
@@ -269,13 +291,10 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
 
     def __init__(self, sampler: Iterable[T], dataset: Dataset, *, lookahead: int = 16) -> None:
         self.lookahead = check_int("lookahead", lookahead, minimum=0)
-        if not isinstance(sampler, Iterable):
-            raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
-        self.sampler = sampler
+        super().__init__(sampler)
         self._lookup = item_ranges(dataset)
         self.num_hinted = 0
         self.num_failed = 0
-        self._position = Position()
         self._warned = False
         if not read_ahead_supported():
             _warn_unsupported()
@@ -283,20 +302,18 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
     def __repr__(self) -> str:
         return f"ReadAheadSampler({self.sampler!r}, lookahead={self.lookahead})"
 
-    def __iter__(self) -> Iterator[T]:
-        if not read_ahead_supported():
-            yield from self._position.run(self.sampler)
-            return
-        start = self._position.start
-        yield from self._position.run(self._hinted(start), skipped=True)
-
-    def _hinted(self, start: int) -> Iterator[T]:
-        """The sampler's elements from `start` on, hinting each `lookahead` elements ahead.
+    def _ahead(self, start: int) -> Iterator[T]:
+        """The sampler's elements from `start` on, hinting each `lookahead` elements ahead
+        (none where the platform cannot hint).
 
         The hints are issued in order by one thread (`_hint_item`), the only one that counts
         and warns; this one only finds each item's video (`_queue`)."""
+        if not read_ahead_supported():
+            yield from itertools.islice(self.sampler, start, None)
+            return
         hinter = ThreadPoolExecutor(1, initializer=_name_thread)
-        recent: OrderedDict[ByteRange, None] = OrderedDict()  # hinted a moment ago
+        # the ranges hinted a moment ago (another clip of the same video), not hinted again
+        recent: ProcessLRU[ByteRange, bool] = ProcessLRU(16 * (2 * self.lookahead + 64))
         finished = False
         try:
             upcoming: deque[T] = deque()
@@ -311,7 +328,7 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         finally:  # the pending hints issued, or dropped when the iteration was abandoned
             hinter.shutdown(wait=True, cancel_futures=not finished)
 
-    def _queue(self, hinter: Executor, recent: OrderedDict[ByteRange, None], element: T) -> None:
+    def _queue(self, hinter: Executor, recent: ProcessLRU[ByteRange, bool], element: T) -> None:
         """Find the video of each of `element`'s items (this thread) and hand the finding of
         its byte ranges to the hinter's thread."""
         for index in _indices_of(element):
@@ -326,7 +343,7 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
         self,
         video_id: str,
         find: Callable[[], list[ByteRange]],
-        recent: OrderedDict[ByteRange, None],
+        recent: ProcessLRU[ByteRange, bool],
     ) -> None:
         """Hint the byte ranges of one item, less those in `recent` (clips_per_video > 1,
         repeats)."""
@@ -336,13 +353,9 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
             self._failed(f"video {video_id!r}", e)
             return
         for r in found:
-            if r in recent:
-                recent.move_to_end(r)
-                continue
-            recent[r] = None
-            self._hint(video_id, *r)
-        while len(recent) > 16 * (2 * self.lookahead + 64):
-            recent.popitem(last=False)
+            if not recent.get(r):
+                recent.put(r, True)
+                self._hint(video_id, *r)
 
     def _hint(self, video_id: str, path: Path, offset: int, length: int) -> None:
         try:
@@ -369,6 +382,57 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
                 ReadAheadWarning,
                 stacklevel=2,
             )
+
+
+class FetchAheadSampler(Wrapper, Sampler[int]):
+    """Yields what `sampler` yields, each batch's first index as a `Lead` naming the indices
+    of the batch the same worker reads next (see the module docstring).
+
+    Args:
+        sampler: the item sampler (indices, one at a time) that the DataLoader batches.
+        batch_size: the DataLoader's batch size.
+        drop_last: the DataLoader's `drop_last` (a short last batch is then never named).
+        workers: the DataLoader's `num_workers` (0: the next batch is the next one).
+    """
+
+    def __init__(
+        self, sampler: Iterable[Any], *, batch_size: int, drop_last: bool, workers: int
+    ) -> None:
+        super().__init__(sampler)
+        self.batch_size = check_int("batch_size", batch_size, minimum=1)
+        self.drop_last = check_bool("drop_last", drop_last)
+        #: How many batches later the same worker's next batch is.
+        self.stride = max(1, check_int("workers", workers, minimum=0))
+
+    def __repr__(self) -> str:
+        return (
+            f"FetchAheadSampler({self.sampler!r}, batch_size={self.batch_size}, "
+            f"drop_last={self.drop_last}, workers={self.stride})"
+        )
+
+    def _ahead(self, start: int) -> Iterator[Any]:
+        """The wrapped pass from element `start` on, `stride` + 1 batches read at a time."""
+        order = itertools.islice(self.sampler, start, None)
+        batches = iter(lambda: list(itertools.islice(order, self.batch_size)), [])
+        now, later = itertools.tee(batches)  # `later`: `stride` batches further on
+        later = itertools.islice(later, self.stride, None)
+        for batch in now:
+            named = next(later, None)
+            if named is not None and self.drop_last and len(named) < self.batch_size:
+                named = None  # dropped by the batch sampler: never read
+            yield _lead(batch[0], named)
+            yield from batch[1:]
+
+
+def _lead(first: Any, named: list[Any] | None) -> Any:
+    """`first` as a `Lead` naming `named`, or `first` itself when there is nothing to name
+    or an index is not an int (a sampler of other keys)."""
+    if named is None:
+        return first
+    try:
+        return Lead(operator.index(first), [operator.index(i) for i in named])
+    except TypeError:
+        return first
 
 
 def _name_thread() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import POSITIONED
+from vidload._loader.position import POSITIONED, set_sampler_epoch
 
 __all__ = ["loader_epoch", "resume_at", "set_epoch", "unwrap"]
 
@@ -84,12 +84,7 @@ def _set(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> N
     batch_sampler = loader.batch_sampler
     samplers = [loader.sampler, batch_sampler, getattr(batch_sampler, "sampler", None)]
     for sampler in {id(s): s for s in samplers}.values():  # each once
-        set_sampler_epoch = getattr(sampler, "set_epoch", None)
-        if set_sampler_epoch is not None:
-            if isinstance(sampler, POSITIONED):
-                set_sampler_epoch(epoch, start=start, items=items)
-            else:
-                set_sampler_epoch(epoch)
+        set_sampler_epoch(sampler, epoch, start=start, items=items)
 
 
 def loader_epoch(loader: DataLoader) -> int:

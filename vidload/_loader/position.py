@@ -2,8 +2,8 @@
 
 Every sampler vidload builds (`EpochShuffleSampler`, `ShardSampler`,
 `ResumableDistributedSampler`, and `ReadAheadSampler` around them) yields its rank's share of one
-global order, a function of (seed, epoch) alone, split across the ranks step by step
-(`vidload._loader.split`): at step s, W ranks with B elements each hand out items `[s·W·B,
+global order, a function of (seed, epoch) alone, split across the ranks step by step (`share`,
+`handed_out`): at step s, W ranks with B elements each hand out items `[s·W·B,
 (s+1)·W·B)` of that order. So the progress of a run is one number, the items of the epoch's
 order handed out over all ranks (`split_state`: `{"sampler", "world_size", "items"}`, what a
 stateful loader records), and a pass may begin after the first c of them (`set_epoch(epoch,
@@ -22,6 +22,15 @@ torchdata's `StatefulDataLoader` saves a sampler's state when it has `state_dict
 worker, and it keeps the state of the batch the training loop last received (not of the batches
 prefetched after it). So a sampler must count what it has *yielded*, as it yields it; `Position`
 is the counter.
+
+The split is pure arithmetic on positions (each sampler maps a position to its item, `order[p %
+n]`): rank r of W yields positions `items + r, items + r + W, ...`, so at step s (B elements a
+rank) the ranks together hand out positions `[items + s·W·B, items + (s+1)·W·B)`. With `items` = 0
+and padding this is torch's `DistributedSampler` exactly (its `indices[rank:total_size:
+num_replicas]`, the list padded with its own first elements up to a multiple of W); with another
+`items` it is the same rule on the rest of the order, so a run stopped after c items and resumed
+on W' ranks yields each of the remaining items once, plus at most W' - 1 padding repeats, all in
+the last step.
 """
 
 from __future__ import annotations
@@ -31,9 +40,30 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from vidload._checks import check_int
-from vidload._loader.split import handed_out
 
 T = TypeVar("T")
+
+
+def share(n: int, items: int, rank: int, world_size: int, *, pad: bool, drop: bool) -> range:
+    """Positions of an order of `n` items that rank `rank` of `world_size` yields in a pass
+    from item `items` (0 <= items <= n). `pad`: the rest is padded to a multiple of the world
+    size with positions >= n (the caller wraps them: `p % n`, DistributedSampler's repeats);
+    `drop`: cut down to one instead (DistributedSampler(drop_last=True)); neither: the ranks'
+    shares differ by at most one (ShardSampler)."""
+    rest = n - items
+    if drop:
+        stop = items + rest // world_size * world_size
+    elif pad:
+        stop = items + -(-rest // world_size) * world_size
+    else:
+        stop = n
+    return range(items + rank, stop, world_size)
+
+
+def handed_out(n: int, items: int, yielded: int, world_size: int) -> int:
+    """Items of the order handed out over all ranks once each rank has yielded `yielded`
+    elements of a pass that began at item `items` (ranks step together; at most n)."""
+    return min(items + yielded * world_size, n)
 
 
 def check_state(state: object, owner: str) -> tuple[int, int, int]:
@@ -92,20 +122,17 @@ class Resumable:
     and `__len__` for a sampler whose pass is its rank's share of one global order (the
     module's docstring): the one copy `EpochShuffleSampler`, `ShardSampler` and
     `ResumableDistributedSampler` share. A subclass names its order (`order`), its ranks
-    (`world_size`), the order's length (`global_size`) and which positions of it a pass from
+    (`num_replicas`), the order's length (`global_size`) and which positions of it a pass from
     item c yields (`_share`)."""
 
     epoch: int
+    num_replicas: int  # the ranks
     _position: Position
 
     @property
     def order(self) -> str:
         """What the global order is (two samplers with equal names and seeds give one)."""
         return type(self).__name__
-
-    @property
-    def world_size(self) -> int:
-        raise NotImplementedError
 
     def global_size(self) -> int:
         """Items in the epoch's global order (before padding to the ranks)."""
@@ -136,7 +163,7 @@ class Resumable:
     def split_state(self, yielded: int) -> dict[str, Any]:
         """`{"sampler", "world_size", "items"}` once this rank has yielded `yielded` elements
         of its pass: the items of the global order handed out by then over all ranks."""
-        size, world = self.global_size(), self.world_size
+        size, world = self.global_size(), self.num_replicas
         items = handed_out(size, self._position.items, yielded, world)
         return {"sampler": self.order, "world_size": world, "items": items}
 
@@ -171,23 +198,33 @@ def check_items(name: str, items: object, size: int) -> int:
 
 
 class Wrapper:
-    """The position of a sampler that yields what the sampler it wraps yields, reading ahead
-    of it (`vidload.prefetch.ReadAheadSampler`, `vidload._loader.ahead.FetchAheadSampler`):
-    the one copy both use.
+    """A sampler that yields what the sampler it wraps yields, reading ahead of it
+    (`vidload.prefetch`'s `ReadAheadSampler` and `FetchAheadSampler`): the one copy of their
+    wrapping and position both use.
 
     The wrapped sampler has handed out more than the wrapper has (the elements read ahead),
     so the wrapper counts its own: `state_dict()` -> `{"epoch", "yielded"}` is the wrapped
     sampler's epoch (None if it has none) and the elements the wrapper yielded, with its
     `"begin"` when the wrapped one is one of vidload's whose pass began after item c.
     `load_state_dict(state)` and `set_epoch(epoch, start=k)` make the next pass skip the
-    first k elements of the wrapped sampler's pass for that epoch (a subclass's `__iter__`
-    runs `self._position.run` over `islice(self.sampler, start, None)`), so a resumed loader
-    gets what the uninterrupted pass yielded next, provided the wrapped order is a function of
-    its epoch (every sampler vidload builds). `set_epoch(epoch, items=c)` and `split_state`
-    are passed on to a wrapped sampler of vidload's (another wrapper included)."""
+    first k elements of the wrapped sampler's pass for that epoch (a subclass's `_ahead(k)`
+    reads `islice(self.sampler, k, None)`), so a resumed loader gets what the uninterrupted
+    pass yielded next, provided the wrapped order is a function of its epoch (every sampler
+    vidload builds). `set_epoch(epoch, items=c)` and `split_state` are passed on to a wrapped
+    sampler of vidload's (another wrapper included)."""
 
-    sampler: Iterable[Any]
-    _position: Position
+    def __init__(self, sampler: Iterable[Any]) -> None:
+        if not isinstance(sampler, Iterable):
+            raise TypeError(f"sampler must be iterable, got {type(sampler).__name__}")
+        self.sampler = sampler
+        self._position = Position()
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from self._position.run(self._ahead(self._position.start), skipped=True)
+
+    def _ahead(self, start: int) -> Iterator[Any]:
+        """What this wrapper yields of the wrapped sampler's pass from its element `start` on."""
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
@@ -201,17 +238,12 @@ class Wrapper:
 
     def _set_inner(self, epoch: int, items: int) -> None:
         inner = self.sampler
-        if isinstance(inner, POSITIONED):
-            inner.set_epoch(epoch, items=items)
-            return
-        if items:
+        if items and not isinstance(inner, POSITIONED):
             raise TypeError(
                 f"items ({items}) needs one of vidload's samplers inside the "
                 f"{type(self).__name__}, got {type(inner).__name__}"
             )
-        set_epoch = getattr(inner, "set_epoch", None)
-        if set_epoch is not None:
-            set_epoch(epoch)
+        set_sampler_epoch(inner, epoch, items=items)
 
     @property
     def begin(self) -> int:
@@ -240,6 +272,18 @@ class Wrapper:
 #: vidload's samplers, whose `set_epoch` takes `start` and `items`: those that split an order
 #: and those that wrap one.
 POSITIONED = (Resumable, Wrapper)
+
+
+def set_sampler_epoch(sampler: object, epoch: int, *, start: int = 0, items: int = 0) -> None:
+    """`epoch` on `sampler`: with the next pass's `start` and `items` for one of vidload's
+    samplers, the epoch alone for another that has `set_epoch` (a DistributedSampler, a
+    BatchSampler of yours), nothing for one without."""
+    if isinstance(sampler, POSITIONED):
+        sampler.set_epoch(epoch, start=start, items=items)
+        return
+    set_epoch = getattr(sampler, "set_epoch", None)
+    if set_epoch is not None:
+        set_epoch(epoch)
 
 
 def innermost(sampler: object) -> object:

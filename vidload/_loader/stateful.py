@@ -17,7 +17,8 @@ it was for batch k, not for the batches prefetched after it. What it cannot know
   items on W ranks the first `items` = min(c + k·B·W, n) of it are handed out (c: where the pass
   began, 0 but after such a resume). The state records W, B and that count, so rank 0's state
   resumes on any number of ranks and with any batch size: each rank takes its share of the rest
-  (`vidload._loader.split`); the same W, B and worker count restore through torchdata as before;
+  (`vidload._loader.position.share`); the same W, B and worker count restore through torchdata
+  as before;
 - what the dataset learned (`ClipDataset.learned_state()`: frame counts from short reads,
   broken videos), read from the main process, where the shared-memory arrays hold what every
   worker learned, and under torch.distributed gathered from every rank and merged
@@ -42,8 +43,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 from vidload._dataset.counts import merge_learned
 from vidload._dist import gather_objects, process_group
 from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
-from vidload._loader.position import Resumable, innermost
-from vidload._loader.split import handed_out
+from vidload._loader.position import Resumable, handed_out, innermost
 
 __all__ = ["StatefulLoader"]
 
@@ -143,10 +143,8 @@ class StatefulLoader(StatefulDataLoader):
             epoch += 1
             super().load_state_dict({})
             set_epoch(self, epoch)
-        elif state_dict.get("world_size") is None:  # an older vidload's, or a sampler of yours
-            self._resume_unsplit(state_dict, epoch)
         else:
-            self._resume_split(state_dict, epoch)
+            self._resume(state_dict, epoch)
         learned = state_dict["dataset"]
         if learned is not None:
             unwrap(self.dataset).load_learned_state(learned)  # type: ignore[attr-defined]
@@ -154,50 +152,51 @@ class StatefulLoader(StatefulDataLoader):
         self._loaded = {k: state_dict[k] for k in keys if k in state_dict}
         self.resume_epoch = self.pending_epoch = epoch
 
-    def _resume_split(self, state: dict[str, Any], epoch: int) -> None:
-        """A state that records its split: torchdata's restore on the same world size, batch
-        size and worker count, else the rest of the order from the state's item count."""
-        here = self._split(0)
-        if state["sampler"] != here["sampler"]:
-            mine = here["sampler"] or f"{type(self.sampler).__name__}, not one of vidload's"
-            raise ValueError(
-                f"load_state_dict: the state's order is {state['sampler']!r}, this loader's "
-                f"sampler's is {mine!r}; resume with the sampler the state was saved with (a "
-                f"run without torch.distributed shuffles with EpochShuffleSampler, one under it "
-                f"with DistributedSampler)"
-            )
-        saved = (state["world_size"], state["batch_size"], state["num_workers"])
-        if saved == (here["world_size"], self.batch_size, self.num_workers):
-            super().load_state_dict(state["loader"])
-            set_epoch(self, epoch)
+    def _resume(self, state: dict[str, Any], epoch: int) -> None:
+        """Inside the state's epoch: torchdata's restore where the state's layout is this
+        loader's (the world size, batch size and worker count), else the rest of the order
+        from the state's item count. A state without its split (an older vidload's, or a
+        sampler of yours) is of this world size and batch size, as it always was: it does
+        not say, so one whose batches this loader's epoch does not have is refused, and only
+        its worker count is compared."""
+        split = state.get("world_size") is not None
+        if split:
+            here = self._split(0)
+            if state["sampler"] != here["sampler"]:
+                mine = here["sampler"] or f"{type(self.sampler).__name__}, not one of vidload's"
+                raise ValueError(
+                    f"load_state_dict: the state's order is {state['sampler']!r}, this loader's "
+                    f"sampler's is {mine!r}; resume with the sampler the state was saved with "
+                    f"(a run without torch.distributed shuffles with EpochShuffleSampler, one "
+                    f"under it with DistributedSampler)"
+                )
+            saved = (state["world_size"], state["batch_size"], state["num_workers"])
+            same = saved == (here["world_size"], self.batch_size, self.num_workers)
         else:
-            super().load_state_dict({})
-            resume_at(self, epoch, items=state["items"])
-
-    def _resume_unsplit(self, state: dict[str, Any], epoch: int) -> None:
-        """A state without its split: of this world size and batch size, as it always was
-        (a state of an older vidload does not say; one whose batches this loader's epoch
-        does not have is refused)."""
-        set_epoch(self, epoch)  # the epoch's whole pass: len(self) counts its batches
-        if self._splitter() is not None and int(state["batches"]) >= len(self):
-            raise ValueError(
-                f"load_state_dict: the state is after batch {state['batches']} of its epoch, "
-                f"which has only {len(self)} batches here: a state saved on another number of "
-                f"ranks (or with another batch size)? This one does not record them (saved by "
-                f"an older vidload), so it resumes only as it was saved"
-            )
-        if state["num_workers"] == self.num_workers:
+            set_epoch(self, epoch)  # the epoch's whole pass: len(self) counts its batches
+            if self._splitter() is not None and int(state["batches"]) >= len(self):
+                raise ValueError(
+                    f"load_state_dict: the state is after batch {state['batches']} of its "
+                    f"epoch, which has only {len(self)} batches here: a state saved on another "
+                    f"number of ranks (or with another batch size)? This one does not record "
+                    f"them (saved by an older vidload), so it resumes only as it was saved"
+                )
+            same = state["num_workers"] == self.num_workers
+        if same:
             super().load_state_dict(state["loader"])
             set_epoch(self, epoch)
             return
         # torchdata's state is per worker layout; vidload's order is not: restart the pass
         super().load_state_dict({})
         splits = self._splitter()
-        if splits is None:
+        if split:
+            items = state["items"]
+        elif splits is None:
             set_epoch(self, epoch, start_batch=int(state["batches"]))
             return
-        yielded = int(state["batches"]) * int(self.batch_size)
-        items = handed_out(splits.global_size(), 0, yielded, splits.world_size)
+        else:
+            yielded = int(state["batches"]) * int(self.batch_size)
+            items = handed_out(splits.global_size(), 0, yielded, splits.num_replicas)
         resume_at(self, epoch, items=items)
 
     def _splitter(self) -> Resumable | None:
@@ -220,6 +219,6 @@ class StatefulLoader(StatefulDataLoader):
             return None
         state = learned()
         splits, group = self._splitter(), process_group()
-        if splits is None or group is None or splits.world_size != group[1] or group[1] == 1:
+        if splits is None or group is None or splits.num_replicas != group[1] or group[1] == 1:
             return state
         return merge_learned(gather_objects(state))  # type: ignore[arg-type]

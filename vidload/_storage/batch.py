@@ -58,7 +58,7 @@ def fetch_started(
     round for all of them, whose results arrive as each group is answered, so that a caller
     decodes the first items of a batch while the rest are on the way. A future's result is
     `fetch`'s list, or its exception. A lone group is fetched here, before returning (the
-    caller waits for it anyway), unless `ahead` (a round for later, `vidload._dataset.ahead`:
+    caller waits for it anyway), unless `ahead` (a round for later, `vidload._dataset.batch`:
     every group in a thread)."""
     if not ahead and sum(1 for g in groups if g) <= 1:
         return [_done(fetch(g)) if g else None for g in groups]

@@ -177,7 +177,7 @@ class ContainerSource(FrameSourceBase):
         self._root_heads = RootHeads()
         #: Heads from the sidecar waiting for their check (`settle`), by video id: those of
         #: the batch being read and of the next one planned before it decodes
-        #: (`vidload._dataset.ahead`); a batch's that is never read is dropped after
+        #: (`vidload._dataset.batch`); a batch's that is never read is dropped after
         #: `_PENDING` others (its videos are taken from the sidecar again when they come).
         self._pending_heads: ProcessLRU[str, tuple[Location, HeadRecord, object]] = ProcessLRU(
             _PENDING
