@@ -51,7 +51,6 @@ from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._hdf5_write import FORMAT_VERSION, write_hdf5
 from vidload.sources._heads import HeadRecord
-from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -79,6 +78,23 @@ class _Handle:
     location: Location | None = None
     fps: float | None = None  # the file's `fps` attribute (kept for a closed remote file)
     name: str = ""  # the file or object, as errors name it
+
+    @property
+    def actual(self) -> int:
+        """Frames stored in the file (`len(offsets) - 1`)."""
+        return self.offsets.shape[0] - 1
+
+    def spans(self, frames: np.ndarray) -> list[tuple[int, int]] | None:
+        """The [start, stop) of `frames` in the file, None where its frames are read through
+        h5py (chunked, filtered)."""
+        base = self.data_offset
+        if base is None:
+            return None
+        starts, stops = (
+            (base + self.offsets[frames]).tolist(),
+            (base + self.offsets[frames + 1]).tolist(),
+        )
+        return list(zip(starts, stops, strict=True))
 
 
 def _block_offset(frames: h5py.Dataset) -> int | None:
@@ -287,20 +303,15 @@ class Hdf5Source(ContainerSource):
         store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         super().__init__(store, decode_size=decode_size, fps=fps)
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
-        self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
+        self._heads: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 
     def __repr__(self) -> str:
         return f"Hdf5Source({str(self.root)!r}, cache_size={self.cache_size})"
 
-    def timestamps(self, video_id: str) -> np.ndarray:
-        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
-        (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
-        with self._handle(video_id) as handle:
-            fps = self.fps if self.fps is not None else handle.fps
-            actual = handle.offsets.shape[0] - 1
-        return container_timestamps(
-            self._container(video_id), actual, fps, "pass fps= (the file has no fps attribute)"
-        )
+    _NO_FPS = "pass fps= (the file has no fps attribute)"
+
+    def _stored_fps(self, video_id: str) -> float | None:
+        return self._head(video_id).fps
 
     def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
         """The metadata before and after the frame data (superblock, object headers,
@@ -318,17 +329,17 @@ class Hdf5Source(ContainerSource):
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
-        self._handles.clear()
+        self._heads.clear()
 
     @contextmanager
     def _handle(self, video_id: str) -> Iterator[_Handle]:
         """An open, validated file (or a remote object's frame table), from this process's
         cache, closed on exit when the cache keeps none (`cache_size=0`)."""
         key = self.store.handle_key(video_id, self.suffix)
-        handle = self._handles.get(key)
+        handle = self._heads.get(key)
         if handle is None:
-            handle = self._open_container(video_id, _open_at)
-            if not self._handles.put(key, handle):
+            handle = self._fetch_head(video_id)
+            if not self._heads.put(key, handle):
                 try:
                     yield handle
                 finally:
@@ -338,22 +349,16 @@ class Hdf5Source(ContainerSource):
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
-    def _head_known(self, video_id: str) -> bool:
-        return self._handles.get(video_id) is not None
+    _open_head = staticmethod(_open_at)
 
-    def _fetch_head(self, video_id: str) -> _Handle:
-        return self._open_container(video_id, _open_at)
-
-    def _keep_head(self, video_id: str, head: object) -> None:
-        assert isinstance(head, _Handle)
-        if not self._handles.put(video_id, head):
-            _close_handle(head)
+    def _close_head(self, head: _Handle) -> None:
+        _close_handle(head)
 
     heads_kind = "hdf5"
 
     def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
         # opened apart from the cache of handles: `write_heads` runs this in threads
-        handle = self._open_container(video_id, _open_at)
+        handle = self._fetch_head(video_id)
         try:
             if handle.data_offset is None:
                 return None  # chunked or filtered: read through h5py, nothing to record
@@ -389,29 +394,6 @@ class Hdf5Source(ContainerSource):
             str(location),
         )
 
-    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
-        handle = head if isinstance(head, _Handle) else self._handles.get(video_id)
-        if handle is None or handle.data_offset is None:
-            return []  # not open, or read through h5py (chunked, filtered)
-        offsets, base = handle.offsets, handle.data_offset
-        frames = distinct_frames(idx[idx < offsets.shape[0] - 1], offsets.shape[0] - 1)[0]
-        if frames.size == 0:
-            return []
-        starts = (base + offsets[frames]).tolist()
-        stops = (base + offsets[frames + 1]).tolist()
-        location = handle.location or Location(handle.name)  # an object, or a local file
-        return [(location, list(zip(starts, stops, strict=True)))]
-
-    def reported_frames(self, video_id: str) -> int | None:
-        """The file's `num_frames` attribute (None if absent); checked against the data."""
-        with self._handle(video_id) as handle:
-            return handle.reported
-
-    def actual_frames(self, video_id: str) -> int:
-        """Frames stored in the file (`len(offsets) - 1`)."""
-        with self._handle(video_id) as handle:
-            return handle.offsets.shape[0] - 1
-
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
 
@@ -420,7 +402,7 @@ class Hdf5Source(ContainerSource):
         for a chunked or filtered `frames` dataset, see `_opened`).
         """
         idx = as_index_array(indices)
-        cached = self._handles.get(self.store.handle_key(video_id, self.suffix))
+        cached = self._heads.get(self.store.handle_key(video_id, self.suffix))
         if cached is not None:  # the per-clip path: a cached handle, no pathlib
             return _read_frames(cached, video_id, idx)
         with self._handle(video_id) as handle:
@@ -429,34 +411,31 @@ class Hdf5Source(ContainerSource):
 
 def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
     """`read_encoded` on an open handle."""
-    actual = handle.offsets.shape[0] - 1
+    actual = handle.actual
     check_in_range(video_id, idx, actual, handle.reported)
     frames, order = distinct_frames(idx, actual)
-    buffers = _frame_bytes(handle, frames.tolist())
+    buffers = _frame_bytes(handle, frames)
     return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, frames: np.ndarray) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     path = handle.name  # the file or object, as errors name it
-    starts = handle.offsets[frames].tolist()
-    ends = handle.offsets[[i + 1 for i in frames]].tolist()
-    base = handle.data_offset
-    if base is None:  # chunked or filtered: through h5py
+    rows, ranges = frames.tolist(), handle.spans(frames)
+    if ranges is None:  # chunked or filtered: through h5py
         buffers = []
-        for i, a, b in zip(frames, starts, ends, strict=True):
+        for i in rows:
             try:
-                buffers.append(handle.frames[a:b])
+                buffers.append(handle.frames[handle.offsets[i] : handle.offsets[i + 1]])
             except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
                 raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
         return buffers
-    ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
     if handle.location is not None:
-        return read_spans(handle.location, ranges, frames)
+        return read_spans(handle.location, ranges, rows)
     assert handle.file is not None  # a local file's handle keeps it open
     fd = handle.file.id.get_vfd_handle()
-    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(frames, ranges, strict=True)]
+    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(rows, ranges, strict=True)]
 
 
 def _pread(fd: int, start: int, stop: int, path: str, index: int) -> bytes:

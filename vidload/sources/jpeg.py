@@ -41,7 +41,6 @@ from vidload._storage.batch import Request, held
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord, head_record
-from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -247,12 +246,6 @@ class JpegSource(ContainerSource):
         if isinstance(head, _Recorded):
             head.planned.extend(loc.url for loc, _ in out)
         return out
-
-    def timestamps(self, video_id: str) -> np.ndarray:
-        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
-        folder (`<folder>.timestamps`), else frame i at i / fps."""
-        actual = self.actual_frames(video_id)
-        return container_timestamps(self._container(video_id), actual, self.fps, "pass fps=")
 
     def folder(self, video_id: str) -> Path:
         """The folder holding `video_id`'s frames (`path`); a local root only."""
