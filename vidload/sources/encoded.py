@@ -189,11 +189,7 @@ class ContainerSource(FrameSourceBase):
         """The container of `video_id`: `root/<id without video extension><suffix>` (see
         `vidload._layout.container_path`); a local root only (a URL root: `_open_container`;
         ValueError)."""
-        return Path(self._local_name(video_id))
-
-    def _local_name(self, video_id: str) -> str:
-        """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
-        return self.store.local_name(video_id, self.suffix)
+        return Path(self.store.local_name(video_id, self.suffix))
 
     def use_containers(self, names: Mapping[str, str]) -> bool:
         """Read each video of `names` ({video id: container name relative to the root}, as

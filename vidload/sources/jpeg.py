@@ -27,6 +27,7 @@ import re
 import shutil
 import string
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,9 @@ def _template_regex(template: str) -> re.Pattern[str]:
     if "/" in sample or os.sep in sample:
         raise ValueError(f"template ({template!r}) must name a file, not a path")
     pattern = ""
-    for literal, field, _spec, _conv in parts:
+    for literal, name, _spec, _conv in parts:
         pattern += re.escape(literal)
-        if field is not None:
+        if name is not None:
             pattern += r"(\d+)"
     return re.compile(pattern)
 
@@ -365,16 +366,14 @@ def _frame_run(
     return run, actual
 
 
+@dataclass(eq=False)
 class _Recorded:
     """A folder's head from the sidecar, pending its check: its name, frame count, and the
     frame files planned from it (`_plan`; `_head_checks` asks whether any was absent)."""
 
-    __slots__ = ("count", "key", "planned")
-
-    def __init__(self, key: str, count: int) -> None:
-        self.key = key
-        self.count = count
-        self.planned: list[str] = []
+    key: str
+    count: int
+    planned: list[str] = field(default_factory=list)
 
 
 def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
