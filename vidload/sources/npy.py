@@ -43,7 +43,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
@@ -51,7 +50,7 @@ from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord
-from vidload.sources._spill import BLOCK_BYTES, spill_frames
+from vidload.sources._spill import BLOCK_BYTES, spilled_container
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -407,34 +406,27 @@ def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[b
     in the same pass), then copied into the rows block by block (`spill_frames`).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with spill_frames(path, frames) as spill:
-            if max(spill.lengths) >= 2**32:
-                raise ValueError(
-                    f"{path}: a frame of {max(spill.lengths)} bytes exceeds the 4 GiB row limit"
+    with spilled_container(path, frames) as (tmp, spill):
+        if max(spill.lengths) >= 2**32:
+            raise ValueError(
+                f"{path}: a frame of {max(spill.lengths)} bytes exceeds the 4 GiB row limit"
+            )
+        n, cols = len(spill.lengths), LENGTH_BYTES + max(spill.lengths)
+        with open(tmp, "wb") as f:
+            # header, then the rows through Python's file object: np.save's `tofile` reports
+            # a full disk as "N requested and M written", with no errno to tell it apart
+            header = {"descr": "|u1", "fortran_order": False, "shape": (n, cols)}
+            np.lib.format.write_array_header_1_0(f, header)
+            rows_per_block = max(1, BLOCK_BYTES // cols)
+            block = np.empty((min(n, rows_per_block), cols), np.uint8)
+            for start in range(0, n, rows_per_block):
+                lengths = spill.lengths[start : start + rows_per_block]
+                rows = block[: len(lengths)]
+                rows.fill(0)
+                rows[:, :LENGTH_BYTES] = (
+                    np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
                 )
-            n, cols = len(spill.lengths), LENGTH_BYTES + max(spill.lengths)
-            with open(tmp, "wb") as f:
-                # header, then the rows through Python's file object: np.save's `tofile` reports
-                # a full disk as "N requested and M written", with no errno to tell it apart
-                header = {"descr": "|u1", "fortran_order": False, "shape": (n, cols)}
-                np.lib.format.write_array_header_1_0(f, header)
-                rows_per_block = max(1, BLOCK_BYTES // cols)
-                block = np.empty((min(n, rows_per_block), cols), np.uint8)
-                for start in range(0, n, rows_per_block):
-                    lengths = spill.lengths[start : start + rows_per_block]
-                    rows = block[: len(lengths)]
-                    rows.fill(0)
-                    rows[:, :LENGTH_BYTES] = (
-                        np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
-                    )
-                    for row, length in zip(rows, lengths, strict=True):
-                        spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
-                    f.write(rows.data.cast("B"))
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+                for row, length in zip(rows, lengths, strict=True):
+                    spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
+                f.write(rows.data.cast("B"))
     return n
