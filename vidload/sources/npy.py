@@ -35,7 +35,6 @@ import io
 import mmap
 import os
 import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +49,7 @@ from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord
+from vidload.sources._heads_file import read_array_header
 from vidload.sources._spill import BLOCK_BYTES, spilled_container
 from vidload.sources.base import (
     Indices,
@@ -103,8 +103,6 @@ class _Header:
 _HEADER_RE = re.compile(
     r"\{'descr': '[|<>=]?u1', 'fortran_order': (False|True), 'shape': \((\d+), (\d+)\), \} *\n?"
 )
-#: numpy's own header parser, for any other header, runs under this lock (see `_read_header`).
-_NUMPY_PARSER_LOCK = threading.Lock()
 
 
 def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Header:
@@ -112,10 +110,8 @@ def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Heade
     checked against that size (an empty or truncated file is a VideoReadError naming it).
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
-    (`ast.literal_eval`) is the fallback for any other header, one thread at a time: CPython
-    3.11's AST constructor can fail with a spurious "SystemError: AST constructor recursion
-    depth mismatch" when two threads build ASTs at once (cpython gh-106905), which happened
-    when the read-ahead thread and a 0-worker DataLoader opened npy files together.
+    (`ast.literal_eval`) is the fallback for any other header, one thread at a time
+    (`_heads_file.read_array_header`).
     """
     if stamp[1] == 0:
         raise VideoReadError(path, "empty file (0 bytes)")
@@ -134,11 +130,7 @@ def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Heade
                 fortran, dtype = match[1] == "True", np.dtype(np.uint8)
         if match is None:
             f.seek(start)
-            with _NUMPY_PARSER_LOCK:
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            shape, fortran, dtype = read_array_header(f, version)
     except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError, ...
         raise VideoReadError(path, f"not a valid npy file: {type(e).__name__}: {e}") from e
     if dtype != np.uint8 or len(shape) != 2 or fortran:
