@@ -37,7 +37,6 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import h5py
@@ -124,27 +123,20 @@ def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> in
     return int(offset)
 
 
-def _open_remote(location: Location) -> _Handle:
-    """Open one video's HDF5 object in a bucket: its size, then its first and last 64 KiB
-    in one round of concurrent requests (superblock, object headers, attributes and the
-    `offsets` table of a file `write_hdf5` wrote lie there), h5py reading the structure from
-    those bytes (`vidload._storage.RangeFile`; any other part it needs costs one more range).
-    The frame table is kept and the file closed: the frames are read as byte ranges. A
-    chunked or filtered `frames` dataset (another writer) keeps the file open, read through
-    h5py."""
-    raw = open_prefetched(location)
-    return _opened(str(location), raw, raw.size, location)
-
-
 def _open_at(location: Location) -> _Handle:
-    """`_open` of a local file (`local_file()`), else `_open_remote` of the object."""
+    """Open and validate one video's HDF5 file (`local_file()`; any failure is a
+    VideoReadError naming it), or its object in a bucket: its size, then its first and last
+    64 KiB in one round of concurrent requests (superblock, object headers, attributes and
+    the `offsets` table of a file `write_hdf5` wrote lie there), h5py reading the structure
+    from those bytes (`vidload._storage.RangeFile`; any other part it needs costs one more
+    range). An object's frame table is kept and the file closed: the frames are read as byte
+    ranges. A chunked or filtered `frames` dataset (another writer) keeps the file open, read
+    through h5py."""
     path = location.local_file()
-    return _open_remote(location) if path is None else _open(os.fspath(path))
-
-
-def _open(name: str) -> _Handle:
-    """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it."""
-    return _opened(name, name, check_regular_file(Path(name)).st_size, None)
+    if path is None:
+        raw = open_prefetched(location)
+        return _opened(str(location), raw, raw.size, location)
+    return _opened(os.fspath(path), os.fspath(path), check_regular_file(path).st_size, None)
 
 
 def _opened(where: str, file: Any, size: int, location: Location | None) -> _Handle:

@@ -130,7 +130,7 @@ class JpegSource(ContainerSource):
         super().__init__(store, decode_size=decode_size, fps=fps)
         self._name_re = _template_regex(template)
         self.template = template
-        self.start_index = _checked_start_index(start_index)
+        self.start_index = check_int("start_index", start_index, minimum=0)
         self.frame_counts: dict[str, int] = {}
         for vid, count in (frame_counts or {}).items():
             checked = check_int(f"frame_counts[{vid!r}]", count, minimum=0)
@@ -423,7 +423,7 @@ def write_jpeg_folder(
     complete JPEG (SOI ... EOI). Returns the number of frames written (>= 1).
     """
     _template_regex(template)
-    _checked_start_index(start_index)
+    check_int("start_index", start_index, minimum=0)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
@@ -444,11 +444,6 @@ def write_jpeg_folder(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return count
-
-
-def _checked_start_index(start_index: int) -> int:
-    """`start_index` as an int, after checking it is an int >= 0."""
-    return check_int("start_index", start_index, minimum=0)
 
 
 def _count_key(video_id: str) -> str:
