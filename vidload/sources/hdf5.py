@@ -67,8 +67,6 @@ class _Handle:
     frames: h5py.Dataset
     offsets: np.ndarray  # int64 (n + 1,)
     reported: int | None
-    width: int
-    height: int
     # Where `frames` starts in the file, when its bytes can be read directly (one contiguous,
     # unfiltered, allocated block and the default sec2 driver): then a frame is one os.pread
     # on HDF5's own file descriptor instead of an h5py slice (see `_opened`).
@@ -233,8 +231,8 @@ def _validate(path: str, f: h5py.File) -> _Handle:
         )
     offsets = offsets_ds[()].astype(np.int64)
     reported = _int_attr(path, f, "num_frames")
-    width = _int_attr(path, f, "width") or 0
-    height = _int_attr(path, f, "height") or 0
+    for name in ("width", "height"):  # checked, not kept: a read needs the frame table alone
+        _int_attr(path, f, name)
     if offsets[0] != 0 or offsets[-1] != frames.shape[0] or np.any(np.diff(offsets) <= 0):
         raise VideoReadError(
             path,
@@ -248,7 +246,7 @@ def _validate(path: str, f: h5py.File) -> _Handle:
         )
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
-    return _Handle(f, frames, offsets, reported, width, height, fps=fps, name=path)
+    return _Handle(f, frames, offsets, reported, fps=fps, name=path)
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -357,8 +355,6 @@ class Hdf5Source(ContainerSource):
             ints = {
                 "data_offset": handle.data_offset,
                 "reported": -1 if handle.reported is None else handle.reported,
-                "width": handle.width,
-                "height": handle.height,
             }
             lengths = np.diff(handle.offsets)
         finally:
@@ -378,8 +374,6 @@ class Hdf5Source(ContainerSource):
             None,  # the file is not opened: its frames are byte ranges
             offsets,
             None if reported < 0 else reported,
-            record.ints.get("width", 0),
-            record.ints.get("height", 0),
             record.ints["data_offset"],
             location,
             record.floats.get("fps"),
