@@ -397,8 +397,8 @@ def test_hdf5_chunked_frames_read_through_h5py(tmp_path, jpegs):
         g.create_dataset("frames", data=f["frames"][()], chunks=(4096,), compression="gzip")
         g.create_dataset("offsets", data=f["offsets"][()])
     src = Hdf5Source(tmp_path)
-    with src._handle("plain") as plain, src._handle("chunked") as chunked:
-        assert plain.data_offset is not None and chunked.data_offset is None
+    plain, chunked = src._head("plain"), src._head("chunked")
+    assert plain.data_offset is not None and chunked.data_offset is None
     np.testing.assert_array_equal(src.read("chunked", [5, 0, 3]), src.read("plain", [5, 0, 3]))
     assert [frame_number(f) for f in src.read("chunked", [5, 0, 3])] == [5, 0, 3]
 

@@ -307,35 +307,16 @@ class Hdf5Source(ContainerSource):
         """The metadata before and after the frame data (superblock, object headers,
         `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
         not one plain block (chunked or filtered, read through h5py) is read whole."""
-        with self._handle(video_id) as handle:
-            assert handle.file is not None  # a local file's handle keeps it open
-            location = Location(handle.name)
-            base = handle.data_offset
-            if base is None:
-                return [(location, None)]
-            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-        end = base + int(handle.offsets[-1])
-        return [(location, [(0, base), (end, size)]), *self._plan(video_id, idx, handle)]
+        handle = self._head(video_id)
+        location, base = Location(handle.name), handle.data_offset
+        if base is None:
+            return [(location, None)]
+        around = [(0, base), (base + int(handle.offsets[-1]), os.path.getsize(handle.name))]
+        return [(location, around), *self._plan(video_id, idx, handle)]
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
         self._heads.clear()
-
-    @contextmanager
-    def _handle(self, video_id: str) -> Iterator[_Handle]:
-        """An open, validated file (or a remote object's frame table), from this process's
-        cache, closed on exit when the cache keeps none (`cache_size=0`)."""
-        key = self.store.handle_key(video_id, self.suffix)
-        handle = self._heads.get(key)
-        if handle is None:
-            handle = self._fetch_head(video_id)
-            if not self._heads.put(key, handle):
-                try:
-                    yield handle
-                finally:
-                    _close_handle(handle)
-                return
-        yield handle
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
@@ -388,11 +369,15 @@ class Hdf5Source(ContainerSource):
         for a chunked or filtered `frames` dataset, see `_opened`).
         """
         idx = as_index_array(indices)
-        cached = self._heads.get(self.store.handle_key(video_id, self.suffix))
-        if cached is not None:  # the per-clip path: a cached handle, no pathlib
-            return _read_frames(cached, video_id, idx)
-        with self._handle(video_id) as handle:
+        key = self.store.handle_key(video_id, self.suffix)
+        handle = self._heads.get(key)
+        if handle is not None:  # the per-clip path: a cached handle, no pathlib
             return _read_frames(handle, video_id, idx)
+        handle = self._fetch_head(video_id)
+        try:
+            return _read_frames(handle, video_id, idx)
+        finally:  # kept, or closed where the cache keeps none (`cache_size=0`)
+            self._keep(key, handle)
 
 
 def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
