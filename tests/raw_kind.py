@@ -14,8 +14,8 @@ import numpy as np
 from vidload._atomic import replace_durably, temp_path
 from vidload._layout import container_path
 from vidload.errors import VideoReadError
-from vidload.sources._format import BenchRow, StorageFormat, Written, store_timestamps
-from vidload.sources._timestamps import container_timestamps
+from vidload.sources._format import BenchRow, StorageFormat, Written
+from vidload.sources._timestamps import container_timestamps, write_timestamps
 from vidload.sources.base import as_index_array, check_in_range
 
 __all__ = ["RawFormat", "RawSource"]
@@ -87,5 +87,5 @@ class RawFormat(StorageFormat):
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
-        store_timestamps(container, frames.timestamps(len(rgb)))
+        write_timestamps(container, frames.timestamps(len(rgb)))
         return Written(len(rgb), (int(stack.shape[1]), int(stack.shape[2])))

@@ -337,7 +337,7 @@ def test_a_container_rewritten_since_the_sidecar_is_read_from_itself(
     assert heads is not None and ds.source._sidecar() is heads
     asked = s3_bucket.faults.requests(path_contains="manifest-heads.npz")
     assert [r.method for r in asked] == ["HEAD"], asked
-    kept = ds.source._handles if kind == "hdf5" else None
+    kept = ds.source._heads if kind == "hdf5" else None
     if kept is not None:  # the rewritten one was opened from itself: its own frame count
         assert kept.get("a/x1.mp4").offsets.shape[0] - 1 == N - 5
         assert kept.get("a/x0.mp4").offsets.shape[0] - 1 == N

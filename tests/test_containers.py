@@ -397,8 +397,8 @@ def test_hdf5_chunked_frames_read_through_h5py(tmp_path, jpegs):
         g.create_dataset("frames", data=f["frames"][()], chunks=(4096,), compression="gzip")
         g.create_dataset("offsets", data=f["offsets"][()])
     src = Hdf5Source(tmp_path)
-    with src._handle("plain") as plain, src._handle("chunked") as chunked:
-        assert plain.data_offset is not None and chunked.data_offset is None
+    plain, chunked = src._head("plain"), src._head("chunked")
+    assert plain.data_offset is not None and chunked.data_offset is None
     np.testing.assert_array_equal(src.read("chunked", [5, 0, 3]), src.read("plain", [5, 0, 3]))
     assert [frame_number(f) for f in src.read("chunked", [5, 0, 3])] == [5, 0, 3]
 
@@ -408,21 +408,21 @@ def test_hdf5_handle_cache(tmp_path, jpegs):
         write_hdf5(tmp_path / f"{name}.h5", jpegs[:3], attrs={})
     src = Hdf5Source(tmp_path, cache_size=1)
     src.read("p", [0])
-    first = src._handles.get(str(tmp_path / "p.h5"))
+    first = src._heads.get(str(tmp_path / "p.h5"))
     assert first is not None
     src.read("q", [1])
-    assert list(src._handles) == [str(tmp_path / "q.h5")] and not first.file.id.valid
-    inherited = src._handles.get(str(tmp_path / "q.h5"))
-    src._handles._pid = -1  # as after a fork: the inherited handle must not be used or closed
+    assert list(src._heads) == [str(tmp_path / "q.h5")] and not first.file.id.valid
+    inherited = src._heads.get(str(tmp_path / "q.h5"))
+    src._heads._pid = -1  # as after a fork: the inherited handle must not be used or closed
     src.read("q", [2])
     assert inherited is not None and inherited.file.id.valid
-    reopened = src._handles.get(str(tmp_path / "q.h5"))
+    reopened = src._heads.get(str(tmp_path / "q.h5"))
     assert reopened is not None and reopened is not inherited
     src.close()
-    assert not src._handles and not reopened.file.id.valid and inherited.file.id.valid
+    assert not src._heads and not reopened.file.id.valid and inherited.file.id.valid
     uncached = Hdf5Source(tmp_path, cache_size=0)
     assert [frame_number(f) for f in uncached.read("p", [2, 0])] == [2, 0]
-    assert not uncached._handles
+    assert not uncached._heads
     with pytest.raises(ValueError, match=r"cache_size \(-1\) must be >= 0"):
         Hdf5Source(tmp_path, cache_size=-1)
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from vidload._layout import container_name, container_path, sidecar_path
+from vidload._layout import container_name, container_path
 from vidload.sources.jpeg_decode import Subsampling
 
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "NoOptions",
     "StorageFormat",
     "Written",
-    "option_names",
     "path_bytes",
 ]
 
@@ -81,11 +80,6 @@ class NoOptions:
     SPEC_FORM: ClassVar[str] = ""
     #: The options a `vidload choose` candidate of the kind must give.
     SPEC_REQUIRED: ClassVar[tuple[str, ...]] = ()
-
-
-def option_names(options: type) -> tuple[str, ...]:
-    """The field names of an options dataclass: `convert`'s keywords it takes."""
-    return tuple(f.name for f in fields(options))
 
 
 def path_bytes(path: Path) -> int:
@@ -180,7 +174,7 @@ class StorageFormat:
     @property
     def option_names(self) -> tuple[str, ...]:
         """`convert`'s keywords that are this kind's own options."""
-        return option_names(self.options)
+        return tuple(f.name for f in fields(self.options))
 
     def open(self, root: str | os.PathLike[str], **options: Any) -> Any:
         """A source reading this kind's containers under `root`."""
@@ -265,15 +259,3 @@ class StorageFormat:
         """A source reading containers of this kind given as INPUT (`probe`), with the counts
         an annotation list gives where the kind reads them (frame folders)."""
         return self.open(root, **self.open_options)
-
-
-def store_timestamps(container: Path, timestamps: np.ndarray | None) -> None:
-    """Write the stored frames' timestamps beside a file or folder container
-    (`sources._timestamps`); for an input with none (a JPEG folder) remove any stale file (its
-    source then uses a frame rate)."""
-    from vidload.sources._timestamps import write_timestamps
-
-    if timestamps is None:
-        sidecar_path(container).unlink(missing_ok=True)
-    else:
-        write_timestamps(container, timestamps)

@@ -16,8 +16,8 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
-from vidload.sources._spill import BLOCK_BYTES, spill_frames
+from vidload._atomic import temp_path
+from vidload.sources._spill import BLOCK_BYTES, spilled_container
 
 __all__ = ["FORMAT_VERSION", "LAYOUT", "write_hdf5"]
 
@@ -133,30 +133,23 @@ def write_hdf5(
                 f"attrs[{key!r}] must be str, int, float or bool, got {type(value).__name__}"
             )
         extra[key] = value
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with spill_frames(path, frames, one_size=True) as spill:
-            n = len(spill.lengths)
-            height, width = spill.size
-            computed: dict[str, object] = {
-                "num_frames": n,
-                "width": width,
-                "height": height,
-                "format_version": FORMAT_VERSION,
-                "layout": LAYOUT,
-            }
-            for key, value in (attrs or {}).items():
-                if key in computed and value != computed[key]:
-                    raise ValueError(
-                        f"attrs[{key!r}] ({value!r}) disagrees with the frames ({computed[key]!r})"
-                    )
-            offsets = np.zeros(n + 1, np.int64)
-            np.cumsum(np.frombuffer(spill.lengths, np.int64), out=offsets[1:])
-            offset = _write_structure(tmp, spill.total, offsets, {**computed, **extra})
-            _write_frame_bytes(tmp, offset, spill)
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with spilled_container(path, frames, one_size=True) as (tmp, spill):
+        n = len(spill.lengths)
+        height, width = spill.size
+        computed: dict[str, object] = {
+            "num_frames": n,
+            "width": width,
+            "height": height,
+            "format_version": FORMAT_VERSION,
+            "layout": LAYOUT,
+        }
+        for key, value in (attrs or {}).items():
+            if key in computed and value != computed[key]:
+                raise ValueError(
+                    f"attrs[{key!r}] ({value!r}) disagrees with the frames ({computed[key]!r})"
+                )
+        offsets = np.zeros(n + 1, np.int64)
+        np.cumsum(np.frombuffer(spill.lengths, np.int64), out=offsets[1:])
+        offset = _write_structure(tmp, spill.total, offsets, {**computed, **extra})
+        _write_frame_bytes(tmp, offset, spill)
     return n

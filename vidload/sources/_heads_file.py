@@ -21,13 +21,15 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["LoadedArrays", "StoredArrays"]
+__all__ = ["LoadedArrays", "StoredArrays", "read_array_header"]
 
 _LOCAL_HEADER = struct.Struct("<I22xHH")  # signature, ..., name length, extra length
 _LOCAL_SIGNATURE = 0x04034B50
@@ -73,13 +75,7 @@ class StoredArrays(LoadedArrays):
                 if sig != _LOCAL_SIGNATURE:
                     raise ValueError(f"{info.filename}: no local header where the zip says")
                 f.seek(info.header_offset + _LOCAL_HEADER.size + n_name + n_extra)
-                version = np.lib.format.read_magic(f)
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                elif version == (2, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-                else:
-                    raise ValueError(f"{info.filename}: .npy format {version} not read")
+                shape, fortran, dtype = read_array_header(f, np.lib.format.read_magic(f))
                 if fortran or dtype.hasobject:
                     raise ValueError(f"{info.filename}: a Fortran-ordered or object array")
                 data_at = f.tell()
@@ -128,6 +124,22 @@ class StoredArrays(LoadedArrays):
                 raise ValueError(f"{self.path}: truncated in {name}")
             data += more
         return np.frombuffer(data, dtype).reshape((n, *inner))
+
+
+#: numpy's header parser runs under this lock (`read_array_header`).
+_NUMPY_PARSER_LOCK = threading.Lock()
+
+
+def read_array_header(f: Any, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """(shape, fortran order, dtype) of the `.npy` header of `version` at `f`'s position (after
+    its magic), parsed by numpy one thread at a time: CPython 3.11's AST constructor can fail
+    with a spurious "SystemError: AST constructor recursion depth mismatch" when two threads
+    build ASTs at once (cpython gh-106905), which happened when the read-ahead thread and a
+    0-worker DataLoader opened npy files together."""
+    with _NUMPY_PARSER_LOCK:
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(f)
+        return np.lib.format.read_array_header_2_0(f)
 
 
 def _nbytes(dtype: np.dtype, shape: tuple[int, ...]) -> int:

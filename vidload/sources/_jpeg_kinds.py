@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 from vidload._checks import check_choice
 from vidload._layout import sidecar_path
-from vidload.sources._format import BenchRow, Frames, StorageFormat, Written, store_timestamps
+from vidload.sources._format import BenchRow, Frames, StorageFormat, Written
+from vidload.sources._timestamps import write_timestamps
 from vidload.sources.hdf5 import Hdf5Source, stored_fps, write_hdf5
 from vidload.sources.jpeg import JpegSource, write_jpeg_folder
 from vidload.sources.jpeg_decode import SUBSAMPLINGS, Subsampling, check_quality, jpeg_size
@@ -99,7 +100,7 @@ class JpegFramesFormat(StorageFormat):
         first = next(encoded)  # streamed from here: the writers spill frames to disk
         attrs = self.attrs(frames, options)
         count = self.write_frames(container, itertools.chain([first], encoded), attrs)
-        store_timestamps(container, frames.timestamps(count))
+        write_timestamps(container, frames.timestamps(count))
         return Written(count, jpeg_size(first, path=str(container), index=0))
 
     def verify(self, container: Path, frames: Frames) -> Written:
@@ -107,7 +108,7 @@ class JpegFramesFormat(StorageFormat):
         if not sidecar_path(container).exists():  # killed between the container and these
             timestamps = frames.timestamps(written.count)
             if timestamps is not None:
-                store_timestamps(container, timestamps)
+                write_timestamps(container, timestamps)
         return written
 
 

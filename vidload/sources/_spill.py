@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from vidload._atomic import temp_path
+from vidload._atomic import replace_durably, temp_path
 from vidload.errors import VideoReadError
 from vidload.sources.jpeg_decode import check_jpeg_markers, jpeg_size
 
-__all__ = ["BLOCK_BYTES", "Spill", "spill_frames"]
+__all__ = ["BLOCK_BYTES", "Spill", "spill_frames", "spilled_container"]
 
 #: Bytes copied at a time from the spill file into the container.
 BLOCK_BYTES = 8 << 20
@@ -91,3 +91,22 @@ def spill_frames(path: Path, frames: Iterable[bytes], *, one_size: bool = False)
         yield Spill(f, lengths, size)
     finally:
         f.close()
+
+
+@contextmanager
+def spilled_container(
+    path: Path, frames: Iterable[bytes], *, one_size: bool = False
+) -> Iterator[tuple[Path, Spill]]:
+    """(a temporary name beside `path`, `frames` spilled): the writer of a one-file container
+    lays it out at the temporary name, which is renamed over `path` (durably: an existing
+    file is replaced) when the block completes, and removed where it fails. Parent folders
+    are made."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    try:
+        with spill_frames(path, frames, one_size=one_size) as spill:
+            yield tmp, spill
+        replace_durably(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

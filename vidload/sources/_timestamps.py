@@ -23,15 +23,19 @@ from vidload._storage import Location
 from vidload.errors import VideoReadError
 
 
-def write_timestamps(container: Path, timestamps: np.ndarray) -> Path:
+def write_timestamps(container: Path, timestamps: np.ndarray | None) -> Path:
     """Write float64 (n,) `timestamps` beside `container`, atomically and durably
-    (`vidload._atomic.write_bytes_atomic`)."""
+    (`vidload._atomic.write_bytes_atomic`); for an input with none (None: a JPEG folder)
+    remove any stale file (its source then uses a frame rate)."""
+    path = sidecar_path(container)
+    if timestamps is None:
+        path.unlink(missing_ok=True)
+        return path
     ts = np.ascontiguousarray(timestamps, dtype="<f8")
     if ts.ndim != 1:
         raise ValueError(f"timestamps must be 1-D, got shape {ts.shape}")
     buf = io.BytesIO()
     np.save(buf, ts, allow_pickle=False)
-    path = sidecar_path(container)
     write_bytes_atomic(path, buf.getvalue())
     return path
 

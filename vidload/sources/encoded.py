@@ -13,8 +13,9 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -29,6 +30,7 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, RootHeads, check_spans, head_record
 from vidload.sources._listing import missing_names
+from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import FrameSourceBase, Indices, as_index_array, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
@@ -187,11 +189,7 @@ class ContainerSource(FrameSourceBase):
         """The container of `video_id`: `root/<id without video extension><suffix>` (see
         `vidload._layout.container_path`); a local root only (a URL root: `_open_container`;
         ValueError)."""
-        return Path(self._local_name(video_id))
-
-    def _local_name(self, video_id: str) -> str:
-        """`path(video_id)` as a string, without pathlib: what a read looks up per clip."""
-        return self.store.local_name(video_id, self.suffix)
+        return Path(self.store.local_name(video_id, self.suffix))
 
     def use_containers(self, names: Mapping[str, str]) -> bool:
         """Read each video of `names` ({video id: container name relative to the root}, as
@@ -257,9 +255,6 @@ class ContainerSource(FrameSourceBase):
 
     # -- a batch in one round (`vidload._dataset.batch`)
 
-    #: The sidecar of heads this source reads (`_heads`: "hdf5", "npy"), None for none.
-    heads_kind: str | None = None
-
     def prepare(self, video_ids: Sequence[str]) -> None:
         """Open what a read needs first (frame table, header, listing) for the videos of
         `video_ids` this process has not opened yet, all at once: one concurrent round for
@@ -283,8 +278,6 @@ class ContainerSource(FrameSourceBase):
             todo = [v for v in todo if not self._pend_from(heads, v, pending)]
             if todo:  # listed nowhere in it: the sidecar may be older than the data
                 heads.suspect()
-        if not todo:
-            return
         found = run_concurrently(self._try_fetch_head, todo)
         for vid, head in zip(todo, found, strict=True):
             if head is not None:
@@ -397,19 +390,83 @@ class ContainerSource(FrameSourceBase):
         except VidloadError:
             return None
 
+    # -- a container's head: what a read opens first
+    #
+    # A kind whose reads open a head sets `_open_head` and `_heads`, this process's heads of
+    # the containers it opened (npy's header, HDF5's open file and frame table) by
+    # `SourceRoot.handle_key`. A head tells its counts (`reported`, `actual`), the frame rate
+    # the container stores (`fps`, None for none) and where frames lie (`spans(frames)`: their
+    # [start, stop) in the container, None where they cannot be read as byte ranges).
+
+    _heads: ProcessLRU[str, Any]
+
+    def _open_head(self, location: Location) -> Any:
+        """The head of the container at `location` (a local file, or an object), validated."""
+        raise NotImplementedError
+
+    def _close_head(self, head: Any) -> None:
+        """Release what a head holds (an open file) when it leaves `_heads` or is not kept."""
+
+    def _head(self, video_id: str) -> Any:
+        """`video_id`'s head: this process's (`_heads`), else opened and kept (or, where
+        `_heads` keeps none, released: its fields stay readable)."""
+        key = self.store.handle_key(video_id, self.suffix)
+        return self._heads.get(key) or self._open_container(video_id, partial(self._head_at, key))
+
+    def _head_at(self, key: str, location: Location) -> Any:
+        """The head kept under `key`, else that of the container at `location`, kept."""
+        head = self._heads.get(key)
+        if head is None:
+            head = self._open_head(location)
+            self._keep(key, head)
+        return head
+
+    def _keep(self, key: str, head: Any) -> None:
+        if not self._heads.put(key, head):
+            self._close_head(head)
+
     def _head_known(self, video_id: str) -> bool:
-        return True
+        return self._heads.get(self.store.handle_key(video_id, self.suffix)) is not None
 
-    def _fetch_head(self, video_id: str) -> object:
+    def _fetch_head(self, video_id: str) -> Any:
         """What `_keep_head` keeps, fetched from storage (run in a thread: no shared state)."""
-        raise NotImplementedError
+        return self._open_container(video_id, self._open_head)
 
-    def _keep_head(self, video_id: str, head: object) -> None:
-        raise NotImplementedError
+    def _keep_head(self, video_id: str, head: Any) -> None:
+        self._keep(self.store.handle_key(video_id, self.suffix), head)
 
-    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
-        """The requests of a read of `idx`, with `head` (pending its check) or the head kept."""
-        return []
+    def _plan(self, video_id: str, idx: np.ndarray, head: Any | None) -> list[Request]:
+        """The requests of a read of `idx`, with `head` (pending its check) or the head kept:
+        the spans of its distinct frames (`spans`); none where the head is not open."""
+        head = head or self._heads.get(self.store.handle_key(video_id, self.suffix))
+        if head is None:
+            return []
+        frames = distinct_frames(idx[idx < head.actual], head.actual)[0]
+        spans = head.spans(frames) if frames.size else None
+        return [(self._container(video_id), spans)] if spans else []
+
+    def reported_frames(self, video_id: str) -> int | None:
+        """The count the container's head claims (`_head`)."""
+        return self._head(video_id).reported
+
+    def actual_frames(self, video_id: str) -> int:
+        """The frames the container holds (`_head`)."""
+        return self._head(video_id).actual
+
+    #: How to give the frame rate a container without stored times lacks (`timestamps`).
+    _NO_FPS = "pass fps="
+
+    def timestamps(self, video_id: str) -> np.ndarray:
+        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
+        container (`<container>.timestamps`), else frame i at i / fps (`fps`, else the rate
+        the container stores)."""
+        fps = self.fps if self.fps is not None else self._stored_fps(video_id)
+        actual = self.actual_frames(video_id)
+        return container_timestamps(self._container(video_id), actual, fps, self._NO_FPS)
+
+    def _stored_fps(self, video_id: str) -> float | None:
+        """The frame rate `video_id`'s container stores, None where it keeps none."""
+        return None
 
     @abstractmethod
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:

@@ -37,7 +37,6 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import h5py
@@ -51,7 +50,6 @@ from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._hdf5_write import FORMAT_VERSION, write_hdf5
 from vidload.sources._heads import HeadRecord
-from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -69,8 +67,6 @@ class _Handle:
     frames: h5py.Dataset
     offsets: np.ndarray  # int64 (n + 1,)
     reported: int | None
-    width: int
-    height: int
     # Where `frames` starts in the file, when its bytes can be read directly (one contiguous,
     # unfiltered, allocated block and the default sec2 driver): then a frame is one os.pread
     # on HDF5's own file descriptor instead of an h5py slice (see `_opened`).
@@ -79,6 +75,23 @@ class _Handle:
     location: Location | None = None
     fps: float | None = None  # the file's `fps` attribute (kept for a closed remote file)
     name: str = ""  # the file or object, as errors name it
+
+    @property
+    def actual(self) -> int:
+        """Frames stored in the file (`len(offsets) - 1`)."""
+        return self.offsets.shape[0] - 1
+
+    def spans(self, frames: np.ndarray) -> list[tuple[int, int]] | None:
+        """The [start, stop) of `frames` in the file, None where its frames are read through
+        h5py (chunked, filtered)."""
+        base = self.data_offset
+        if base is None:
+            return None
+        starts, stops = (
+            (base + self.offsets[frames]).tolist(),
+            (base + self.offsets[frames + 1]).tolist(),
+        )
+        return list(zip(starts, stops, strict=True))
 
 
 def _block_offset(frames: h5py.Dataset) -> int | None:
@@ -108,27 +121,20 @@ def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> in
     return int(offset)
 
 
-def _open_remote(location: Location) -> _Handle:
-    """Open one video's HDF5 object in a bucket: its size, then its first and last 64 KiB
-    in one round of concurrent requests (superblock, object headers, attributes and the
-    `offsets` table of a file `write_hdf5` wrote lie there), h5py reading the structure from
-    those bytes (`vidload._storage.RangeFile`; any other part it needs costs one more range).
-    The frame table is kept and the file closed: the frames are read as byte ranges. A
-    chunked or filtered `frames` dataset (another writer) keeps the file open, read through
-    h5py."""
-    raw = open_prefetched(location)
-    return _opened(str(location), raw, raw.size, location)
-
-
 def _open_at(location: Location) -> _Handle:
-    """`_open` of a local file (`local_file()`), else `_open_remote` of the object."""
+    """Open and validate one video's HDF5 file (`local_file()`; any failure is a
+    VideoReadError naming it), or its object in a bucket: its size, then its first and last
+    64 KiB in one round of concurrent requests (superblock, object headers, attributes and
+    the `offsets` table of a file `write_hdf5` wrote lie there), h5py reading the structure
+    from those bytes (`vidload._storage.RangeFile`; any other part it needs costs one more
+    range). An object's frame table is kept and the file closed: the frames are read as byte
+    ranges. A chunked or filtered `frames` dataset (another writer) keeps the file open, read
+    through h5py."""
     path = location.local_file()
-    return _open_remote(location) if path is None else _open(os.fspath(path))
-
-
-def _open(name: str) -> _Handle:
-    """Open and validate one video's HDF5 file; any failure is a VideoReadError naming it."""
-    return _opened(name, name, check_regular_file(Path(name)).st_size, None)
+    if path is None:
+        raw = open_prefetched(location)
+        return _opened(str(location), raw, raw.size, location)
+    return _opened(os.fspath(path), os.fspath(path), check_regular_file(path).st_size, None)
 
 
 def _opened(where: str, file: Any, size: int, location: Location | None) -> _Handle:
@@ -225,8 +231,8 @@ def _validate(path: str, f: h5py.File) -> _Handle:
         )
     offsets = offsets_ds[()].astype(np.int64)
     reported = _int_attr(path, f, "num_frames")
-    width = _int_attr(path, f, "width") or 0
-    height = _int_attr(path, f, "height") or 0
+    for name in ("width", "height"):  # checked, not kept: a read needs the frame table alone
+        _int_attr(path, f, name)
     if offsets[0] != 0 or offsets[-1] != frames.shape[0] or np.any(np.diff(offsets) <= 0):
         raise VideoReadError(
             path,
@@ -240,7 +246,7 @@ def _validate(path: str, f: h5py.File) -> _Handle:
         )
     fps_attr = f.attrs.get("fps")
     fps = None if fps_attr is None else float(fps_attr)
-    return _Handle(f, frames, offsets, reported, width, height, fps=fps, name=path)
+    return _Handle(f, frames, offsets, reported, fps=fps, name=path)
 
 
 def _close_handle(handle: _Handle) -> None:
@@ -287,81 +293,49 @@ class Hdf5Source(ContainerSource):
         store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         super().__init__(store, decode_size=decode_size, fps=fps)
         self.cache_size = check_int("cache_size", cache_size, minimum=0)
-        self._handles: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
+        self._heads: ProcessLRU[str, _Handle] = ProcessLRU(self.cache_size, _close_handle)
 
     def __repr__(self) -> str:
         return f"Hdf5Source({str(self.root)!r}, cache_size={self.cache_size})"
 
-    def timestamps(self, video_id: str) -> np.ndarray:
-        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
-        (`<id>.h5.timestamps`), else frame i at i / fps (`fps`, else the `fps` attribute)."""
-        with self._handle(video_id) as handle:
-            fps = self.fps if self.fps is not None else handle.fps
-            actual = handle.offsets.shape[0] - 1
-        return container_timestamps(
-            self._container(video_id), actual, fps, "pass fps= (the file has no fps attribute)"
-        )
+    _NO_FPS = "pass fps= (the file has no fps attribute)"
+
+    def _stored_fps(self, video_id: str) -> float | None:
+        return self._head(video_id).fps
 
     def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
         """The metadata before and after the frame data (superblock, object headers,
         `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
         not one plain block (chunked or filtered, read through h5py) is read whole."""
-        with self._handle(video_id) as handle:
-            assert handle.file is not None  # a local file's handle keeps it open
-            location = Location(handle.name)
-            base = handle.data_offset
-            if base is None:
-                return [(location, None)]
-            size = os.fstat(handle.file.id.get_vfd_handle()).st_size
-        end = base + int(handle.offsets[-1])
-        return [(location, [(0, base), (end, size)]), *self._plan(video_id, idx, handle)]
+        handle = self._head(video_id)
+        location, base = Location(handle.name), handle.data_offset
+        if base is None:
+            return [(location, None)]
+        around = [(0, base), (base + int(handle.offsets[-1]), os.path.getsize(handle.name))]
+        return [(location, around), *self._plan(video_id, idx, handle)]
 
     def close(self) -> None:
         """Close this process's open files (they reopen on the next call)."""
-        self._handles.clear()
-
-    @contextmanager
-    def _handle(self, video_id: str) -> Iterator[_Handle]:
-        """An open, validated file (or a remote object's frame table), from this process's
-        cache, closed on exit when the cache keeps none (`cache_size=0`)."""
-        key = self.store.handle_key(video_id, self.suffix)
-        handle = self._handles.get(key)
-        if handle is None:
-            handle = self._open_container(video_id, _open_at)
-            if not self._handles.put(key, handle):
-                try:
-                    yield handle
-                finally:
-                    _close_handle(handle)
-                return
-        yield handle
+        self._heads.clear()
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
-    def _head_known(self, video_id: str) -> bool:
-        return self._handles.get(video_id) is not None
+    _open_head = staticmethod(_open_at)
 
-    def _fetch_head(self, video_id: str) -> _Handle:
-        return self._open_container(video_id, _open_at)
-
-    def _keep_head(self, video_id: str, head: object) -> None:
-        assert isinstance(head, _Handle)
-        if not self._handles.put(video_id, head):
-            _close_handle(head)
+    def _close_head(self, head: _Handle) -> None:
+        _close_handle(head)
 
     heads_kind = "hdf5"
 
     def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
         # opened apart from the cache of handles: `write_heads` runs this in threads
-        handle = self._open_container(video_id, _open_at)
+        handle = self._fetch_head(video_id)
         try:
             if handle.data_offset is None:
                 return None  # chunked or filtered: read through h5py, nothing to record
             ints = {
                 "data_offset": handle.data_offset,
                 "reported": -1 if handle.reported is None else handle.reported,
-                "width": handle.width,
-                "height": handle.height,
             }
             lengths = np.diff(handle.offsets)
         finally:
@@ -381,36 +355,11 @@ class Hdf5Source(ContainerSource):
             None,  # the file is not opened: its frames are byte ranges
             offsets,
             None if reported < 0 else reported,
-            record.ints.get("width", 0),
-            record.ints.get("height", 0),
             record.ints["data_offset"],
             location,
             record.floats.get("fps"),
             str(location),
         )
-
-    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
-        handle = head if isinstance(head, _Handle) else self._handles.get(video_id)
-        if handle is None or handle.data_offset is None:
-            return []  # not open, or read through h5py (chunked, filtered)
-        offsets, base = handle.offsets, handle.data_offset
-        frames = distinct_frames(idx[idx < offsets.shape[0] - 1], offsets.shape[0] - 1)[0]
-        if frames.size == 0:
-            return []
-        starts = (base + offsets[frames]).tolist()
-        stops = (base + offsets[frames + 1]).tolist()
-        location = handle.location or Location(handle.name)  # an object, or a local file
-        return [(location, list(zip(starts, stops, strict=True)))]
-
-    def reported_frames(self, video_id: str) -> int | None:
-        """The file's `num_frames` attribute (None if absent); checked against the data."""
-        with self._handle(video_id) as handle:
-            return handle.reported
-
-    def actual_frames(self, video_id: str) -> int:
-        """Frames stored in the file (`len(offsets) - 1`)."""
-        with self._handle(video_id) as handle:
-            return handle.offsets.shape[0] - 1
 
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
@@ -420,43 +369,44 @@ class Hdf5Source(ContainerSource):
         for a chunked or filtered `frames` dataset, see `_opened`).
         """
         idx = as_index_array(indices)
-        cached = self._handles.get(self.store.handle_key(video_id, self.suffix))
-        if cached is not None:  # the per-clip path: a cached handle, no pathlib
-            return _read_frames(cached, video_id, idx)
-        with self._handle(video_id) as handle:
+        key = self.store.handle_key(video_id, self.suffix)
+        handle = self._heads.get(key)
+        if handle is not None:  # the per-clip path: a cached handle, no pathlib
             return _read_frames(handle, video_id, idx)
+        handle = self._fetch_head(video_id)
+        try:
+            return _read_frames(handle, video_id, idx)
+        finally:  # kept, or closed where the cache keeps none (`cache_size=0`)
+            self._keep(key, handle)
 
 
 def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
     """`read_encoded` on an open handle."""
-    actual = handle.offsets.shape[0] - 1
+    actual = handle.actual
     check_in_range(video_id, idx, actual, handle.reported)
     frames, order = distinct_frames(idx, actual)
-    buffers = _frame_bytes(handle, frames.tolist())
+    buffers = _frame_bytes(handle, frames)
     return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 
 
-def _frame_bytes(handle: _Handle, frames: list[int]) -> list:
+def _frame_bytes(handle: _Handle, frames: np.ndarray) -> list:
     """The stored bytes of `frames` (one buffer each), read directly where the layout allows:
     `os.pread` on a local file, concurrent byte ranges of an object in a bucket."""
     path = handle.name  # the file or object, as errors name it
-    starts = handle.offsets[frames].tolist()
-    ends = handle.offsets[[i + 1 for i in frames]].tolist()
-    base = handle.data_offset
-    if base is None:  # chunked or filtered: through h5py
+    rows, ranges = frames.tolist(), handle.spans(frames)
+    if ranges is None:  # chunked or filtered: through h5py
         buffers = []
-        for i, a, b in zip(frames, starts, ends, strict=True):
+        for i in rows:
             try:
-                buffers.append(handle.frames[a:b])
+                buffers.append(handle.frames[handle.offsets[i] : handle.offsets[i + 1]])
             except Exception as e:  # h5py: OSError, RuntimeError, ... on damaged data
                 raise VideoReadError(path, f"cannot read the frame's bytes: {_what(e)}", i) from e
         return buffers
-    ranges = [(base + a, base + b) for a, b in zip(starts, ends, strict=True)]
     if handle.location is not None:
-        return read_spans(handle.location, ranges, frames)
+        return read_spans(handle.location, ranges, rows)
     assert handle.file is not None  # a local file's handle keeps it open
     fd = handle.file.id.get_vfd_handle()
-    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(frames, ranges, strict=True)]
+    return [_pread(fd, a, b, path, i) for i, (a, b) in zip(rows, ranges, strict=True)]
 
 
 def _pread(fd: int, start: int, stop: int, path: str, index: int) -> bytes:

@@ -27,6 +27,7 @@ import re
 import shutil
 import string
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +42,6 @@ from vidload._storage.batch import Request, held
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord, head_record
-from vidload.sources._timestamps import container_timestamps
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -80,9 +80,9 @@ def _template_regex(template: str) -> re.Pattern[str]:
     if "/" in sample or os.sep in sample:
         raise ValueError(f"template ({template!r}) must name a file, not a path")
     pattern = ""
-    for literal, field, _spec, _conv in parts:
+    for literal, name, _spec, _conv in parts:
         pattern += re.escape(literal)
-        if field is not None:
+        if name is not None:
             pattern += r"(\d+)"
     return re.compile(pattern)
 
@@ -130,7 +130,7 @@ class JpegSource(ContainerSource):
         super().__init__(store, decode_size=decode_size, fps=fps)
         self._name_re = _template_regex(template)
         self.template = template
-        self.start_index = _checked_start_index(start_index)
+        self.start_index = check_int("start_index", start_index, minimum=0)
         self.frame_counts: dict[str, int] = {}
         for vid, count in (frame_counts or {}).items():
             checked = check_int(f"frame_counts[{vid!r}]", count, minimum=0)
@@ -247,12 +247,6 @@ class JpegSource(ContainerSource):
         if isinstance(head, _Recorded):
             head.planned.extend(loc.url for loc, _ in out)
         return out
-
-    def timestamps(self, video_id: str) -> np.ndarray:
-        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
-        folder (`<folder>.timestamps`), else frame i at i / fps."""
-        actual = self.actual_frames(video_id)
-        return container_timestamps(self._container(video_id), actual, self.fps, "pass fps=")
 
     def folder(self, video_id: str) -> Path:
         """The folder holding `video_id`'s frames (`path`); a local root only."""
@@ -372,16 +366,14 @@ def _frame_run(
     return run, actual
 
 
+@dataclass(eq=False)
 class _Recorded:
     """A folder's head from the sidecar, pending its check: its name, frame count, and the
     frame files planned from it (`_plan`; `_head_checks` asks whether any was absent)."""
 
-    __slots__ = ("count", "key", "planned")
-
-    def __init__(self, key: str, count: int) -> None:
-        self.key = key
-        self.count = count
-        self.planned: list[str] = []
+    key: str
+    count: int
+    planned: list[str] = field(default_factory=list)
 
 
 def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
@@ -431,7 +423,7 @@ def write_jpeg_folder(
     complete JPEG (SOI ... EOI). Returns the number of frames written (>= 1).
     """
     _template_regex(template)
-    _checked_start_index(start_index)
+    check_int("start_index", start_index, minimum=0)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
@@ -452,11 +444,6 @@ def write_jpeg_folder(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return count
-
-
-def _checked_start_index(start_index: int) -> int:
-    """`start_index` as an int, after checking it is an int >= 0."""
-    return check_int("start_index", start_index, minimum=0)
 
 
 def _count_key(video_id: str) -> str:

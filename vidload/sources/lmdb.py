@@ -37,7 +37,6 @@ import struct
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -373,8 +372,7 @@ class LmdbFormat(JpegFramesFormat):
         video of that name is replaced in the same transaction."""
         environment, name = _split(container)
         encoded = frames.jpeg(options.quality, options.subsampling)
-        first = next(encoded)
-        with spill_frames(Path(environment), chain([first], encoded), one_size=True) as spill:
+        with spill_frames(Path(environment), encoded, one_size=True) as spill:
             count = len(spill.lengths)
             times = frames.timestamps(count)
             key = name.encode()

@@ -35,7 +35,6 @@ import io
 import mmap
 import os
 import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,6 @@ from typing import Any, Literal
 
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
 from vidload._checks import check_choice
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
@@ -51,8 +49,8 @@ from vidload._storage.batch import Request
 from vidload.errors import VideoReadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._heads import HeadRecord
-from vidload.sources._spill import BLOCK_BYTES, spill_frames
-from vidload.sources._timestamps import container_timestamps
+from vidload.sources._heads_file import read_array_header
+from vidload.sources._spill import BLOCK_BYTES, spilled_container
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -80,18 +78,31 @@ def _header_bytes(head: bytes) -> int:
 
 @dataclass(frozen=True)
 class _Header:
+    """An npy file's head (`ContainerSource._head`): its rows are its frames, counted and
+    reported alike; no frame rate."""
+
     stamp: tuple[int, int, int]  # (st_ino, st_size, st_mtime_ns) of the file it was read from
     data_offset: int
     rows: int
     cols: int
+    fps = None
+
+    @property
+    def actual(self) -> int:
+        return self.rows
+
+    reported = actual
+
+    def spans(self, frames: np.ndarray) -> list[tuple[int, int]]:
+        """The [start, stop) of the rows `frames` in the file."""
+        base, cols = self.data_offset, self.cols
+        return [(base + i * cols, base + (i + 1) * cols) for i in frames.tolist()]
 
 
 #: The header numpy (and so `write_npy`) writes for a 2-D uint8 array, matched without `ast`.
 _HEADER_RE = re.compile(
     r"\{'descr': '[|<>=]?u1', 'fortran_order': (False|True), 'shape': \((\d+), (\d+)\), \} *\n?"
 )
-#: numpy's own header parser, for any other header, runs under this lock (see `_read_header`).
-_NUMPY_PARSER_LOCK = threading.Lock()
 
 
 def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Header:
@@ -99,10 +110,8 @@ def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Heade
     checked against that size (an empty or truncated file is a VideoReadError naming it).
 
     The header numpy writes for such an array is matched by `_HEADER_RE`. numpy's parser
-    (`ast.literal_eval`) is the fallback for any other header, one thread at a time: CPython
-    3.11's AST constructor can fail with a spurious "SystemError: AST constructor recursion
-    depth mismatch" when two threads build ASTs at once (cpython gh-106905), which happened
-    when the read-ahead thread and a 0-worker DataLoader opened npy files together.
+    (`ast.literal_eval`) is the fallback for any other header, one thread at a time
+    (`_heads_file.read_array_header`).
     """
     if stamp[1] == 0:
         raise VideoReadError(path, "empty file (0 bytes)")
@@ -121,11 +130,7 @@ def _read_header(path: str, f, stamp: tuple[int, int, int], noun: str) -> _Heade
                 fortran, dtype = match[1] == "True", np.dtype(np.uint8)
         if match is None:
             f.seek(start)
-            with _NUMPY_PARSER_LOCK:
-                if version == (1, 0):
-                    shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-                else:
-                    shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            shape, fortran, dtype = read_array_header(f, version)
     except Exception as e:  # numpy's header parser: ValueError, SyntaxError, TokenError, ...
         raise VideoReadError(path, f"not a valid npy file: {type(e).__name__}: {e}") from e
     if dtype != np.uint8 or len(shape) != 2 or fortran:
@@ -184,18 +189,11 @@ class NpySource(ContainerSource):
     ) -> None:
         store = SourceRoot(root, storage_options, cache_dir, cache_max_bytes)
         super().__init__(store, decode_size=decode_size, fps=fps)
+        self._heads: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
         self.mode: Literal["mmap", "read"] = check_choice("mode", mode, ("mmap", "read"))
-        self._headers: ProcessLRU[str, _Header] = ProcessLRU(_HEADER_CACHE_SIZE)
 
     def __repr__(self) -> str:
         return f"NpySource({str(self.root)!r}, mode={self.mode!r})"
-
-    def timestamps(self, video_id: str) -> np.ndarray:
-        """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the file
-        (`<id>.npy.timestamps`; an npy holds one array), else frame i at i / fps."""
-        return container_timestamps(
-            self._container(video_id), self.actual_frames(video_id), self.fps, "pass fps="
-        )
 
     def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
         """In "mmap" mode the header and each wanted row (`_plan`); in "read" mode the whole
@@ -203,7 +201,7 @@ class NpySource(ContainerSource):
         location = self._container(video_id)
         if self.mode == "read":
             return [(location, None)]
-        header = self._header(video_id)
+        header = self._head(video_id)
         return [(location, [(0, header.data_offset)]), *self._plan(video_id, idx, header)]
 
     def _open(self, path: str | Path) -> tuple[int, _Header]:
@@ -211,55 +209,38 @@ class NpySource(ContainerSource):
         fd, st = open_regular(path)
         try:
             stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
-            key = str(path)
-            header = self._headers.get(key)
+            key = str(path)  # `SourceRoot.handle_key` of a local root's
+            header = self._heads.get(key)
             if header is None or header.stamp != stamp:
                 with os.fdopen(os.dup(fd), "rb") as f:
                     header = _read_header(key, f, stamp, "file")
-                self._headers.put(key, header)
+                self._heads.put(key, header)
             return fd, header
         except BaseException:
             os.close(fd)
             raise
 
-    def _header(self, video_id: str) -> _Header:
-        return self._open_container(video_id, self._header_at)
+    def _head(self, video_id: str) -> _Header:
+        """The header, kept per object in a bucket; a local file's (`_open_head`) checked
+        against the file on every call."""
+        if self.store.reads_wait:
+            return super()._head(video_id)
+        return self._open_container(video_id, self._open_head)
 
-    def _header_at(self, location: Location) -> _Header:
-        """The validated header of a local file (`local_file()`) or of an object."""
+    def _open_head(self, location: Location) -> _Header:
+        """The validated header of a local file (`local_file()`), or of an object (its size
+        and its first bytes, in one round)."""
         path = location.local_file()
         if path is None:
-            return self._remote_header(location)
+            return _read_remote_header(location)
         fd, header = self._open(path)
         os.close(fd)
         return header
 
-    def _remote_header(self, location: Location) -> _Header:
-        """The validated header of an object in a bucket: its size and its first bytes (two
-        requests, once per object and process)."""
-        key = location.url
-        header = self._headers.get(key)
-        if header is None:
-            header = _read_remote_header(location)
-            self._headers.put(key, header)
-        return header
-
-    # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
-
-    def _head_known(self, video_id: str) -> bool:
-        return self._headers.get(self._container(video_id).url) is not None
-
-    def _fetch_head(self, video_id: str) -> _Header:
-        return self._open_container(video_id, _read_remote_header)
-
-    def _keep_head(self, video_id: str, head: object) -> None:
-        assert isinstance(head, _Header)  # kept under the object's URL, as `_remote_header`
-        self._headers.put(self._container(video_id).url, head)
-
     heads_kind = "npy"
 
     def _head_fields(self, video_id: str) -> tuple[dict, dict, np.ndarray | None] | None:
-        header = self._header(video_id)
+        header = self._head(video_id)
         ints = {"data_offset": header.data_offset, "rows": header.rows, "cols": header.cols}
         return ints, {}, None
 
@@ -269,26 +250,12 @@ class NpySource(ContainerSource):
             return None
         return _Header((0, record.size, 0), f["data_offset"], f["rows"], f["cols"])
 
-    def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
-        location = self._container(video_id)
-        header = head if isinstance(head, _Header) else self._headers.get(location.url)
-        if header is None:
-            return []
-        base, cols = header.data_offset, header.cols
-        if self.mode == "read":
-            return [(location, [(0, base + header.rows * cols)])]
-        rows = distinct_frames(idx[idx < header.rows], header.rows)[0].tolist()
-        if not rows:
-            return []
-        return [(location, [(base + i * cols, base + (i + 1) * cols) for i in rows])]
-
-    def reported_frames(self, video_id: str) -> int | None:
-        """Rows in the file's npy header."""
-        return self._header(video_id).rows
-
-    def actual_frames(self, video_id: str) -> int:
-        """Rows in the file (the header's count, checked against the file size)."""
-        return self._header(video_id).rows
+    def _plan(self, video_id: str, idx: np.ndarray, head: _Header | None) -> list[Request]:
+        """Each wanted row ("mmap"), or the whole file ("read", which that mode reads)."""
+        if self.mode == "mmap":
+            return super()._plan(video_id, idx, head)
+        h = head or self._heads.get(self.store.handle_key(video_id, self.suffix))
+        return [] if h is None else [(self._container(video_id), [(0, h.stamp[1])])]
 
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:
         """<<read_encoded>>
@@ -302,8 +269,9 @@ class NpySource(ContainerSource):
 
         def read_at(location: Location) -> EncodedFrames:
             path = location.local_file()
-            if path is None:
-                return self._read_rows(location, video_id, idx, None, self._remote_header(location))
+            if path is None:  # kept per object, as `_head` keeps it
+                header = self._head_at(self.store.handle_key(video_id, self.suffix), location)
+                return self._read_rows(location, video_id, idx, None, header)
             return self._read_rows(os.fspath(path), video_id, idx, *self._open(path))
 
         return self._open_container(video_id, read_at)
@@ -351,9 +319,7 @@ class NpySource(ContainerSource):
                 if whole.shape[0] != size:
                     raise VideoReadError(where, "object changed size while being read")
                 return whole[base:].reshape(rows, cols), frames
-            wanted = frames.tolist()
-            spans = [(base + i * cols, base + (i + 1) * cols) for i in wanted]
-            got = read_spans(where, spans, wanted)
+            got = read_spans(where, header.spans(frames), frames.tolist())
             return np.frombuffer(b"".join(got), np.uint8).reshape(-1, cols), np.arange(len(got))
         try:
             if self.mode == "read":
@@ -432,34 +398,27 @@ def write_npy(path: str | os.PathLike[str], frames: Sequence[bytes] | Iterable[b
     in the same pass), then copied into the rows block by block (`spill_frames`).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with spill_frames(path, frames) as spill:
-            if max(spill.lengths) >= 2**32:
-                raise ValueError(
-                    f"{path}: a frame of {max(spill.lengths)} bytes exceeds the 4 GiB row limit"
+    with spilled_container(path, frames) as (tmp, spill):
+        if max(spill.lengths) >= 2**32:
+            raise ValueError(
+                f"{path}: a frame of {max(spill.lengths)} bytes exceeds the 4 GiB row limit"
+            )
+        n, cols = len(spill.lengths), LENGTH_BYTES + max(spill.lengths)
+        with open(tmp, "wb") as f:
+            # header, then the rows through Python's file object: np.save's `tofile` reports
+            # a full disk as "N requested and M written", with no errno to tell it apart
+            header = {"descr": "|u1", "fortran_order": False, "shape": (n, cols)}
+            np.lib.format.write_array_header_1_0(f, header)
+            rows_per_block = max(1, BLOCK_BYTES // cols)
+            block = np.empty((min(n, rows_per_block), cols), np.uint8)
+            for start in range(0, n, rows_per_block):
+                lengths = spill.lengths[start : start + rows_per_block]
+                rows = block[: len(lengths)]
+                rows.fill(0)
+                rows[:, :LENGTH_BYTES] = (
+                    np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
                 )
-            n, cols = len(spill.lengths), LENGTH_BYTES + max(spill.lengths)
-            with open(tmp, "wb") as f:
-                # header, then the rows through Python's file object: np.save's `tofile` reports
-                # a full disk as "N requested and M written", with no errno to tell it apart
-                header = {"descr": "|u1", "fortran_order": False, "shape": (n, cols)}
-                np.lib.format.write_array_header_1_0(f, header)
-                rows_per_block = max(1, BLOCK_BYTES // cols)
-                block = np.empty((min(n, rows_per_block), cols), np.uint8)
-                for start in range(0, n, rows_per_block):
-                    lengths = spill.lengths[start : start + rows_per_block]
-                    rows = block[: len(lengths)]
-                    rows.fill(0)
-                    rows[:, :LENGTH_BYTES] = (
-                        np.asarray(lengths, "<u4").view(np.uint8).reshape(-1, LENGTH_BYTES)
-                    )
-                    for row, length in zip(rows, lengths, strict=True):
-                        spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
-                    f.write(rows.data.cast("B"))
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+                for row, length in zip(rows, lengths, strict=True):
+                    spill.read_into(row[LENGTH_BYTES : LENGTH_BYTES + length])
+                f.write(rows.data.cast("B"))
     return n
