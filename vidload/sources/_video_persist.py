@@ -18,7 +18,7 @@ without one. Reads stay checked against the decoder either way (`_video_seek`): 
 not carry the index's timestamp makes the reader fall back to sequential decoding.
 
 Format 3: two lines, each a JSON object. The first is the index (`"format": 3`, ~25 bytes a
-frame, plus the digests: `_video_digest.frame_digest` of every frame of the single-threaded
+frame, plus the digests: `_video_index.frame_digest` of every frame of the single-threaded
 sequential decode, 4 bytes each as little-endian uint32, in base64 under `"digests"`, ~5.4
 characters a frame; null where not recorded), whose `num_frames` is the sequential decode's
 count: a seek read checks the frames it returns against the digests, and a frame past the count
@@ -48,8 +48,7 @@ from vidload._atomic import write_bytes_atomic
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_digest import DIGEST_BYTES
-from vidload.sources._video_index import FrameIndex, SeekPoint
+from vidload.sources._video_index import DIGEST_BYTES, FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
 from vidload.sources.base import open_regular_file
 

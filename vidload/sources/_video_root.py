@@ -198,7 +198,7 @@ class VideoRoot(FrameSourceBase):
         """An open handle on `path` from this process's cache (reopened if the file changed).
         Seek reads must see every error the decoder reports (`explode`), except where each
         frame they return is checked against the sequential decode's digest (a persisted
-        index of format 3: `_video_digest`): that file's handle is reopened once without
+        index of format 3: `_video_index.frame_digest`): that file's handle is reopened once without
         (`explode=False`) and kept so, which spares healthy open GOPs the errors a seek to
         their recovery point reports (a reference list naming frames before the seek)."""
         key = str(path)

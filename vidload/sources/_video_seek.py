@@ -21,12 +21,12 @@ import av
 import av.error
 import numpy as np
 
-from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import VideoHandle
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     decode_packets,
+    frame_digest,
     frame_key,
     packet_key,
 )
@@ -55,8 +55,8 @@ def read_seeking(
     position, and decode forward. Raises Mismatch where the decoder disagrees with `index`,
     BadData where the data goes bad: an error the decoder reports, a frame it flags corrupt
     (with `check_corrupt`: it concealed damage it did not report as an error), or a frame that
-    differs from the sequential decode's (where `index` has its digests: `_video_digest`); the
-    caller then falls back to a sequential decode."""
+    differs from the sequential decode's (where `index` has its digests:
+    `_video_index.frame_digest`); the caller then falls back to a sequential decode."""
     out: dict[int, np.ndarray] = {}
     wanted_set = set(wanted)
     stretch: Generator[tuple[int, av.VideoFrame], None, None] | None = None

@@ -17,15 +17,15 @@ Frame i of a video is the i-th frame a full sequential decode of the chosen stre
 
 Damaged files: the frames of a video are those a single-threaded sequential decode gives, up
 to where it stops; `read`, `iter_frames` and `actual_frames` all give these frames, whatever
-`threads` (`_video_decode` says how); a persisted index's frame digests catch what no decode
-error reports (`_video_digest`).
+`threads` (`_video_index` says how); a persisted index's frame digests catch what no decode
+error reports (`_video_index.frame_digest`).
 
 The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
 handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
-`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_decode`
-(sequential decode), `_video_rgb` (pixels), `_video_persist` (the index persisted beside a
-file), `_video_ranges` and `_video_remote` (a video at a URL read by byte ranges: the header
-once per process, then each clip's packets).
+`_video_index` (the frame index, and sequential decode), `_video_seek` (seek-and-decode),
+`_video_rgb` (pixels), `_video_persist` (the index persisted beside a file), `_video_ranges`
+and `_video_remote` (a video at a URL read by byte ranges: the header once per process, then
+each clip's packets).
 """
 
 from __future__ import annotations
@@ -48,13 +48,13 @@ from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import empty_clip
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_decode import decode_all
-from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import VideoHandle, VideoInfo, ffmpeg_words, video_info
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     IndexRecorder,
+    decode_all,
+    frame_digest,
     index_from_packets,
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
@@ -332,7 +332,7 @@ class VideoSource(VideoRoot):
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
         `actual_frames`), with its display orientation and each frame's digest (the decode is
-        single-threaded then: `_video_digest`): what `write_index` persists."""
+        single-threaded then: `_video_index.frame_digest`): what `write_index` persists."""
         path = self._file(video_id)
         index = self._exact_index(path, digests=True)
         orientation = self.orientation(video_id)
@@ -346,7 +346,7 @@ class VideoSource(VideoRoot):
 
     def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
         """Index built from a full sequential decode (cached); with `digests`, one that has
-        each frame's digest (`_video_digest`)."""
+        each frame's digest (`_video_index.frame_digest`)."""
         key = (str(path), path.stat)
         index = self._indexes.get(key)
         if (index is None or not index.exact) and self._use_persisted(path):
@@ -395,7 +395,7 @@ class VideoSource(VideoRoot):
         self, path: VideoFile, recorder: IndexRecorder | None = None
     ) -> Iterator[av.VideoFrame]:
         """Every frame of the chosen stream that a single-threaded sequential decode gives
-        (`_video_decode.decode_all`); `recorder` sees every packet decoded and every frame."""
+        (`_video_index.decode_all`); `recorder` sees every packet decoded and every frame."""
         return decode_all(partial(self._fresh, path), path, self.threads, recorder)
 
     def iter_frames(self, video_id: str) -> Iterator[np.ndarray]:
