@@ -21,8 +21,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 
-import numpy as np
-
 from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
 from vidload._storage import Location, SourceRoot
@@ -31,7 +29,7 @@ from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
 from vidload.sources._video_persist import UnusableIndex
 from vidload.sources._video_remote import VideoFile, load_remote, record_of, warn_whole
-from vidload.sources.base import FrameSourceBase, normalize_video_id
+from vidload.sources.base import FrameSourceBase, Indices, normalize_video_id
 
 __all__ = ["CONVERTED_SUFFIX", "VideoRoot"]
 
@@ -82,7 +80,7 @@ class VideoRoot(FrameSourceBase):
         URL root, the local copy of root / video_id (fetched on first use, see `root`)."""
         return self.store.local_copy(self._object_name(normalize_video_id(video_id)))
 
-    def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
+    def _file(self, video_id: str, wanted: Indices = ()) -> VideoFile:
         """The file a read of `video_id` opens: where the root has a local file for it (a
         local root, or `cache_dir`'s copy), that file; else the object read by byte ranges,
         with the bytes a read of `wanted` needs fetched (the first time, its header too:

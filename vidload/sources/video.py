@@ -63,6 +63,7 @@ from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_root import VideoRoot
 from vidload.sources._video_seek import Mismatch, read_seeking
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     normalize_video_id,
@@ -200,13 +201,12 @@ class VideoSource(VideoRoot):
         except VidloadError:
             return None
 
-    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+    def fetch_plan(self, video_id: str, indices: Indices) -> list[Request]:
         """The storage requests `read(video_id, indices)` will make, as `(location, [(start,
         stop), ...])`: the video's header the first time, and the packets of the frames not
         held, once its index is known (`prepare`) and it is read by byte ranges; else []."""
-        return self._planned(video_id, indices) if self.store.reads_wait else []
-
-    def _planned(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+        if not self.store.reads_wait:
+            return []
         found = self._remote.get(self._object_name(normalize_video_id(video_id)))
         if found is None or isinstance(found, str):
             return []
@@ -417,7 +417,7 @@ class VideoSource(VideoRoot):
     def read(
         self,
         video_id: str,
-        indices: Sequence[int] | np.ndarray,
+        indices: Indices,
         *,
         geometry: ClipGeometry | None = None,
     ) -> np.ndarray:
