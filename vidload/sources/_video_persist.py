@@ -94,6 +94,13 @@ class PersistedIndex:
                 raise UnusableIndex(f"unreadable byte layout ({type(e).__name__}: {e})") from None
         return self._layout
 
+    def for_stream(self, stream_index: int, where: object) -> PersistedIndex | None:
+        """This index where it describes video stream `stream_index` (an index among the
+        file's video streams), else None, said in a warning naming the sidecar `where`."""
+        if self.stream_index == stream_index:
+            return self
+        return _unused(where, f"it is for video stream {self.stream_index}, not {stream_index}")
+
 
 class UnusableIndex(Exception):
     """A sidecar that cannot be used (internal); the message is the reason."""
@@ -167,11 +174,7 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
                 f"it describes another file (size {size}, digest {digest[:12]}; "
                 f"{video_file.name} now has {now[0]}, {now[1][:12]}): rewritten since"
             )
-        if persisted.stream_index != stream_index:
-            raise UnusableIndex(
-                f"it is for video stream {persisted.stream_index}, not {stream_index}"
-            )
-        return persisted
+        return persisted.for_stream(stream_index, path)
     except UnusableIndex as e:
         return _unused(path, str(e))
     except (OSError, VideoReadError) as e:
@@ -235,7 +238,7 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def _unused(path: Path, reason: str) -> PersistedIndex | None:
+def _unused(path: object, reason: str) -> PersistedIndex | None:
     warnings.warn(
         f"{path}: frame index not used: {reason}; building it from the video instead "
         f"(rewrite it with `vidload probe --write-index`, or delete it)",

@@ -95,10 +95,8 @@ class VideoRoot(FrameSourceBase):
             found = self._keep_remote(vid, load_remote(self.store.location_of(vid)))
         if not isinstance(found, str):
             try:
-                from_sidecar = found.check is not None
-                found.fetch(wanted)
-                if from_sidecar and found.check is None:  # its record was stale (`fetch`)
-                    self._suspect_heads()
+                if found.fetch(wanted):  # its record in the sidecar of heads was stale
+                    self._root_heads.suspect()  # (`_heads.Heads.suspect`)
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
@@ -139,10 +137,6 @@ class VideoRoot(FrameSourceBase):
         read_heads`), None where there is none. Only asked where reads wait on a network
         (`prepare`)."""
         return self._root_heads.get(self.store.location, self.heads_kind, self.store.cache)
-
-    def _suspect_heads(self) -> None:
-        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
-        self._root_heads.suspect()
 
     def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
         """(object name relative to the root, its record: the persisted index's bytes) for
