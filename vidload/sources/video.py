@@ -152,7 +152,7 @@ class VideoSource(VideoRoot):
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
-        # whether each file version's persisted index was looked for (and used)
+        # the file versions whose persisted index was looked for (and used where found: `_known`)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._init_files()
 
@@ -242,10 +242,8 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), path.stat)
+        key = self._known(path)
         found = self._orientations.get(key)
-        if found is None and self._use_persisted(path):
-            found = self._orientations.get(key)
         if found is None:
             for frame in self._decode_all(path):
                 found = orientation_of(path, frame)
@@ -297,36 +295,30 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        stat = path.stat
-        count = self._actual.get((str(path), stat))
-        if count is None and self._use_persisted(path):
-            count = self._actual.get((str(path), stat))
-        if count is None:
-            count = self._exact_index(path).num_frames
-        return count
+        count = self._actual.get(self._known(path))
+        return self._exact_index(path).num_frames if count is None else count
 
     # ------------------------------------------------------------------ persisted index
 
-    def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
-        """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
-        once per file version; whether one was found and matches the file."""
-        key = (str(path), path.stat)
-        done = self._persisted.get(key)
-        if done is not None:
-            return done
-        info = self._info(path) if handle is None else video_info(handle)
-        found = path.persisted_index(info.stream_index)
-        if found is not None:
-            self._store_exact(key, found.index)
-            self._orientations.put(key, found.orientation)
-        self._persisted.put(key, found is not None)
-        return found is not None
+    def _known(self, path: VideoFile, handle: VideoHandle | None = None) -> FileKey:
+        """The key of `path`'s version (`handle`'s, where it is open) in this process's caches,
+        into which its persisted frame index (`_video_persist`), where one is found and
+        matches the file, is loaded first, once per file version."""
+        key = (str(path), path.stat if handle is None else handle.stat)
+        if self._persisted.get(key) is None:
+            info = self._info(path) if handle is None else video_info(handle)
+            found = path.persisted_index(info.stream_index)
+            if found is not None:
+                self._store_exact(key, found.index)
+                self._orientations.put(key, found.orientation)
+            self._persisted.put(key, found is not None)
+        return key
 
     def _has_digests(self, path: VideoFile) -> bool:
-        """Whether `path`'s persisted index records each frame's digest: seek reads then check
-        every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
-        key = (str(path), path.stat)
-        found = self._indexes.get(key) if self._use_persisted(path) else None
+        """Whether `path`'s exact index (persisted, else written in this process) records each
+        frame's digest: seek reads then check every frame they return, and need no
+        `err_detect=explode` (`VideoRoot._handle`)."""
+        found = self._indexes.get(self._known(path))
         return found is not None and found.digests is not None
 
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
@@ -347,10 +339,8 @@ class VideoSource(VideoRoot):
     def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
         """Index built from a full sequential decode (cached); with `digests`, one that has
         each frame's digest (`_video_index.frame_digest`)."""
-        key = (str(path), path.stat)
+        key = self._known(path)
         index = self._indexes.get(key)
-        if (index is None or not index.exact) and self._use_persisted(path):
-            index = self._indexes.get(key)
         if index is None or not index.exact or (digests and index.digests is None):
             recorder = IndexRecorder(digests=digests)
             for _ in self._decode_all(path, recorder):
@@ -369,10 +359,8 @@ class VideoSource(VideoRoot):
     def _guess_index(self, path: VideoFile, handle: VideoHandle) -> FrameIndex:
         """The cached index of `path`, else one from a packet scan where the container
         stores pts, else one from a full decode."""
-        key = (str(path), handle.stat)
+        key = self._known(path, handle)
         index = self._indexes.get(key)
-        if index is None and self._use_persisted(path, handle):
-            index = self._indexes.get(key)
         if index is not None:
             return index
         if not handle.stores_pts or self.frame_index == "decode":
