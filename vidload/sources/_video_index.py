@@ -215,10 +215,14 @@ def frame_key(frame: av.VideoFrame) -> int | None:
     return packet_key(frame.pts, frame.dts)
 
 
-def _seek_points(packets: list[tuple[int | None, int | None, bool]], key_to_pos) -> list[SeekPoint]:
-    """Stream start plus every keyframe packet whose frame is in the index, sorted by position."""
+def _seek_points(
+    packets: list[tuple[int | None, int | None, bool]], keys: Sequence[int]
+) -> list[SeekPoint]:
+    """Stream start plus every keyframe packet whose frame is in the index (`keys`, in output
+    order), sorted by position."""
     if not packets:
         return []
+    key_to_pos: dict[int | None, int] = {k: i for i, k in enumerate(keys)}
     first_pts, first_dts, _ = packets[0]
     points = {0: SeekPoint(0, first_pts, first_dts)}
     for pts, dts, is_key in packets[1:]:
@@ -260,8 +264,7 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     if not pts or len(present) != len(pts) or len(set(present)) != len(present):
         return None
     keys = sorted(present)
-    key_to_pos = {k: i for i, k in enumerate(keys)}
-    return FrameIndex(len(keys), keys, False, _seek_points(packets, key_to_pos))
+    return FrameIndex(len(keys), keys, False, _seek_points(packets, keys))
 
 
 def _flush(ctx) -> list[av.VideoFrame]:
@@ -345,8 +348,7 @@ class IndexRecorder:
         present = [k for k in self.keys if k is not None]
         if len(present) != len(self.keys) or len(set(present)) != len(present):
             return FrameIndex(len(self.keys), None, True, [], self.digests)
-        key_to_pos = {k: i for i, k in enumerate(present)}
-        points = _seek_points(self.packets, key_to_pos)
+        points = _seek_points(self.packets, present)
         return FrameIndex(len(present), present, True, points, self.digests)
 
 

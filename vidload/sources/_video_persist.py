@@ -162,11 +162,7 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
     if not os.path.lexists(path):
         return None
     try:
-        fd = open_regular_file(path)
-    except VideoReadError as e:
-        return _unused(path, f"cannot be opened ({e.reason})")
-    try:
-        with os.fdopen(fd, "rb") as f:
+        with os.fdopen(open_regular_file(path), "rb") as f:
             persisted, size, digest = parse_index(f.read())
         now = file_digest(video_file)
         if (size, digest) != now:
