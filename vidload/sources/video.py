@@ -459,7 +459,7 @@ class VideoSource(VideoRoot):
                 index = self._exact_index(path)
                 self._raise_if_beyond(video_id, handle, index.num_frames, idx)
             if not index.seekable:
-                return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
+                return self._read_sequential(path, index, wanted, convert)
             try:
                 checks = {"skip_nonref": self._skip_nonref, "check_corrupt": self._check_corrupt}
                 return read_seeking(handle, index, wanted, convert, **checks)
@@ -477,12 +477,12 @@ class VideoSource(VideoRoot):
     def _raise_if_beyond(self, video_id: str, handle: VideoHandle, actual: int, idx) -> None:
         check_in_range(video_id, idx, actual, lambda: video_info(handle).reported_frames)
 
-    def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
-        """Decode from the start of a fresh file up to the last wanted frame. Where the index
-        has digests, the frames are checked against them: a threaded decode that differs is
-        redone single-threaded; a single-threaded one that differs means the file is not the
-        one the index was written from."""
-        self._raise_if_beyond(video_id, handle, index.num_frames, idx)
+    def _read_sequential(self, path, index, wanted, convert) -> dict:
+        """Decode from the start of a fresh file up to the last wanted frame (each before the
+        exact index's count: `_read_frames` checked). Where the index has digests, the frames
+        are checked against them: a threaded decode that differs is redone single-threaded; a
+        single-threaded one that differs means the file is not the one the index was written
+        from."""
         targets = set(wanted)
         for threads in dict.fromkeys((self.threads, 1)):
             out: dict[int, np.ndarray] = {}
