@@ -234,12 +234,12 @@ def _seek_points(
     return [points[p] for p in sorted(points)]
 
 
-def scanned_packets(container: av.container.InputContainer, stream) -> Iterator[av.Packet]:
-    """The packets of `stream` that carry data for the decoder (not the demuxer's empty flush
-    packet), demuxed without decoding up to the first corrupt packet or demux error: where
-    the data goes bad, and decoding stops at the same place."""
+def scanned_packets(packets: Iterable[av.Packet]) -> Iterator[av.Packet]:
+    """The packets of a stream's demux (`container.demux(stream)`) that carry data for the
+    decoder (not the demuxer's empty flush packet), without decoding, up to the first corrupt
+    packet or demux error: where the data goes bad, and decoding stops at the same place."""
     try:
-        for packet in container.demux(stream):
+        for packet in packets:
             if packet.is_corrupt:
                 return
             if packet.size > 0:
@@ -256,7 +256,7 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     """
     packets: list[tuple[int | None, int | None, bool]] = []
     pts: list[int | None] = []
-    for packet in scanned_packets(container, stream):
+    for packet in scanned_packets(container.demux(stream)):
         packets.append((packet.pts, packet.dts, packet.is_keyframe))
         if not packet.is_discard:  # decoded for reference, output dropped
             pts.append(packet.pts)

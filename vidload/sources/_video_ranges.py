@@ -156,7 +156,7 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
             keys: list[int] = []
             pos: list[int] = []
             size: list[int] = []
-            for packet in scanned_packets(container, stream):
+            for packet in scanned_packets(container.demux(stream)):
                 key = packet_key(packet.pts, packet.dts)
                 if key is None or packet.pos is None or packet.pos < 0:
                     return None

@@ -29,6 +29,7 @@ from vidload.sources._video_index import (
     frame_digest,
     frame_key,
     packet_key,
+    scanned_packets,
 )
 
 __all__ = ["Mismatch", "read_seeking"]
@@ -128,17 +129,12 @@ def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
     """Skip (without decoding) to the first packet that starts a seek point of `index`.
 
     Returns (position decoding resumes at, that packet), or None when the data ends or goes
-    bad first.
+    bad first (`_video_index.scanned_packets`); `packets` then go on after that packet.
     """
-    try:
-        for packet in packets:
-            if packet.is_corrupt:
-                return None
-            start = index.landing_pos(packet_key(packet.pts, packet.dts))
-            if start is not None:
-                return start, packet
-    except av.error.FFmpegError:
-        return None
+    for packet in scanned_packets(packets):
+        start = index.landing_pos(packet_key(packet.pts, packet.dts))
+        if start is not None:
+            return start, packet
     return None
 
 
