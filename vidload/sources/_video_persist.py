@@ -39,7 +39,7 @@ import base64
 import json
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -134,7 +134,6 @@ def write_index(
         raise ValueError("only an exact index (from a full decode) is persisted")
     size, digest = file_digest(digest_of or video_file)
     layout = persisted.layout or record_layout(digest_of or video_file, persisted.stream_index)
-    o = persisted.orientation
     doc = {
         "format": FORMAT,
         "size": size,
@@ -143,7 +142,7 @@ def write_index(
         "num_frames": index.num_frames,
         "keys": None if index.keys is None else list(index.keys),
         "seek_points": [[sp.pos, sp.pts, sp.dts] for sp in index.seek_points],
-        "orientation": [o.transpose, o.flip_rows, o.flip_cols],
+        "orientation": list(astuple(persisted.orientation)),  # transpose, flip_rows, flip_cols
         "digests": _digests_text(index),
     }
     path = index_path(video_file)
@@ -193,10 +192,9 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
         digests = _digests_of(doc.get("digests") if doc["format"] >= 3 else None, num)
         keys = [int(k) for k in keys] if keys is not None else None
         index = FrameIndex(num, keys, True, points, digests)
-        transpose, flip_rows, flip_cols = (bool(b) for b in doc["orientation"])
         persisted = PersistedIndex(
             index,
-            Orientation(transpose, flip_rows, flip_cols),
+            Orientation(*(bool(b) for b in doc["orientation"])),
             int(doc["stream_index"]),
             second if doc["format"] >= 2 and second.strip() else None,
         )

@@ -245,11 +245,10 @@ class VideoSource(VideoRoot):
         key = self._known(path)
         found = self._orientations.get(key)
         if found is None:
-            for frame in self._decode_all(path):
-                found = orientation_of(path, frame)
-                break
-            else:
+            first = next(self._decode_all(path), None)  # the decode closes as it is dropped
+            if first is None:
                 raise VideoReadError(path, "no frame of the video stream decodes")
+            found = orientation_of(path, first)
             self._orientations.put(key, found)
         return found
 
