@@ -107,23 +107,26 @@ class VideoFile:
     ) -> None:
         #: The local file FFmpeg opens, None: read by byte ranges.
         self.path = location.local_file()
-        self.location = location.versioned()
-        self.persisted = persisted
-        self.size = size
-        self.verified = False
-        self._header: list[tuple[int, bytes]] = []
-        self._clip: list[tuple[int, bytes]] = []
         self._missed: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=_MISS_BLOCKS)
+        self._opened(location.versioned(), persisted, size)
         #: Requests sent for reads of bytes not held (see the module docstring).
         self.misses = 0
         #: Times this video was opened again after its object changed (`reopen`).
         self.generation = 0
-        #: A read met another version of the object: open it again before the next one.
-        self._stale = False
         #: The index came from the sidecar of heads (`from_record`): its `_heads.HeadRecord`,
         #: whose check spans the header's round also fetches (None once verified or opened
         #: from the object's own index).
         self.check = check
+
+    def _opened(self, location: Location, persisted: PersistedIndex | None, size: int) -> None:
+        """Read `location` (`size` bytes) through `persisted`, holding no byte yet."""
+        self.location, self.persisted, self.size = location, persisted, size
+        self.verified = False
+        #: A read met another version of the object: open it again before the next one.
+        self._stale = False
+        self._header: list[tuple[int, bytes]] = []
+        self._clip: list[tuple[int, bytes]] = []
+        self._missed.clear()
 
     def __str__(self) -> str:
         return str(self.location)
@@ -191,10 +194,7 @@ class VideoFile:
         found = load_remote(self.location)
         if isinstance(found, str):
             raise UnusableIndex(f"it was rewritten since it was opened, and {found}")
-        self.location, self.persisted = found.location, found.persisted
-        self.size, self.verified, self._stale = found.size, False, False
-        self._header, self._clip = [], []
-        self._missed.clear()
+        self._opened(found.location, found.persisted, found.size)
         self.generation += 1
 
     def _fetch(self, wanted: Any) -> None:
