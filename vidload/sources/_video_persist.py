@@ -108,15 +108,13 @@ class UnusableIndex(Exception):
 
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
-    fd = open_regular_file(path)
-    try:
+    with os.fdopen(open_regular_file(path), "rb") as f:
+        fd = f.fileno()
         size = os.fstat(fd).st_size
         spans = [os.pread(fd, _SPAN, 0)]
         if size > _SPAN:
             start = max(_SPAN, size - _SPAN)
             spans.append(os.pread(fd, size - start, start))
-    finally:
-        os.close(fd)
     return size, span_digest(size, spans)
 
 

@@ -147,10 +147,8 @@ class _Recording(io.FileIO):
 def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
     """The `ByteLayout` of `path`'s video stream `stream_index` (an index among its video
     streams); None where the demuxer does not say where packets lie (no byte positions)."""
-    rec = _Recording(path)
-    try:
-        container = av.open(rec, "r")
-        try:
+    with _Recording(path) as rec:
+        with av.open(rec, "r") as container:
             opened = coalesce(rec.reads, 0)
             stream = list(container.streams.video)[stream_index]
             keys: list[int] = []
@@ -163,10 +161,6 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
                 keys.append(key)
                 pos.append(packet.pos)
                 size.append(packet.size)
-        finally:
-            container.close()
         size_of_file = os.fstat(rec.fileno()).st_size
         digest = span_digest(size_of_file, (os.pread(rec.fileno(), b - a, a) for a, b in opened))
-    finally:
-        rec.close()
     return ByteLayout(opened, digest, keys, pos, size)
