@@ -18,6 +18,7 @@ recorded the name this rule found.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
 
@@ -186,8 +187,10 @@ class VideoRoot(FrameSourceBase):
 
         return self.store.hints(files)
 
-    def _handle(self, path: VideoFile, *, explode: bool = True) -> VideoHandle:
-        """An open handle on `path` from this process's cache (reopened if the file changed).
+    @contextmanager
+    def _handle(self, path: VideoFile, *, explode: bool = True) -> Iterator[VideoHandle]:
+        """An open handle on `path` from this process's cache (reopened if the file changed),
+        closed on exit where the cache keeps none (`cache_size=0`).
         Seek reads must see every error the decoder reports (`explode`), except where each
         frame they return is checked against the sequential decode's digest (a persisted
         index of format 3: `_video_index.frame_digest`): that file's handle is reopened once without
@@ -201,12 +204,12 @@ class VideoRoot(FrameSourceBase):
             handle = None
         if handle is None:
             handle = self._fresh(path, explode=explode)
-            self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
-        return handle
-
-    def _release(self, handle: VideoHandle) -> None:
-        if self.cache_size == 0:
-            handle.close()
+            self._handles.put(key, handle)  # not kept with cache_size=0: closed on exit
+        try:
+            yield handle
+        finally:
+            if self.cache_size == 0:
+                handle.close()
 
     def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file: `open_video`

@@ -220,11 +220,8 @@ class VideoSource(VideoRoot):
         return self._info(self._file(video_id))
 
     def _info(self, path: VideoFile) -> VideoInfo:
-        handle = self._handle(path)
-        try:
+        with self._handle(path) as handle:
             return video_info(handle)
-        finally:
-            self._release(handle)
 
     def reported_frames(self, video_id: str) -> int | None:
         """Frame count the header claims: the stream's frame count, else duration x frame
@@ -268,16 +265,13 @@ class VideoSource(VideoRoot):
         timestamp (never seen in MP4/MKV/TS) get i / fps.
         """
         path = self._file(video_id)
-        handle = self._handle(path)
-        try:
+        with self._handle(path) as handle:
             index = self._guess_index(path, handle)
             known = self._actual.get((str(path), handle.stat))
             if known is not None and known != index.num_frames:
                 index = self._exact_index(path)
             time_base = handle.stream.time_base
             fps = video_info(handle).fps
-        finally:
-            self._release(handle)
         n = index.num_frames
         if index.keys is not None and time_base is not None:
             keys = np.sort(np.frombuffer(index.keys, dtype=np.int64)[:n])
@@ -422,19 +416,17 @@ class VideoSource(VideoRoot):
         """
         idx = as_index_array(indices)
         path = self._file(video_id, idx)
-        handle = self._handle(path, explode=not self._has_digests(path))
         convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
-        try:
-            if idx.size == 0:
-                h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
-                if self.rotation == "auto":
-                    h, w = self.orientation(video_id).displayed_size(h, w)
-                return empty_clip(h, w, geometry)
-            frames = self._read_frames(video_id, path, handle, idx, convert)
-        except av.error.FFmpegError as e:
-            raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
-        finally:
-            self._release(handle)
+        with self._handle(path, explode=not self._has_digests(path)) as handle:
+            try:
+                if idx.size == 0:
+                    h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
+                    if self.rotation == "auto":
+                        h, w = self.orientation(video_id).displayed_size(h, w)
+                    return empty_clip(h, w, geometry)
+                frames = self._read_frames(video_id, path, handle, idx, convert)
+            except av.error.FFmpegError as e:
+                raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
         try:
             return np.stack([frames[int(i)] for i in idx])
         except ValueError as e:
