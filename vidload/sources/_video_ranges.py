@@ -78,12 +78,10 @@ class ByteLayout:
         if not (len(self.keys) == len(self.pos) == len(self.end)):
             raise ValueError(f"{len(keys)} keys, {len(pos)} positions, {len(size)} sizes")
         self._number = {int(k): i for i, k in enumerate(self.keys.tolist())}
-        # frames a decoder may hold back: how far a packet's output rank runs ahead of its
-        # decode number (0 without B-frames)
-        rank = np.empty(len(self.keys), dtype=np.int64)
-        rank[np.argsort(self.keys, kind="stable")] = np.arange(len(self.keys))
-        ahead = rank - np.arange(len(self.keys))
-        self.reorder = int(ahead.max()) if len(ahead) else 0
+        # frames a decoder may hold back: how far a packet's output rank (the inverse of the
+        # order that sorts the keys) runs ahead of its decode number (0 without B-frames)
+        rank = np.argsort(np.argsort(self.keys, kind="stable"), kind="stable")
+        self.reorder = int((rank - np.arange(len(rank))).max(initial=0))
 
     def to_json(self) -> dict[str, Any]:
         return {
