@@ -214,13 +214,11 @@ class VideoRoot(FrameSourceBase):
     def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file: `open_video`
         with this source's stream and (by default) threads."""
-        threads = self.threads if threads is None else threads
-        stat = path.stat
         return open_video(
             path.location,
-            stat,
+            path.stat,  # before `reader()`, which may fetch the header
             stream=self.stream,
-            threads=threads,
+            threads=self.threads if threads is None else threads,
             explode=explode,
             file=path.reader(),
         )
