@@ -157,17 +157,16 @@ def _checked(
     packets of unwanted frames go to the decoder with skip_frame=NONREF: it drops them if no
     other frame refers to them, and only their positions may be missing from the output.
     """
-    droppable: set[int] = set()
+    droppable: set[int | None] = set()
     skipping = False
     ctx.skip_frame = "DEFAULT"
 
     def on_packet(packet: av.Packet) -> None:
         nonlocal skipping
         pos = index.pos_of(packet_key(packet.pts, packet.dts))
-        skip = False
-        if pos is not None and pos not in wanted:
+        skip = pos is not None and pos not in wanted
+        if skip:
             droppable.add(pos)
-            skip = True
         if skip != skipping:
             ctx.skip_frame = "NONREF" if skip else "DEFAULT"
             skipping = skip
