@@ -113,11 +113,8 @@ class VideoRoot(FrameSourceBase):
             return recorded
         candidates = list(dict.fromkeys(self._names(vid)))
         heads = self._root_heads.held()
-        if heads is not None:
-            listed = next((n for n in candidates if n in heads), None)
-            if listed is not None:
-                return listed
-        return self.store.first_existing(candidates)
+        listed = None if heads is None else next((n for n in candidates if n in heads), None)
+        return self.store.first_existing(candidates) if listed is None else listed
 
     @staticmethod
     def _names(vid: str) -> Iterator[str]:
