@@ -35,8 +35,9 @@ import bisect
 import zlib
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import islice, pairwise
 from typing import Any, Literal, Protocol
 
 import av
@@ -376,12 +377,8 @@ def decode_all(
                 recorder.packets, recorder.keys = fast.packets, fast.keys
             return
     frames = _decode_file(fresh, where, 1, recorder, on_error="flush")
-    try:
-        for pos, frame in enumerate(frames):
-            if pos >= yielded:
-                yield frame
-    finally:
-        frames.close()
+    with closing(frames):  # its file closed here, however this decode ends
+        yield from islice(frames, yielded, None)  # past those the threaded decode gave
     if recorder is not None and len(recorder.keys) < yielded:
         raise VideoReadError(
             where,
