@@ -22,8 +22,8 @@ error reports (`_video_index.frame_digest`).
 
 The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
 handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
-`_video_index` (the frame index, and sequential decode), `_video_seek` (seek-and-decode),
-`_video_rgb` (pixels), `_video_persist` (the index persisted beside a file), `_video_ranges`
+`_video_index` (the frame index, and sequential decode), `_video_seek` (seek-and-decode, and
+the pixels a read returns), `_video_persist` (the index persisted beside a file), `_video_ranges`
 and `_video_remote` (a video at a URL read by byte ranges: the header once per process, then
 each clip's packets).
 """
@@ -59,9 +59,8 @@ from vidload.sources._video_index import (
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
 from vidload.sources._video_remote import VideoFile, from_record, load_remote
-from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_root import VideoRoot
-from vidload.sources._video_seek import Mismatch, read_seeking
+from vidload.sources._video_seek import Mismatch, converter, orientation_of, read_seeking
 from vidload.sources.base import (
     Indices,
     as_index_array,
@@ -407,7 +406,7 @@ class VideoSource(VideoRoot):
 
         With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3): each frame is
         scaled in its one swscale pass from YUV to RGB, to the size at which the plan's box
-        becomes the output size, then the box is sliced out and flipped (`_video_rgb.scaled_rgb`).
+        becomes the output size, then the box is sliced out and flipped (`_video_seek.scaled_rgb`).
 
         Raises:
             IndexError: a negative index.
