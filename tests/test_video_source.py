@@ -22,7 +22,7 @@ from media import (
 )
 
 from vidload.errors import FrameCountError, VideoReadError
-from vidload.sources import _video_decode, _video_file, _video_index, _video_seek
+from vidload.sources import _video_file, _video_index, _video_seek
 from vidload.sources.video import VideoInfo, VideoSource
 
 SHARED_VIDEOS = shared_videos()
@@ -207,7 +207,7 @@ def test_read_decodes_only_the_stretch_it_needs(hard_video_dir, references, monk
             decoded.append(frame.pts)
             yield frame
 
-    for module in (_video_decode, _video_seek):  # sequential decodes, seek-and-decode
+    for module in (_video_index, _video_seek):  # sequential decodes, seek-and-decode
         monkeypatch.setattr(module, "decode_packets", counting)
     vid = "h264_bframes_long_gop.mp4"  # 90 frames, keyframes at 0 and 60
     src = VideoSource(hard_video_dir)

@@ -33,7 +33,7 @@ import av
 import numpy as np
 
 from vidload._layout import index_path
-from vidload.sources._video_digest import frame_digest
+from vidload.sources._video_index import frame_digest
 from vidload.sources.video import VideoSource
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

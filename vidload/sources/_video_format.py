@@ -156,18 +156,15 @@ def _encode(
     """Encode into `tmp`; returns (frames, (height, width))."""
     timescale = str(den)
     mux_options = {"movie_timescale": timescale, "video_track_timescale": timescale}
-    size: tuple[int, int] | None = None
-    count = 0
     with av.open(str(tmp), "w", format="mp4", options=mux_options) as out:
         stream = None
-        for rgb in frames:
+        for count, rgb in enumerate(frames):
             shape = rgb.shape
             rgb = even_crop(rgb)
             if stream is None:
-                size = (int(rgb.shape[0]), int(rgb.shape[1]))
-                if min(size) < 2:
+                if min(rgb.shape[:2]) < 2:
                     raise VideoReadError(source, f"frames of {shape[1]}x{shape[0]} are too small")
-                stream = _add_stream(out, size, den, fps, options)
+                stream = _add_stream(out, rgb.shape[:2], den, fps, options)
             if count >= len(pts):
                 raise VideoReadError(source, f"more frames decode than the {len(pts)} timestamps")
             if count and pts[count] <= pts[count - 1]:
@@ -175,18 +172,16 @@ def _encode(
                     source, "timestamps do not increase (in the time base kept)", count
                 )
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-            frame = frame.reformat(format="yuv420p", threads=1)  # on this thread (_video_rgb)
+            frame = frame.reformat(format="yuv420p", threads=1)  # on this thread (_video_seek.rgb)
             frame.pts = int(pts[count])
             frame.time_base = Fraction(1, den)
             for packet in stream.encode(frame):
                 out.mux(packet)
-            count += 1
-        if stream is not None:
-            for packet in stream.encode(None):
-                out.mux(packet)
-    if size is None:
-        raise VideoReadError(source, "no frame decodes")
-    return count, size
+        if stream is None:
+            raise VideoReadError(source, "no frame decodes")
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return count + 1, (stream.height, stream.width)
 
 
 def _add_stream(out, size: tuple[int, int], den: int, fps: float | None, options):

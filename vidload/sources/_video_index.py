@@ -8,24 +8,84 @@ decode can restart from (`SeekPoint`). It is built one of two ways:
   the i-th smallest pts. Cheap, but a guess: it is checked against the decoder on every read.
 * `IndexRecorder`: records a full sequential decode. Its count is the truth (`exact=True`).
 
-`decode_packets` is the single decode loop shared by sequential decoding and seek-and-decode,
-so both stop at the same place when the data goes bad.
+`decode_packets` is the single decode loop shared by sequential decoding (`decode_all`) and
+seek-and-decode (`_video_seek`), so both stop at the same place when the data goes bad.
+`frame_digest` is what an index written to disk records of each frame.
+
+Damaged files. The frames of a video are those a single-threaded sequential decode gives, up
+to where it stops: the decoder's own error concealment included, stopping at a corrupt packet,
+a demux error or a decode error. `read`, `iter_frames` and `actual_frames` all give these frames,
+whatever `threads`:
+
+* Seek-and-decode reads run the decoder with `err_detect=explode`, so that any error (also one
+  the decoder would conceal) stops them (where a persisted index has each frame's digest, the
+  digests check every frame returned instead: `frame_digest`); a read that meets one marks
+  the file damaged, and every read of it from then on is a single-threaded sequential decode
+  (no seeking, no skipped frames: concealment depends on the frames decoded before). Without
+  an error the two modes give the same pixels.
+* A sequential decode with threads (`threads` 0 or > 1) also runs with `err_detect=explode`:
+  threaded decoders stop at a different frame than a single-threaded one (frames in flight,
+  errors reported late). At an error it carries on from a single-threaded decode of the file,
+  so the frames and the count are those of the single-threaded decode (`decode_all`).
 """
 
 from __future__ import annotations
 
 import bisect
+import zlib
 from array import array
 from collections.abc import Generator, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Literal
+from itertools import islice, pairwise
+from typing import Any, Literal, Protocol
 
 import av
 import av.error
+import numpy as np
 
-from vidload.sources._video_digest import frame_digest
-from vidload.sources._video_file import ffmpeg_words
+from vidload.errors import VideoReadError
+from vidload.sources._video_file import VideoHandle, ffmpeg_words
+
+#: Bytes a frame's digest takes in an index.
+DIGEST_BYTES = 4
+
+
+def frame_digest(frame: av.VideoFrame) -> int:
+    """CRC-32 of the visible bytes of `frame`'s planes, so that a seek read can tell a picture
+    the sequential decode never gave: damage the decoder conceals without a word.
+
+    FFmpeg's `err_detect=explode` stops a seek read at every error the decoder reports
+    (module docstring), but some damage is reported by nothing: bytes changed inside a frame's
+    slice data decode to other pixels, silently concealed, and the concealment after a seek
+    (which starts at a keyframe, with no earlier frames to borrow from) differs from the
+    sequential decode's. An exact frame index written to disk (`_video_persist`: `vidload
+    probe --write-index`, `vidload convert --to video`) therefore records the digest of every
+    frame of the single-threaded sequential decode, and a seek read compares each frame it
+    returns with it (`_video_seek.read_seeking`): a frame that differs marks the file damaged,
+    and the read is redone sequentially.
+
+    The digest is the CRC-32 of every plane's visible bytes (row padding left out: it holds
+    whatever the buffer pool left there), chained over the planes: the same decoder on the
+    same bytes gives the same pixels, hence the same digest, and any pixel that differs
+    changes it (missed with probability 2**-32). `DIGEST_BYTES` a frame. It costs 0.055 ms a
+    frame at 340x256, 0.095 ms at 640x360, 0.4 ms at 1280x720, against 0.7, 0.7 and 1.6-3.4
+    ms to decode such a frame (H.264, VP8; `python tools/damage_check_cost.py` measures these
+    and a read's share). A seek read pays it only for the frames it returns; recording pays it
+    for every frame, once, when the index is written.
+    """
+    components = frame.format.components
+    sample = 2 if any(c.bits > 8 for c in components) else 1
+    crc = 0
+    for p, plane in enumerate(frame.planes):
+        per_pixel = sample * max(1, sum(1 for c in components if c.plane == p))
+        height, line = plane.height, plane.line_size
+        row = min(plane.width * per_pixel, line)
+        data = memoryview(plane)[: height * line]
+        if row < line:  # the padding at the end of each row left out
+            data = memoryview(np.frombuffer(data, np.uint8).reshape(height, line)[:, :row].copy())
+        crc = zlib.crc32(data, crc)
+    return crc
 
 
 @dataclass(frozen=True)
@@ -72,7 +132,7 @@ class FrameIndex:
             timestamps (missing or repeated), in which case only sequential decoding is exact.
         exact: built from a full decode (True) or guessed from a packet scan (False).
         seekable: False once seeking failed to reproduce sequential decoding for this stream.
-        digests: `_video_digest.frame_digest` of each frame of the single-threaded sequential
+        digests: `frame_digest` of each frame of the single-threaded sequential
             decode (uint32, in output order), where they were recorded (an index written to
             disk); a seek read checks the frames it returns against them. None elsewhere.
     """
@@ -156,10 +216,14 @@ def frame_key(frame: av.VideoFrame) -> int | None:
     return packet_key(frame.pts, frame.dts)
 
 
-def _seek_points(packets: list[tuple[int | None, int | None, bool]], key_to_pos) -> list[SeekPoint]:
-    """Stream start plus every keyframe packet whose frame is in the index, sorted by position."""
+def _seek_points(
+    packets: list[tuple[int | None, int | None, bool]], keys: Sequence[int]
+) -> list[SeekPoint]:
+    """Stream start plus every keyframe packet whose frame is in the index (`keys`, in output
+    order), sorted by position."""
     if not packets:
         return []
+    key_to_pos: dict[int | None, int] = {k: i for i, k in enumerate(keys)}
     first_pts, first_dts, _ = packets[0]
     points = {0: SeekPoint(0, first_pts, first_dts)}
     for pts, dts, is_key in packets[1:]:
@@ -171,12 +235,12 @@ def _seek_points(packets: list[tuple[int | None, int | None, bool]], key_to_pos)
     return [points[p] for p in sorted(points)]
 
 
-def scanned_packets(container: av.container.InputContainer, stream) -> Iterator[av.Packet]:
-    """The packets of `stream` that carry data for the decoder (not the demuxer's empty flush
-    packet), demuxed without decoding up to the first corrupt packet or demux error: where
-    the data goes bad, and decoding stops at the same place."""
+def scanned_packets(packets: Iterable[av.Packet]) -> Iterator[av.Packet]:
+    """The packets of a stream's demux (`container.demux(stream)`) that carry data for the
+    decoder (not the demuxer's empty flush packet), without decoding, up to the first corrupt
+    packet or demux error: where the data goes bad, and decoding stops at the same place."""
     try:
-        for packet in container.demux(stream):
+        for packet in packets:
             if packet.is_corrupt:
                 return
             if packet.size > 0:
@@ -193,7 +257,7 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     """
     packets: list[tuple[int | None, int | None, bool]] = []
     pts: list[int | None] = []
-    for packet in scanned_packets(container, stream):
+    for packet in scanned_packets(container.demux(stream)):
         packets.append((packet.pts, packet.dts, packet.is_keyframe))
         if not packet.is_discard:  # decoded for reference, output dropped
             pts.append(packet.pts)
@@ -201,8 +265,7 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     if not pts or len(present) != len(pts) or len(set(present)) != len(present):
         return None
     keys = sorted(present)
-    key_to_pos = {k: i for i, k in enumerate(keys)}
-    return FrameIndex(len(keys), keys, False, _seek_points(packets, key_to_pos))
+    return FrameIndex(len(keys), keys, False, _seek_points(packets, keys))
 
 
 def _flush(ctx) -> list[av.VideoFrame]:
@@ -265,7 +328,7 @@ def decode_packets(
 
 class IndexRecorder:
     """Watches a full sequential decode and builds the exact `FrameIndex` from it; with
-    `digests`, each frame's `_video_digest.frame_digest` too (a single-threaded decode's: what
+    `digests`, each frame's `frame_digest` too (a single-threaded decode's: what
     an index written to disk keeps)."""
 
     def __init__(self, *, digests: bool = False) -> None:
@@ -286,6 +349,67 @@ class IndexRecorder:
         present = [k for k in self.keys if k is not None]
         if len(present) != len(self.keys) or len(set(present)) != len(present):
             return FrameIndex(len(self.keys), None, True, [], self.digests)
-        key_to_pos = {k: i for i, k in enumerate(present)}
-        points = _seek_points(self.packets, key_to_pos)
+        points = _seek_points(self.packets, present)
         return FrameIndex(len(present), present, True, points, self.digests)
+
+
+class Fresh(Protocol):
+    """Opens a handle of its own on the video, positioned at its start (`VideoSource._fresh`)."""
+
+    def __call__(self, *, threads: int | None = None, explode: bool) -> VideoHandle: ...
+
+
+def decode_all(
+    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder | None = None
+) -> Iterator[av.VideoFrame]:
+    """Every frame of the chosen stream that a single-threaded sequential decode gives, from
+    freshly opened files (`fresh`; `where` names the file in errors), in output order (see the
+    module docstring); `recorder` sees every packet decoded and every frame. A recorder of
+    digests (`IndexRecorder(digests=True)`) is given a single-threaded decode: the digests are
+    those of the frames a seek read must match."""
+    yielded = 0
+    if threads != 1 and (recorder is None or recorder.digests is None):
+        fast = IndexRecorder()  # sees every frame yielded
+        went_bad = yield from _decode_file(fresh, where, threads, fast, on_error="stop")
+        yielded = len(fast.keys)
+        if not went_bad:
+            if recorder is not None:
+                recorder.packets, recorder.keys = fast.packets, fast.keys
+            return
+    frames = _decode_file(fresh, where, 1, recorder, on_error="flush")
+    with closing(frames):  # its file closed here, however this decode ends
+        yield from islice(frames, yielded, None)  # past those the threaded decode gave
+    if recorder is not None and len(recorder.keys) < yielded:
+        raise VideoReadError(
+            where,
+            f"a {threads}-thread decode gave {yielded} frames before it met bad data, "
+            f"a single-threaded one only {len(recorder.keys)}",
+        )
+
+
+def _decode_file(
+    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder | None, on_error: Any
+) -> Generator[av.VideoFrame, None, bool]:
+    """decode_packets on a fresh handle with `threads` (explode unless single-threaded);
+    returns whether the data went bad."""
+    handle = fresh(threads=threads, explode=threads != 1)
+    try:
+        on_packet = recorder.on_packet if recorder is not None else None
+        packets = handle.container.demux(handle.stream)
+        ctx = handle.stream.codec_context
+        frames = decode_packets(ctx, packets, on_packet, on_error=on_error)
+        try:
+            while True:
+                try:
+                    frame = next(frames)
+                except StopIteration as stop:
+                    return stop.value
+                if recorder is not None:
+                    recorder.on_frame(frame)
+                yield frame
+        finally:
+            frames.close()
+    except av.error.FFmpegError as e:
+        raise VideoReadError(where, f"decoding failed: {ffmpeg_words(e)}") from e
+    finally:
+        handle.close()

@@ -18,7 +18,7 @@ without one. Reads stay checked against the decoder either way (`_video_seek`): 
 not carry the index's timestamp makes the reader fall back to sequential decoding.
 
 Format 3: two lines, each a JSON object. The first is the index (`"format": 3`, ~25 bytes a
-frame, plus the digests: `_video_digest.frame_digest` of every frame of the single-threaded
+frame, plus the digests: `_video_index.frame_digest` of every frame of the single-threaded
 sequential decode, 4 bytes each as little-endian uint32, in base64 under `"digests"`, ~5.4
 characters a frame; null where not recorded), whose `num_frames` is the sequential decode's
 count: a seek read checks the frames it returns against the digests, and a frame past the count
@@ -39,7 +39,7 @@ import base64
 import json
 import os
 import warnings
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -48,8 +48,7 @@ from vidload._atomic import write_bytes_atomic
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_digest import DIGEST_BYTES
-from vidload.sources._video_index import FrameIndex, SeekPoint
+from vidload.sources._video_index import DIGEST_BYTES, FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
 from vidload.sources.base import open_regular_file
 
@@ -95,6 +94,13 @@ class PersistedIndex:
                 raise UnusableIndex(f"unreadable byte layout ({type(e).__name__}: {e})") from None
         return self._layout
 
+    def for_stream(self, stream_index: int, where: object) -> PersistedIndex | None:
+        """This index where it describes video stream `stream_index` (an index among the
+        file's video streams), else None, said in a warning naming the sidecar `where`."""
+        if self.stream_index == stream_index:
+            return self
+        return _unused(where, f"it is for video stream {self.stream_index}, not {stream_index}")
+
 
 class UnusableIndex(Exception):
     """A sidecar that cannot be used (internal); the message is the reason."""
@@ -102,15 +108,13 @@ class UnusableIndex(Exception):
 
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
-    fd = open_regular_file(path)
-    try:
+    with os.fdopen(open_regular_file(path), "rb") as f:
+        fd = f.fileno()
         size = os.fstat(fd).st_size
         spans = [os.pread(fd, _SPAN, 0)]
         if size > _SPAN:
             start = max(_SPAN, size - _SPAN)
             spans.append(os.pread(fd, size - start, start))
-    finally:
-        os.close(fd)
     return size, span_digest(size, spans)
 
 
@@ -128,7 +132,6 @@ def write_index(
         raise ValueError("only an exact index (from a full decode) is persisted")
     size, digest = file_digest(digest_of or video_file)
     layout = persisted.layout or record_layout(digest_of or video_file, persisted.stream_index)
-    o = persisted.orientation
     doc = {
         "format": FORMAT,
         "size": size,
@@ -137,7 +140,7 @@ def write_index(
         "num_frames": index.num_frames,
         "keys": None if index.keys is None else list(index.keys),
         "seek_points": [[sp.pos, sp.pts, sp.dts] for sp in index.seek_points],
-        "orientation": [o.transpose, o.flip_rows, o.flip_cols],
+        "orientation": list(astuple(persisted.orientation)),  # transpose, flip_rows, flip_cols
         "digests": _digests_text(index),
     }
     path = index_path(video_file)
@@ -156,11 +159,7 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
     if not os.path.lexists(path):
         return None
     try:
-        fd = open_regular_file(path)
-    except VideoReadError as e:
-        return _unused(path, f"cannot be opened ({e.reason})")
-    try:
-        with os.fdopen(fd, "rb") as f:
+        with os.fdopen(open_regular_file(path), "rb") as f:
             persisted, size, digest = parse_index(f.read())
         now = file_digest(video_file)
         if (size, digest) != now:
@@ -168,11 +167,7 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
                 f"it describes another file (size {size}, digest {digest[:12]}; "
                 f"{video_file.name} now has {now[0]}, {now[1][:12]}): rewritten since"
             )
-        if persisted.stream_index != stream_index:
-            raise UnusableIndex(
-                f"it is for video stream {persisted.stream_index}, not {stream_index}"
-            )
-        return persisted
+        return persisted.for_stream(stream_index, path)
     except UnusableIndex as e:
         return _unused(path, str(e))
     except (OSError, VideoReadError) as e:
@@ -195,10 +190,9 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
         digests = _digests_of(doc.get("digests") if doc["format"] >= 3 else None, num)
         keys = [int(k) for k in keys] if keys is not None else None
         index = FrameIndex(num, keys, True, points, digests)
-        transpose, flip_rows, flip_cols = (bool(b) for b in doc["orientation"])
         persisted = PersistedIndex(
             index,
-            Orientation(transpose, flip_rows, flip_cols),
+            Orientation(*(bool(b) for b in doc["orientation"])),
             int(doc["stream_index"]),
             second if doc["format"] >= 2 and second.strip() else None,
         )
@@ -236,7 +230,7 @@ def _opt_int(value: object) -> int | None:
     return None if value is None else int(value)  # type: ignore[call-overload]
 
 
-def _unused(path: Path, reason: str) -> PersistedIndex | None:
+def _unused(path: object, reason: str) -> PersistedIndex | None:
     warnings.warn(
         f"{path}: frame index not used: {reason}; building it from the video instead "
         f"(rewrite it with `vidload probe --write-index`, or delete it)",

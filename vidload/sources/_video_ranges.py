@@ -78,12 +78,10 @@ class ByteLayout:
         if not (len(self.keys) == len(self.pos) == len(self.end)):
             raise ValueError(f"{len(keys)} keys, {len(pos)} positions, {len(size)} sizes")
         self._number = {int(k): i for i, k in enumerate(self.keys.tolist())}
-        # frames a decoder may hold back: how far a packet's output rank runs ahead of its
-        # decode number (0 without B-frames)
-        rank = np.empty(len(self.keys), dtype=np.int64)
-        rank[np.argsort(self.keys, kind="stable")] = np.arange(len(self.keys))
-        ahead = rank - np.arange(len(self.keys))
-        self.reorder = int(ahead.max()) if len(ahead) else 0
+        # frames a decoder may hold back: how far a packet's output rank (the inverse of the
+        # order that sorts the keys) runs ahead of its decode number (0 without B-frames)
+        rank = np.argsort(np.argsort(self.keys, kind="stable"), kind="stable")
+        self.reorder = int((rank - np.arange(len(rank))).max(initial=0))
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -147,26 +145,20 @@ class _Recording(io.FileIO):
 def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
     """The `ByteLayout` of `path`'s video stream `stream_index` (an index among its video
     streams); None where the demuxer does not say where packets lie (no byte positions)."""
-    rec = _Recording(path)
-    try:
-        container = av.open(rec, "r")
-        try:
+    with _Recording(path) as rec:
+        with av.open(rec, "r") as container:
             opened = coalesce(rec.reads, 0)
             stream = list(container.streams.video)[stream_index]
             keys: list[int] = []
             pos: list[int] = []
             size: list[int] = []
-            for packet in scanned_packets(container, stream):
+            for packet in scanned_packets(container.demux(stream)):
                 key = packet_key(packet.pts, packet.dts)
                 if key is None or packet.pos is None or packet.pos < 0:
                     return None
                 keys.append(key)
                 pos.append(packet.pos)
                 size.append(packet.size)
-        finally:
-            container.close()
         size_of_file = os.fstat(rec.fileno()).st_size
         digest = span_digest(size_of_file, (os.pread(rec.fileno(), b - a, a) for a, b in opened))
-    finally:
-        rec.close()
     return ByteLayout(opened, digest, keys, pos, size)

@@ -107,23 +107,26 @@ class VideoFile:
     ) -> None:
         #: The local file FFmpeg opens, None: read by byte ranges.
         self.path = location.local_file()
-        self.location = location.versioned()
-        self.persisted = persisted
-        self.size = size
-        self.verified = False
-        self._header: list[tuple[int, bytes]] = []
-        self._clip: list[tuple[int, bytes]] = []
         self._missed: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=_MISS_BLOCKS)
+        self._opened(location.versioned(), persisted, size)
         #: Requests sent for reads of bytes not held (see the module docstring).
         self.misses = 0
         #: Times this video was opened again after its object changed (`reopen`).
         self.generation = 0
-        #: A read met another version of the object: open it again before the next one.
-        self._stale = False
         #: The index came from the sidecar of heads (`from_record`): its `_heads.HeadRecord`,
         #: whose check spans the header's round also fetches (None once verified or opened
         #: from the object's own index).
         self.check = check
+
+    def _opened(self, location: Location, persisted: PersistedIndex | None, size: int) -> None:
+        """Read `location` (`size` bytes) through `persisted`, holding no byte yet."""
+        self.location, self.persisted, self.size = location, persisted, size
+        self.verified = False
+        #: A read met another version of the object: open it again before the next one.
+        self._stale = False
+        self._header: list[tuple[int, bytes]] = []
+        self._clip: list[tuple[int, bytes]] = []
+        self._missed.clear()
 
     def __str__(self) -> str:
         return str(self.location)
@@ -152,21 +155,14 @@ class VideoFile:
         if self.path is not None:
             return load_index(self.path, stream_index)
         assert self.persisted is not None
-        if self.persisted.stream_index != stream_index:
-            warnings.warn(
-                f"{self}{INDEX_SUFFIX}: frame index not used: it is for video stream "
-                f"{self.persisted.stream_index}, not {stream_index}; building it from the video "
-                f"instead (its bytes fetched as FFmpeg reads them)",
-                stacklevel=4,
-            )
-            return None
-        return self.persisted
+        return self.persisted.for_stream(stream_index, f"{self}{INDEX_SUFFIX}")
 
     # -- fetching
 
-    def fetch(self, wanted: Any = ()) -> None:
+    def fetch(self, wanted: Any = ()) -> bool:
         """Hold the bytes a read of the `wanted` frames needs (and, the first time, the header),
-        fetching what is not held in one round of concurrent range requests.
+        fetching what is not held in one round of concurrent range requests. Returns whether
+        its record in the sidecar of heads was stale (it was opened from its own index then).
 
         Raises:
             UnusableIndex: the first time (or after the object changed), when the digest of
@@ -185,6 +181,8 @@ class VideoFile:
                 raise
             self.reopen()
             self._fetch(wanted)
+            return from_sidecar
+        return False
 
     def reopen(self) -> None:
         """Open the video again from its sidecar as it is now, dropping every byte held: its
@@ -196,10 +194,7 @@ class VideoFile:
         found = load_remote(self.location)
         if isinstance(found, str):
             raise UnusableIndex(f"it was rewritten since it was opened, and {found}")
-        self.location, self.persisted = found.location, found.persisted
-        self.size, self.verified, self._stale = found.size, False, False
-        self._header, self._clip = [], []
-        self._missed.clear()
+        self._opened(found.location, found.persisted, found.size)
         self.generation += 1
 
     def _fetch(self, wanted: Any) -> None:
@@ -323,20 +318,19 @@ def load_remote(location: Location) -> VideoFile | str:
         if e.reason == "not found":
             return "it has no persisted frame index"
         raise
-    found = _ranged(raw)
-    return found if isinstance(found, str) else VideoFile(location, *found)
+    return _ranged(location, raw)
 
 
-def _ranged(raw: bytes) -> tuple[PersistedIndex, int] | str:
-    """(the index, the size of the object it describes) from a sidecar's bytes, or the
-    reason they cannot read it by byte ranges."""
+def _ranged(location: Location, raw: bytes, check: HeadRecord | None = None) -> VideoFile | str:
+    """The `VideoFile` of the object at `location` read by byte ranges through the sidecar
+    `raw` (the object's size the one it describes), or the reason it cannot be read so."""
     try:
         persisted, size, _ = parse_index(raw)
         if persisted.layout is None:
             return "its frame index (format 1) does not say where the packets lie"
     except UnusableIndex as e:
         return f"its frame index is not used: {e}"
-    return persisted, size
+    return VideoFile(location, persisted, size, check)
 
 
 def record_of(location: Location) -> HeadRecord | None:
@@ -346,13 +340,13 @@ def record_of(location: Location) -> HeadRecord | None:
     index describes another size, or they cannot be read."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
-        found = _ranged(raw)
+        found = _ranged(location, raw)
         if isinstance(found, str):
             return None
         record = head_record(location, {}, {})
     except VidloadError:
         return None
-    if record.size != found[1]:
+    if record.size != found.size:
         return None
     record.raw = raw
     return record
@@ -363,10 +357,8 @@ def from_record(location: Location, record: HeadRecord) -> VideoFile | None:
     (no request), its check pending: the header's round fetches the record's check spans too,
     and a video whose object fails the check (or the index's own digest) is opened from its
     own index instead (`VideoFile.fetch`). None where the record holds no usable index."""
-    found = None if record.raw is None else _ranged(record.raw)
-    if found is None or isinstance(found, str) or found[1] != record.size:
-        return None
-    return VideoFile(location, *found, check=record)
+    found = None if record.raw is None else _ranged(location, record.raw, record)
+    return found if isinstance(found, VideoFile) and found.size == record.size else None
 
 
 def warn_whole(location: Location, reason: str) -> None:

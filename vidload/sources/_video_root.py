@@ -18,10 +18,9 @@ recorded the name this rule found.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
-
-import numpy as np
 
 from vidload._layout import ContainerNames, container_name, index_path
 from vidload._lru import ProcessLRU
@@ -31,7 +30,7 @@ from vidload.sources._listing import missing_names
 from vidload.sources._video_file import VideoHandle, open_video
 from vidload.sources._video_persist import UnusableIndex
 from vidload.sources._video_remote import VideoFile, load_remote, record_of, warn_whole
-from vidload.sources.base import FrameSourceBase, normalize_video_id
+from vidload.sources.base import FrameSourceBase, Indices, normalize_video_id
 
 __all__ = ["CONVERTED_SUFFIX", "VideoRoot"]
 
@@ -82,7 +81,7 @@ class VideoRoot(FrameSourceBase):
         URL root, the local copy of root / video_id (fetched on first use, see `root`)."""
         return self.store.local_copy(self._object_name(normalize_video_id(video_id)))
 
-    def _file(self, video_id: str, wanted: Sequence[int] | np.ndarray = ()) -> VideoFile:
+    def _file(self, video_id: str, wanted: Indices = ()) -> VideoFile:
         """The file a read of `video_id` opens: where the root has a local file for it (a
         local root, or `cache_dir`'s copy), that file; else the object read by byte ranges,
         with the bytes a read of `wanted` needs fetched (the first time, its header too:
@@ -97,10 +96,8 @@ class VideoRoot(FrameSourceBase):
             found = self._keep_remote(vid, load_remote(self.store.location_of(vid)))
         if not isinstance(found, str):
             try:
-                from_sidecar = found.check is not None
-                found.fetch(wanted)
-                if from_sidecar and found.check is None:  # its record was stale (`fetch`)
-                    self._suspect_heads()
+                if found.fetch(wanted):  # its record in the sidecar of heads was stale
+                    self._root_heads.suspect()  # (`_heads.Heads.suspect`)
                 return found
             except UnusableIndex as e:
                 self._remote.put(vid, str(e))
@@ -116,11 +113,8 @@ class VideoRoot(FrameSourceBase):
             return recorded
         candidates = list(dict.fromkeys(self._names(vid)))
         heads = self._root_heads.held()
-        if heads is not None:
-            listed = next((n for n in candidates if n in heads), None)
-            if listed is not None:
-                return listed
-        return self.store.first_existing(candidates)
+        listed = None if heads is None else next((n for n in candidates if n in heads), None)
+        return self.store.first_existing(candidates) if listed is None else listed
 
     @staticmethod
     def _names(vid: str) -> Iterator[str]:
@@ -141,10 +135,6 @@ class VideoRoot(FrameSourceBase):
         read_heads`), None where there is none. Only asked where reads wait on a network
         (`prepare`)."""
         return self._root_heads.get(self.store.location, self.heads_kind, self.store.cache)
-
-    def _suspect_heads(self) -> None:
-        """Note that this process's sidecar may be stale (`_heads.Heads.suspect`)."""
-        self._root_heads.suspect()
 
     def head_record(self, video_id: str) -> tuple[str, HeadRecord] | None:
         """(object name relative to the root, its record: the persisted index's bytes) for
@@ -194,11 +184,13 @@ class VideoRoot(FrameSourceBase):
 
         return self.store.hints(files)
 
-    def _handle(self, path: VideoFile, *, explode: bool = True) -> VideoHandle:
-        """An open handle on `path` from this process's cache (reopened if the file changed).
+    @contextmanager
+    def _handle(self, path: VideoFile, *, explode: bool = True) -> Iterator[VideoHandle]:
+        """An open handle on `path` from this process's cache (reopened if the file changed),
+        closed on exit where the cache keeps none (`cache_size=0`).
         Seek reads must see every error the decoder reports (`explode`), except where each
         frame they return is checked against the sequential decode's digest (a persisted
-        index of format 3: `_video_digest`): that file's handle is reopened once without
+        index of format 3: `_video_index.frame_digest`): that file's handle is reopened once without
         (`explode=False`) and kept so, which spares healthy open GOPs the errors a seek to
         their recovery point reports (a reference list naming frames before the seek)."""
         key = str(path)
@@ -209,23 +201,21 @@ class VideoRoot(FrameSourceBase):
             handle = None
         if handle is None:
             handle = self._fresh(path, explode=explode)
-            self._handles.put(key, handle)  # not kept with cache_size=0: `_release` closes it
-        return handle
-
-    def _release(self, handle: VideoHandle) -> None:
-        if self.cache_size == 0:
-            handle.close()
+            self._handles.put(key, handle)  # not kept with cache_size=0: closed on exit
+        try:
+            yield handle
+        finally:
+            if self.cache_size == 0:
+                handle.close()
 
     def _fresh(self, path: VideoFile, *, threads: int | None = None, explode: bool) -> VideoHandle:
         """A handle of its own (not cached), positioned at the start of the file: `open_video`
         with this source's stream and (by default) threads."""
-        threads = self.threads if threads is None else threads
-        stat = path.stat
         return open_video(
             path.location,
-            stat,
+            path.stat,  # before `reader()`, which may fetch the header
             stream=self.stream,
-            threads=threads,
+            threads=self.threads if threads is None else threads,
             explode=explode,
             file=path.reader(),
         )

@@ -10,6 +10,10 @@ mma_test.mp4 took 71 ms of CPU with it, 110 ms without (`python tools/read_paths
 video`).
 Any disagreement raises `Mismatch`; `VideoSource` then rebuilds the index from a full decode or
 reads sequentially.
+
+The frames a read returns (seeking or sequential) become uint8 RGB pixels here too
+(`converter`): as displayed or as stored, at full size or scaled to a clip's geometry in the
+one swscale pass from YUV, always converted on the calling thread.
 """
 
 from __future__ import annotations
@@ -21,17 +25,21 @@ import av
 import av.error
 import numpy as np
 
-from vidload.sources._video_digest import frame_digest
+from vidload.errors import VideoReadError
+from vidload.sources._orientation import IDENTITY, Orientation, frame_orientation
 from vidload.sources._video_file import VideoHandle
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     decode_packets,
+    frame_digest,
     frame_key,
     packet_key,
+    scanned_packets,
 )
+from vidload.transforms import ClipGeometry
 
-__all__ = ["Mismatch", "read_seeking"]
+__all__ = ["Mismatch", "converter", "orientation_of", "read_seeking", "rgb", "scaled_rgb"]
 
 #: Seek attempts per stretch before decoding from a freshly opened file instead.
 _MAX_SEEK_TRIES = 4
@@ -55,8 +63,8 @@ def read_seeking(
     position, and decode forward. Raises Mismatch where the decoder disagrees with `index`,
     BadData where the data goes bad: an error the decoder reports, a frame it flags corrupt
     (with `check_corrupt`: it concealed damage it did not report as an error), or a frame that
-    differs from the sequential decode's (where `index` has its digests: `_video_digest`); the
-    caller then falls back to a sequential decode."""
+    differs from the sequential decode's (where `index` has its digests:
+    `_video_index.frame_digest`); the caller then falls back to a sequential decode."""
     out: dict[int, np.ndarray] = {}
     wanted_set = set(wanted)
     stretch: Generator[tuple[int, av.VideoFrame], None, None] | None = None
@@ -128,17 +136,12 @@ def _first_seek_point(packets: Iterator[av.Packet], index: FrameIndex):
     """Skip (without decoding) to the first packet that starts a seek point of `index`.
 
     Returns (position decoding resumes at, that packet), or None when the data ends or goes
-    bad first.
+    bad first (`_video_index.scanned_packets`); `packets` then go on after that packet.
     """
-    try:
-        for packet in packets:
-            if packet.is_corrupt:
-                return None
-            start = index.landing_pos(packet_key(packet.pts, packet.dts))
-            if start is not None:
-                return start, packet
-    except av.error.FFmpegError:
-        return None
+    for packet in scanned_packets(packets):
+        start = index.landing_pos(packet_key(packet.pts, packet.dts))
+        if start is not None:
+            return start, packet
     return None
 
 
@@ -161,17 +164,16 @@ def _checked(
     packets of unwanted frames go to the decoder with skip_frame=NONREF: it drops them if no
     other frame refers to them, and only their positions may be missing from the output.
     """
-    droppable: set[int] = set()
+    droppable: set[int | None] = set()
     skipping = False
     ctx.skip_frame = "DEFAULT"
 
     def on_packet(packet: av.Packet) -> None:
         nonlocal skipping
         pos = index.pos_of(packet_key(packet.pts, packet.dts))
-        skip = False
-        if pos is not None and pos not in wanted:
+        skip = pos is not None and pos not in wanted
+        if skip:
             droppable.add(pos)
-            skip = True
         if skip != skipping:
             ctx.skip_frame = "NONREF" if skip else "DEFAULT"
             skipping = skip
@@ -192,3 +194,76 @@ def _checked(
     finally:
         if skipping:
             ctx.skip_frame = "DEFAULT"
+
+
+def converter(
+    path: object, *, displayed: bool, geometry: ClipGeometry | None = None
+) -> Callable[[av.VideoFrame], np.ndarray]:
+    """frame -> uint8 RGB: as displayed (`displayed`: the frame's own display matrix,
+    `orientation_of`) or as stored, at full size or with `geometry` (`scaled_rgb`)."""
+
+    def convert(frame: av.VideoFrame) -> np.ndarray:
+        orientation = orientation_of(path, frame) if displayed else IDENTITY
+        if geometry is not None:
+            return scaled_rgb(frame, geometry, orientation)
+        return orientation.apply(rgb(frame))
+
+    return convert
+
+
+def rgb(frame: av.VideoFrame) -> np.ndarray:
+    """uint8 (H, W, 3) RGB pixels of `frame`, converted on this thread.
+
+    PyAV's default (threads=0) gives every frame its own swscale context with slice threads,
+    started and joined per frame: 48 us of CPU a 340x256 frame against 28 us on this thread
+    (`python tools/read_paths.py --only video`), and a frame freed in a forked child would
+    wait forever for threads left behind in the parent.
+    """
+    return frame.to_ndarray(format="rgb24", threads=1)
+
+
+def scaled_rgb(
+    frame: av.VideoFrame, geometry: ClipGeometry, orientation: Orientation = IDENTITY
+) -> np.ndarray:
+    """uint8 (out_h, out_w, 3) RGB: `frame` turned by `orientation`, with `geometry` applied,
+    scaled in the YUV -> RGB conversion.
+
+    The geometry resolves against the displayed (turned) size H x W. The whole frame is
+    converted at the size (H * out_h / box_h, W * out_w / box_w), where the plan's box is
+    exactly the output size, so it is scaled once, by swscale, on the way to RGB (never
+    converted at full size and resized again): in the stored orientation, i.e. with width and
+    height swapped for a 90/270 degree rotation. Then it is turned, the box sliced out and
+    flipped by numpy (views), and copied once. swscale uses its area filter when shrinking and
+    bilinear when growing.
+    """
+    height, width = orientation.displayed_size(frame.height, frame.width)
+    resolved = geometry.resolve(height, width)
+    top, left, box_h, box_w = resolved.box
+    out_h, out_w = resolved.out
+    scaled_h = max(out_h, round(height * out_h / box_h))
+    scaled_w = max(out_w, round(width * out_w / box_w))
+    grow = scaled_h > height or scaled_w > width
+    stored_h, stored_w = orientation.displayed_size(scaled_h, scaled_w)  # its own inverse
+    rgb = frame.to_ndarray(
+        width=stored_w,
+        height=stored_h,
+        format="rgb24",
+        interpolation="BILINEAR" if grow else "AREA",
+        threads=1,
+    )
+    rgb = orientation.view(rgb)
+    y = min(scaled_h - out_h, round(top * scaled_h / height))
+    x = min(scaled_w - out_w, round(left * scaled_w / width))
+    region = rgb[y : y + out_h, x : x + out_w]
+    return np.ascontiguousarray(region[:, ::-1] if resolved.flip else region)
+
+
+def orientation_of(path: object, frame: av.VideoFrame) -> Orientation:
+    found = frame_orientation(frame)
+    if found is None:
+        raise VideoReadError(
+            path,
+            f"display matrix rotates by {frame.rotation} degrees, not a multiple of 90: "
+            f"VideoSource cannot apply it (pass rotation='ignore' for the stored pixels)",
+        )
+    return found

@@ -17,15 +17,15 @@ Frame i of a video is the i-th frame a full sequential decode of the chosen stre
 
 Damaged files: the frames of a video are those a single-threaded sequential decode gives, up
 to where it stops; `read`, `iter_frames` and `actual_frames` all give these frames, whatever
-`threads` (`_video_decode` says how); a persisted index's frame digests catch what no decode
-error reports (`_video_digest`).
+`threads` (`_video_index` says how); a persisted index's frame digests catch what no decode
+error reports (`_video_index.frame_digest`).
 
 The pieces: `_video_root` (the base: the file an id names, what a read opens, the open
 handles), `_video_file` (an open file, and why a decoder is never freed in a forked child),
-`_video_index` (the frame index), `_video_seek` (seek-and-decode), `_video_decode`
-(sequential decode), `_video_rgb` (pixels), `_video_persist` (the index persisted beside a
-file), `_video_ranges` and `_video_remote` (a video at a URL read by byte ranges: the header
-once per process, then each clip's packets).
+`_video_index` (the frame index, and sequential decode), `_video_seek` (seek-and-decode, and
+the pixels a read returns), `_video_persist` (the index persisted beside a file), `_video_ranges`
+and `_video_remote` (a video at a URL read by byte ranges: the header once per process, then
+each clip's packets).
 """
 
 from __future__ import annotations
@@ -48,21 +48,21 @@ from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._docs import shared_docs
 from vidload.sources._fused import empty_clip
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_decode import decode_all
-from vidload.sources._video_digest import frame_digest
 from vidload.sources._video_file import VideoHandle, VideoInfo, ffmpeg_words, video_info
 from vidload.sources._video_index import (
     BadData,
     FrameIndex,
     IndexRecorder,
+    decode_all,
+    frame_digest,
     index_from_packets,
 )
 from vidload.sources._video_persist import PersistedIndex, write_index
 from vidload.sources._video_remote import VideoFile, from_record, load_remote
-from vidload.sources._video_rgb import converter, orientation_of
 from vidload.sources._video_root import VideoRoot
-from vidload.sources._video_seek import Mismatch, read_seeking
+from vidload.sources._video_seek import Mismatch, converter, orientation_of, read_seeking
 from vidload.sources.base import (
+    Indices,
     as_index_array,
     check_in_range,
     normalize_video_id,
@@ -151,7 +151,7 @@ class VideoSource(VideoRoot):
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
-        # whether each file version's persisted index was looked for (and used)
+        # the file versions whose persisted index was looked for (and used where found: `_known`)
         self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._init_files()
 
@@ -200,13 +200,12 @@ class VideoSource(VideoRoot):
         except VidloadError:
             return None
 
-    def fetch_plan(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+    def fetch_plan(self, video_id: str, indices: Indices) -> list[Request]:
         """The storage requests `read(video_id, indices)` will make, as `(location, [(start,
         stop), ...])`: the video's header the first time, and the packets of the frames not
         held, once its index is known (`prepare`) and it is read by byte ranges; else []."""
-        return self._planned(video_id, indices) if self.store.reads_wait else []
-
-    def _planned(self, video_id: str, indices: Sequence[int] | np.ndarray) -> list[Request]:
+        if not self.store.reads_wait:
+            return []
         found = self._remote.get(self._object_name(normalize_video_id(video_id)))
         if found is None or isinstance(found, str):
             return []
@@ -220,11 +219,8 @@ class VideoSource(VideoRoot):
         return self._info(self._file(video_id))
 
     def _info(self, path: VideoFile) -> VideoInfo:
-        handle = self._handle(path)
-        try:
+        with self._handle(path) as handle:
             return video_info(handle)
-        finally:
-            self._release(handle)
 
     def reported_frames(self, video_id: str) -> int | None:
         """Frame count the header claims: the stream's frame count, else duration x frame
@@ -242,16 +238,13 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), path.stat)
+        key = self._known(path)
         found = self._orientations.get(key)
-        if found is None and self._use_persisted(path):
-            found = self._orientations.get(key)
         if found is None:
-            for frame in self._decode_all(path):
-                found = orientation_of(path, frame)
-                break
-            else:
+            first = next(self._decode_all(path), None)  # the decode closes as it is dropped
+            if first is None:
                 raise VideoReadError(path, "no frame of the video stream decodes")
+            found = orientation_of(path, first)
             self._orientations.put(key, found)
         return found
 
@@ -271,16 +264,13 @@ class VideoSource(VideoRoot):
         timestamp (never seen in MP4/MKV/TS) get i / fps.
         """
         path = self._file(video_id)
-        handle = self._handle(path)
-        try:
+        with self._handle(path) as handle:
             index = self._guess_index(path, handle)
             known = self._actual.get((str(path), handle.stat))
             if known is not None and known != index.num_frames:
                 index = self._exact_index(path)
             time_base = handle.stream.time_base
             fps = video_info(handle).fps
-        finally:
-            self._release(handle)
         n = index.num_frames
         if index.keys is not None and time_base is not None:
             keys = np.sort(np.frombuffer(index.keys, dtype=np.int64)[:n])
@@ -297,42 +287,36 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        stat = path.stat
-        count = self._actual.get((str(path), stat))
-        if count is None and self._use_persisted(path):
-            count = self._actual.get((str(path), stat))
-        if count is None:
-            count = self._exact_index(path).num_frames
-        return count
+        count = self._actual.get(self._known(path))
+        return self._exact_index(path).num_frames if count is None else count
 
     # ------------------------------------------------------------------ persisted index
 
-    def _use_persisted(self, path: VideoFile, handle: VideoHandle | None = None) -> bool:
-        """Load `path`'s persisted frame index (`_video_persist`) into this process's caches,
-        once per file version; whether one was found and matches the file."""
-        key = (str(path), path.stat)
-        done = self._persisted.get(key)
-        if done is not None:
-            return done
-        info = self._info(path) if handle is None else video_info(handle)
-        found = path.persisted_index(info.stream_index)
-        if found is not None:
-            self._store_exact(key, found.index)
-            self._orientations.put(key, found.orientation)
-        self._persisted.put(key, found is not None)
-        return found is not None
+    def _known(self, path: VideoFile, handle: VideoHandle | None = None) -> FileKey:
+        """The key of `path`'s version (`handle`'s, where it is open) in this process's caches,
+        into which its persisted frame index (`_video_persist`), where one is found and
+        matches the file, is loaded first, once per file version."""
+        key = (str(path), path.stat if handle is None else handle.stat)
+        if self._persisted.get(key) is None:
+            info = self._info(path) if handle is None else video_info(handle)
+            found = path.persisted_index(info.stream_index)
+            if found is not None:
+                self._store_exact(key, found.index)
+                self._orientations.put(key, found.orientation)
+            self._persisted.put(key, found is not None)
+        return key
 
     def _has_digests(self, path: VideoFile) -> bool:
-        """Whether `path`'s persisted index records each frame's digest: seek reads then check
-        every frame they return, and need no `err_detect=explode` (`VideoRoot._handle`)."""
-        key = (str(path), path.stat)
-        found = self._indexes.get(key) if self._use_persisted(path) else None
+        """Whether `path`'s exact index (persisted, else written in this process) records each
+        frame's digest: seek reads then check every frame they return, and need no
+        `err_detect=explode` (`VideoRoot._handle`)."""
+        found = self._indexes.get(self._known(path))
         return found is not None and found.digests is not None
 
     def exact_frame_index(self, video_id: str) -> PersistedIndex:
         """The exact frame index of `video_id`'s chosen stream (from a full sequential decode,
         `actual_frames`), with its display orientation and each frame's digest (the decode is
-        single-threaded then: `_video_digest`): what `write_index` persists."""
+        single-threaded then: `_video_index.frame_digest`): what `write_index` persists."""
         path = self._file(video_id)
         index = self._exact_index(path, digests=True)
         orientation = self.orientation(video_id)
@@ -346,11 +330,9 @@ class VideoSource(VideoRoot):
 
     def _exact_index(self, path: VideoFile, *, digests: bool = False) -> FrameIndex:
         """Index built from a full sequential decode (cached); with `digests`, one that has
-        each frame's digest (`_video_digest`)."""
-        key = (str(path), path.stat)
+        each frame's digest (`_video_index.frame_digest`)."""
+        key = self._known(path)
         index = self._indexes.get(key)
-        if (index is None or not index.exact) and self._use_persisted(path):
-            index = self._indexes.get(key)
         if index is None or not index.exact or (digests and index.digests is None):
             recorder = IndexRecorder(digests=digests)
             for _ in self._decode_all(path, recorder):
@@ -369,10 +351,8 @@ class VideoSource(VideoRoot):
     def _guess_index(self, path: VideoFile, handle: VideoHandle) -> FrameIndex:
         """The cached index of `path`, else one from a packet scan where the container
         stores pts, else one from a full decode."""
-        key = (str(path), handle.stat)
+        key = self._known(path, handle)
         index = self._indexes.get(key)
-        if index is None and self._use_persisted(path, handle):
-            index = self._indexes.get(key)
         if index is not None:
             return index
         if not handle.stores_pts or self.frame_index == "decode":
@@ -395,7 +375,7 @@ class VideoSource(VideoRoot):
         self, path: VideoFile, recorder: IndexRecorder | None = None
     ) -> Iterator[av.VideoFrame]:
         """Every frame of the chosen stream that a single-threaded sequential decode gives
-        (`_video_decode.decode_all`); `recorder` sees every packet decoded and every frame."""
+        (`_video_index.decode_all`); `recorder` sees every packet decoded and every frame."""
         return decode_all(partial(self._fresh, path), path, self.threads, recorder)
 
     def iter_frames(self, video_id: str) -> Iterator[np.ndarray]:
@@ -417,7 +397,7 @@ class VideoSource(VideoRoot):
     def read(
         self,
         video_id: str,
-        indices: Sequence[int] | np.ndarray,
+        indices: Indices,
         *,
         geometry: ClipGeometry | None = None,
     ) -> np.ndarray:
@@ -426,7 +406,7 @@ class VideoSource(VideoRoot):
 
         With a `geometry` the frames come back as uint8 (k, out_h, out_w, 3): each frame is
         scaled in its one swscale pass from YUV to RGB, to the size at which the plan's box
-        becomes the output size, then the box is sliced out and flipped (`_video_rgb.scaled_rgb`).
+        becomes the output size, then the box is sliced out and flipped (`_video_seek.scaled_rgb`).
 
         Raises:
             IndexError: a negative index.
@@ -435,19 +415,17 @@ class VideoSource(VideoRoot):
         """
         idx = as_index_array(indices)
         path = self._file(video_id, idx)
-        handle = self._handle(path, explode=not self._has_digests(path))
         convert = converter(path, displayed=self.rotation == "auto", geometry=geometry)
-        try:
-            if idx.size == 0:
-                h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
-                if self.rotation == "auto":
-                    h, w = self.orientation(video_id).displayed_size(h, w)
-                return empty_clip(h, w, geometry)
-            frames = self._read_frames(video_id, path, handle, idx, convert)
-        except av.error.FFmpegError as e:
-            raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
-        finally:
-            self._release(handle)
+        with self._handle(path, explode=not self._has_digests(path)) as handle:
+            try:
+                if idx.size == 0:
+                    h, w = handle.stream.codec_context.height, handle.stream.codec_context.width
+                    if self.rotation == "auto":
+                        h, w = self.orientation(video_id).displayed_size(h, w)
+                    return empty_clip(h, w, geometry)
+                frames = self._read_frames(video_id, path, handle, idx, convert)
+            except av.error.FFmpegError as e:
+                raise VideoReadError(path, f"decoding failed: {ffmpeg_words(e)}") from e
         try:
             return np.stack([frames[int(i)] for i in idx])
         except ValueError as e:
@@ -471,7 +449,7 @@ class VideoSource(VideoRoot):
                 index = self._exact_index(path)
                 self._raise_if_beyond(video_id, handle, index.num_frames, idx)
             if not index.seekable:
-                return self._read_sequential(video_id, path, handle, index, idx, wanted, convert)
+                return self._read_sequential(path, index, wanted, convert)
             try:
                 checks = {"skip_nonref": self._skip_nonref, "check_corrupt": self._check_corrupt}
                 return read_seeking(handle, index, wanted, convert, **checks)
@@ -489,12 +467,12 @@ class VideoSource(VideoRoot):
     def _raise_if_beyond(self, video_id: str, handle: VideoHandle, actual: int, idx) -> None:
         check_in_range(video_id, idx, actual, lambda: video_info(handle).reported_frames)
 
-    def _read_sequential(self, video_id, path, handle, index, idx, wanted, convert) -> dict:
-        """Decode from the start of a fresh file up to the last wanted frame. Where the index
-        has digests, the frames are checked against them: a threaded decode that differs is
-        redone single-threaded; a single-threaded one that differs means the file is not the
-        one the index was written from."""
-        self._raise_if_beyond(video_id, handle, index.num_frames, idx)
+    def _read_sequential(self, path, index, wanted, convert) -> dict:
+        """Decode from the start of a fresh file up to the last wanted frame (each before the
+        exact index's count: `_read_frames` checked). Where the index has digests, the frames
+        are checked against them: a threaded decode that differs is redone single-threaded; a
+        single-threaded one that differs means the file is not the one the index was written
+        from."""
         targets = set(wanted)
         for threads in dict.fromkeys((self.threads, 1)):
             out: dict[int, np.ndarray] = {}
