@@ -19,9 +19,11 @@ for any list or manifest); this module also holds the value rules both formats s
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -123,12 +125,9 @@ def read_annotation_list(
         check_window_columns(first.split(","), f"{path}:1")
 
     entries: list[VideoEntry] = []
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
+    for line_no, line in text_lines(text):
         try:
-            entries.append(_parse_line(stripped, multi_label, with_offset, classes))
+            entries.append(_parse_line(line, multi_label, with_offset, classes))
         except (ValueError, TypeError) as e:
             raise line_error(path, line_no, e) from e
     check_plain_list(path, entries)
@@ -317,6 +316,61 @@ def read_text(path: Location) -> str:
         return path.read_text()
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
+
+
+def read_file(
+    path: str | os.PathLike[str] | Location,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+) -> tuple[Location, str]:
+    """(where, text) of a list, manifest, class or dataset file (`read_text`), checked first
+    to be a file where that costs no request (`not_a_file`).
+
+    Raises:
+        FileNotFoundError: no such file, named (as `name (path)` when `name` says what it is).
+    """
+    where = text_location(path, storage_options)
+    if not_a_file(where):
+        shown = repr(str(where)) if name is None else f"{name} ({str(where)!r})"
+        raise FileNotFoundError(f"{shown} is not a file")
+    return where, read_text(where)
+
+
+def text_lines(text: str, *, comments: bool = True) -> list[tuple[int, str]]:
+    """(line number, stripped line) of the lines of `text` that are not blank, nor (with
+    `comments`) `#` comments."""
+    lines = ((k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1))
+    return [(k, ln) for k, ln in lines if ln and not (comments and ln.startswith("#"))]
+
+
+def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """(header, (line number, {column: cell}) of each row) of a CSV's text, the rows read as
+    they are iterated: columns found by name (the header's names stripped, cells as written),
+    blank rows skipped. Which columns it needs, each reader checks in its own words.
+
+    Raises (while iterating):
+        ValueError: a row with another number of cells than the header, or one `csv` cannot
+            read (a cell over `csv.field_size_limit()`), `where` and the line named.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in next(reader, [])]
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        try:
+            for cells in reader:
+                if not cells or cells == [""]:
+                    continue
+                if len(cells) != len(header):
+                    raise ValueError(
+                        f"{where}:{reader.line_num}: {len(cells)} cells, the header has "
+                        f"{len(header)}"
+                    )
+                yield reader.line_num, dict(zip(header, cells, strict=True))
+        except csv.Error as e:
+            raise ValueError(f"{where}:{reader.line_num}: not a readable CSV row: {e}") from e
+
+    return header, rows()
 
 
 def check_range(name: str, value: int, *, minimum: int | None = None) -> int:

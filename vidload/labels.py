@@ -22,7 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
-from vidload._lists import is_int
+from vidload._lists import is_int, read_file, text_lines
 from vidload.errors import UsageError
 
 __all__ = [
@@ -91,19 +91,12 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
     """
     from vidload.manifest import is_manifest, load_videos
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"labels ({str(path)!r}) is not a file")
-    try:
-        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"labels ({str(path)!r}): not a UTF-8 text file ({e})") from e
-    lines = [ln.strip() for ln in text.split("\n")]
-    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    where, text = read_file(path, name="labels")
+    lines = [ln for _, ln in text_lines(text)]
     if not lines:
         raise ValueError(f"labels ({str(path)!r}) names no classes")
-    if is_manifest(path) or all(_looks_like_entry(ln) for ln in lines):
-        return _map_from_entries(path, load_videos(path))
+    if is_manifest(where) or all(_looks_like_entry(ln) for ln in lines):
+        return _map_from_entries(path, load_videos(where))
     if all(_NUMBERED.match(ln) for ln in lines):
         return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
     return _in_order(lines, where=f"labels ({str(path)!r})")
@@ -191,7 +184,7 @@ def _looks_like_entry(line: str) -> bool:
     return len(fields) >= 2 and is_int(fields[-1])
 
 
-def _map_from_entries(path: Path, entries) -> dict[str, int]:
+def _map_from_entries(path: str | os.PathLike[str], entries) -> dict[str, int]:
     out: dict[str, int] = {}
     for e in entries:
         name = class_of(e.video_id)

@@ -38,7 +38,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
@@ -49,6 +49,7 @@ from vidload._lists import (
     VideoEntry,
     check_range,
     checked_entry,
+    csv_rows,
     not_a_file,
     parse_int,
     read_annotation_list,
@@ -87,21 +88,6 @@ __all__ = [
 ManifestStatus = Literal["ok", "mismatch", "failed", "skipped"]
 MANIFEST_STATUSES: tuple[str, ...] = get_args(ManifestStatus)
 
-#: The manifest CSV header, in order.
-MANIFEST_FIELDS: tuple[str, ...] = (
-    "video_id",
-    "label",
-    "reported_frames",
-    "actual_frames",
-    "width",
-    "height",
-    "fps",
-    "bytes",
-    "status",
-    "error",
-    "rotation",
-    "container",
-)
 #: Columns a manifest must have; the others may be missing (older manifests: None).
 REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
 #: Longest `error` cell written, in characters: a longer message is cut there (the cell says
@@ -187,6 +173,10 @@ class ManifestRow:
         object.__setattr__(self, "extra", _checked_extra(self.extra))
 
 
+#: The manifest CSV header, in order: `ManifestRow`'s fields but `extra`, whose columns follow.
+MANIFEST_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ManifestRow) if f.name != "extra")
+
+
 def keep_extra(row: ManifestRow, old: ManifestRow | None) -> ManifestRow:
     """`row` with the extra columns of `old` (the same video's earlier row) that it lacks: a
     rewritten manifest keeps the user's columns when vidload replaces a row."""
@@ -228,12 +218,9 @@ def read_manifest(
 
 def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
     """`read_manifest` of a manifest's text; `path` names it in errors."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ValueError(f"{path}: empty file, expected the manifest header") from None
-    header = [h.strip() for h in header]
+    header, cells_of = csv_rows(text, path)
+    if not header:
+        raise ValueError(f"{path}: empty file, expected the manifest header")
     missing = [f for f in REQUIRED_FIELDS if f not in header]
     twice = sorted({h for h in header if header.count(h) > 1})
     if missing or twice:
@@ -245,19 +232,11 @@ def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
     extra = [h for h in header if h not in MANIFEST_FIELDS]
     check_window_columns(extra, f"{path}:1")
     rows = []
-    try:
-        for cells in reader:
-            if not cells or cells == [""]:
-                continue
-            where = f"{path}:{reader.line_num}"
-            if len(cells) != len(header):
-                raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
-            try:
-                rows.append(_parse_row(dict(zip(header, cells, strict=True)), extra))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"{where}: {e}") from e
-    except csv.Error as e:  # e.g. a cell over csv.field_size_limit() (128 KiB)
-        raise ValueError(f"{path}:{reader.line_num}: not a readable CSV row: {e}") from e
+    for line, cells in cells_of:
+        try:
+            rows.append(_parse_row(cells, extra))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}:{line}: {e}") from e
     return rows
 
 
@@ -406,9 +385,9 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
 
     try:
         video_id = normalize_video_id(item[0])
-        fields = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
-        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "int or None"
-        return checked_entry(video_id, [item[1]], fields, number, known_name="num_frames")
+        given = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
+        check_optional_int(f"videos[{i}] num_frames", given.get("num_frames"))  # "int or None"
+        return checked_entry(video_id, [item[1]], given, number, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
 
