@@ -66,6 +66,12 @@ class VidloadError(Exception):
 
     #: Attributes that travel out of a DataLoader worker (see the module docstring).
     _fields: ClassVar[tuple[str, ...]] = ()
+    #: The attributes the constructor takes before its last argument, the message: how
+    #: `__reduce__` rebuilds the error with its attributes (pickling, a process pool).
+    _args: ClassVar[tuple[str, ...]] = ()
+
+    def __reduce__(self):
+        return (self.__class__, (*(getattr(self, name) for name in self._args), str(self)))
 
     def _note_fields(self) -> None:
         # add_note is Python >= 3.11; on 3.10 the type still travels, the attributes do not
@@ -92,7 +98,7 @@ class FrameCountError(VidloadError, IndexError):
     attributes from the note in `message`, else leaves them None.
     """
 
-    _fields = ("video_id", "reported", "actual", "index")
+    _fields = _args = ("video_id", "reported", "actual", "index")
 
     def __init__(
         self,
@@ -118,12 +124,6 @@ class FrameCountError(VidloadError, IndexError):
             )
         super().__init__(message)
         self._note_fields()
-
-    def __reduce__(self):  # keep attributes across pickling
-        return (
-            self.__class__,
-            (self.video_id, self.reported, self.actual, self.index, str(self)),
-        )
 
 
 class VideoReadError(VidloadError):
@@ -172,6 +172,8 @@ class DiskFullError(VidloadError, OSError):
         path: the file (container, manifest, options file) being written, as a string.
     """
 
+    _args = ("path",)
+
     def __init__(self, path: object, message: str | None = None) -> None:
         self.path = str(path)
         super().__init__(message or f"no space left on device writing {self.path}")
@@ -181,9 +183,6 @@ class DiskFullError(VidloadError, OSError):
     def __str__(self) -> str:
         return self.args[0]
 
-    def __reduce__(self):
-        return (self.__class__, (self.path, str(self)))
-
 
 class OutputLockedError(VidloadError):
     """Another run holds the output folder's lock (`vidload convert` into the same OUTPUT).
@@ -192,6 +191,8 @@ class OutputLockedError(VidloadError):
         lock: the lock file, as a string.
         holder: what the lock file says about its holder (pid, host, start time), as a dict.
     """
+
+    _args = ("lock", "holder")
 
     def __init__(self, lock: object, holder: dict | None = None, message: str | None = None):
         self.lock = str(lock)
@@ -203,9 +204,6 @@ class OutputLockedError(VidloadError):
                 f"finish, or remove the lock file if that run is dead"
             )
         super().__init__(message)
-
-    def __reduce__(self):
-        return (self.__class__, (self.lock, self.holder, str(self)))
 
 
 class UsageError(ValueError):
