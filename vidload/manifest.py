@@ -77,7 +77,6 @@ __all__ = [
     "is_manifest",
     "keep_extra",
     "load_videos",
-    "manifest_entries",
     "parse_manifest",
     "read_annotation_list",
     "read_manifest",
@@ -304,7 +303,7 @@ def load_videos(
         if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
-            return manifest_entries(read_manifest(path), str(path))
+            return entries_from_manifest(read_manifest(path), str(path))
         entries = read_annotation_list(
             path, multi_label=multi_label, with_offset=with_offset, classes=classes
         )
@@ -323,18 +322,11 @@ def load_videos(
     return entries
 
 
-def manifest_entries(rows: Iterable[ManifestRow], where: str) -> list[VideoEntry]:
-    """The entries `load_videos` gives for the manifest `where` of `rows` (its warnings
-    too)."""
-    entries = entries_from_manifest(rows, source=where)
-    warn_one_based(entries, where)
-    return entries
-
-
 def entries_from_manifest(
     rows: Iterable[ManifestRow], source: str = "manifest"
 ) -> list[VideoEntry]:
-    """VideoEntries of manifest rows; "failed" rows are left out with one warning."""
+    """VideoEntries of manifest rows (`source` names the manifest in messages); "failed" rows
+    are left out with one warning, and labels from 1 warn as `load_videos` says."""
     entries, failed = [], []
     for row in rows:
         if row.status == "failed":
@@ -360,6 +352,7 @@ def entries_from_manifest(
             f"{source}: left out {len(failed)} video(s) with status 'failed' ({shown})",
             stacklevel=3,
         )
+    warn_one_based(entries, source)
     return entries
 
 

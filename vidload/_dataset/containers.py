@@ -30,7 +30,7 @@ from vidload._layout import MANIFEST_NAME, recorded_names
 from vidload._lists import read_text, text_location
 from vidload._storage import Location
 from vidload.errors import VidloadError
-from vidload.manifest import VideoEntry, is_manifest, manifest_entries, parse_manifest
+from vidload.manifest import VideoEntry, entries_from_manifest, is_manifest, parse_manifest
 from vidload.sources.base import FrameSourceBase
 
 __all__ = ["entries_and_containers"]
@@ -54,7 +54,7 @@ def entries_and_containers(
     names: dict[str, str] | None
     if _names_it(videos, manifest, storage_options):
         rows = parse_manifest(read_text(text_location(manifest)), str(videos))
-        entries = VideoEntries.from_entries(manifest_entries(rows, str(videos)))
+        entries = VideoEntries.from_entries(entries_from_manifest(rows, str(videos)))
         names = {r.video_id: r.container for r in rows if r.container and r.status != "failed"}
     else:
         entries = entries_of(videos, multi_label=multi_label, storage_options=storage_options)
