@@ -24,7 +24,7 @@ from vidload._lists import VideoEntry, csv_rows, read_file
 from vidload._storage import Location
 from vidload.datasets._common import DatasetList, class_numbering
 from vidload.errors import VideoReadError
-from vidload.sources.base import VIDEO_EXTENSIONS
+from vidload.sources.base import strip_video_ext
 
 _REQUIRED = ("youtube_id", "time_start", "time_end")
 _DROPPED = re.compile(r"['()]")
@@ -170,9 +170,9 @@ def _videos_by_stem(names: Any) -> dict[str, str]:
     """{stem: file name} of the names with a video extension."""
     out: dict[str, str] = {}
     for name in names:
-        dot = name.rfind(".")
-        if dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS:
-            out.setdefault(name[:dot], name)
+        stem = strip_video_ext(name)
+        if stem != name:
+            out.setdefault(stem, name)
     return out
 
 
