@@ -112,7 +112,7 @@ def read_annotation_list(
     """
     from vidload._official import check_kinetics_csv, check_plain_list, json_list_error, line_error
 
-    path = text_location(path, storage_options)
+    path = Location(path, storage_options)
     text = read_text(path)
     if path.name.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
         try:
@@ -295,14 +295,6 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
     return entries
 
 
-def text_location(
-    path: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None
-) -> Location:
-    """A list's or manifest's `Location` (a local path or a URL, `storage_options` for its
-    filesystem; a `Location` as given)."""
-    return path if isinstance(path, Location) else Location(path, storage_options)
-
-
 def not_a_file(where: Location) -> bool:
     """Whether `where` is known, at no request, not to be a file: a local path that is none
     (its reader says "is not a file"); in a bucket the read says "not found" instead."""
@@ -330,7 +322,7 @@ def read_file(
     Raises:
         FileNotFoundError: no such file, named (as `name (path)` when `name` says what it is).
     """
-    where = text_location(path, storage_options)
+    where = Location(path, storage_options)
     if not_a_file(where):
         shown = repr(str(where)) if name is None else f"{name} ({str(where)!r})"
         raise FileNotFoundError(f"{shown} is not a file")

@@ -54,7 +54,6 @@ from vidload._lists import (
     parse_int,
     read_annotation_list,
     read_text,
-    text_location,
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
@@ -189,7 +188,7 @@ def is_manifest(
 ) -> bool:
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
-    head = text_location(path, storage_options).read_range(0, 65536)
+    head = Location(path, storage_options).read_range(0, 65536)
     first = re.split(r"[\r\n]", head.decode("utf-8", errors="replace"), maxsplit=1)[0]
     first = first.lstrip("\ufeff")
     try:
@@ -211,7 +210,7 @@ def read_manifest(
     `start` and `end`, both or neither; another dataset's (`stop`, `start_frame`, `actions`,
     ...) is refused naming its reader (`vidload._windows.check_window_columns`).
     """
-    path = text_location(path, storage_options)
+    path = Location(path, storage_options)
     return parse_manifest(read_text(path), path)
 
 
@@ -299,7 +298,7 @@ def load_videos(
     "failed" are left out, with one warning that counts them. Unlabelled rows get label -1.
     """
     if isinstance(videos, (str, os.PathLike, Location)):
-        path = text_location(videos, storage_options)
+        path = Location(videos, storage_options)
         if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
