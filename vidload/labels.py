@@ -29,7 +29,6 @@ __all__ = [
     "CLASSES_NAME",
     "class_of",
     "classes_bytes",
-    "classes_text",
     "folder_class_map",
     "input_class_map",
     "is_contiguous",
@@ -163,15 +162,11 @@ def classes_bytes(class_map: Mapping[str, int]) -> bytes:
             f"class labels {sorted(class_map.values())} must be 0..{len(class_map) - 1} to be "
             f"written one name per line"
         )
-    for name in sorted(class_map, key=class_map.__getitem__):
+    names = sorted(class_map, key=class_map.__getitem__)
+    for name in names:
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
-    return classes_text(class_map).encode("utf-8")
-
-
-def classes_text(class_map: Mapping[str, int]) -> str:
-    """What `write_classes` writes: the names one per line, in label order."""
-    return "".join(n + "\n" for n in sorted(class_map, key=class_map.__getitem__))
+    return "".join(name + "\n" for name in names).encode("utf-8")
 
 
 def is_contiguous(class_map: Mapping[str, int]) -> bool:
