@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
-from vidload._checks import check_int, check_optional_int, check_real
+from vidload._checks import check_choice, check_int, check_optional_int, check_real
 from vidload._lists import (
     MAX_FRAMES,
     UNLABELLED,
@@ -140,8 +140,7 @@ class ManifestRow:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "video_id", normalize_video_id(self.video_id))
-        if self.status not in MANIFEST_STATUSES:
-            raise ValueError(f"status ({self.status!r}) must be one of {MANIFEST_STATUSES}")
+        check_choice("status", self.status, MANIFEST_STATUSES)
         for name in _INT_FIELDS:
             value = getattr(self, name)
             if value is not None:

@@ -14,6 +14,7 @@ when a worker reads them.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import warnings
@@ -86,14 +87,12 @@ def _find(
     one listing of `base` and one of each class folder."""
     top = set(base.list_names())
     flat = _videos_by_stem(top)  # folders have no video extension (nearly always)
-    folders: dict[str, tuple[str, dict[str, str]] | None] = {}
+    folder_of = functools.cache(functools.partial(_class_folder, base, top))
     entries, missing = [], []
     for label, stem in rows:
         name = None
         if labelled:
-            if label not in folders:
-                folders[label] = _class_folder(base, top, label)
-            folder = folders[label]
+            folder = folder_of(label)
             if folder is not None and stem in folder[1]:
                 name = f"{folder[0]}/{folder[1][stem]}"
         if name is None and stem in flat:
