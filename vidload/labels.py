@@ -27,6 +27,7 @@ from vidload.errors import UsageError
 
 __all__ = [
     "CLASSES_NAME",
+    "class_map_in_order",
     "class_of",
     "classes_bytes",
     "folder_class_map",
@@ -98,7 +99,7 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
         return _map_from_entries(path, load_videos(where))
     if all(_NUMBERED.match(ln) for ln in lines):
         return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
-    return _in_order(lines, where=f"labels ({str(path)!r})")
+    return class_map_in_order(lines, where=f"labels ({str(path)!r})")
 
 
 _NUMBERED = re.compile(r"^(\d+)\s+(\S.*)$")
@@ -128,10 +129,10 @@ def read_numbered_classes(lines: Sequence[str], *, where: str) -> dict[str, int]
             f"{where}: class numbers {sorted(numbered)[:5]}... must run 0..{len(numbered) - 1} "
             f"or 1..{len(numbered)} without gaps"
         )
-    return _in_order([numbered[k] for k in sorted(numbered)], where=where)
+    return class_map_in_order([numbered[k] for k in sorted(numbered)], where=where)
 
 
-def _in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
+def class_map_in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
     """{name: its position in `names`}; ValueError naming `where` when a name is given twice."""
     out: dict[str, int] = {}
     for k, name in enumerate(names):

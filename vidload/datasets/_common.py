@@ -19,7 +19,7 @@ from typing import Any
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice
 from vidload._lists import VideoEntry, csv_rows, has_video_ext, read_file, text_lines
-from vidload.labels import read_class_map
+from vidload.labels import class_map_in_order, read_class_map
 
 
 class DatasetList(list[VideoEntry]):
@@ -160,9 +160,7 @@ def class_numbering(
             twice.
     """
     names = class_names(classes, default=found)
-    if len(set(names)) != len(names):
-        raise ValueError("classes must be distinct class names (str), in label order")
-    numbering = {name: k for k, name in enumerate(names)}
+    numbering = class_map_in_order(names, where="classes")
     absent = [n for n in found if n not in numbering]
     if absent:
         shown = ", ".join(repr(n) for n in absent[:5])
