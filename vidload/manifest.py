@@ -35,7 +35,6 @@ from __future__ import annotations
 import csv
 import io
 import os
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -188,13 +187,11 @@ def is_manifest(
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
     head = Location(path, storage_options).read_range(0, 65536)
-    first = re.split(r"[\r\n]", head.decode("utf-8", errors="replace"), maxsplit=1)[0]
-    first = first.lstrip("\ufeff")
     try:
-        header = next(csv.reader([first]), [])
-    except csv.Error:
+        header, _ = csv_rows(head.decode("utf-8", errors="replace").lstrip("\ufeff"), path)
+    except csv.Error:  # not text (a video's bytes)
         return False
-    return MANIFEST_FIELDS[0] in (cell.strip() for cell in header)
+    return MANIFEST_FIELDS[0] in header
 
 
 def read_manifest(
