@@ -23,7 +23,7 @@ import csv
 import io
 import os
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -334,6 +334,16 @@ def text_lines(text: str, *, comments: bool = True) -> list[tuple[int, str]]:
     `comments`) `#` comments."""
     lines = ((k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1))
     return [(k, ln) for k, ln in lines if ln and not (comments and ln.startswith("#"))]
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The CSV text of `header` and `rows` (`\n` line ends; None written as an empty cell,
+    a float as its `repr`): what `csv_rows` reads back."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return text.getvalue()
 
 
 def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:

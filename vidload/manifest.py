@@ -33,7 +33,6 @@ An empty `label` cell means unlabelled; `load_videos` gives such videos the labe
 from __future__ import annotations
 
 import csv
-import io
 import os
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
@@ -49,6 +48,7 @@ from vidload._lists import (
     check_range,
     checked_entry,
     csv_rows,
+    csv_text,
     not_a_file,
     parse_int,
     read_annotation_list,
@@ -260,12 +260,8 @@ def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> byt
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
     extra = list(dict.fromkeys(name for row in rows for name in row.extra))
     check_window_columns(extra, where)  # never a manifest that read_manifest refuses
-    text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(MANIFEST_FIELDS + tuple(extra))
-    for row in rows:
-        writer.writerow(_format_row(row) + [row.extra.get(name, "") for name in extra])
-    return text.getvalue().encode("utf-8")
+    cells = (_format_row(row) + [row.extra.get(name, "") for name in extra] for row in rows)
+    return csv_text(MANIFEST_FIELDS + tuple(extra), cells).encode("utf-8")
 
 
 def load_videos(
@@ -400,12 +396,9 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
     return ManifestRow(**values)
 
 
-def _format_row(row: ManifestRow) -> list[str]:
-    """The cells of `row`'s MANIFEST_FIELDS columns."""
-    out = []
-    for name in MANIFEST_FIELDS:
-        value = getattr(row, name)
-        out.append("" if value is None else repr(float(value)) if name == "fps" else str(value))
+def _format_row(row: ManifestRow) -> list[object]:
+    """The values of `row`'s MANIFEST_FIELDS columns, as `csv_text` writes them."""
+    out: list[object] = [getattr(row, name) for name in MANIFEST_FIELDS]
     error = row.error
     if error is not None and len(error) > MAX_ERROR_CHARS:
         note = f" ... [cut: {len(error)} characters in all]"

@@ -8,8 +8,6 @@ for Kinetics, the listed videos not found under the root (`missing`). `ClipDatas
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
@@ -18,7 +16,7 @@ from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice
-from vidload._lists import VideoEntry, csv_rows, has_video_ext, read_file, text_lines
+from vidload._lists import VideoEntry, csv_rows, csv_text, has_video_ext, read_file, text_lines
 from vidload.labels import class_map_in_order, read_class_map
 
 
@@ -70,14 +68,8 @@ class DatasetList(list[VideoEntry]):
         if json_list:
             data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
         elif windows:
-            text = io.StringIO(newline="")
-            writer = csv.writer(text, lineterminator="\n")
-            writer.writerow(["video_id", "label", "start", "end"])
-            for e in self:
-                start = "" if e.start is None else repr(e.start)
-                end = "" if e.end is None else repr(e.end)
-                writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
-            data = text.getvalue()
+            rows = ([e.video_id, None if e.label < 0 else e.label, e.start, e.end] for e in self)
+            data = csv_text(["video_id", "label", "start", "end"], rows)
         else:
             data = "".join(_list_line(e) for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
