@@ -79,8 +79,11 @@ class VidloadError(Exception):
             record = {name: getattr(self, name) for name in self._fields}
             self.add_note(_RECORD + json.dumps(record, default=_plain))
 
-    def _restore_fields(self, message: str) -> None:
-        record = _record_in(message) or {}
+    def _from_message(self, message: object) -> None:
+        """The one-argument form (`exc_type(message)`): the attributes from the note in
+        `message`, else None."""
+        super().__init__(message)
+        record = _record_in(str(message)) or {}
         for name in self._fields:
             setattr(self, name, record.get(name))
 
@@ -109,8 +112,7 @@ class FrameCountError(VidloadError, IndexError):
         message: str | None = None,
     ) -> None:
         if reported is _UNSET and actual is _UNSET and index is None and message is None:
-            super().__init__(video_id)
-            self._restore_fields(str(video_id))
+            self._from_message(video_id)
             return
         self.video_id = video_id
         self.reported = None if reported is _UNSET else reported
@@ -143,8 +145,7 @@ class VideoReadError(VidloadError):
 
     def __init__(self, path: object, reason: str | None = None, index: int | None = None) -> None:
         if reason is None and index is None:
-            super().__init__(str(path))
-            self._restore_fields(str(path))
+            self._from_message(str(path))
             return
         raw = str(path)
         self.path = shown_path(raw)
