@@ -14,7 +14,8 @@ same way. Absolute paths (`/data/k400/x.mp4`) are kept relative to the filesyste
 
 The public names are `vidload.manifest`'s (`read_annotation_list`, `VideoEntry`, `load_videos`
 for any list or manifest); this module also holds the value rules both formats share
-(`check_range`, `parse_int`).
+(`check_range`, `parse_int`) and the one way every list, manifest and dataset file is read
+(`read_file`, `text_lines`, `csv_rows`) and a CSV written (`csv_text`).
 """
 
 from __future__ import annotations
@@ -351,9 +352,11 @@ def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, d
     they are iterated: columns found by name (the header's names stripped, cells as written),
     blank rows skipped. Which columns it needs, each reader checks in its own words.
 
-    Raises (while iterating):
-        ValueError: a row with another number of cells than the header, or one `csv` cannot
-            read (a cell over `csv.field_size_limit()`), `where` and the line named.
+    Raises:
+        csv.Error: a header `csv` cannot read (not text: `is_manifest` asks a video's bytes).
+        ValueError (while iterating): a row with another number of cells than the header, or
+            one `csv` cannot read (a cell over `csv.field_size_limit()`), `where` and the line
+            named.
     """
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
