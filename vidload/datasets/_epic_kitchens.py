@@ -105,7 +105,6 @@ def epic_kitchens(
         named = class_names(classes, default=every, read=_class_file)
     entries = []
     for line, row in rows:
-        where = f"{csv_path}:{line}"
         try:
             k = UNLABELLED
             if labelled and label == "action":
@@ -123,7 +122,7 @@ def epic_kitchens(
                     raise ValueError(f"{label}_class {k} is outside classes= ({len(named)} names)")
             entries.append(_entry(row, k, media, window, video_ext))
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{csv_path}:{line}: {e}") from e
     return DatasetList(entries, named)
 
 
