@@ -363,15 +363,11 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
         if item[1] not in classes:
             raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
         item = (item[0], classes[item[1]], *item[2:])
-
-    def number(name: str, value: object) -> int:
-        return check_int(f"videos[{i}] {name}", value)
-
     try:
         video_id = normalize_video_id(item[0])
         given = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
-        check_optional_int(f"videos[{i}] num_frames", given.get("num_frames"))  # "int or None"
-        return checked_entry(video_id, [item[1]], given, number, known_name="num_frames")
+        check_optional_int("num_frames", given.get("num_frames"))  # "int or None"
+        return checked_entry(video_id, [item[1]], given, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
 
