@@ -56,7 +56,7 @@ from vidload._lists import (
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window_columns, parse_window
+from vidload._windows import check_window_columns, parse_number, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -379,11 +379,7 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
     for name in _INT_FIELDS:
         text = cells.get(name, "")
         values[name] = parse_int(name, text) if text != "" else None
-    if cells.get("fps", "") != "":
-        try:
-            values["fps"] = float(cells["fps"])
-        except ValueError:
-            raise ValueError(f"fps ({cells['fps']!r}) is not a number") from None
+    values["fps"] = parse_number("fps", cells.get("fps", ""))
     if "status" in cells:
         values["status"] = cells["status"]
     for name in _TEXT_FIELDS:
