@@ -35,14 +35,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
-from typing import Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from vidload._checks import check_choice, check_int
-from vidload.normalization import LAYOUTS
+from vidload.normalization import LAYOUTS, Layout
 
 __all__ = ["AugmentParams", "ClipAugment"]
 
@@ -113,7 +112,7 @@ class ClipAugment:
     grayscale: float = 0.2
     blur: float = 0.5
     blur_sigma: tuple[float, float] = (0.1, 2.0)
-    layout: Literal["TCHW", "CTHW"] = "TCHW"
+    layout: Layout = "TCHW"
 
     def __post_init__(self) -> None:
         self.mean = _three("mean", self.mean)
