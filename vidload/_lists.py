@@ -14,14 +14,17 @@ same way. Absolute paths (`/data/k400/x.mp4`) are kept relative to the filesyste
 
 The public names are `vidload.manifest`'s (`read_annotation_list`, `VideoEntry`, `load_videos`
 for any list or manifest); this module also holds the value rules both formats share
-(`check_range`, `parse_int`).
+(`check_range`, `parse_int`) and the one way every list, manifest and dataset file is read
+(`read_file`, `text_lines`, `csv_rows`) and a CSV written (`csv_text`).
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,7 +113,7 @@ def read_annotation_list(
     """
     from vidload._official import check_kinetics_csv, check_plain_list, json_list_error, line_error
 
-    path = text_location(path, storage_options)
+    path = Location(path, storage_options)
     text = read_text(path)
     if path.name.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
         try:
@@ -123,12 +126,9 @@ def read_annotation_list(
         check_window_columns(first.split(","), f"{path}:1")
 
     entries: list[VideoEntry] = []
-    for line_no, line in enumerate(text.split("\n"), start=1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
+    for line_no, line in text_lines(text):
         try:
-            entries.append(_parse_line(stripped, multi_label, with_offset, classes))
+            entries.append(_parse_line(line, multi_label, with_offset, classes))
         except (ValueError, TypeError) as e:
             raise line_error(path, line_no, e) from e
     check_plain_list(path, entries)
@@ -296,14 +296,6 @@ def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoE
     return entries
 
 
-def text_location(
-    path: str | os.PathLike[str] | Location, storage_options: Mapping[str, Any] | None = None
-) -> Location:
-    """A list's or manifest's `Location` (a local path or a URL, `storage_options` for its
-    filesystem; a `Location` as given)."""
-    return path if isinstance(path, Location) else Location(path, storage_options)
-
-
 def not_a_file(where: Location) -> bool:
     """Whether `where` is known, at no request, not to be a file: a local path that is none
     (its reader says "is not a file"); in a bucket the read says "not found" instead."""
@@ -317,6 +309,73 @@ def read_text(path: Location) -> str:
         return path.read_text()
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
+
+
+def read_file(
+    path: str | os.PathLike[str] | Location,
+    storage_options: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+) -> tuple[Location, str]:
+    """(where, text) of a list, manifest, class or dataset file (`read_text`), checked first
+    to be a file where that costs no request (`not_a_file`).
+
+    Raises:
+        FileNotFoundError: no such file, named (as `name (path)` when `name` says what it is).
+    """
+    where = Location(path, storage_options)
+    if not_a_file(where):
+        shown = repr(str(where)) if name is None else f"{name} ({str(where)!r})"
+        raise FileNotFoundError(f"{shown} is not a file")
+    return where, read_text(where)
+
+
+def text_lines(text: str, *, comments: bool = True) -> list[tuple[int, str]]:
+    """(line number, stripped line) of the lines of `text` that are not blank, nor (with
+    `comments`) `#` comments."""
+    lines = ((k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1))
+    return [(k, ln) for k, ln in lines if ln and not (comments and ln.startswith("#"))]
+
+
+def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """The CSV text of `header` and `rows` (`\n` line ends; None written as an empty cell,
+    a float as its `repr`): what `csv_rows` reads back."""
+    text = io.StringIO(newline="")
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return text.getvalue()
+
+
+def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    """(header, (line number, {column: cell}) of each row) of a CSV's text, the rows read as
+    they are iterated: columns found by name (the header's names stripped, cells as written),
+    blank rows skipped. Which columns it needs, each reader checks in its own words.
+
+    Raises:
+        csv.Error: a header `csv` cannot read (not text: `is_manifest` asks a video's bytes).
+        ValueError (while iterating): a row with another number of cells than the header, or
+            one `csv` cannot read (a cell over `csv.field_size_limit()`), `where` and the line
+            named.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in next(reader, [])]
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        try:
+            for cells in reader:
+                if not cells or cells == [""]:
+                    continue
+                if len(cells) != len(header):
+                    raise ValueError(
+                        f"{where}:{reader.line_num}: {len(cells)} cells, the header has "
+                        f"{len(header)}"
+                    )
+                yield reader.line_num, dict(zip(header, cells, strict=True))
+        except csv.Error as e:
+            raise ValueError(f"{where}:{reader.line_num}: not a readable CSV row: {e}") from e
+
+    return header, rows()
 
 
 def check_range(name: str, value: int, *, minimum: int | None = None) -> int:

@@ -102,17 +102,19 @@ def _seconds(name: str, value: object) -> float | None:
 
 def parse_window(start: str, end: str) -> tuple[float | None, float | None]:
     """A window from two text cells (CSV columns), an empty cell meaning None."""
-    return check_window(_cell("start", start), _cell("end", end))
+    return check_window(parse_number("window start", start), parse_number("window end", end))
 
 
-def _cell(name: str, text: str) -> float | None:
+def parse_number(name: str, text: str) -> float | None:
+    """The float a CSV cell spells (a window's side, a manifest's fps), None for an empty
+    cell; ValueError naming `name` otherwise."""
     text = text.strip()
     if not text:
         return None
     try:
         return float(text)
     except ValueError:
-        raise ValueError(f"window {name} ({text!r}) is not a number of seconds") from None
+        raise ValueError(f"{name} ({text!r}) is not a number") from None
 
 
 def window_frames(

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-from vidload._checks import check_int
+from vidload._checks import check_choice, check_int
+from vidload.normalization import LAYOUTS, Layout
 
 __all__ = ["AugmentParams", "ClipAugment"]
 
@@ -78,6 +78,7 @@ class AugmentParams:
         return _IYQ @ rot @ _YIQ @ sat
 
 
+@dataclass(eq=False)
 class ClipAugment:
     """Colour jitter, grayscale and blur, one parameter draw per clip (see the module).
 
@@ -100,52 +101,42 @@ class ClipAugment:
     epoch the dataset's epoch. Returns a new tensor of the batch's shape, dtype and device.
     """
 
-    def __init__(
-        self,
-        mean: Sequence[float],
-        std: Sequence[float],
-        *,
-        seed: int,
-        brightness: float = 0.4,
-        contrast: float = 0.4,
-        saturation: float = 0.4,
-        hue: float = 0.1,
-        grayscale: float = 0.2,
-        blur: float = 0.5,
-        blur_sigma: tuple[float, float] = (0.1, 2.0),
-        layout: Literal["TCHW", "CTHW"] = "TCHW",
-    ) -> None:
-        self.mean = _three("mean", mean)
-        self.std = _three("std", std)
-        if min(self.std) <= 0:
-            raise ValueError(f"std ({std}) must be > 0 in every channel")
-        self.seed = check_int("seed", seed, minimum=0)
-        for name, value, top in [
-            ("brightness", brightness, math.inf),
-            ("contrast", contrast, math.inf),
-            ("saturation", saturation, math.inf),
-            ("hue", hue, 0.5),
-            ("grayscale", grayscale, 1.0),
-            ("blur", blur, 1.0),
+    mean: Sequence[float]
+    std: Sequence[float]
+    _: KW_ONLY
+    seed: int
+    brightness: float = 0.4
+    contrast: float = 0.4
+    saturation: float = 0.4
+    hue: float = 0.1
+    grayscale: float = 0.2
+    blur: float = 0.5
+    blur_sigma: tuple[float, float] = (0.1, 2.0)
+    layout: Layout = "TCHW"
+
+    def __post_init__(self) -> None:
+        self.mean = _three("mean", self.mean)
+        std = _three("std", self.std)
+        if min(std) <= 0:
+            raise ValueError(f"std ({self.std}) must be > 0 in every channel")
+        self.std = std
+        self.seed = check_int("seed", self.seed, minimum=0)
+        for name, top in [
+            ("brightness", math.inf),
+            ("contrast", math.inf),
+            ("saturation", math.inf),
+            ("hue", 0.5),
+            ("grayscale", 1.0),
+            ("blur", 1.0),
         ]:
+            value = getattr(self, name)
             if not isinstance(value, (int, float)) or not 0 <= value <= top:
                 raise ValueError(f"{name} ({value!r}) must be a number in [0, {top}]")
-        lo, hi = blur_sigma
+        lo, hi = self.blur_sigma
         if not 0 < lo <= hi:
-            raise ValueError(f"blur_sigma ({blur_sigma}) must be (lo, hi) with 0 < lo <= hi")
-        if layout not in ("TCHW", "CTHW"):
-            raise ValueError(f"layout ({layout!r}) must be 'TCHW' or 'CTHW'")
-        self.brightness, self.contrast, self.saturation = brightness, contrast, saturation
-        self.hue, self.grayscale, self.blur = hue, grayscale, blur
+            raise ValueError(f"blur_sigma ({self.blur_sigma}) must be (lo, hi) with 0 < lo <= hi")
         self.blur_sigma = (float(lo), float(hi))
-        self.layout = layout
-
-    def __repr__(self) -> str:
-        return (
-            f"ClipAugment(brightness={self.brightness}, contrast={self.contrast}, "
-            f"saturation={self.saturation}, hue={self.hue}, grayscale={self.grayscale}, "
-            f"blur={self.blur}, blur_sigma={self.blur_sigma}, seed={self.seed})"
-        )
+        check_choice("layout", self.layout, LAYOUTS)
 
     def params(
         self, indices: Sequence[int] | torch.Tensor | np.ndarray, *, epoch: int

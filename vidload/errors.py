@@ -66,6 +66,12 @@ class VidloadError(Exception):
 
     #: Attributes that travel out of a DataLoader worker (see the module docstring).
     _fields: ClassVar[tuple[str, ...]] = ()
+    #: The attributes the constructor takes before its last argument, the message: how
+    #: `__reduce__` rebuilds the error with its attributes (pickling, a process pool).
+    _args: ClassVar[tuple[str, ...]] = ()
+
+    def __reduce__(self):
+        return (self.__class__, (*(getattr(self, name) for name in self._args), str(self)))
 
     def _note_fields(self) -> None:
         # add_note is Python >= 3.11; on 3.10 the type still travels, the attributes do not
@@ -73,8 +79,11 @@ class VidloadError(Exception):
             record = {name: getattr(self, name) for name in self._fields}
             self.add_note(_RECORD + json.dumps(record, default=_plain))
 
-    def _restore_fields(self, message: str) -> None:
-        record = _record_in(message) or {}
+    def _from_message(self, message: object) -> None:
+        """The one-argument form (`exc_type(message)`): the attributes from the note in
+        `message`, else None."""
+        super().__init__(message)
+        record = _record_in(str(message)) or {}
         for name in self._fields:
             setattr(self, name, record.get(name))
 
@@ -92,7 +101,7 @@ class FrameCountError(VidloadError, IndexError):
     attributes from the note in `message`, else leaves them None.
     """
 
-    _fields = ("video_id", "reported", "actual", "index")
+    _fields = _args = ("video_id", "reported", "actual", "index")
 
     def __init__(
         self,
@@ -103,8 +112,7 @@ class FrameCountError(VidloadError, IndexError):
         message: str | None = None,
     ) -> None:
         if reported is _UNSET and actual is _UNSET and index is None and message is None:
-            super().__init__(video_id)
-            self._restore_fields(str(video_id))
+            self._from_message(video_id)
             return
         self.video_id = video_id
         self.reported = None if reported is _UNSET else reported
@@ -118,12 +126,6 @@ class FrameCountError(VidloadError, IndexError):
             )
         super().__init__(message)
         self._note_fields()
-
-    def __reduce__(self):  # keep attributes across pickling
-        return (
-            self.__class__,
-            (self.video_id, self.reported, self.actual, self.index, str(self)),
-        )
 
 
 class VideoReadError(VidloadError):
@@ -143,8 +145,7 @@ class VideoReadError(VidloadError):
 
     def __init__(self, path: object, reason: str | None = None, index: int | None = None) -> None:
         if reason is None and index is None:
-            super().__init__(str(path))
-            self._restore_fields(str(path))
+            self._from_message(str(path))
             return
         raw = str(path)
         self.path = shown_path(raw)
@@ -172,6 +173,8 @@ class DiskFullError(VidloadError, OSError):
         path: the file (container, manifest, options file) being written, as a string.
     """
 
+    _args = ("path",)
+
     def __init__(self, path: object, message: str | None = None) -> None:
         self.path = str(path)
         super().__init__(message or f"no space left on device writing {self.path}")
@@ -181,9 +184,6 @@ class DiskFullError(VidloadError, OSError):
     def __str__(self) -> str:
         return self.args[0]
 
-    def __reduce__(self):
-        return (self.__class__, (self.path, str(self)))
-
 
 class OutputLockedError(VidloadError):
     """Another run holds the output folder's lock (`vidload convert` into the same OUTPUT).
@@ -192,6 +192,8 @@ class OutputLockedError(VidloadError):
         lock: the lock file, as a string.
         holder: what the lock file says about its holder (pid, host, start time), as a dict.
     """
+
+    _args = ("lock", "holder")
 
     def __init__(self, lock: object, holder: dict | None = None, message: str | None = None):
         self.lock = str(lock)
@@ -203,9 +205,6 @@ class OutputLockedError(VidloadError):
                 f"finish, or remove the lock file if that run is dead"
             )
         super().__init__(message)
-
-    def __reduce__(self):
-        return (self.__class__, (self.lock, self.holder, str(self)))
 
 
 class UsageError(ValueError):

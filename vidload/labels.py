@@ -22,13 +22,13 @@ from pathlib import Path, PurePosixPath
 
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
-from vidload._lists import is_int
+from vidload._lists import is_int, read_file, text_lines
 
 __all__ = [
     "CLASSES_NAME",
+    "class_map_in_order",
     "class_of",
     "classes_bytes",
-    "classes_text",
     "folder_class_map",
     "is_contiguous",
     "label_by_folder",
@@ -89,22 +89,15 @@ def read_class_map(path: str | os.PathLike[str]) -> dict[str, int]:
     """
     from vidload.manifest import is_manifest, load_videos
 
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"labels ({str(path)!r}) is not a file")
-    try:
-        text = path.read_text(encoding="utf-8").lstrip("\ufeff")
-    except UnicodeDecodeError as e:
-        raise ValueError(f"labels ({str(path)!r}): not a UTF-8 text file ({e})") from e
-    lines = [ln.strip() for ln in text.split("\n")]
-    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    where, text = read_file(path, name="labels")
+    lines = [ln for _, ln in text_lines(text)]
     if not lines:
         raise ValueError(f"labels ({str(path)!r}) names no classes")
-    if is_manifest(path) or all(_looks_like_entry(ln) for ln in lines):
-        return _map_from_entries(path, load_videos(path))
+    if is_manifest(where) or all(_looks_like_entry(ln) for ln in lines):
+        return _map_from_entries(path, load_videos(where))
     if all(_NUMBERED.match(ln) for ln in lines):
         return read_numbered_classes(lines, where=f"labels ({str(path)!r})")
-    return _in_order(lines, where=f"labels ({str(path)!r})")
+    return class_map_in_order(lines, where=f"labels ({str(path)!r})")
 
 
 _NUMBERED = re.compile(r"^(\d+)\s+(\S.*)$")
@@ -134,10 +127,10 @@ def read_numbered_classes(lines: Sequence[str], *, where: str) -> dict[str, int]
             f"{where}: class numbers {sorted(numbered)[:5]}... must run 0..{len(numbered) - 1} "
             f"or 1..{len(numbered)} without gaps"
         )
-    return _in_order([numbered[k] for k in sorted(numbered)], where=where)
+    return class_map_in_order([numbered[k] for k in sorted(numbered)], where=where)
 
 
-def _in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
+def class_map_in_order(names: Sequence[str], *, where: str) -> dict[str, int]:
     """{name: its position in `names`}; ValueError naming `where` when a name is given twice."""
     out: dict[str, int] = {}
     for k, name in enumerate(names):
@@ -168,15 +161,11 @@ def classes_bytes(class_map: Mapping[str, int]) -> bytes:
             f"class labels {sorted(class_map.values())} must be 0..{len(class_map) - 1} to be "
             f"written one name per line"
         )
-    for name in sorted(class_map, key=class_map.__getitem__):
+    names = sorted(class_map, key=class_map.__getitem__)
+    for name in names:
         if "\n" in name or name != name.strip() or name.startswith("#"):
             raise ValueError(f"class name {name!r} cannot be written one per line")
-    return classes_text(class_map).encode("utf-8")
-
-
-def classes_text(class_map: Mapping[str, int]) -> str:
-    """What `write_classes` writes: the names one per line, in label order."""
-    return "".join(n + "\n" for n in sorted(class_map, key=class_map.__getitem__))
+    return "".join(name + "\n" for name in names).encode("utf-8")
 
 
 def is_contiguous(class_map: Mapping[str, int]) -> bool:
@@ -189,7 +178,7 @@ def _looks_like_entry(line: str) -> bool:
     return len(fields) >= 2 and is_int(fields[-1])
 
 
-def _map_from_entries(path: Path, entries) -> dict[str, int]:
+def _map_from_entries(path: str | os.PathLike[str], entries) -> dict[str, int]:
     out: dict[str, int] = {}
     for e in entries:
         name = class_of(e.video_id)

@@ -33,31 +33,30 @@ An empty `label` cell means unlabelled; `load_videos` gives such videos the labe
 from __future__ import annotations
 
 import csv
-import io
 import os
-import re
 import warnings
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
-from vidload._checks import check_int, check_optional_int, check_real
+from vidload._checks import check_choice, check_int, check_optional_int, check_real
 from vidload._lists import (
     MAX_FRAMES,
     UNLABELLED,
     VideoEntry,
     check_range,
     checked_entry,
+    csv_rows,
+    csv_text,
     not_a_file,
     parse_int,
     read_annotation_list,
     read_text,
-    text_location,
 )
 from vidload._official import warn_one_based
 from vidload._storage import Location
-from vidload._windows import check_window_columns, parse_window
+from vidload._windows import check_window_columns, parse_number, parse_window
 from vidload.errors import OneBasedLabelsWarning
 from vidload.sources.base import normalize_video_id
 
@@ -76,7 +75,6 @@ __all__ = [
     "is_manifest",
     "keep_extra",
     "load_videos",
-    "manifest_entries",
     "parse_manifest",
     "read_annotation_list",
     "read_manifest",
@@ -87,21 +85,6 @@ __all__ = [
 ManifestStatus = Literal["ok", "mismatch", "failed", "skipped"]
 MANIFEST_STATUSES: tuple[str, ...] = get_args(ManifestStatus)
 
-#: The manifest CSV header, in order.
-MANIFEST_FIELDS: tuple[str, ...] = (
-    "video_id",
-    "label",
-    "reported_frames",
-    "actual_frames",
-    "width",
-    "height",
-    "fps",
-    "bytes",
-    "status",
-    "error",
-    "rotation",
-    "container",
-)
 #: Columns a manifest must have; the others may be missing (older manifests: None).
 REQUIRED_FIELDS: tuple[str, ...] = ("video_id",)
 #: Longest `error` cell written, in characters: a longer message is cut there (the cell says
@@ -156,8 +139,7 @@ class ManifestRow:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "video_id", normalize_video_id(self.video_id))
-        if self.status not in MANIFEST_STATUSES:
-            raise ValueError(f"status ({self.status!r}) must be one of {MANIFEST_STATUSES}")
+        check_choice("status", self.status, MANIFEST_STATUSES)
         for name in _INT_FIELDS:
             value = getattr(self, name)
             if value is not None:
@@ -187,6 +169,10 @@ class ManifestRow:
         object.__setattr__(self, "extra", _checked_extra(self.extra))
 
 
+#: The manifest CSV header, in order: `ManifestRow`'s fields but `extra`, whose columns follow.
+MANIFEST_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ManifestRow) if f.name != "extra")
+
+
 def keep_extra(row: ManifestRow, old: ManifestRow | None) -> ManifestRow:
     """`row` with the extra columns of `old` (the same video's earlier row) that it lacks: a
     rewritten manifest keeps the user's columns when vidload replaces a row."""
@@ -200,14 +186,12 @@ def is_manifest(
 ) -> bool:
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
-    head = text_location(path, storage_options).read_range(0, 65536)
-    first = re.split(r"[\r\n]", head.decode("utf-8", errors="replace"), maxsplit=1)[0]
-    first = first.lstrip("\ufeff")
+    head = Location(path, storage_options).read_range(0, 65536)
     try:
-        header = next(csv.reader([first]), [])
-    except csv.Error:
+        header, _ = csv_rows(head.decode("utf-8", errors="replace").lstrip("\ufeff"), path)
+    except csv.Error:  # not text (a video's bytes)
         return False
-    return MANIFEST_FIELDS[0] in (cell.strip() for cell in header)
+    return MANIFEST_FIELDS[0] in header
 
 
 def read_manifest(
@@ -222,18 +206,15 @@ def read_manifest(
     `start` and `end`, both or neither; another dataset's (`stop`, `start_frame`, `actions`,
     ...) is refused naming its reader (`vidload._windows.check_window_columns`).
     """
-    path = text_location(path, storage_options)
+    path = Location(path, storage_options)
     return parse_manifest(read_text(path), path)
 
 
 def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
     """`read_manifest` of a manifest's text; `path` names it in errors."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    try:
-        header = next(reader)
-    except StopIteration:
-        raise ValueError(f"{path}: empty file, expected the manifest header") from None
-    header = [h.strip() for h in header]
+    header, cells_of = csv_rows(text, path)
+    if not header:
+        raise ValueError(f"{path}: empty file, expected the manifest header")
     missing = [f for f in REQUIRED_FIELDS if f not in header]
     twice = sorted({h for h in header if header.count(h) > 1})
     if missing or twice:
@@ -245,19 +226,11 @@ def parse_manifest(text: str, path: object = "manifest") -> list[ManifestRow]:
     extra = [h for h in header if h not in MANIFEST_FIELDS]
     check_window_columns(extra, f"{path}:1")
     rows = []
-    try:
-        for cells in reader:
-            if not cells or cells == [""]:
-                continue
-            where = f"{path}:{reader.line_num}"
-            if len(cells) != len(header):
-                raise ValueError(f"{where}: {len(cells)} cells, the header has {len(header)}")
-            try:
-                rows.append(_parse_row(dict(zip(header, cells, strict=True)), extra))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"{where}: {e}") from e
-    except csv.Error as e:  # e.g. a cell over csv.field_size_limit() (128 KiB)
-        raise ValueError(f"{path}:{reader.line_num}: not a readable CSV row: {e}") from e
+    for line, cells in cells_of:
+        try:
+            rows.append(_parse_row(cells, extra))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{path}:{line}: {e}") from e
     return rows
 
 
@@ -287,12 +260,8 @@ def render_manifest(rows: Iterable[ManifestRow], where: str = "manifest") -> byt
             raise TypeError(f"rows must be ManifestRow, got {type(row).__name__}")
     extra = list(dict.fromkeys(name for row in rows for name in row.extra))
     check_window_columns(extra, where)  # never a manifest that read_manifest refuses
-    text = io.StringIO(newline="")
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(MANIFEST_FIELDS + tuple(extra))
-    for row in rows:
-        writer.writerow(_format_row(row) + [row.extra.get(name, "") for name in extra])
-    return text.getvalue().encode("utf-8")
+    cells = (_format_row(row) + [row.extra.get(name, "") for name in extra] for row in rows)
+    return csv_text(MANIFEST_FIELDS + tuple(extra), cells).encode("utf-8")
 
 
 def load_videos(
@@ -321,11 +290,11 @@ def load_videos(
     "failed" are left out, with one warning that counts them. Unlabelled rows get label -1.
     """
     if isinstance(videos, (str, os.PathLike, Location)):
-        path = text_location(videos, storage_options)
+        path = Location(videos, storage_options)
         if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
         if is_manifest(path):
-            return manifest_entries(read_manifest(path), str(path))
+            return entries_from_manifest(read_manifest(path), str(path))
         entries = read_annotation_list(
             path, multi_label=multi_label, with_offset=with_offset, classes=classes
         )
@@ -344,18 +313,11 @@ def load_videos(
     return entries
 
 
-def manifest_entries(rows: Iterable[ManifestRow], where: str) -> list[VideoEntry]:
-    """The entries `load_videos` gives for the manifest `where` of `rows` (its warnings
-    too)."""
-    entries = entries_from_manifest(rows, source=where)
-    warn_one_based(entries, where)
-    return entries
-
-
 def entries_from_manifest(
     rows: Iterable[ManifestRow], source: str = "manifest"
 ) -> list[VideoEntry]:
-    """VideoEntries of manifest rows; "failed" rows are left out with one warning."""
+    """VideoEntries of manifest rows (`source` names the manifest in messages); "failed" rows
+    are left out with one warning, and labels from 1 warn as `load_videos` says."""
     entries, failed = [], []
     for row in rows:
         if row.status == "failed":
@@ -381,6 +343,7 @@ def entries_from_manifest(
             f"{source}: left out {len(failed)} video(s) with status 'failed' ({shown})",
             stacklevel=3,
         )
+    warn_one_based(entries, source)
     return entries
 
 
@@ -400,15 +363,11 @@ def _entry_from_item(item: object, i: int, classes: Mapping[str, int] | None = N
         if item[1] not in classes:
             raise ValueError(f"videos[{i}] ({item!r}): label {item[1]!r} is not a class name")
         item = (item[0], classes[item[1]], *item[2:])
-
-    def number(name: str, value: object) -> int:
-        return check_int(f"videos[{i}] {name}", value)
-
     try:
         video_id = normalize_video_id(item[0])
-        fields = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
-        check_optional_int(f"videos[{i}] num_frames", fields.get("num_frames"))  # "int or None"
-        return checked_entry(video_id, [item[1]], fields, number, known_name="num_frames")
+        given = dict(zip(_ITEM_FIELDS[len(item)], item[2:], strict=True))
+        check_optional_int("num_frames", given.get("num_frames"))  # "int or None"
+        return checked_entry(video_id, [item[1]], given, known_name="num_frames")
     except (TypeError, ValueError) as e:
         raise type(e)(f"videos[{i}] ({item!r}): {e}") from e
 
@@ -420,11 +379,7 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
     for name in _INT_FIELDS:
         text = cells.get(name, "")
         values[name] = parse_int(name, text) if text != "" else None
-    if cells.get("fps", "") != "":
-        try:
-            values["fps"] = float(cells["fps"])
-        except ValueError:
-            raise ValueError(f"fps ({cells['fps']!r}) is not a number") from None
+    values["fps"] = parse_number("fps", cells.get("fps", ""))
     if "status" in cells:
         values["status"] = cells["status"]
     for name in _TEXT_FIELDS:
@@ -433,12 +388,9 @@ def _parse_row(cells: dict[str, str], extra: list[str]) -> ManifestRow:
     return ManifestRow(**values)
 
 
-def _format_row(row: ManifestRow) -> list[str]:
-    """The cells of `row`'s MANIFEST_FIELDS columns."""
-    out = []
-    for name in MANIFEST_FIELDS:
-        value = getattr(row, name)
-        out.append("" if value is None else repr(float(value)) if name == "fps" else str(value))
+def _format_row(row: ManifestRow) -> list[object]:
+    """The values of `row`'s MANIFEST_FIELDS columns, as `csv_text` writes them."""
+    out: list[object] = [getattr(row, name) for name in MANIFEST_FIELDS]
     error = row.error
     if error is not None and len(error) > MAX_ERROR_CHARS:
         note = f" ... [cut: {len(error)} characters in all]"

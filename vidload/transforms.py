@@ -164,14 +164,6 @@ def _pair(name: str, value: object) -> tuple[int, int] | None:
     return h, w
 
 
-def _short_side_range(value: object) -> tuple[int, int] | None:
-    """None, S -> (S, S), or (lo, hi) with 1 <= lo <= hi."""
-    pair = _pair("short_side", value)
-    if pair is not None and pair[0] > pair[1]:
-        raise ValueError(f"short_side ({value!r}) must be (lo, hi) with lo <= hi")
-    return pair
-
-
 def _scale_range(value: object) -> tuple[float, float] | None:
     """None, or (a, b) with 0 < a <= b <= 1."""
     if value is None:
@@ -258,7 +250,9 @@ def check_geometry(
         TypeError, ValueError: a value of the wrong type, or options that do not go together
             (crop_scale without crop; num_views > 1 without crop or while training).
     """
-    short = _short_side_range(short_side)
+    short = _pair("short_side", short_side)  # S -> (S, S), or (lo, hi)
+    if short is not None and short[0] > short[1]:
+        raise ValueError(f"short_side ({short_side!r}) must be (lo, hi) with lo <= hi")
     crop_hw = _pair("crop", crop)
     scale = _scale_range(crop_scale)
     num_views = check_int("spatial_views", num_views, minimum=1)

@@ -99,7 +99,7 @@ def _check_not_theirs(path: Path, class_map: dict[str, int] | None, overwrite: b
     """probe never replaces a file it did not write without `--overwrite`: the MANIFEST must
     be a vidload manifest (its header says so), `classes.txt` (`class_map` given) must hold
     these classes already (what probe writes, byte for byte)."""
-    from vidload.labels import classes_text
+    from vidload.labels import classes_bytes
     from vidload.manifest import is_manifest
 
     if class_map is None and not path.parent.is_dir():
@@ -111,7 +111,7 @@ def _check_not_theirs(path: Path, class_map: dict[str, int] | None, overwrite: b
             return
         what = "is not a vidload manifest"
     else:
-        if path.is_file() and path.read_bytes() == classes_text(class_map).encode("utf-8"):
+        if path.is_file() and path.read_bytes() == classes_bytes(class_map):
             return
         what = "names other classes than this INPUT's (probe writes it beside --write)"
     raise UsageError(

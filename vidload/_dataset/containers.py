@@ -40,10 +40,10 @@ import numpy as np
 
 from vidload._dataset.entries import VideoEntries, entries_of
 from vidload._layout import MANIFEST_NAME, recorded_names
-from vidload._lists import read_text, text_location
+from vidload._lists import read_text
 from vidload._storage import Location
 from vidload.errors import VidloadError
-from vidload.manifest import VideoEntry, is_manifest, manifest_entries, parse_manifest
+from vidload.manifest import VideoEntry, entries_from_manifest, is_manifest, parse_manifest
 from vidload.sources.base import FrameSourceBase
 
 __all__ = ["check_missing", "entries_and_containers"]
@@ -73,8 +73,8 @@ def entries_and_containers(
     manifest = root / MANIFEST_NAME
     names: dict[str, str] | None
     if _names_it(videos, manifest, storage_options):
-        rows = parse_manifest(read_text(text_location(manifest)), str(videos))
-        entries = VideoEntries.from_entries(manifest_entries(rows, str(videos)))
+        rows = parse_manifest(read_text(manifest), str(videos))
+        entries = VideoEntries.from_entries(entries_from_manifest(rows, str(videos)))
         names = {r.video_id: r.container for r in rows if r.container and r.status != "failed"}
     else:
         entries = entries_of(videos, multi_label=multi_label, storage_options=storage_options)
@@ -98,7 +98,7 @@ def _names_it(
         same = mine is not None and theirs is not None and mine.resolve() == theirs.resolve()
     else:
         same = where.url == manifest.url
-    return same and (mine is None or mine.is_file()) and is_manifest(text_location(manifest))
+    return same and (mine is None or mine.is_file()) and is_manifest(manifest)
 
 
 def _recorded_names(manifest: Location) -> dict[str, str] | None:

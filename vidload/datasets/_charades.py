@@ -68,16 +68,13 @@ def charades(
     entries: list[VideoEntry] = []
     empty: list[str] = []  # windows with no time (end <= start): no frame to sample
     for line, row in rows:
-        where = f"{csv_path}:{line}"
         try:
             vid = normalize_video_id(f"{row['id']}{video_ext}")
             actions = _actions(row["actions"], len(names))
             if items == "videos":
                 labels = tuple(sorted({k for k, _, _ in actions}))
-                if labels:
-                    entries.append(VideoEntry(vid, labels[0], labels=labels))
-                else:
-                    entries.append(VideoEntry(vid, UNLABELLED))
+                label = labels[0] if labels else UNLABELLED
+                entries.append(VideoEntry(vid, label, labels=labels or None))
                 continue
             windows: dict[tuple[float, float], set[int]] = {}
             for k, start, end in actions:
@@ -90,7 +87,7 @@ def charades(
                 labels = tuple(sorted(found))
                 entries.append(VideoEntry(vid, labels[0], labels=labels, start=start, end=end))
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{csv_path}:{line}: {e}") from e
     if empty:
         shown = "; ".join(empty[:3]) + ("; ..." if len(empty) > 3 else "")
         warnings.warn(

@@ -8,19 +8,16 @@ for Kinetics, the listed videos not found under the root (`missing`). `ClipDatas
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice
-from vidload._lists import VideoEntry, has_video_ext, not_a_file, read_text, text_location
-from vidload._storage import Location
-from vidload.labels import read_class_map
+from vidload._lists import VideoEntry, csv_rows, csv_text, has_video_ext, read_file, text_lines
+from vidload.labels import class_map_in_order, read_class_map
 
 
 class DatasetList(list[VideoEntry]):
@@ -71,14 +68,8 @@ class DatasetList(list[VideoEntry]):
         if json_list:
             data = json.dumps([_json_item(e) for e in self], indent=1) + "\n"
         elif windows:
-            text = io.StringIO(newline="")
-            writer = csv.writer(text, lineterminator="\n")
-            writer.writerow(["video_id", "label", "start", "end"])
-            for e in self:
-                start = "" if e.start is None else repr(e.start)
-                end = "" if e.end is None else repr(e.end)
-                writer.writerow([e.video_id, "" if e.label < 0 else e.label, start, end])
-            data = text.getvalue()
+            rows = ([e.video_id, None if e.label < 0 else e.label, e.start, e.end] for e in self)
+            data = csv_text(["video_id", "label", "start", "end"], rows)
         else:
             data = "".join(_list_line(e) for e in self)
         write_bytes_atomic(Path(path), data.encode("utf-8"))
@@ -161,9 +152,7 @@ def class_numbering(
             twice.
     """
     names = class_names(classes, default=found)
-    if len(set(names)) != len(names):
-        raise ValueError("classes must be distinct class names (str), in label order")
-    numbering = {name: k for k, name in enumerate(names)}
+    numbering = class_map_in_order(names, where="classes")
     absent = [n for n in found if n not in numbering]
     if absent:
         shown = ", ".join(repr(n) for n in absent[:5])
@@ -174,21 +163,6 @@ def class_numbering(
     return numbering, names
 
 
-def read_file(
-    path: str | os.PathLike[str], storage_options: Mapping[str, Any] | None = None
-) -> tuple[Location, str]:
-    """(where, text) of a dataset's file (`vidload._lists.read_text`: UTF-8, a byte-order
-    mark dropped).
-
-    Raises:
-        FileNotFoundError: no such file (named).
-    """
-    where = text_location(path, storage_options)
-    if not_a_file(where):
-        raise FileNotFoundError(f"{str(where)!r} is not a file")
-    return where, read_text(where)
-
-
 def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     """(line number, stripped line) of a split file's non-blank lines: UTF-8, a byte-order
     mark dropped, CRLF or LF line ends, surrounding spaces (HMDB51's trailing ones) removed.
@@ -196,8 +170,7 @@ def split_lines(path: str | os.PathLike[str]) -> list[tuple[int, str]]:
     Raises:
         FileNotFoundError: no such file (named).
     """
-    text = read_file(path)[1]
-    return [(k, ln.strip()) for k, ln in enumerate(text.split("\n"), start=1) if ln.strip()]
+    return text_lines(read_file(path)[1], comments=False)
 
 
 def read_csv(
@@ -211,21 +184,11 @@ def read_csv(
             cells (file and line named; `shape` is the header the dataset writes).
     """
     where, text = read_file(path)
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in next(reader, [])]
+    header, rows = csv_rows(text, where)
     absent = [c for c in required if c not in header]
     if absent:
         raise ValueError(f"{where}:1: the header {header} lacks {absent}; expected {shape}")
-    rows = []
-    for cells in reader:
-        if not cells or cells == [""]:
-            continue
-        if len(cells) != len(header):
-            raise ValueError(
-                f"{where}:{reader.line_num}: {len(cells)} cells, the header has {len(header)}"
-            )
-        rows.append((reader.line_num, {h: c.strip() for h, c in zip(header, cells, strict=True)}))
-    return rows
+    return [(line, {h: c.strip() for h, c in row.items()}) for line, row in rows]
 
 
 def check_split(split: object, subset: object) -> tuple[int, str]:

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from vidload._checks import check_choice
-from vidload._lists import UNLABELLED, VideoEntry, check_range
+from vidload._lists import UNLABELLED, VideoEntry, check_range, csv_rows, parse_int, read_file
 from vidload._windows import check_window
 from vidload.datasets._common import DatasetList, class_file_names, class_names, read_csv
 from vidload.sources.base import normalize_video_id
@@ -105,7 +105,6 @@ def epic_kitchens(
         named = class_names(classes, default=every, read=_class_file)
     entries = []
     for line, row in rows:
-        where = f"{csv_path}:{line}"
         try:
             k = UNLABELLED
             if labelled and label == "action":
@@ -123,7 +122,7 @@ def epic_kitchens(
                     raise ValueError(f"{label}_class {k} is outside classes= ({len(named)} names)")
             entries.append(_entry(row, k, media, window, video_ext))
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from e
+            raise ValueError(f"{csv_path}:{line}: {e}") from e
     return DatasetList(entries, named)
 
 
@@ -154,14 +153,10 @@ def seconds(text: str) -> float:
 def _int(row: dict[str, str], name: str) -> int:
     """The int of a row's cell: a class number (>= 0) or a frame number (>= 1: EPIC's frame
     numbers start at 1)."""
-    try:
-        value = int(row[name])
-    except ValueError:
-        raise ValueError(f"{name} ({row[name]!r}) is not an integer") from None
+    value = parse_int(name, row[name])
     if name.endswith("_frame") and value < 1:
         raise ValueError(f"{name} ({value}) must be >= 1: EPIC's frame numbers start at 1")
-    check_range(name, value, minimum=0)
-    return value
+    return check_range(name, value, minimum=0)
 
 
 def _names_in(rows: list[tuple[int, dict[str, str]]], kind: str) -> dict[int, str]:
@@ -180,16 +175,16 @@ def _name(names: dict[str, dict[int, str]], kind: str, k: int) -> str:
 
 def _class_file(path: str | os.PathLike[str]) -> tuple[str, ...]:
     """The names of an EPIC class CSV (`id,key,...`), or of another class file."""
-    with open(path, encoding="utf-8") as f:
-        first = f.readline().lstrip("\ufeff")
-    if not {"id", "key"} <= {c.strip() for c in first.split(",")}:
+    where, text = read_file(path)
+    header, rows = csv_rows(text, where)
+    if not {"id", "key"} <= set(header):
         return class_file_names(path)
     by_id = {}
-    for line, row in read_csv(path, ("id", "key"), "EPIC's id,key,instances,category"):
+    for line, row in rows:
         try:
-            by_id[int(row["id"])] = row["key"]
-        except ValueError:
-            raise ValueError(f"{path}:{line}: id ({row['id']!r}) is not an integer") from None
+            by_id[parse_int("id", row["id"].strip())] = row["key"].strip()
+        except ValueError as e:
+            raise ValueError(f"{path}:{line}: {e}") from e
     if sorted(by_id) != list(range(len(by_id))):
         raise ValueError(f"{path}: the ids must run 0..{len(by_id) - 1}, each once")
     return tuple(by_id[k] for k in range(len(by_id)))

@@ -14,19 +14,18 @@ when a worker reads them.
 
 from __future__ import annotations
 
-import csv
-import io
+import functools
 import os
 import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from vidload._lists import VideoEntry
+from vidload._lists import VideoEntry, csv_rows, read_file
 from vidload._storage import Location
-from vidload.datasets._common import DatasetList, class_numbering, read_file
+from vidload.datasets._common import DatasetList, class_numbering
 from vidload.errors import VideoReadError
-from vidload.sources.base import VIDEO_EXTENSIONS
+from vidload.sources.base import strip_video_ext
 
 _REQUIRED = ("youtube_id", "time_start", "time_end")
 _DROPPED = re.compile(r"['()]")
@@ -88,14 +87,12 @@ def _find(
     one listing of `base` and one of each class folder."""
     top = set(base.list_names())
     flat = _videos_by_stem(top)  # folders have no video extension (nearly always)
-    folders: dict[str, tuple[str, dict[str, str]] | None] = {}
+    folder_of = functools.cache(functools.partial(_class_folder, base, top))
     entries, missing = [], []
     for label, stem in rows:
         name = None
         if labelled:
-            if label not in folders:
-                folders[label] = _class_folder(base, top, label)
-            folder = folders[label]
+            folder = folder_of(label)
             if folder is not None and stem in folder[1]:
                 name = f"{folder[0]}/{folder[1][stem]}"
         if name is None and stem in flat:
@@ -149,36 +146,32 @@ def _none_under(
 def _read_rows(where: Location, text: str) -> tuple[list[tuple[str, str]], bool]:
     """[(label, file stem)] of the CSV's rows ("" labels when it has no `label` column),
     and whether it has one."""
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = [h.strip() for h in next(reader, [])]
+    header, cells_of = csv_rows(text, where)
     absent = [c for c in _REQUIRED if c not in header]
     if absent:
         raise ValueError(
             f"{where}:1: a Kinetics CSV has the columns label,youtube_id,time_start,time_end"
             f"[,split,...]; this header {header} lacks {absent}"
         )
-    yid, t0, t1 = (header.index(c) for c in _REQUIRED)
-    lab = header.index("label") if "label" in header else None
+    labelled = "label" in header
     rows = []
-    for cells in reader:
-        if not cells or cells == [""]:
-            continue
+    for line, cells in cells_of:
         try:
-            start, end = int(float(cells[t0])), int(float(cells[t1]))
-            stem = f"{cells[yid]}_{start:06d}_{end:06d}"
-            rows.append(("" if lab is None else cells[lab].strip(), stem))
-        except (ValueError, IndexError) as e:
-            raise ValueError(f"{where}:{reader.line_num}: not a Kinetics row {cells}: {e}") from e
-    return rows, lab is not None
+            start, end = int(float(cells["time_start"])), int(float(cells["time_end"]))
+            stem = f"{cells['youtube_id']}_{start:06d}_{end:06d}"
+            rows.append((cells["label"].strip() if labelled else "", stem))
+        except ValueError as e:
+            raise ValueError(f"{where}:{line}: not a Kinetics row {cells}: {e}") from e
+    return rows, labelled
 
 
 def _videos_by_stem(names: Any) -> dict[str, str]:
     """{stem: file name} of the names with a video extension."""
     out: dict[str, str] = {}
     for name in names:
-        dot = name.rfind(".")
-        if dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS:
-            out.setdefault(name[:dot], name)
+        stem = strip_video_ext(name)
+        if stem != name:
+            out.setdefault(stem, name)
     return out
 
 

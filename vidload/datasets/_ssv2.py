@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 import os
 
-from vidload._lists import VideoEntry
-from vidload.datasets._common import DatasetList, read_file
+from vidload._lists import VideoEntry, read_file
+from vidload.datasets._common import DatasetList
 
 
 def ssv2(
