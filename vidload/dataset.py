@@ -37,7 +37,6 @@ from vidload._dataset.options import (
     OptionAttributes,
     check_video_list,
 )
-from vidload._dataset.sample import clip_indices, entry_timestamps
 from vidload.errors import FrameCountError, VidloadError
 from vidload.manifest import VideoEntry
 from vidload.sampling import (
@@ -45,7 +44,7 @@ from vidload.sampling import (
     SamplingMode,
     ShortPolicy,
 )
-from vidload.sources.base import FrameSource
+from vidload.sources.base import FrameSource, FrameSourceBase
 from vidload.transforms import ClipGeometry
 
 __all__ = ["ClipDataset", "FrameCountWarning", "Item", "SkippedVideoWarning"]
@@ -467,13 +466,13 @@ class ClipDataset(OptionAttributes, Dataset):
         """The clip's frame indices, sampled from the entry's start and returned as source
         frame indices (plus its offset, or its window's first frame, into the source's video),
         then its geometry (one plan per view), from one rng. With fps / clip_seconds the
-        indices come from the frames' timestamps (`vidload._dataset.sample.clip_indices`): the
+        indices come from the frames' timestamps (`ClipOptions.clip_indices`): the
         entry's own (a window's: those inside it), so every mode samples inside the entry."""
         rng = np.random.default_rng(key)
         vid, offset = entry.video_id, self._counts.offset(entry, v)
-        timestamps = functools.partial(entry_timestamps, self.options.adapted, vid, offset, count)
+        timestamps = functools.partial(_entry_timestamps, self.options.adapted, vid, offset, count)
         try:
-            indices = clip_indices(self.options, count, c, rng, timestamps)
+            indices = self.options.clip_indices(count, c, rng, timestamps)
         except (ValueError, TypeError) as e:
             raise type(e)(f"ClipDataset item {i}, video {vid!r} ({count} frames): {e}") from e
         return indices + offset, [self.options.geometry.plan(rng, view) for view in views]
@@ -496,3 +495,17 @@ class ClipDataset(OptionAttributes, Dataset):
             self.options.adapted, entry.video_id, indices, plans, crop=self.options.geometry.crop
         )
         return views_read, indices
+
+
+def _entry_timestamps(source: FrameSourceBase, vid: str, offset: int, count: int) -> np.ndarray:
+    """float64 seconds of the entry's first `count` frames (from its offset)."""
+    times = source.timestamps
+    if times is None:
+        raise TypeError(
+            f"fps / clip_seconds need frame timestamps, and {source.source_name} "
+            f"has no timestamps(video_id) method"
+        )
+    ts = np.asarray(times(vid), np.float64)[offset : offset + count]
+    if ts.size == 0:
+        raise ValueError(f"{source.source_name}.timestamps gave no times")
+    return ts

@@ -204,8 +204,7 @@ class SharedCounts:
         """
         vid = entry.video_id
         times = source.timestamps
-        if times is None:  # ClipDataset checks this when it is built
-            raise TypeError(f"a window needs {source.source_name}.timestamps(video_id)")
+        assert times is not None, "a window with no timestamps: refused when the dataset is built"
         ts = np.asarray(times(vid), np.float64)
         first, count = window_frames(ts, entry.start, entry.end)
         if count <= 0:

@@ -1,7 +1,9 @@
 """ClipDataset's argument checks: every option checked (and normalised) in one place.
 
 `ClipOptions` holds the options as ClipDataset keeps them (checked once, plain ints and floats,
-the seed drawn when None); `check_video_list` checks the loaded video list against them. The
+the seed drawn when None) and draws a clip's frame indices from them (pure: the options, a frame
+count, a clip number and an rng in, int64 indices out; the dataset adds the entry's offset, the
+geometry and the read); `check_video_list` checks the loaded video list against them. The
 messages name the value and the rule (STYLE.md); the int/bool/number rules are
 `vidload._checks`'.
 """
@@ -27,7 +29,15 @@ from vidload._dataset.entries import VideoEntries
 from vidload._dist import shared_seed
 from vidload._windows import describe
 from vidload.manifest import UNLABELLED
-from vidload.sampling import SAMPLING_MODES, SamplingFn, SamplingMode, ShortPolicy
+from vidload.sampling import (
+    SAMPLING_MODES,
+    SamplingFn,
+    SamplingMode,
+    ShortPolicy,
+    resampled_indices,
+    sample_clip,
+    window_indices,
+)
 from vidload.sources._adapted import adapt_source
 from vidload.sources.base import FrameSource, FrameSourceBase
 from vidload.transforms import Crop, GeometryOptions, ShortSide, check_geometry
@@ -144,6 +154,43 @@ class ClipOptions:
         if clip_seconds is not None and not isinstance(sampling, str):
             raise ValueError("clip_seconds replaces `sampling`; a sampling function cannot be used")
         put("seed", shared_seed() if seed is None else seed)
+
+    def clip_indices(
+        self, count: int, c: int, rng: np.random.Generator, timestamps: Callable[[], np.ndarray]
+    ) -> np.ndarray:
+        """Clip `c` of an entry of `count` frames: int64 (num_frames,) indices from the
+        entry's start, by the sampling options (the one place they meet `vidload.sampling`'s
+        pure functions). With fps / clip_seconds they come from the frames' times
+        (`timestamps()`, asked only then: float64 seconds of the entry's `count` frames;
+        `resampled_indices` / `window_indices`), so every mode samples inside the entry."""
+        if self.clip_seconds is not None:
+            return window_indices(
+                timestamps(),
+                self.num_frames,
+                self.clip_seconds,
+                train=self.train,
+                rng=rng,
+                clip_index=c,
+                num_clips=self.clips_per_video,
+            )
+        if self.fps is not None:
+            grid = resampled_indices(timestamps(), self.fps)
+            return grid[self.frame_indices(len(grid), c, rng)]
+        return self.frame_indices(count, c, rng)
+
+    def frame_indices(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
+        """Clip `c` by the sampling mode, over `count` frames (`vidload.sampling.sample_clip`)."""
+        return sample_clip(
+            self.sampling,
+            count,
+            self.num_frames,
+            train=self.train,
+            rng=rng,
+            clip_index=c,
+            num_clips=self.clips_per_video,
+            stride=self.stride,
+            short_policy=self.short_policy,
+        )
 
 
 #: ClipDataset's option names (its parameters after `videos`), readable as its attributes

@@ -44,6 +44,7 @@ from vidload._dataset.counts import merge_learned
 from vidload._dist import gather_objects, process_group
 from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
 from vidload._loader.position import Resumable, handed_out, innermost
+from vidload.dataset import ClipDataset
 
 __all__ = ["StatefulLoader"]
 
@@ -145,9 +146,9 @@ class StatefulLoader(StatefulDataLoader):
             set_epoch(self, epoch)
         else:
             self._resume(state_dict, epoch)
-        learned = state_dict["dataset"]
-        if learned is not None:
-            unwrap(self.dataset).load_learned_state(learned)  # type: ignore[attr-defined]
+        clips, learned = unwrap(self.dataset), state_dict["dataset"]
+        if learned is not None and isinstance(clips, ClipDataset):
+            clips.load_learned_state(learned)
         keys = (*_PASS_KEYS, *_SPLIT_KEYS)
         self._loaded = {k: state_dict[k] for k in keys if k in state_dict}
         self.resume_epoch = self.pending_epoch = epoch
@@ -214,10 +215,10 @@ class StatefulLoader(StatefulDataLoader):
     def _learned(self) -> dict[str, list] | None:
         """The dataset's learned state; under torch.distributed, with the epoch split across
         the group's ranks, every rank's, merged (a collective)."""
-        learned = getattr(unwrap(self.dataset), "learned_state", None)
-        if learned is None:
+        clips = unwrap(self.dataset)
+        if not isinstance(clips, ClipDataset):
             return None
-        state = learned()
+        state = clips.learned_state()
         splits, group = self._splitter(), process_group()
         if splits is None or group is None or splits.num_replicas != group[1] or group[1] == 1:
             return state
