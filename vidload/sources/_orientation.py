@@ -90,23 +90,17 @@ def parse_orientation(text: str) -> Orientation:
         ) from None
 
 
-def matrix_orientation(matrix: np.ndarray) -> Orientation | None:
-    """The Orientation of a 3x3 display matrix (9 int32, FFmpeg's layout), None when it is not
-    a right-angle rotation or mirror (an arbitrary angle, a shear)."""
-    a, b, c, d = (int(matrix[i]) for i in (0, 1, 3, 4))
+def frame_orientation(frame: av.VideoFrame) -> Orientation | None:
+    """The Orientation of a decoded frame's DISPLAYMATRIX side data: IDENTITY when it has
+    none, None when the 3x3 matrix (9 int32, FFmpeg's layout) is not a right-angle rotation or
+    mirror (an arbitrary angle, a shear)."""
+    # PyAV's stub types side_data as a bare Mapping (and its __getitem__ as a TypedDict's)
+    side = frame.side_data.get(_DISPLAYMATRIX)  # type: ignore[call-overload]
+    if side is None:
+        return IDENTITY
+    a, b, c, d = np.frombuffer(bytes(side), np.int32, count=9)[[0, 1, 3, 4]].tolist()
     if b == 0 and c == 0 and a != 0 and d != 0:
         return Orientation(False, d < 0, a < 0)
     if a == 0 and d == 0 and b != 0 and c != 0:
         return Orientation(True, b < 0, c < 0)
     return None
-
-
-def frame_orientation(frame: av.VideoFrame) -> Orientation | None:
-    """The Orientation of a decoded frame's DISPLAYMATRIX side data: IDENTITY when it has
-    none, None when the matrix is not a right angle (see `matrix_orientation`)."""
-    # PyAV's stub types side_data as a bare Mapping (and its __getitem__ as a TypedDict's)
-    side = frame.side_data.get(_DISPLAYMATRIX)  # type: ignore[call-overload]
-    if side is None:
-        return IDENTITY
-    matrix = np.frombuffer(bytes(side), np.int32, count=9)
-    return matrix_orientation(matrix)
