@@ -272,11 +272,10 @@ def decode_many(
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
     path_of = [paths] * n if paths is None or isinstance(paths, str) else list(paths)
-    if len(path_of) != n:
-        raise ValueError(f"paths has {len(path_of)} entries for {n} buffers")
     index_of = [None] * n if indices is None else np.asarray(indices, np.int64).ravel().tolist()
-    if len(index_of) != n:
-        raise ValueError(f"indices has {len(index_of)} entries for {n} buffers")
+    for name, given in (("paths", path_of), ("indices", index_of)):
+        if len(given) != n:
+            raise ValueError(f"{name} has {len(given)} entries for {n} buffers")
 
     b0 = order_list[0]
     check_jpeg_markers(buffers[b0], path=path_of[b0], index=index_of[b0])
@@ -337,8 +336,7 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling 
         raise ValueError(f"rgb must have shape (H, W, 3) with H, W >= 1, got {rgb.shape}")
     quality = check_quality(quality)
     check_choice("subsampling", subsampling, SUBSAMPLINGS)
-    if not rgb.flags.c_contiguous:
-        rgb = np.ascontiguousarray(rgb)
+    rgb = np.ascontiguousarray(rgb)  # the array itself when it already is
     try:
         return simplejpeg.encode_jpeg(
             rgb, quality=quality, colorspace="RGB", colorsubsampling=subsampling
