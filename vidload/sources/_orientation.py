@@ -41,10 +41,6 @@ class Orientation:
     flip_rows: bool = False
     flip_cols: bool = False
 
-    @property
-    def is_identity(self) -> bool:
-        return not (self.transpose or self.flip_rows or self.flip_cols)
-
     def view(self, rgb: np.ndarray) -> np.ndarray:
         """uint8 (H, W, 3) stored pixels -> (H', W', 3) displayed pixels ((W, H, 3) when
         transposed), as a numpy view (no copy; not contiguous unless the identity)."""
@@ -57,7 +53,7 @@ class Orientation:
 
     def apply(self, rgb: np.ndarray) -> np.ndarray:
         """`view(rgb)` copied C-contiguous; the identity returns `rgb` itself."""
-        return rgb if self.is_identity else np.ascontiguousarray(self.view(rgb))
+        return rgb if self == IDENTITY else np.ascontiguousarray(self.view(rgb))
 
     def displayed_size(self, height: int, width: int) -> tuple[int, int]:
         """(height, width) of a displayed frame whose stored size is height x width."""
