@@ -56,8 +56,5 @@ class Scratch:
             local.buf, local.pid = buf, pid
         return buf[:n].reshape(shape)
 
-    def __getstate__(self) -> dict[str, object]:
-        return {}  # pickles empty: the buffer never crosses a process boundary
-
-    def __setstate__(self, state: dict[str, object]) -> None:
-        self._local = threading.local()
+    def __reduce__(self) -> tuple[type[Scratch], tuple[()]]:
+        return Scratch, ()  # pickles empty: the buffer never crosses a process boundary

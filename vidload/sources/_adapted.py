@@ -99,18 +99,14 @@ class AdaptedSource(FrameSourceBase):
         if self._takes_geometry:
             return self.inner.read(video_id, indices, geometry=geometry)  # type: ignore[call-arg]
         frames = self.inner.read(video_id, indices)
-        if not _frames_like(frames):
-            return frames
-        return apply_geometry(frames, geometry)
-
-
-def _frames_like(frames: object) -> bool:
-    return (
-        isinstance(frames, np.ndarray)
-        and frames.dtype == np.uint8
-        and frames.ndim == 4
-        and frames.shape[3] == 3
-    )
+        if (
+            isinstance(frames, np.ndarray)
+            and frames.dtype == np.uint8
+            and frames.ndim == 4
+            and frames.shape[3] == 3
+        ):
+            return apply_geometry(frames, geometry)
+        return frames
 
 
 def _takes_geometry(inner: object) -> bool:

@@ -9,6 +9,7 @@ entry raises at import, so a typo cannot ship.
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -72,12 +73,10 @@ def fill(doc: str) -> str:
         indent, name = m.group(1), m.group(2)
         if name not in DOCS:
             raise KeyError(f"docstring marker <<{name}>> has no entry in sources._docs.DOCS")
-        lines = DOCS[name].splitlines()
+        first, _, after = DOCS[name].partition("\n")
         # a marker on the docstring's first line: the text after it is indented like the body
         rest = " " * body_indent if m.start() == 0 else indent
-        return "\n".join(
-            [indent + lines[0]] + [rest + line if line else line for line in lines[1:]]
-        )
+        return f"{indent}{first}\n{textwrap.indent(after, rest)}"
 
     return _MARKER.sub(replace, doc)
 

@@ -72,31 +72,29 @@ def decode_geometry(
         VideoReadError: a bad buffer (see `decode_jpeg`), or frames of differing sizes.
     """
     order_list = [int(b) for b in order]
-    path_of = [paths] * len(buffers) if isinstance(paths, str) else list(paths)
     first = order_list[0]
-    height, width = jpeg_size(buffers[first], path=path_of[first], index=int(indices[first]))
+    path = paths if isinstance(paths, str) else paths[first]
+    height, width = jpeg_size(buffers[first], path=path, index=int(indices[first]))
     resolved = geometry.resolve(height, width)
-    size = decode_size_for(height, width, resolved)
-    # every named buffer once, at the reduced scale, straight into one array (decode_many
-    # checks that all frames have one size); then cut, resize and flip into the output
-    named = sorted(set(order_list), key=order_list.index)
-    slot = {b: n for n, b in enumerate(named)}
+    # every named buffer once, in the order of first use, at the reduced scale, straight into
+    # one array (decode_many checks that all frames have one size); then cut, resize and flip
+    # into the output
     decoded = decode_many(
         buffers,
-        order=named,
+        order=list(dict.fromkeys(order_list)),
         paths=paths,
         indices=indices,
-        size=size,
+        size=decode_size_for(height, width, resolved),
         scratch=_DECODED,
     )
     box = scale_box(resolved.box, (height, width), decoded.shape[1:3])
     shape = (len(order_list), *resolved.out, 3)
     out = np.empty(shape, np.uint8) if scratch is None else scratch.array(shape)
-    done: dict[int, int] = {}
+    first_at: dict[int, int] = {}
     for j, b in enumerate(order_list):
-        if b in done:
-            out[j] = out[done[b]]
-            continue
-        done[b] = j
-        resize_into(decoded[slot[b]], box, resolved, out[j])
+        seen = first_at.setdefault(b, j)
+        if seen != j:  # a buffer named again: copy its output frame
+            out[j] = out[seen]
+        else:  # the len(first_at)-th buffer of first use: its slot of `decoded`
+            resize_into(decoded[len(first_at) - 1], box, resolved, out[j])
     return out

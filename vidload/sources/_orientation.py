@@ -41,10 +41,6 @@ class Orientation:
     flip_rows: bool = False
     flip_cols: bool = False
 
-    @property
-    def is_identity(self) -> bool:
-        return not (self.transpose or self.flip_rows or self.flip_cols)
-
     def view(self, rgb: np.ndarray) -> np.ndarray:
         """uint8 (H, W, 3) stored pixels -> (H', W', 3) displayed pixels ((W, H, 3) when
         transposed), as a numpy view (no copy; not contiguous unless the identity)."""
@@ -57,7 +53,7 @@ class Orientation:
 
     def apply(self, rgb: np.ndarray) -> np.ndarray:
         """`view(rgb)` copied C-contiguous; the identity returns `rgb` itself."""
-        return rgb if self.is_identity else np.ascontiguousarray(self.view(rgb))
+        return rgb if self == IDENTITY else np.ascontiguousarray(self.view(rgb))
 
     def displayed_size(self, height: int, width: int) -> tuple[int, int]:
         """(height, width) of a displayed frame whose stored size is height x width."""
@@ -90,23 +86,17 @@ def parse_orientation(text: str) -> Orientation:
         ) from None
 
 
-def matrix_orientation(matrix: np.ndarray) -> Orientation | None:
-    """The Orientation of a 3x3 display matrix (9 int32, FFmpeg's layout), None when it is not
-    a right-angle rotation or mirror (an arbitrary angle, a shear)."""
-    a, b, c, d = (int(matrix[i]) for i in (0, 1, 3, 4))
+def frame_orientation(frame: av.VideoFrame) -> Orientation | None:
+    """The Orientation of a decoded frame's DISPLAYMATRIX side data: IDENTITY when it has
+    none, None when the 3x3 matrix (9 int32, FFmpeg's layout) is not a right-angle rotation or
+    mirror (an arbitrary angle, a shear)."""
+    # PyAV's stub types side_data as a bare Mapping (and its __getitem__ as a TypedDict's)
+    side = frame.side_data.get(_DISPLAYMATRIX)  # type: ignore[call-overload]
+    if side is None:
+        return IDENTITY
+    a, b, c, d = np.frombuffer(bytes(side), np.int32, count=9)[[0, 1, 3, 4]].tolist()
     if b == 0 and c == 0 and a != 0 and d != 0:
         return Orientation(False, d < 0, a < 0)
     if a == 0 and d == 0 and b != 0 and c != 0:
         return Orientation(True, b < 0, c < 0)
     return None
-
-
-def frame_orientation(frame: av.VideoFrame) -> Orientation | None:
-    """The Orientation of a decoded frame's DISPLAYMATRIX side data: IDENTITY when it has
-    none, None when the matrix is not a right angle (see `matrix_orientation`)."""
-    # PyAV's stub types side_data as a bare Mapping (and its __getitem__ as a TypedDict's)
-    side = frame.side_data.get(_DISPLAYMATRIX)  # type: ignore[call-overload]
-    if side is None:
-        return IDENTITY
-    matrix = np.frombuffer(bytes(side), np.int32, count=9)
-    return matrix_orientation(matrix)

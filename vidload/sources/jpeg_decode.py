@@ -64,13 +64,16 @@ SUBSAMPLINGS: tuple[str, ...] = ("420", "422", "444")
 _Data = bytes | bytearray | memoryview | np.ndarray
 
 
-def _as_buffer(data: _Data) -> np.ndarray:
-    """A 1-D uint8 view of `data` (no copy)."""
+def _as_buffer(data: _Data) -> bytes | np.ndarray:
+    """`data` as the decoder takes it: `bytes` as they are, anything else as a 1-D uint8 view
+    (no copy)."""
+    if isinstance(data, bytes):
+        return data
     if isinstance(data, np.ndarray):
         if data.dtype != np.uint8:
             raise TypeError(f"JPEG data must be a uint8 array, got dtype {data.dtype}")
         return data.reshape(-1)
-    if isinstance(data, (bytes, bytearray, memoryview)):
+    if isinstance(data, (bytearray, memoryview)):
         return np.frombuffer(data, dtype=np.uint8)
     raise TypeError(
         "JPEG data must be bytes, bytearray, memoryview or a uint8 array, "
@@ -79,7 +82,7 @@ def _as_buffer(data: _Data) -> np.ndarray:
 
 
 def _markers_ok(data: bytes | np.ndarray) -> bool:
-    """True when `data` (bytes or a 1-D uint8 array, as `_checked_data` gives) starts with SOI
+    """True when `data` (bytes or a 1-D uint8 array, as `_as_buffer` gives) starts with SOI
     (FF D8) and ends with EOI (FF D9). False sends the caller to `_marker_problem`, which also
     allows trailing zero bytes and says what is wrong. Byte tests on `bytes` or a memoryview:
     ~0.3 us a frame, against ~1.5 us through numpy scalars (a clip checks every frame)."""
@@ -108,20 +111,6 @@ def _marker_problem(buf: np.ndarray) -> str | None:
     return None
 
 
-def _check_markers(data: bytes | np.ndarray, path: str | None, index) -> None:
-    """VideoReadError naming `path` and `index` unless `data` has its SOI and EOI markers."""
-    if not _markers_ok(data):
-        problem = _marker_problem(_as_buffer(data))
-        if problem is not None:
-            raise VideoReadError(_where(path), problem, index)
-
-
-def _checked_data(data: _Data) -> bytes | np.ndarray:
-    """`data` as the decoder takes it: `bytes` as they are, anything else as a 1-D uint8 view
-    (`_as_buffer`, which rejects other types)."""
-    return data if isinstance(data, bytes) else _as_buffer(data)
-
-
 def _where(path: str | None) -> str:
     return path if path is not None else "<jpeg bytes>"
 
@@ -129,23 +118,24 @@ def _where(path: str | None) -> str:
 def check_jpeg_markers(data: _Data, *, path: str | None = None, index: int | None = None) -> None:
     """Raise VideoReadError unless `data` starts with SOI (FF D8) and ends with EOI (FF D9),
     trailing zero bytes allowed after the EOI."""
-    _check_markers(_checked_data(data), path, index)
+    buf = _as_buffer(data)
+    if not _markers_ok(buf):
+        problem = _marker_problem(np.frombuffer(buf, np.uint8) if isinstance(buf, bytes) else buf)
+        if problem is not None:
+            raise VideoReadError(_where(path), problem, index)
 
 
 def jpeg_size(data: _Data, *, path: str | None = None, index: int | None = None) -> tuple[int, int]:
     """(height, width) of a JPEG, read from its header (no decoding: ~2 us)."""
-    return _stored_size(_as_buffer(data), path, index, "cannot read the JPEG header")
+    return _stored_size(data, path, index, "cannot read the JPEG header")
 
 
-def _stored_size(buf: bytes | np.ndarray, path: str | None, index, what: str) -> tuple[int, int]:
+def _stored_size(data: _Data, path: str | None, index, what: str) -> tuple[int, int]:
     try:
-        height, width, _, _ = simplejpeg.decode_jpeg_header(buf)
+        height, width, _, _ = simplejpeg.decode_jpeg_header(_as_buffer(data))
     except ValueError as e:
         raise VideoReadError(_where(path), f"{what}: {e}", index) from e
     return int(height), int(width)
-
-
-_DECODE_HEADER = "JPEG decode failed: cannot read its header"
 
 
 def _scale_for(height: int, width: int, size: tuple[int, int] | None) -> int:
@@ -183,68 +173,40 @@ def check_size(name: str, size: tuple[int, int] | None) -> None:
         raise ValueError(rule)
 
 
-class _Plan:
-    """How to decode every frame of one clip: the output size and simplejpeg's scale arguments,
-    chosen from the first frame's header."""
+def _decode_into(data: _Data, dst: np.ndarray, scale: int, path: str | None, index) -> None:
+    """Decode `data` into `dst` (a C-contiguous uint8 (h, w, 3) view) at the DCT scale
+    1/`scale`, strictly, after checking its markers. At 1/1 simplejpeg is given no minimum
+    size: it would pick a smaller scale for a frame twice the others' size, and fit it."""
+    buf = _as_buffer(data)
+    check_jpeg_markers(buf, path=path, index=index)
+    h, w = dst.shape[:2]
+    scaled = {} if scale == 1 else {"min_height": h, "min_width": w, "min_factor": scale}
+    try:
+        img = simplejpeg.decode_jpeg(buf, colorspace="RGB", buffer=dst, strict=True, **scaled)
+    except ValueError as e:
+        _check_frame_size(buf, dst, scale, path, index)
+        raise VideoReadError(_where(path), f"JPEG decode failed (corrupt data): {e}", index) from e
+    if img.shape != dst.shape:  # a smaller frame decodes into the start of the buffer
+        _check_frame_size(buf, dst, scale, path, index)
+        raise VideoReadError(  # unreachable unless the header lies
+            _where(path), f"decoded to shape {img.shape}, expected {dst.shape}", index
+        )
 
-    __slots__ = ("height", "width", "scale")
 
-    def __init__(self, stored: tuple[int, int], size: tuple[int, int] | None) -> None:
-        self.scale = _scale_for(*stored, size)
-        self.height = math.ceil(stored[0] / self.scale)
-        self.width = math.ceil(stored[1] / self.scale)
-
-    def decode_into(
-        self, buf: bytes | np.ndarray, dst: np.ndarray, path: str | None, index, *, checked=False
-    ) -> None:
-        """Decode `buf` (bytes or a 1-D uint8 array) into `dst` (a C-contiguous uint8
-        (h, w, 3) view), strictly, after checking its markers (unless `checked`: the caller
-        just did)."""
-        if not checked:
-            _check_markers(buf, path, index)
-        s = self.scale
-        try:
-            if s == 1:
-                img = simplejpeg.decode_jpeg(buf, colorspace="RGB", buffer=dst, strict=True)
-            else:
-                img = simplejpeg.decode_jpeg(
-                    buf,
-                    colorspace="RGB",
-                    min_height=self.height,
-                    min_width=self.width,
-                    min_factor=s,
-                    buffer=dst,
-                    strict=True,
-                )
-        except ValueError as e:
-            self._check_size_of(buf, path, index)
-            raise VideoReadError(
-                _where(path), f"JPEG decode failed (corrupt data): {e}", index
-            ) from e
-        if img.shape != dst.shape:  # a smaller frame decodes into the start of the buffer
-            self._check_size_of(buf, path, index)
-            raise VideoReadError(  # unreachable unless the header lies
-                _where(path), f"decoded to shape {img.shape}, expected {dst.shape}", index
-            )
-
-    def _check_size_of(self, buf: bytes | np.ndarray, path: str | None, index) -> None:
-        """VideoReadError if `buf`'s frame decodes to another size than the plan's."""
-        try:
-            stored = jpeg_size(buf, path=path, index=index)
-        except VideoReadError:
-            return  # not even a header: the caller reports the decode error
-        got = (math.ceil(stored[0] / self.scale), math.ceil(stored[1] / self.scale))
-        if got != (self.height, self.width):
-            raise VideoReadError(
-                _where(path),
-                f"frame size {stored[1]}x{stored[0]} differs from the other frames' "
-                f"({self.width * self.scale}x{self.height * self.scale} or close, decoded at "
-                f"1/{self.scale} to {self.width}x{self.height})"
-                if self.scale > 1
-                else f"frame size {stored[1]}x{stored[0]} differs from the other frames' "
-                f"{self.width}x{self.height}",
-                index,
-            )
+def _check_frame_size(buf: bytes | np.ndarray, dst: np.ndarray, scale: int, path, index) -> None:
+    """VideoReadError if `buf`'s frame decodes at 1/`scale` to another size than `dst`'s."""
+    try:
+        height, width = jpeg_size(buf, path=path, index=index)
+    except VideoReadError:
+        return  # not even a header: the caller reports the decode error
+    h, w = dst.shape[:2]
+    if (math.ceil(height / scale), math.ceil(width / scale)) != (h, w):
+        at = f" (decoded at 1/{scale})" if scale > 1 else ""
+        raise VideoReadError(
+            _where(path),
+            f"frame size {width}x{height} differs from the other frames' {w}x{h}{at}",
+            index,
+        )
 
 
 def decode_jpeg(
@@ -310,21 +272,18 @@ def decode_many(
     if k == 0:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
     path_of = [paths] * n if paths is None or isinstance(paths, str) else list(paths)
-    if len(path_of) != n:
-        raise ValueError(f"paths has {len(path_of)} entries for {n} buffers")
     index_of = [None] * n if indices is None else np.asarray(indices, np.int64).ravel().tolist()
-    if len(index_of) != n:
-        raise ValueError(f"indices has {len(index_of)} entries for {n} buffers")
-
-    def where(b: int) -> tuple[str | None, int | None]:
-        return path_of[b], index_of[b]
+    for name, given in (("paths", path_of), ("indices", index_of)):
+        if len(given) != n:
+            raise ValueError(f"{name} has {len(given)} entries for {n} buffers")
 
     b0 = order_list[0]
-    first = _checked_data(buffers[b0])
-    p, i = where(b0)
-    _check_markers(first, p, i)
-    plan = _Plan(_stored_size(first, p, i, _DECODE_HEADER), size)
-    shape = (k, plan.height, plan.width, 3)
+    check_jpeg_markers(buffers[b0], path=path_of[b0], index=index_of[b0])
+    height, width = _stored_size(
+        buffers[b0], path_of[b0], index_of[b0], "JPEG decode failed: cannot read its header"
+    )
+    scale = _scale_for(height, width, size)
+    shape = (k, math.ceil(height / scale), math.ceil(width / scale), 3)
     if out is not None and scratch is not None:
         raise ValueError("decode_many takes out or scratch, not both")
     if scratch is not None:
@@ -346,16 +305,11 @@ def decode_many(
         raise ValueError(f"out has frames of shape {out.shape[1:]}, decoded {shape[1:]}")
     first_at: dict[int, int] = {}
     for j, b in enumerate(order_list):
-        seen = first_at.get(b)
-        if seen is not None:
+        seen = first_at.setdefault(b, j)
+        if seen != j:  # a buffer named again: copy its frame
             out[j] = out[seen]
-            continue
-        first_at[b] = j
-        p, i = where(b)
-        if j == 0:
-            plan.decode_into(first, out[j], p, i, checked=True)
         else:
-            plan.decode_into(_checked_data(buffers[b]), out[j], p, i)
+            _decode_into(buffers[b], out[j], scale, path_of[b], index_of[b])
     return out
 
 
@@ -382,8 +336,7 @@ def encode_jpeg(rgb: np.ndarray, quality: int = 95, *, subsampling: Subsampling 
         raise ValueError(f"rgb must have shape (H, W, 3) with H, W >= 1, got {rgb.shape}")
     quality = check_quality(quality)
     check_choice("subsampling", subsampling, SUBSAMPLINGS)
-    if not rgb.flags.c_contiguous:
-        rgb = np.ascontiguousarray(rgb)
+    rgb = np.ascontiguousarray(rgb)  # the array itself when it already is
     try:
         return simplejpeg.encode_jpeg(
             rgb, quality=quality, colorspace="RGB", colorsubsampling=subsampling
