@@ -45,13 +45,14 @@ from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
-from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec, open_storage
+from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec
 from vidload._measure.build import BuildJob, Built, build_storage, conversion_failures
 from vidload._measure.clips import (
     ORIGINAL,
     Clip,
     common_counts,
     sample_clips,
+    storage_kind,
     stored_bytes,
     why,
 )
@@ -211,7 +212,7 @@ def _measure_all(
     for vid, reason in conversion_failures({n: b.out for n, b in built.items()}).items():
         left_out.setdefault(vid, reason)
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
-    sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
+    sources = {s.name: storage_kind(s.to).open(roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already
     counts = common_counts(sources, readable, left_out)
     if not counts:
@@ -323,7 +324,7 @@ def _reader(name: str, source: Any, short_side: int | None) -> Any:
 
 def _fresh_reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
     """`_reader` of a new source of `spec` (no open files, no cached index)."""
-    return _reader(spec.name, open_storage(spec, root), short_side)
+    return _reader(spec.name, storage_kind(spec.to).open(root), short_side)
 
 
 def _rows(

@@ -13,14 +13,18 @@ import numpy as np
 
 from vidload._kinds import get_kind
 from vidload.sampling import SamplingMode, sample_clip
+from vidload.sources._format import StorageFormat
+from vidload.sources.video import VideoSource
 
 __all__ = [
     "ORIGINAL",
     "Clip",
+    "Originals",
     "common_counts",
     "sample_clips",
     "stored_bytes",
     "stored_files",
+    "storage_kind",
     "why",
 ]
 
@@ -29,6 +33,26 @@ Clip = tuple[str, np.ndarray]
 
 #: The storage that is the videos as they are (read by `VideoSource`), no storage kind.
 ORIGINAL = "original"
+
+
+class Originals(StorageFormat):
+    """The videos as they are (`ORIGINAL`): no kind of the table (nothing converts to them),
+    but a row of bench and choose whose source, files and bytes are a kind's (`storage_kind`):
+    `VideoSource` reads them."""
+
+    name = ORIGINAL
+    suffix = ""
+    described = "the videos as they are"
+    source = VideoSource
+    choose_options = ({},)  # one candidate, the videos themselves
+
+    def files(self, root: Path, video_id: str) -> list[Path]:
+        return VideoSource(root).files(video_id)
+
+
+def storage_kind(storage: str) -> StorageFormat:
+    """The kind named `storage` (`vidload._kinds`), or `Originals` for `ORIGINAL`."""
+    return Originals() if storage == ORIGINAL else get_kind(storage)
 
 
 def why(e: BaseException) -> str:
@@ -81,20 +105,11 @@ def sample_clips(
 
 def stored_files(storage: str, root: Path, video_id: str) -> list[Path]:
     """The files that hold `video_id` in `storage` under `root` (a cold read evicts them from
-    the page cache): the originals' are those `VideoSource` reads, a kind's its
-    `StorageFormat.files`."""
-    if storage == ORIGINAL:
-        from vidload.sources.video import VideoSource
-
-        return VideoSource(root).files(video_id)
-    return get_kind(storage).files(root, video_id)
+    the page cache): its kind's `StorageFormat.files` (`storage_kind`)."""
+    return storage_kind(storage).files(root, video_id)
 
 
 def stored_bytes(storage: str, root: Path, video_ids: Sequence[str]) -> float:
-    """Mean bytes on disk of each video in `storage` under `root` (a kind's `video_bytes`: its
-    own share where one file holds many videos)."""
-    if storage == ORIGINAL:
-        sizes = [sum(p.stat().st_size for p in stored_files(storage, root, v)) for v in video_ids]
-    else:
-        sizes = [get_kind(storage).video_bytes(root, v) for v in video_ids]
-    return float(np.mean(sizes))
+    """Mean bytes on disk of each video in `storage` under `root` (its kind's `video_bytes`:
+    its own share where one file holds many videos)."""
+    return float(np.mean([storage_kind(storage).video_bytes(root, v) for v in video_ids]))
