@@ -193,14 +193,14 @@ def storage_options(pairs: Sequence[tuple[list[str], Any]] | None) -> dict[str, 
     return out
 
 
-def check_paths(args: argparse.Namespace, *, name: str = "INPUT") -> None:
+def check_paths(args: argparse.Namespace) -> None:
     """The paths given on the command line exist: a missing one is a usage error. An INPUT
     URL is checked where it is read (a missing one names the URL)."""
     from vidload._storage import Location
 
     local = Location(args.input).local_file()  # None: a URL
     if local is not None and not local.exists():
-        raise UsageError(f"{name} ({args.input!r}) does not exist")
+        raise UsageError(f"INPUT ({args.input!r}) does not exist")
     if args.labels is not None and not Path(args.labels).is_file():
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():

@@ -78,16 +78,19 @@ class UserVideos:
         """DATA as messages show it (a URL without its credentials)."""
         return str(self.root)
 
-    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
-        """What is wrong with DATA and `--storage-option`s on the command line, or None (a
-        folder in a bucket is checked where it is listed: a missing one names the URL)."""
+    def check_usage(self, storage_options: Mapping[str, Any] | None) -> None:
+        """UsageError for what is wrong with DATA and `--storage-option`s on the command line
+        (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
+        from vidload.errors import UsageError
+
         if self.root.over_network:
-            return None
+            return
+        if not self.root.exists():
+            raise UsageError(f"DATA ({self.data!r}) does not exist")
         if storage_options is not None:
-            return "--storage-option is for a DATA URL (s3://bucket/videos)"
+            raise UsageError("--storage-option is for a DATA URL (s3://bucket/videos)")
         if not self.root.is_dir():
-            return f"DATA ({self.data!r}) must be a folder of videos"
-        return None
+            raise UsageError(f"DATA ({self.data!r}) must be a folder of videos")
 
     def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
         """ValueError for `storage_options` that DATA does not take."""
