@@ -54,7 +54,6 @@ from vidload._measure.clips import (
     sample_clips,
     storage_kind,
     stored_bytes,
-    why,
 )
 from vidload._measure.timing import Log, cold_and_warm, measuring
 from vidload._measure.videos import UserVideos, link_videos
@@ -288,13 +287,8 @@ def _readable_sample(
     link_videos(sample_dir, files)
     log(f"sample: {len(chosen)} of {len(videos.ids)} videos under {videos.root}")
     original = VideoSource(sample_dir)
-    left_out: dict[str, str] = {}
-    for vid in chosen:
-        try:
-            original.actual_frames(vid)
-        except Exception as e:  # noqa: BLE001 - a damaged video: named, left out, run goes on
-            left_out[vid] = f"cannot be decoded: {why(e)}"
-    kept = [v for v in chosen if v not in left_out]
+    left_out: dict[str, str] = {}  # a damaged video: named, left out, the run goes on
+    kept = list(common_counts({ORIGINAL: original}, chosen, left_out, "cannot be decoded"))
     if not kept:
         raise _none_left("decoded", left_out)
     if left_out:

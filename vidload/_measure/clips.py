@@ -62,11 +62,14 @@ def why(e: BaseException) -> str:
 
 
 def common_counts(
-    sources: Mapping[str, Any], ids: Sequence[str], dropped: dict[str, str]
+    sources: Mapping[str, Any],
+    ids: Sequence[str],
+    dropped: dict[str, str],
+    failed: str = "counting its frames",
 ) -> dict[str, int]:
     """{video id: the smallest frame count any of `sources` has for it} for the ids not in
     `dropped`, so that every row can read every clip; a video some source cannot count is
-    added to `dropped` (with why) and left out."""
+    added to `dropped` (why: `failed` and the error) and left out."""
     counts: dict[str, int] = {}
     for vid in ids:
         if vid in dropped:
@@ -74,7 +77,7 @@ def common_counts(
         try:
             counts[vid] = min(src.actual_frames(vid) for src in sources.values())
         except Exception as e:  # noqa: BLE001 - named in the report, left out of every row
-            dropped[vid] = f"counting its frames: {why(e)}"
+            dropped[vid] = f"{failed}: {why(e)}"
     return counts
 
 
