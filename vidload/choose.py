@@ -228,9 +228,9 @@ def _measure_all(
         stride=cfg.stride,
         seed=cfg.seed,
     )
-    log(f"timing {len(sources)} storages warm, one process: {cfg.rounds} rounds")
+    log(f"timing {len(specs)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
-        {name: _reader(name, src, cfg.short_side) for name, src in sources.items()},
+        {s.name: _reader(s, roots[s.name], cfg.short_side) for s in specs},
         clips,
         batch_size=cfg.batch_size,
         rounds=cfg.rounds,
@@ -242,7 +242,7 @@ def _measure_all(
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
             s.name: (
-                functools.partial(_fresh_reader, s, roots[s.name], cfg.short_side),
+                functools.partial(_reader, s, roots[s.name], cfg.short_side),
                 s.to,
                 roots[s.name],
             )
@@ -304,21 +304,18 @@ def _none_left(what: str, left_out: dict[str, str]) -> ValueError:
     return ValueError(f"no video of the sample can be {what}: {reasons}")
 
 
-def _reader(name: str, source: Any, short_side: int | None) -> Any:
-    """How a storage is read in the timings: `read(video_id, indices)`; the originals with the
-    resize to `short_side` fused into their decode (as `ClipDataset(short_side=S)` reads
-    them), the others as stored (they are stored at S)."""
-    if name != ORIGINAL or short_side is None:
-        return source.read
+def _reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
+    """How a storage is read in the timings: `read(video_id, indices)` of a new source of
+    `spec` under `root` (no open files, no cached index: a warm timing's warm-up pass fills
+    them); the originals with the resize to `short_side` fused into their decode (as
+    `ClipDataset(short_side=S)` reads them), the others as stored (they are stored at S)."""
+    read = storage_kind(spec.to).open(root).read
+    if spec.to != ORIGINAL or short_side is None:
+        return read
     from vidload.transforms import plan_geometry
 
     geometry = plan_geometry(short_side=short_side, train=False, rng=None)
-    return functools.partial(source.read, geometry=geometry)
-
-
-def _fresh_reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
-    """`_reader` of a new source of `spec` (no open files, no cached index)."""
-    return _reader(spec.name, storage_kind(spec.to).open(root), short_side)
+    return functools.partial(read, geometry=geometry)
 
 
 def _rows(
