@@ -156,7 +156,7 @@ def choose(
     specs = _checked_storages(storages)
     videos = UserVideos(data, storage_options)
     videos.check_options(storage_options)
-    videos.find(f"DATA ({videos.shown!r})", ValueError)
+    videos.find(f"DATA ({str(videos.root)!r})", ValueError)  # a URL without its credentials
     with _scratch(workdir, cfg.keep) as scratch, measuring():
         result = _measure_all(videos, specs, scratch, cfg, Log("choose", cfg.progress))
     return dataclasses.replace(result, workdir=str(scratch)) if cfg.keep else result
@@ -276,17 +276,12 @@ def _readable_sample(
     `scratch/downloads`) and decode each once (its actual count): a video that does not
     decode is left out (unlinked, so no conversion sees it) and named.
     Returns (a VideoSource of the sample, the readable ids, {left-out id: why})."""
-    from vidload.sources.video import VideoSource
-
     chosen = spread(videos.ids, cfg.sample)
-    copying = videos.copying(len(chosen))
-    if copying is not None:
-        log(copying)
-    files = videos.local_copies(chosen, scratch / "downloads")
+    files = videos.local_copies(chosen, scratch / "downloads", log)
     sample_dir = scratch / "sample"
     link_videos(sample_dir, files)
     log(f"sample: {len(chosen)} of {len(videos.ids)} videos under {videos.root}")
-    original = VideoSource(sample_dir)
+    original = storage_kind(ORIGINAL).open(sample_dir)
     left_out: dict[str, str] = {}  # a damaged video: named, left out, the run goes on
     kept = list(common_counts({ORIGINAL: original}, chosen, left_out, "cannot be decoded"))
     if not kept:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,11 +73,6 @@ class UserVideos:
     def total_bytes(self) -> int:
         return sum(self.sizes.values())
 
-    @property
-    def shown(self) -> str:
-        """DATA as messages show it (a URL without its credentials)."""
-        return str(self.root)
-
     def check_usage(self, storage_options: Mapping[str, Any] | None) -> None:
         """UsageError for what is wrong with DATA and `--storage-option`s on the command line
         (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
@@ -126,12 +121,17 @@ class UserVideos:
         self.ids, self.sizes = sorted(sizes), sizes
         return self
 
-    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+    def local_copies(
+        self, ids: Sequence[str], downloads: Path, log: Callable[[str], None]
+    ) -> dict[str, Path]:
         """{id: a local file of that video}: the file itself where DATA is local, else a copy
-        in `downloads`, a cache folder of this run (errors about a copy name its URL)."""
+        in `downloads`, a cache folder of this run (errors about a copy name its URL), said
+        first on `log`."""
         from vidload._storage import LocalCache
         from vidload._storage.batch import run_concurrently
 
+        if self.root.local_file() is None:
+            log(f"copying {len(ids)} videos from {self.root} to local disk")
         cache = LocalCache(downloads, _NO_BOUND)
 
         def local(vid: str) -> Path:
@@ -140,12 +140,6 @@ class UserVideos:
 
         paths = run_concurrently(local, list(ids))
         return {vid: path.resolve() for vid, path in zip(ids, paths, strict=True)}
-
-    def copying(self, count: int) -> str | None:
-        """The progress line before `local_copies` of `count` videos, or None (no copy)."""
-        if self.root.local_file() is not None:
-            return None
-        return f"copying {count} videos from {self.root} to local disk"
 
     @property
     def notes(self) -> list[str]:
