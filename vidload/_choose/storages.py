@@ -7,7 +7,7 @@ sources, so what is measured is what a user gets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from vidload._checks import check_choice
@@ -19,10 +19,6 @@ __all__ = [
     "StorageSpec",
     "storage_forms",
 ]
-
-#: The options a candidate may set: each kind takes those of its own options dataclass
-#: (`StorageFormat.options`: `quality` for the JPEG kinds; `gop`, `crf`, `preset` for video).
-_OPTIONS = ("quality", "gop", "crf", "preset")
 
 
 def _kinds_in_order() -> list[Any]:
@@ -72,8 +68,9 @@ class StorageSpec:
         kind.options(**given)  # checked as convert checks it
 
     def options(self) -> dict[str, Any]:
-        """The options this candidate sets (not None)."""
-        return {k: v for k in _OPTIONS if (v := getattr(self, k)) is not None}
+        """The options this candidate sets (its fields but `to`, those not None): each kind takes
+        those of its own options dataclass (`StorageFormat.options`)."""
+        return {k: v for k, v in asdict(self).items() if k != "to" and v is not None}
 
     @property
     def name(self) -> str:
