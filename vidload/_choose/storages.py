@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from vidload._checks import check_choice
+from vidload._checks import check_choice, listed
 from vidload._kinds import formats, kind_names
 from vidload._measure.clips import ORIGINAL, Originals, storage_kind
 
@@ -29,8 +29,7 @@ def _kinds_in_order() -> list[Any]:
 
 def storage_forms() -> str:
     """The names `StorageSpec.parse` reads, for messages and `--help`."""
-    *forms, last = [f"{k.name}{k.options.SPEC_FORM}" for k in _kinds_in_order()]
-    return f"{', '.join(forms)} or {last}"
+    return listed([f"{k.name}{k.options.SPEC_FORM}" for k in _kinds_in_order()])
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vidload._checks import listed
 from vidload._cpus import default_workers
 from vidload._kinds import get_kind, input_kinds, kind_names
 from vidload._storage.filesystems import MissingExtraError
@@ -91,19 +92,14 @@ def kind_help(name: str, form: str) -> str:
 def kinds_described() -> str:
     """What the kinds of the table are, as a help text lists them: "JPEG frame folders, .h5
     files, .npy files or video files"."""
-    return _listed([kind_help(n, "{described}") for n in kind_names()])
+    return listed([kind_help(n, "{described}") for n in kind_names()])
 
 
 def inputs_described() -> str:
     """What `convert` and `probe` take as INPUT: video files, and the containers of the
     kinds the table says they take ("video files, JPEG frame folders, .h5 files or .npy
     files")."""
-    return _listed(["video files", *(k.described for k in input_kinds())])
-
-
-def _listed(words: Sequence[str]) -> str:
-    """The words as a sentence lists them: "a, b or c" ("a" alone)."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    return listed(["video files", *(k.described for k in input_kinds())])
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
