@@ -155,7 +155,6 @@ def choose(
     )  # fmt: skip
     specs = _checked_storages(storages)
     videos = UserVideos(data, storage_options)
-    videos.check_options(storage_options)
     videos.find(f"DATA ({str(videos.root)!r})", ValueError)  # a URL without its credentials
     with _scratch(workdir, cfg.keep) as scratch, measuring():
         result = _measure_all(videos, specs, scratch, cfg, Log("choose", cfg.progress))

@@ -144,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
     if args.min_psnr is not None and args.need is None:
         raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
     options = storage_options(args.storage_option)
-    UserVideos(args.input, options).check_usage(options)
+    UserVideos(args.input, options).check_usage()
     if args.plot is not None:
         try:
             report.check_plotting()

@@ -73,7 +73,7 @@ class UserVideos:
     def total_bytes(self) -> int:
         return sum(self.sizes.values())
 
-    def check_usage(self, storage_options: Mapping[str, Any] | None) -> None:
+    def check_usage(self) -> None:
         """UsageError for what is wrong with DATA and `--storage-option`s on the command line
         (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
         from vidload.errors import UsageError
@@ -82,15 +82,10 @@ class UserVideos:
             return
         if not self.root.exists():
             raise UsageError(f"DATA ({self.data!r}) does not exist")
-        if storage_options is not None:
+        if self.root.storage_options is not None:
             raise UsageError("--storage-option is for a DATA URL (s3://bucket/videos)")
         if not self.root.is_dir():
             raise UsageError(f"DATA ({self.data!r}) must be a folder of videos")
-
-    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
-        """ValueError for `storage_options` that DATA does not take."""
-        if storage_options and not self.root.over_network:
-            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
 
     def find(self, where: str, error: type[Exception]) -> UserVideos:
         """Find the videos (`_is_video_name`) and their sizes, one listing per folder (the
@@ -100,11 +95,14 @@ class UserVideos:
         Raises:
             FileNotFoundError, NotADirectoryError: a local DATA that is not a folder.
             VideoReadError: a bucket folder that cannot be listed (denied, ...).
-            ValueError: an `http(s)://` DATA (a web server's folders cannot be listed).
+            ValueError: an `http(s)://` DATA (a web server's folders cannot be listed), or
+                storage options for a local DATA (which takes none).
         """
         from vidload.errors import VideoReadError
 
         root = self.root
+        if root.storage_options and not root.over_network:
+            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
         if not root.can_list:
             raise ValueError(
                 f"{where}: the videos of an {root.url.split(':', 1)[0]}:// folder cannot be "
