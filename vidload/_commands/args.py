@@ -21,7 +21,6 @@ __all__ = [
     "add_storage_option",
     "add_input",
     "check_paths",
-    "check_storage_option",
     "crf",
     "dask_executor",
     "kind_help",
@@ -189,9 +188,11 @@ def storage_options(pairs: Sequence[tuple[list[str], Any]] | None) -> dict[str, 
     return out
 
 
-def check_paths(args: argparse.Namespace) -> None:
-    """The paths given on the command line exist: a missing one is a usage error. An INPUT
-    URL is checked where it is read (a missing one names the URL)."""
+def check_paths(args: argparse.Namespace, output: str | None = None) -> None:
+    """The paths given on the command line exist: a missing one is a usage error (an INPUT
+    URL is checked where it is read: a missing one names the URL). `--storage-option` is for
+    URLs: given where INPUT (and `output`, convert's OUTPUT) are local paths it would be
+    ignored, so it is a usage error too."""
     from vidload._storage import Location
 
     local = Location(args.input).local_file()  # None: a URL
@@ -201,13 +202,6 @@ def check_paths(args: argparse.Namespace) -> None:
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
-
-
-def check_storage_option(args: argparse.Namespace, output: str | None = None) -> None:
-    """`--storage-option` is for URLs: given where INPUT (and `output`, convert's OUTPUT) are
-    local paths it would be ignored, so it is a usage error."""
-    from vidload._storage import Location
-
     given = {"INPUT": args.input, "OUTPUT": output}
     remote = [Location(t).over_network for t in given.values() if t is not None]
     if args.storage_option and not any(remote):
