@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -85,6 +86,11 @@ def check_choice(name: str, value: T, choices: tuple[str, ...]) -> T:
     if value not in choices:
         raise ValueError(f"{name} ({value!r}) must be one of {choices}")
     return value
+
+
+def listed(words: Sequence[str], conjunction: str = "or") -> str:
+    """The words as a message lists them: "a, b or c" ("a" alone)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {conjunction} {words[-1]}"
 
 
 def qualname(fn: object) -> str:

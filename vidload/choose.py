@@ -45,15 +45,15 @@ from vidload._choose.frontier import Pick, beats, frontier, pick_storage
 from vidload._choose.measure import cut_to, psnr, psnr_indices, reference_frames, spread, warm_rates
 from vidload._choose.options import ChooseOptions
 from vidload._choose.result import ChooseResult, StorageRow
-from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec, open_storage
+from vidload._choose.storages import DEFAULT_STORAGES, StorageSpec
 from vidload._measure.build import BuildJob, Built, build_storage, conversion_failures
 from vidload._measure.clips import (
     ORIGINAL,
     Clip,
     common_counts,
     sample_clips,
+    storage_kind,
     stored_bytes,
-    why,
 )
 from vidload._measure.timing import Log, cold_and_warm, measuring
 from vidload._measure.videos import UserVideos, link_videos
@@ -155,8 +155,7 @@ def choose(
     )  # fmt: skip
     specs = _checked_storages(storages)
     videos = UserVideos(data, storage_options)
-    videos.check_options(storage_options)
-    videos.find(f"DATA ({videos.shown!r})", ValueError)
+    videos.find(f"DATA ({str(videos.root)!r})", ValueError)  # a URL without its credentials
     with _scratch(workdir, cfg.keep) as scratch, measuring():
         result = _measure_all(videos, specs, scratch, cfg, Log("choose", cfg.progress))
     return dataclasses.replace(result, workdir=str(scratch)) if cfg.keep else result
@@ -211,7 +210,7 @@ def _measure_all(
     for vid, reason in conversion_failures({n: b.out for n, b in built.items()}).items():
         left_out.setdefault(vid, reason)
     roots = {"original": sample_dir, **{name: b.out for name, b in built.items()}}
-    sources = {s.name: open_storage(s, roots[s.name]) for s in specs}
+    sources = {s.name: storage_kind(s.to).open(roots[s.name]) for s in specs}
     sources["original"] = original  # its frame counts are known already
     counts = common_counts(sources, readable, left_out)
     if not counts:
@@ -228,9 +227,9 @@ def _measure_all(
         stride=cfg.stride,
         seed=cfg.seed,
     )
-    log(f"timing {len(sources)} storages warm, one process: {cfg.rounds} rounds")
+    log(f"timing {len(specs)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
-        {name: _reader(name, src, cfg.short_side) for name, src in sources.items()},
+        {s.name: _reader(s, roots[s.name], cfg.short_side) for s in specs},
         clips,
         batch_size=cfg.batch_size,
         rounds=cfg.rounds,
@@ -242,7 +241,7 @@ def _measure_all(
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
         rows = {
             s.name: (
-                functools.partial(_fresh_reader, s, roots[s.name], cfg.short_side),
+                functools.partial(_reader, s, roots[s.name], cfg.short_side),
                 s.to,
                 roots[s.name],
             )
@@ -276,24 +275,14 @@ def _readable_sample(
     `scratch/downloads`) and decode each once (its actual count): a video that does not
     decode is left out (unlinked, so no conversion sees it) and named.
     Returns (a VideoSource of the sample, the readable ids, {left-out id: why})."""
-    from vidload.sources.video import VideoSource
-
     chosen = spread(videos.ids, cfg.sample)
-    copying = videos.copying(len(chosen))
-    if copying is not None:
-        log(copying)
-    files = videos.local_copies(chosen, scratch / "downloads")
+    files = videos.local_copies(chosen, scratch / "downloads", log)
     sample_dir = scratch / "sample"
     link_videos(sample_dir, files)
     log(f"sample: {len(chosen)} of {len(videos.ids)} videos under {videos.root}")
-    original = VideoSource(sample_dir)
-    left_out: dict[str, str] = {}
-    for vid in chosen:
-        try:
-            original.actual_frames(vid)
-        except Exception as e:  # noqa: BLE001 - a damaged video: named, left out, run goes on
-            left_out[vid] = f"cannot be decoded: {why(e)}"
-    kept = [v for v in chosen if v not in left_out]
+    original = storage_kind(ORIGINAL).open(sample_dir)
+    left_out: dict[str, str] = {}  # a damaged video: named, left out, the run goes on
+    kept = list(common_counts({ORIGINAL: original}, chosen, left_out, "cannot be decoded"))
     if not kept:
         raise _none_left("decoded", left_out)
     if left_out:
@@ -309,21 +298,18 @@ def _none_left(what: str, left_out: dict[str, str]) -> ValueError:
     return ValueError(f"no video of the sample can be {what}: {reasons}")
 
 
-def _reader(name: str, source: Any, short_side: int | None) -> Any:
-    """How a storage is read in the timings: `read(video_id, indices)`; the originals with the
-    resize to `short_side` fused into their decode (as `ClipDataset(short_side=S)` reads
-    them), the others as stored (they are stored at S)."""
-    if name != ORIGINAL or short_side is None:
-        return source.read
+def _reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
+    """How a storage is read in the timings: `read(video_id, indices)` of a new source of
+    `spec` under `root` (no open files, no cached index: a warm timing's warm-up pass fills
+    them); the originals with the resize to `short_side` fused into their decode (as
+    `ClipDataset(short_side=S)` reads them), the others as stored (they are stored at S)."""
+    read = storage_kind(spec.to).open(root).read
+    if spec.to != ORIGINAL or short_side is None:
+        return read
     from vidload.transforms import plan_geometry
 
     geometry = plan_geometry(short_side=short_side, train=False, rng=None)
-    return functools.partial(source.read, geometry=geometry)
-
-
-def _fresh_reader(spec: StorageSpec, root: Path, short_side: int | None) -> Any:
-    """`_reader` of a new source of `spec` (no open files, no cached index)."""
-    return _reader(spec.name, open_storage(spec, root), short_side)
+    return functools.partial(read, geometry=geometry)
 
 
 def _rows(

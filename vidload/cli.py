@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 import vidload
+from vidload._checks import listed
 from vidload._commands import EXIT_FAILED, EXIT_USAGE, bench, choose, convert, probe
 from vidload._commands.args import kind_help
 from vidload._convert.report import print_convert_summary
@@ -69,9 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
             "-v", "--verbose", action="store_true", help="print the traceback of an error"
         )
     # named from the commands and the kinds table, so a command or kind added is in the help
-    names = list(sub.choices)
     parser.description = (
-        f"Fast, frame-exact video clip loading: {', '.join(names[:-1])} and {names[-1]}. "
+        f"Fast, frame-exact video clip loading: {listed(list(sub.choices), 'and')}. "
         "Storage kinds (convert --to, probe): "
         + "; ".join(f"{n}: " + kind_help(n, "{described} ({reader})") for n in kind_names())
         + "."

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from contextlib import AbstractContextManager
 from typing import TextIO
 
 from vidload._checks import check_int
@@ -32,7 +33,7 @@ def format_bytes(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
-class Progress:
+class Progress(AbstractContextManager["Progress"]):
     """Progress of `total` items, drawn on `stream` (default stderr).
 
     Use as a context manager, call `update()` once per finished item, and optionally
@@ -62,9 +63,6 @@ class Progress:
         self._start = time.perf_counter()
         self._last_draw = float("-inf")
         self._last_len = 0
-
-    def __enter__(self) -> Progress:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

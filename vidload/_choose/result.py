@@ -72,13 +72,6 @@ class ChooseResult:
     def to_json(self) -> dict[str, Any]:
         """The dictionary `vidload choose --json` writes: {"rows": [...], "recommendation",
         "data", "sample", "left_out", "config", "notes", "workdir"}."""
-        return {
-            "rows": [dataclasses.asdict(r) for r in self.rows],
-            "recommendation": None if self.pick is None else dataclasses.asdict(self.pick),
-            "data": self.data,
-            "sample": list(self.sample),
-            "left_out": self.left_out,
-            "config": self.config,
-            "notes": list(self.notes),
-            "workdir": self.workdir,
-        }
+        fields = dataclasses.asdict(self).items()  # the rows and the pick as dicts too
+        out = {k: list(v) if isinstance(v, tuple) else v for k, v in fields}
+        return {"rows": out.pop("rows"), "recommendation": out.pop("pick"), **out}

@@ -7,35 +7,29 @@ sources, so what is measured is what a user gets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from vidload._checks import check_choice
-from vidload._kinds import formats, get_kind, kind_names
-from vidload._measure.clips import ORIGINAL
+from vidload._checks import check_choice, listed
+from vidload._kinds import formats, kind_names
+from vidload._measure.clips import ORIGINAL, Originals, storage_kind
 
 __all__ = [
     "DEFAULT_STORAGES",
     "StorageSpec",
-    "open_storage",
     "storage_forms",
 ]
 
-#: The options a candidate may set: each kind takes those of its own options dataclass
-#: (`StorageFormat.options`: `quality` for the JPEG kinds; `gop`, `crf`, `preset` for video).
-_OPTIONS = ("quality", "gop", "crf", "preset")
-
 
 def _kinds_in_order() -> list[Any]:
-    """The kinds, those whose candidates need no option first (then table order)."""
-    return sorted(formats(), key=lambda k: bool(k.options.SPEC_REQUIRED))
+    """The originals and the kinds, those whose candidates need no option first (then table
+    order: the originals first)."""
+    return sorted([Originals(), *formats()], key=lambda k: bool(k.options.SPEC_REQUIRED))
 
 
 def storage_forms() -> str:
     """The names `StorageSpec.parse` reads, for messages and `--help`."""
-    *forms, last = [ORIGINAL, *(f"{k.name}{k.options.SPEC_FORM}" for k in _kinds_in_order())]
-    return f"{', '.join(forms)} or {last}"
+    return listed([f"{k.name}{k.options.SPEC_FORM}" for k in _kinds_in_order()])
 
 
 @dataclass(frozen=True)
@@ -61,30 +55,26 @@ class StorageSpec:
 
     def __post_init__(self) -> None:
         check_choice("to", self.to, (ORIGINAL, *kind_names()))
-        given = self.options()
-        own = () if self.to == ORIGINAL else get_kind(self.to).option_names
+        given, kind = self.options(), storage_kind(self.to)
         for name in given:
-            if name not in own:
+            if name not in kind.option_names:
                 takes = [k.name for k in formats() if name in k.option_names]
                 raise ValueError(f"{name} applies to {'/'.join(takes)}, not {self.to!r}")
-        if self.to != ORIGINAL:
-            kind = get_kind(self.to)
-            for name in kind.options.SPEC_REQUIRED:
-                if name not in given:
-                    example = ":".join(kind.options.spec_parts(kind.choose_options[0]))
-                    raise ValueError(f"{self.to} needs a {name} (e.g. {self.to}:{example})")
-            kind.options(**given)  # checked as convert checks it
+        for name in kind.options.SPEC_REQUIRED:
+            if name not in given:
+                example = ":".join(kind.options.spec_parts(kind.choose_options[0]))
+                raise ValueError(f"{self.to} needs a {name} (e.g. {self.to}:{example})")
+        kind.options(**given)  # checked as convert checks it
 
     def options(self) -> dict[str, Any]:
-        """The options this candidate sets (not None)."""
-        return {k: v for k in _OPTIONS if (v := getattr(self, k)) is not None}
+        """The options this candidate sets (its fields but `to`, those not None): each kind takes
+        those of its own options dataclass (`StorageFormat.options`)."""
+        return {k: v for k, v in asdict(self).items() if k != "to" and v is not None}
 
     @property
     def name(self) -> str:
         """`original`, `video:gop8:crf23[:PRESET]`, `hdf5:q95`: what `parse` reads back."""
-        if self.to == ORIGINAL:
-            return ORIGINAL
-        return ":".join([self.to, *get_kind(self.to).options.spec_parts(self.options())])
+        return ":".join([self.to, *storage_kind(self.to).options.spec_parts(self.options())])
 
     @classmethod
     def parse(cls, text: str) -> StorageSpec:
@@ -96,11 +86,9 @@ class StorageSpec:
         """
         kind, *rest = text.strip().split(":")
         try:
-            if kind == ORIGINAL and not rest:
-                return cls(ORIGINAL)
-            if kind not in kind_names() or kind == ORIGINAL:
+            if kind not in (ORIGINAL, *kind_names()):
                 raise ValueError("unknown form")
-            options = get_kind(kind).options
+            options = storage_kind(kind).options
             opts: dict[str, Any] = {}
             for part in rest:
                 key, value = options.spec_value(part)
@@ -120,21 +108,8 @@ def default_storages() -> tuple[StorageSpec, ...]:
     random access at four (GOP, CRF) points, from all-intra to a keyframe every 16 frames, at
     `convert`'s default preset; HDF5 at three JPEG qualities, npy at one, as its bytes are
     HDF5's plus padding."""
-    return (
-        StorageSpec(ORIGINAL),
-        *(StorageSpec(k.name, **o) for k in _kinds_in_order() for o in k.choose_options),
-    )
+    return tuple(StorageSpec(k.name, **o) for k in _kinds_in_order() for o in k.choose_options)
 
 
 #: `default_storages()` as the table had them when this module was imported.
 DEFAULT_STORAGES: tuple[StorageSpec, ...] = default_storages()
-
-
-def open_storage(spec: StorageSpec, root: Path) -> Any:
-    """The vidload source that reads `spec`'s files under `root` (the originals:
-    `VideoSource`)."""
-    if spec.to == ORIGINAL:
-        from vidload.sources.video import VideoSource
-
-        return VideoSource(root)
-    return get_kind(spec.to).open(root)

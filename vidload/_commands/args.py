@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
+from vidload._checks import listed
 from vidload._cpus import default_workers
 from vidload._kinds import get_kind, input_kinds, kind_names
 from vidload._storage.filesystems import MissingExtraError
@@ -20,7 +21,6 @@ __all__ = [
     "add_storage_option",
     "add_input",
     "check_paths",
-    "check_storage_option",
     "crf",
     "dask_executor",
     "kind_help",
@@ -91,19 +91,14 @@ def kind_help(name: str, form: str) -> str:
 def kinds_described() -> str:
     """What the kinds of the table are, as a help text lists them: "JPEG frame folders, .h5
     files, .npy files or video files"."""
-    return _listed([kind_help(n, "{described}") for n in kind_names()])
+    return listed([kind_help(n, "{described}") for n in kind_names()])
 
 
 def inputs_described() -> str:
     """What `convert` and `probe` take as INPUT: video files, and the containers of the
     kinds the table says they take ("video files, JPEG frame folders, .h5 files or .npy
     files")."""
-    return _listed(["video files", *(k.described for k in input_kinds())])
-
-
-def _listed(words: Sequence[str]) -> str:
-    """The words as a sentence lists them: "a, b or c" ("a" alone)."""
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+    return listed(["video files", *(k.described for k in input_kinds())])
 
 
 def add_input(p: argparse.ArgumentParser, kinds: str) -> None:
@@ -193,25 +188,20 @@ def storage_options(pairs: Sequence[tuple[list[str], Any]] | None) -> dict[str, 
     return out
 
 
-def check_paths(args: argparse.Namespace, *, name: str = "INPUT") -> None:
-    """The paths given on the command line exist: a missing one is a usage error. An INPUT
-    URL is checked where it is read (a missing one names the URL)."""
+def check_paths(args: argparse.Namespace, output: str | None = None) -> None:
+    """The paths given on the command line exist: a missing one is a usage error (an INPUT
+    URL is checked where it is read: a missing one names the URL). `--storage-option` is for
+    URLs: given where INPUT (and `output`, convert's OUTPUT) are local paths it would be
+    ignored, so it is a usage error too."""
     from vidload._storage import Location
 
     local = Location(args.input).local_file()  # None: a URL
     if local is not None and not local.exists():
-        raise UsageError(f"{name} ({args.input!r}) does not exist")
+        raise UsageError(f"INPUT ({args.input!r}) does not exist")
     if args.labels is not None and not Path(args.labels).is_file():
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
-
-
-def check_storage_option(args: argparse.Namespace, output: str | None = None) -> None:
-    """`--storage-option` is for URLs: given where INPUT (and `output`, convert's OUTPUT) are
-    local paths it would be ignored, so it is a usage error."""
-    from vidload._storage import Location
-
     given = {"INPUT": args.input, "OUTPUT": output}
     remote = [Location(t).over_network for t in given.values() if t is not None]
     if args.storage_option and not any(remote):

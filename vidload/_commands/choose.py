@@ -9,7 +9,6 @@ from typing import Any
 from vidload._commands import EXIT_OK
 from vidload._commands.args import (
     add_storage_option,
-    check_paths,
     positive_int,
     positive_number,
     quick_or,
@@ -128,29 +127,24 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         help="smoke run: 2 videos, 4 clips, 1 round, 4 PSNR frames, built in this process",
     )
     ch.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    ch.set_defaults(labels=None, root=None)
     return ch
 
 
 def run(args: argparse.Namespace) -> int:
     """Measure the storages as `args` say; 0 when done."""
-    check_paths(args, name="DATA")
     import json
 
     from vidload._choose import report
     from vidload._choose.options import ChooseOptions
+    from vidload._measure.videos import UserVideos
     from vidload.choose import choose
 
     if (args.need is None) != (args.cores is None):
         raise UsageError("--need and --cores go together (clips/s needed per GPU, cores per GPU)")
     if args.min_psnr is not None and args.need is None:
         raise UsageError("--min-psnr applies to the choice: give --need and --cores with it")
-    from vidload._measure.videos import UserVideos
-
     options = storage_options(args.storage_option)
-    wrong = UserVideos(args.input, options).usage_error(options)
-    if wrong is not None:
-        raise UsageError(wrong)
+    UserVideos(args.input, options).check_usage()
     if args.plot is not None:
         try:
             report.check_plotting()

@@ -12,7 +12,6 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
-    check_storage_option,
     crf,
     dask_executor,
     kind_help,
@@ -109,8 +108,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Convert as `args` say; 0 when every video was converted, 1 when some failed."""
-    check_paths(args)
-    check_storage_option(args, args.output)
+    check_paths(args, args.output)
     from vidload.convert import run_convert
 
     options = opts.ConvertOptions(

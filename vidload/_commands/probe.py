@@ -12,7 +12,6 @@ from vidload._commands.args import (
     add_common,
     add_input,
     check_paths,
-    check_storage_option,
     dask_executor,
     inputs_described,
     official_files_for_the_shell,
@@ -57,7 +56,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Probe as `args` say; 0 when every video was read, 1 when some failed."""
     check_paths(args)
-    check_storage_option(args)
     from vidload._convert.inputs import input_class_map
     from vidload._storage import Location
     from vidload.labels import CLASSES_NAME, is_contiguous, write_classes

@@ -13,14 +13,18 @@ import numpy as np
 
 from vidload._kinds import get_kind
 from vidload.sampling import SamplingMode, sample_clip
+from vidload.sources._format import StorageFormat
+from vidload.sources.video import VideoSource
 
 __all__ = [
     "ORIGINAL",
     "Clip",
+    "Originals",
     "common_counts",
     "sample_clips",
     "stored_bytes",
     "stored_files",
+    "storage_kind",
     "why",
 ]
 
@@ -31,6 +35,26 @@ Clip = tuple[str, np.ndarray]
 ORIGINAL = "original"
 
 
+class Originals(StorageFormat):
+    """The videos as they are (`ORIGINAL`): no kind of the table (nothing converts to them),
+    but a row of bench and choose whose source, files and bytes are a kind's (`storage_kind`):
+    `VideoSource` reads them."""
+
+    name = ORIGINAL
+    suffix = ""
+    described = "the videos as they are"
+    source = VideoSource
+    choose_options = ({},)  # one candidate, the videos themselves
+
+    def files(self, root: Path, video_id: str) -> list[Path]:
+        return VideoSource(root).files(video_id)
+
+
+def storage_kind(storage: str) -> StorageFormat:
+    """The kind named `storage` (`vidload._kinds`), or `Originals` for `ORIGINAL`."""
+    return Originals() if storage == ORIGINAL else get_kind(storage)
+
+
 def why(e: BaseException) -> str:
     """An error in one line for a report: its type and its last line, at most 300 chars."""
     text = str(e).strip().splitlines()
@@ -38,11 +62,14 @@ def why(e: BaseException) -> str:
 
 
 def common_counts(
-    sources: Mapping[str, Any], ids: Sequence[str], dropped: dict[str, str]
+    sources: Mapping[str, Any],
+    ids: Sequence[str],
+    dropped: dict[str, str],
+    failed: str = "counting its frames",
 ) -> dict[str, int]:
     """{video id: the smallest frame count any of `sources` has for it} for the ids not in
     `dropped`, so that every row can read every clip; a video some source cannot count is
-    added to `dropped` (with why) and left out."""
+    added to `dropped` (why: `failed` and the error) and left out."""
     counts: dict[str, int] = {}
     for vid in ids:
         if vid in dropped:
@@ -50,7 +77,7 @@ def common_counts(
         try:
             counts[vid] = min(src.actual_frames(vid) for src in sources.values())
         except Exception as e:  # noqa: BLE001 - named in the report, left out of every row
-            dropped[vid] = f"counting its frames: {why(e)}"
+            dropped[vid] = f"{failed}: {why(e)}"
     return counts
 
 
@@ -81,20 +108,11 @@ def sample_clips(
 
 def stored_files(storage: str, root: Path, video_id: str) -> list[Path]:
     """The files that hold `video_id` in `storage` under `root` (a cold read evicts them from
-    the page cache): the originals' are those `VideoSource` reads, a kind's its
-    `StorageFormat.files`."""
-    if storage == ORIGINAL:
-        from vidload.sources.video import VideoSource
-
-        return VideoSource(root).files(video_id)
-    return get_kind(storage).files(root, video_id)
+    the page cache): its kind's `StorageFormat.files` (`storage_kind`)."""
+    return storage_kind(storage).files(root, video_id)
 
 
 def stored_bytes(storage: str, root: Path, video_ids: Sequence[str]) -> float:
-    """Mean bytes on disk of each video in `storage` under `root` (a kind's `video_bytes`: its
-    own share where one file holds many videos)."""
-    if storage == ORIGINAL:
-        sizes = [sum(p.stat().st_size for p in stored_files(storage, root, v)) for v in video_ids]
-    else:
-        sizes = [get_kind(storage).video_bytes(root, v) for v in video_ids]
-    return float(np.mean(sizes))
+    """Mean bytes on disk of each video in `storage` under `root` (its kind's `video_bytes`:
+    its own share where one file holds many videos)."""
+    return float(np.mean([storage_kind(storage).video_bytes(root, v) for v in video_ids]))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,26 +68,19 @@ class UserVideos:
     def total_bytes(self) -> int:
         return sum(self.sizes.values())
 
-    @property
-    def shown(self) -> str:
-        """DATA as messages show it (a URL without its credentials)."""
-        return str(self.root)
+    def check_usage(self) -> None:
+        """UsageError for what is wrong with DATA and `--storage-option`s on the command line
+        (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
+        from vidload.errors import UsageError
 
-    def usage_error(self, storage_options: Mapping[str, Any] | None) -> str | None:
-        """What is wrong with DATA and `--storage-option`s on the command line, or None (a
-        folder in a bucket is checked where it is listed: a missing one names the URL)."""
         if self.root.over_network:
-            return None
-        if storage_options is not None:
-            return "--storage-option is for a DATA URL (s3://bucket/videos)"
+            return
+        if not self.root.exists():
+            raise UsageError(f"DATA ({self.data!r}) does not exist")
+        if self.root.storage_options is not None:
+            raise UsageError("--storage-option is for a DATA URL (s3://bucket/videos)")
         if not self.root.is_dir():
-            return f"DATA ({self.data!r}) must be a folder of videos"
-        return None
-
-    def check_options(self, storage_options: Mapping[str, Any] | None) -> None:
-        """ValueError for `storage_options` that DATA does not take."""
-        if storage_options and not self.root.over_network:
-            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
+            raise UsageError(f"DATA ({self.data!r}) must be a folder of videos")
 
     def find(self, where: str, error: type[Exception]) -> UserVideos:
         """Find the videos (`_is_video_name`) and their sizes, one listing per folder (the
@@ -97,11 +90,14 @@ class UserVideos:
         Raises:
             FileNotFoundError, NotADirectoryError: a local DATA that is not a folder.
             VideoReadError: a bucket folder that cannot be listed (denied, ...).
-            ValueError: an `http(s)://` DATA (a web server's folders cannot be listed).
+            ValueError: an `http(s)://` DATA (a web server's folders cannot be listed), or
+                storage options for a local DATA (which takes none).
         """
         from vidload.errors import VideoReadError
 
         root = self.root
+        if root.storage_options and not root.over_network:
+            raise ValueError(f"storage_options are for a DATA URL; {self.data!r} is a path")
         if not root.can_list:
             raise ValueError(
                 f"{where}: the videos of an {root.url.split(':', 1)[0]}:// folder cannot be "
@@ -119,12 +115,17 @@ class UserVideos:
         self.ids, self.sizes = sorted(sizes), sizes
         return self
 
-    def local_copies(self, ids: Sequence[str], downloads: Path) -> dict[str, Path]:
+    def local_copies(
+        self, ids: Sequence[str], downloads: Path, log: Callable[[str], None]
+    ) -> dict[str, Path]:
         """{id: a local file of that video}: the file itself where DATA is local, else a copy
-        in `downloads`, a cache folder of this run (errors about a copy name its URL)."""
+        in `downloads`, a cache folder of this run (errors about a copy name its URL), said
+        first on `log`."""
         from vidload._storage import LocalCache
         from vidload._storage.batch import run_concurrently
 
+        if self.root.local_file() is None:
+            log(f"copying {len(ids)} videos from {self.root} to local disk")
         cache = LocalCache(downloads, _NO_BOUND)
 
         def local(vid: str) -> Path:
@@ -133,12 +134,6 @@ class UserVideos:
 
         paths = run_concurrently(local, list(ids))
         return {vid: path.resolve() for vid, path in zip(ids, paths, strict=True)}
-
-    def copying(self, count: int) -> str | None:
-        """The progress line before `local_copies` of `count` videos, or None (no copy)."""
-        if self.root.local_file() is not None:
-            return None
-        return f"copying {count} videos from {self.root} to local disk"
 
     @property
     def notes(self) -> list[str]:
