@@ -123,66 +123,27 @@ class RemoteLocation(Location):
         fs, path = self.fs()
         return self.call("check", lambda: bool(fs.isdir(path)))
 
-    def _stat_of(self, got: Mapping[str, Any]) -> Stat:
-        if got.get("type") == "directory":
-            raise VideoReadError(self, "a folder, not a file")
-        if got.get("size") is None:
-            raise VideoReadError(self, "the server does not say the size")
-        return Stat(int(got["size"]), _version(got))
-
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
-        fs, path = self.fs()
-        fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
-        if fast is not None and head > 0:  # two GETs, the size from their answers
+        """Both ends in one round of two GETs (the tail a suffix range), the size and the
+        version from their answers (`_cat`); where the answers report no size (a filesystem
+        other than S3 or HTTP, a server's "*") `stat` asks it after."""
+        path = self.fs()[1]
+        spans: list[Span] = [(path, 0, head)] + ([(path, -tail, None)] if tail else [])
 
-            def fast_ends() -> list[Any]:
-                got = fast.cat([(path, 0, head)] + ([(path, -tail, None)] if tail else []))
-                count(len(got), sum(len(g[0]) for g in got if not isinstance(g, Exception)))
-                failed = next((g for g in got if isinstance(g, Exception)), None)
-                if failed is not None:
-                    raise failed
-                return got
+        def ends() -> tuple[list[Any], list[str | None], list[int | None]]:
+            got = self._cat(spans)
+            failed = next((b for b in got[0] if not isinstance(b, bytes)), None)
+            if failed is not None:
+                raise failed
+            return got
 
-            try:
-                got = self.call("read the ends", fast_ends)
-            except VideoReadError as e:
-                if e.reason == "not found":
-                    raise
-                # an empty object (a range of it is an error), or failing requests: s3fs's
-                # own round below says which, as without obstore
-            else:
-                (first, etag, size), last = got[0], got[1][0] if tail else b""
-                return Stat(size, str(etag).strip('"') if etag else f"{size}:"), first, last
-        if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
-            return super().read_ends(head, tail)
-
-        async def gather() -> list[Any]:
-            import asyncio
-
-            jobs = [fs._info(path), fs._cat_file(path, start=0, end=head)]
-            if tail:
-                jobs.append(fs._cat_file(path, start=-tail))
-            return await asyncio.gather(*jobs, return_exceptions=True)
-
-        def ends() -> tuple[dict[str, Any], bytes, bytes]:
-            from fsspec.asyn import sync
-
-            got = sync(fs.loop, gather)
-            count(len(got), sum(len(b) for b in got[1:] if isinstance(b, bytes)))
-            info, first = got[0], got[1]
-            last = got[2] if tail else b""
-            for item in (first, last):
-                if isinstance(item, BaseException):
-                    raise item
-            if isinstance(info, FileNotFoundError):
-                # fsspec's HTTP info answers any failure as "not found"; the reads worked
-                raise ConnectionError("the size request failed") from None
-            if isinstance(info, BaseException):
-                raise info
-            return info, first, last
-
-        info, first, last = self.call("read the ends", ends)
-        return self._stat_of(info), first, last
+        blocks, versions, sizes = self.call("read the ends", ends)
+        size, version = sizes[0], versions[0]
+        if size is None:
+            st = self.stat()
+        else:
+            st = Stat(size, version.strip('"') if version else f"{size}:")
+        return st, blocks[0], blocks[-1] if tail else b""
 
     def stat(self) -> Stat:
         fs, path = self.fs()
@@ -197,7 +158,12 @@ class RemoteLocation(Location):
                 fs.cat_file(path, start=0, end=1)
                 raise ConnectionError("the size request failed") from None
 
-        return self._stat_of(self.call("get the size", info))
+        got = self.call("get the size", info)
+        if got.get("type") == "directory":
+            raise VideoReadError(self, "a folder, not a file")
+        if got.get("size") is None:
+            raise VideoReadError(self, "the server does not say the size")
+        return Stat(int(got["size"]), _version(got))
 
     def list_dir(self) -> dict[str, int | None]:
         fs, path = self.fs()
@@ -272,10 +238,10 @@ class RemoteLocation(Location):
             raise answer
         return answer
 
-    def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None]]:
-        """Each `(path, start, stop)` span of this location's filesystem (start and stop None:
-        the whole object) in one concurrent round, counted: (its bytes, or the exception in a
-        failed one's place; the version each answer reported, None where it reports none).
+    def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None], list[int | None]]:
+        """Each `filesystems.Span` of this location's filesystem in one concurrent round,
+        counted: (its bytes, or the exception in a failed one's place; the version each
+        answer reported; the object's size each reported; None where it reports none).
         The one place that picks the client: obstore where it serves (`objectstore`), over
         HTTP an object's ranges in one request where its server serves that (`byteranges`),
         else the filesystem's own (`filesystems.cat_reporting`)."""
@@ -289,9 +255,10 @@ class RemoteLocation(Location):
         else:
             got, sent = cat_reporting(fs, spans), len(spans)
         versions = [None if isinstance(r, BaseException) else r[1] for r in got]
+        sizes = [None if isinstance(r, BaseException) else r[2] for r in got]
         blocks = [r if isinstance(r, BaseException) else r[0] for r in got]
         count(sent, sum(len(b) for b in blocks if isinstance(b, bytes)))
-        return blocks, versions
+        return blocks, versions, sizes
 
     # -- versions (`versioned`)
 
@@ -396,7 +363,7 @@ class RemoteLocation(Location):
         ]
         if not spans:
             return [[] for _ in requests]
-        got, versions = locs[0]._cat(spans)
+        got, versions, _ = locs[0]._cat(spans)
         out: list[list[bytes] | Exception] = []
         k = 0
         for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
