@@ -130,20 +130,18 @@ class RemoteLocation(Location):
         path = self.fs()[1]
         spans: list[Span] = [(path, 0, head)] + ([(path, -tail, None)] if tail else [])
 
-        def ends() -> tuple[list[Any], list[str | None], list[int | None]]:
+        def ends() -> list[Any]:
             got = self._cat(spans)
-            failed = next((b for b in got[0] if not isinstance(b, bytes)), None)
+            failed = next((a for a in got if not isinstance(a, tuple)), None)
             if failed is not None:
                 raise failed
             return got
 
-        blocks, versions, sizes = self.call("read the ends", ends)
-        size, version = sizes[0], versions[0]
+        got = self.call("read the ends", ends)
+        (first, version, size), last = got[0], got[-1][0] if tail else b""
         if size is None:
-            st = self.stat()
-        else:
-            st = Stat(size, version.strip('"') if version else f"{size}:")
-        return st, blocks[0], blocks[-1] if tail else b""
+            return self.stat(), first, last
+        return Stat(size, version.strip('"') if version else f"{size}:"), first, last
 
     def stat(self) -> Stat:
         fs, path = self.fs()
@@ -238,10 +236,10 @@ class RemoteLocation(Location):
             raise answer
         return answer
 
-    def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None], list[int | None]]:
+    def _cat(self, spans: Sequence[Span]) -> list[Any]:
         """Each `filesystems.Span` of this location's filesystem in one concurrent round,
-        counted: (its bytes, or the exception in a failed one's place; the version each
-        answer reported; the object's size each reported; None where it reports none).
+        counted: its `filesystems.Answer` (bytes, the version and size the answer reported),
+        or the exception in a failed one's place.
         The one place that picks the client: obstore where it serves (`objectstore`), over
         HTTP an object's ranges in one request where its server serves that (`byteranges`),
         else the filesystem's own (`filesystems.cat_reporting`)."""
@@ -254,11 +252,8 @@ class RemoteLocation(Location):
             got, sent = byteranges.cat_spans(fs, spans)
         else:
             got, sent = cat_reporting(fs, spans), len(spans)
-        versions = [None if isinstance(r, BaseException) else r[1] for r in got]
-        sizes = [None if isinstance(r, BaseException) else r[2] for r in got]
-        blocks = [r if isinstance(r, BaseException) else r[0] for r in got]
-        count(sent, sum(len(b) for b in blocks if isinstance(b, bytes)))
-        return blocks, versions, sizes
+        count(sent, sum(len(r[0]) for r in got if isinstance(r, tuple)))
+        return got
 
     # -- versions (`versioned`)
 
@@ -363,17 +358,18 @@ class RemoteLocation(Location):
         ]
         if not spans:
             return [[] for _ in requests]
-        got, versions, _ = locs[0]._cat(spans)
+        got = locs[0]._cat(spans)
         out: list[list[bytes] | Exception] = []
         k = 0
         for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
             n = 1 if m is None else len(m)
-            blocks, k = got[k : k + n], k + n
-            failed = next((b for b in blocks if not isinstance(b, bytes)), None)
+            answers, k = got[k : k + n], k + n
+            failed = next((a for a in answers if not isinstance(a, tuple)), None)
             if failed is not None:
                 out.append(loc._fetch_alone(ranges) if retry else failed)
                 continue
-            error = loc._version_error(versions[k - n : k]) if loc._versioned else None
+            blocks = [a[0] for a in answers]
+            error = loc._version_error([a[1] for a in answers]) if loc._versioned else None
             out.append(
                 error
                 or (blocks if ranges is None or m is None else split_blocks(ranges, m, blocks))
