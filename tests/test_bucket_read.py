@@ -89,11 +89,11 @@ def test_http_reads_the_pixels_local_disk_reads(kind, local_tree, http_dir):
     assert remote.actual_frames("a/x1") == N
 
 
-#: Requests a process makes the first time it reads a video (HDF5: size, then its head and
-#: tail, one range for a file this small), and per clip after that.
-#: Requests to open a video, all in one concurrent round: the size with the head (and for
-#: HDF5 the tail, where its frame table lies: `Location.read_ends`), or a listing.
-FIRST = {"hdf5": 3, "npy-mmap": 2, "npy-read": 2, "jpeg": 1}
+#: Requests a process makes the first time it reads a video, and per clip after that.
+#: Requests to open a video, all in one concurrent round: the head (and for HDF5 the tail,
+#: where its frame table lies), their answers saying the size (`Location.read_ends`), or a
+#: listing.
+FIRST = {"hdf5": 2, "npy-mmap": 1, "npy-read": 1, "jpeg": 1}
 PER_CLIP = {"hdf5": 1, "npy-mmap": 1, "npy-read": 1, "jpeg": len(set(CLIP))}
 
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from vidload._storage import http_adapter
-from vidload._storage.filesystems import Span, answer_version, cat_one
+from vidload._storage.filesystems import Answer, Span, answer_version, cat_one
 from vidload._storage.ranges import block_of, coalesce, cut, split_blocks
 
 __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
@@ -113,8 +113,8 @@ def _cover(
 
 async def _multi(
     fs: Any, path: str, asked: Sequence[tuple[int, int]]
-) -> tuple[list[bytes], str | None] | None:
-    """The asked ranges of `path` in one GET with the version its answer reports, or None
+) -> tuple[list[bytes], str | None, int | None] | None:
+    """The asked ranges of `path` in one GET with the version and size its answer reports, or None
     where the answer cannot serve them (the caller then sends one request per range). A
     missing object or a failing server raises as `_cat_file` does."""
     ranges = ",".join(f"{a}-{b - 1}" for a, b in asked)
@@ -141,7 +141,7 @@ async def _multi(
                     with _LOCK:
                         _UNSUPPORTED.add(_host(url))
                 return None
-            return served, answer_version(r.headers, total)
+            return served, answer_version(r.headers, total), total
         if r.status == 200:  # the ranges ignored: the whole object, not read
             with _LOCK:
                 _UNSUPPORTED.add(_host(url))
@@ -153,8 +153,8 @@ async def _multi(
         return None
 
 
-def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Any], int]:
-    """Each `(path, start, stop)` span's `(bytes, version)` as `filesystems.cat_reporting`
+def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Answer | Exception], int]:
+    """Each `(path, start, stop)` span's `filesystems.Answer` as `filesystems.cat_reporting`
     answers it (an exception in a failed one's place), for fsspec's HTTP filesystem
     (`http_adapter.is_http`): the ranges of one object in one request where its server serves
     that (see the module docstring), all in one concurrent round on the filesystem's event
@@ -206,10 +206,10 @@ def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Any], int]:
         if got is None:
             await asyncio.gather(*(one(i) for i in members))
             return
-        blocks, version = got
+        blocks, version, total = got
         wanted = [(starts[i], stops[i]) for i in members]
         for i, data in zip(members, split_blocks(wanted, asked, blocks), strict=True):  # type: ignore[arg-type]
-            out[i] = (data, version)
+            out[i] = (data, version, total)
 
     async def gather() -> None:
         await asyncio.gather(*(one(i) for i in singles), *(several(*job) for job in jobs))

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from vidload._lru import ProcessLRU
 from vidload._storage import http_adapter, s3_adapter
+from vidload._storage.ranges import http_range
 
 __all__ = [
     "EXTRAS",
@@ -171,20 +172,26 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     return fs
 
 
-#: A byte range of `cat_reporting`: (path, start, stop); start and stop None: the whole object.
+#: A byte range of `cat_reporting`: (path, start, stop); start and stop None: the whole object;
+#: start < 0 and stop None: its last -start bytes.
 Span = tuple[str, "int | None", "int | None"]
+#: A span's answer: (its bytes, the object's version the answer reported, the object's size it
+#: reported); None where it reports none.
+Answer = tuple[bytes, "str | None", "int | None"]
 
 
-def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | None] | Exception]:
-    """Each span's bytes with the version its response reported, all in one concurrent round
-    (an exception in place of a failed one, as `cat_ranges(on_error="return")`): how
-    `RemoteLocation` reads any filesystem but fsspec's HTTP (`byteranges`) and obstore's S3.
+def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[Answer | Exception]:
+    """Each span's `Answer`, all in one concurrent round (an exception in place of a failed
+    one, as `cat_ranges(on_error="return")`): how `RemoteLocation` reads any filesystem but
+    fsspec's HTTP (`byteranges`) and obstore's S3.
 
     The version is what the GET's own answer says: S3's ETag, HTTP's ETag (else its
-    Last-Modified and total size); None where the filesystem does not hand its responses out
-    (then nothing can be compared). This is how a reader that keeps an object's header knows
-    that the bytes it fetches later are still that object's, without a request of its own
-    (`RemoteLocation.versioned`). fsspec's `cat_ranges` returns the bodies only, so S3 and
+    Last-Modified and total size); the size is its Content-Range's total (a whole object's
+    length); None where the filesystem does not hand its responses out (then nothing can be
+    compared, and `RemoteLocation.read_ends` asks the size). This is how a reader that keeps
+    an object's header knows that the bytes it fetches later are still that object's, and one
+    that opens an object its size, without a request of their own (`RemoteLocation.versioned`,
+    `RemoteLocation.read_ends`). fsspec's `cat_ranges` returns the bodies only, so S3 and
     HTTP are read here by their filesystems' own clients (`s3_adapter`, `http_adapter`: the
     one home each of what those libraries do not document), the rest by `_cat_file`. A whole
     S3 object is one GET (s3fs's own `cat_file` first asks its size, a HEAD, to fetch a large
@@ -192,7 +199,7 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
     if not getattr(fs, "async_impl", False):  # a blocking filesystem: no answer to report
         paths, starts, stops = ([span[k] for span in spans] for k in range(3))
         got = fs.cat_ranges(paths, starts, stops, on_error="return")
-        return [g if isinstance(g, Exception) else (g, None) for g in got]
+        return [g if isinstance(g, Exception) else (g, None, None) for g in got]
     import asyncio
 
     from fsspec.asyn import sync
@@ -203,12 +210,6 @@ def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[tuple[bytes, str | Non
         )
 
     return sync(fs.loop, gather)
-
-
-def _range_header(start: int | None, stop: int | None) -> dict[str, str]:
-    if start is None and stop is None:
-        return {}
-    return {"Range": f"bytes={start or 0}-{'' if stop is None else stop - 1}"}
 
 
 def answer_version(headers: Any, total: object) -> str | None:
@@ -223,23 +224,27 @@ def answer_version(headers: Any, total: object) -> str | None:
     return version
 
 
-async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> tuple[bytes, Any]:
-    """One span's bytes and the version its answer reported (`cat_reporting`'s request; the
-    single-range requests of `byteranges.cat_spans(report=True)`)."""
+async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> Answer:
+    """One span's bytes (start < 0, stop None: the last -start bytes), the version its answer
+    reported and the object's size it reported (`cat_reporting`'s request; the single-range
+    requests of `byteranges.cat_spans`)."""
     if start is not None and stop is not None and start >= stop:
-        return b"", None
+        return b"", None, None
     if s3_adapter.is_s3(fs):
         return await s3_adapter.get_object(fs, path, start, stop)
     if http_adapter.is_http(fs):
-        async with http_adapter.get(fs, path, _range_header(start, stop)) as r:
+        asked = http_range(start, stop)
+        async with http_adapter.get(fs, path, {"Range": asked} if asked else {}) as r:
             data = await r.read()
             http_adapter.raise_for_status(fs, r, path)
             total = r.headers.get("Content-Range", "").rpartition("/")[2]
             version = answer_version(r.headers, total or r.headers.get("Content-Length"))
-            if r.status == 200 and (start is not None or stop is not None):  # ranges ignored
+            # a 200 is the whole object (the range ignored); a 206 says the size, or "*"
+            size = len(data) if r.status == 200 else int(total) if total.isdigit() else None
+            if r.status == 200 and asked:  # the range ignored: cut here
                 data = data[start or 0 : stop]
-        return data, version
-    return await fs._cat_file(path, start=start, end=stop), None
+        return data, version, size
+    return await fs._cat_file(path, start=start, end=stop), None, None
 
 
 def endpoint(options: Mapping[str, Any] | None) -> str:

@@ -206,11 +206,11 @@ class Location:
 
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
         """(stat, the first `head` bytes, the last `tail` bytes) in one round: for a remote
-        object the size, the head and the tail (a suffix range) are three concurrent
-        requests, so opening a container (HDF5's superblock and frame table, an npy header)
-        waits one round-trip, not two. Either end may overlap the other or be the whole
-        object; `tail` 0 gives b"". Here: the stat, then both ends as one `read_ranges`
-        (what a local file or a blocking filesystem does)."""
+        object the head and the tail (a suffix range) are two concurrent requests whose
+        answers report its size, so opening a container (HDF5's superblock and frame table,
+        an npy header) waits one round-trip, not two. Either end may overlap the other or be
+        the whole object; `tail` 0 gives b"". Here: the stat, then both ends as one
+        `read_ranges` (what a local file does)."""
         st = self.stat()
         first, last = self.read_ranges([(0, head), (max(0, st.size - tail), st.size)])
         return st, first, last if tail else b""

@@ -5,7 +5,7 @@ signing and response parsing), obstore (Rust's object_store) ~0.15-0.18 ms: at 8
 clip that is ~11-13 ms against ~1.3 ms per clip, more than decoding the clip costs
 (`tools/obstore_cost.py`; docs/development.md, "obstore against fsspec"). So where obstore is
 installed, the reads of `s3://` objects (byte ranges, whole objects, and the versions their
-answers report, and `read_ends`, whose size they report too) go through it; everything else
+answers report, and the sizes `read_ends` takes from them) go through it; everything else
 (listings, stats, writes, exclusive creates) stays with s3fs, and so do the reads where the
 options ask for what this module does not map (anything but `key`, `secret`, `token`,
 `anon`, `endpoint_url`, `client_kwargs={"endpoint_url", "region_name"}`, `config_kwargs`)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Sequence
 
-__all__ = ["COALESCE_GAP", "Block", "block_of", "coalesce", "cut", "split_blocks"]
+__all__ = ["COALESCE_GAP", "Block", "block_of", "coalesce", "cut", "http_range", "split_blocks"]
 
 #: Ranges of one object closer than this are fetched as one request. Where each range is a
 #: request (S3, GCS, a server without multipart answers) the requests of a round go out
@@ -73,3 +73,13 @@ def cut(blocks: Iterable[Block], a: int, b: int) -> bytes | None:
         if start <= a and b <= stop:
             return data[a - start : b - start]
     return None
+
+
+def http_range(start: int | None, stop: int | None) -> str | None:
+    """The HTTP Range header (S3's too) asking bytes [start, stop): the last -start bytes
+    where start < 0 and stop is None (a suffix range), None for the whole object (both None)."""
+    if start is None and stop is None:
+        return None
+    if start is not None and start < 0:
+        return f"bytes={start}"
+    return f"bytes={start or 0}-{'' if stop is None else stop - 1}"

@@ -123,66 +123,25 @@ class RemoteLocation(Location):
         fs, path = self.fs()
         return self.call("check", lambda: bool(fs.isdir(path)))
 
-    def _stat_of(self, got: Mapping[str, Any]) -> Stat:
-        if got.get("type") == "directory":
-            raise VideoReadError(self, "a folder, not a file")
-        if got.get("size") is None:
-            raise VideoReadError(self, "the server does not say the size")
-        return Stat(int(got["size"]), _version(got))
-
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
-        fs, path = self.fs()
-        fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
-        if fast is not None and head > 0:  # two GETs, the size from their answers
+        """Both ends in one round of two GETs (the tail a suffix range), the size and the
+        version from their answers (`_cat`); where the answers report no size (a filesystem
+        other than S3 or HTTP, a server's "*") `stat` asks it after."""
+        path = self.fs()[1]
+        spans: list[Span] = [(path, 0, head)] + ([(path, -tail, None)] if tail else [])
 
-            def fast_ends() -> list[Any]:
-                got = fast.cat([(path, 0, head)] + ([(path, -tail, None)] if tail else []))
-                count(len(got), sum(len(g[0]) for g in got if not isinstance(g, Exception)))
-                failed = next((g for g in got if isinstance(g, Exception)), None)
-                if failed is not None:
-                    raise failed
-                return got
+        def ends() -> list[Any]:
+            got = self._cat(spans)
+            failed = next((a for a in got if not isinstance(a, tuple)), None)
+            if failed is not None:
+                raise failed
+            return got
 
-            try:
-                got = self.call("read the ends", fast_ends)
-            except VideoReadError as e:
-                if e.reason == "not found":
-                    raise
-                # an empty object (a range of it is an error), or failing requests: s3fs's
-                # own round below says which, as without obstore
-            else:
-                (first, etag, size), last = got[0], got[1][0] if tail else b""
-                return Stat(size, str(etag).strip('"') if etag else f"{size}:"), first, last
-        if not getattr(fs, "async_impl", False):  # a blocking filesystem: one after another
-            return super().read_ends(head, tail)
-
-        async def gather() -> list[Any]:
-            import asyncio
-
-            jobs = [fs._info(path), fs._cat_file(path, start=0, end=head)]
-            if tail:
-                jobs.append(fs._cat_file(path, start=-tail))
-            return await asyncio.gather(*jobs, return_exceptions=True)
-
-        def ends() -> tuple[dict[str, Any], bytes, bytes]:
-            from fsspec.asyn import sync
-
-            got = sync(fs.loop, gather)
-            count(len(got), sum(len(b) for b in got[1:] if isinstance(b, bytes)))
-            info, first = got[0], got[1]
-            last = got[2] if tail else b""
-            for item in (first, last):
-                if isinstance(item, BaseException):
-                    raise item
-            if isinstance(info, FileNotFoundError):
-                # fsspec's HTTP info answers any failure as "not found"; the reads worked
-                raise ConnectionError("the size request failed") from None
-            if isinstance(info, BaseException):
-                raise info
-            return info, first, last
-
-        info, first, last = self.call("read the ends", ends)
-        return self._stat_of(info), first, last
+        got = self.call("read the ends", ends)
+        (first, version, size), last = got[0], got[-1][0] if tail else b""
+        if size is None:
+            return self.stat(), first, last
+        return Stat(size, version.strip('"') if version else f"{size}:"), first, last
 
     def stat(self) -> Stat:
         fs, path = self.fs()
@@ -197,7 +156,12 @@ class RemoteLocation(Location):
                 fs.cat_file(path, start=0, end=1)
                 raise ConnectionError("the size request failed") from None
 
-        return self._stat_of(self.call("get the size", info))
+        got = self.call("get the size", info)
+        if got.get("type") == "directory":
+            raise VideoReadError(self, "a folder, not a file")
+        if got.get("size") is None:
+            raise VideoReadError(self, "the server does not say the size")
+        return Stat(int(got["size"]), _version(got))
 
     def list_dir(self) -> dict[str, int | None]:
         fs, path = self.fs()
@@ -272,10 +236,10 @@ class RemoteLocation(Location):
             raise answer
         return answer
 
-    def _cat(self, spans: Sequence[Span]) -> tuple[list[Any], list[str | None]]:
-        """Each `(path, start, stop)` span of this location's filesystem (start and stop None:
-        the whole object) in one concurrent round, counted: (its bytes, or the exception in a
-        failed one's place; the version each answer reported, None where it reports none).
+    def _cat(self, spans: Sequence[Span]) -> list[Any]:
+        """Each `filesystems.Span` of this location's filesystem in one concurrent round,
+        counted: its `filesystems.Answer` (bytes, the version and size the answer reported),
+        or the exception in a failed one's place.
         The one place that picks the client: obstore where it serves (`objectstore`), over
         HTTP an object's ranges in one request where its server serves that (`byteranges`),
         else the filesystem's own (`filesystems.cat_reporting`)."""
@@ -288,10 +252,8 @@ class RemoteLocation(Location):
             got, sent = byteranges.cat_spans(fs, spans)
         else:
             got, sent = cat_reporting(fs, spans), len(spans)
-        versions = [None if isinstance(r, BaseException) else r[1] for r in got]
-        blocks = [r if isinstance(r, BaseException) else r[0] for r in got]
-        count(sent, sum(len(b) for b in blocks if isinstance(b, bytes)))
-        return blocks, versions
+        count(sent, sum(len(r[0]) for r in got if isinstance(r, tuple)))
+        return got
 
     # -- versions (`versioned`)
 
@@ -396,17 +358,18 @@ class RemoteLocation(Location):
         ]
         if not spans:
             return [[] for _ in requests]
-        got, versions = locs[0]._cat(spans)
+        got = locs[0]._cat(spans)
         out: list[list[bytes] | Exception] = []
         k = 0
         for loc, (_, ranges), m in zip(locs, requests, merged, strict=True):
             n = 1 if m is None else len(m)
-            blocks, k = got[k : k + n], k + n
-            failed = next((b for b in blocks if not isinstance(b, bytes)), None)
+            answers, k = got[k : k + n], k + n
+            failed = next((a for a in answers if not isinstance(a, tuple)), None)
             if failed is not None:
                 out.append(loc._fetch_alone(ranges) if retry else failed)
                 continue
-            error = loc._version_error(versions[k - n : k]) if loc._versioned else None
+            blocks = [a[0] for a in answers]
+            error = loc._version_error([a[1] for a in answers]) if loc._versioned else None
             out.append(
                 error
                 or (blocks if ranges is None or m is None else split_blocks(ranges, m, blocks))
