@@ -145,7 +145,8 @@ class ClipAugment:
         (seed, epoch, index), seven uniforms in a fixed order (so turning an augmentation off
         leaves the others' draws as they were)."""
         epoch = check_int("epoch", epoch, minimum=0)
-        items = [check_int("index", int(i), minimum=0) for i in _as_list(indices)]
+        flat = torch.as_tensor(indices).reshape(-1).tolist()  # any device, any int sequence
+        items = [check_int("index", int(i), minimum=0) for i in flat]
         seeds = (np.random.SeedSequence([self.seed, epoch, i], spawn_key=(4,)) for i in items)
         u = np.array([np.random.default_rng(s).random(7) for s in seeds]).reshape(len(items), 7)
         lo, hi = self.blur_sigma
@@ -218,12 +219,8 @@ def _blur(clips: torch.Tensor, sigma: np.ndarray, max_sigma: float) -> torch.Ten
     k = torch.as_tensor(kernels, device=clips.device).to(clips.dtype)
     k = k.repeat_interleave(c, 0)  # (n * 3, K): one kernel per clip, for each channel
     y = clips.permute(1, 0, 2, 3, 4).reshape(t, n * c, h, w)
-    y = F.conv2d(
-        F.pad(y, (radius, radius, 0, 0), mode="reflect"), k[:, None, None, :], groups=n * c
-    )
-    y = F.conv2d(
-        F.pad(y, (0, 0, radius, radius), mode="reflect"), k[:, None, :, None], groups=n * c
-    )
+    for pad, kernel in [((radius, radius, 0, 0), (1, -1)), ((0, 0, radius, radius), (-1, 1))]:
+        y = F.conv2d(F.pad(y, pad, mode="reflect"), k.view(n * c, 1, *kernel), groups=n * c)
     return y.reshape(t, n, c, h, w).permute(1, 0, 2, 3, 4)
 
 
@@ -232,9 +229,3 @@ def _three(name: str, values: Sequence[float]) -> tuple[float, float, float]:
     if len(out) != 3:
         raise ValueError(f"{name} ({values!r}) must have 3 values (R, G, B)")
     return out
-
-
-def _as_list(indices: Sequence[int] | torch.Tensor | np.ndarray) -> list[int]:
-    if isinstance(indices, torch.Tensor):
-        return indices.reshape(-1).tolist()
-    return [int(i) for i in np.asarray(indices).reshape(-1)]

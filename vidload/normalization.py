@@ -97,10 +97,8 @@ def normalize(
     if bool((std_t <= 0).any()):
         raise ValueError(f"std ({std_t.tolist()}) must be > 0 for every channel")
 
-    if device is not None:
-        device = torch.device(device)
-        non_blocking = device.type != "cpu" and batch.is_pinned()
-        batch = batch.to(device, non_blocking=non_blocking)
+    if device is not None:  # a pinned batch copies asynchronously (to the CPU: it stays as is)
+        batch = batch.to(device, non_blocking=batch.is_pinned())
     work = torch.float32 if dtype in _LOW_PRECISION else dtype
     # (x / 255 - m) / s == (x - 255 m) / (255 s): two in-place passes over one new tensor
     shape = (channels,) + (1,) * (-channel_dim - 1)

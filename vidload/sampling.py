@@ -219,9 +219,8 @@ def _pad_short(
             f"num_available ({num_available}) is too short for a {what} clip of {count} frames "
             f"and short_policy is 'error'"
         )
-    if policy == "loop":
-        return np.resize(in_range, count)
-    return np.concatenate([in_range, np.full(count - in_range.size, in_range[-1], np.int64)])
+    at = np.arange(count)  # "loop" cycles through the frames that exist, "repeat_last" stops
+    return in_range[at % in_range.size if policy == "loop" else np.minimum(at, in_range.size - 1)]
 
 
 def _check_counts(num_available: object, num_frames: object, short_policy: object) -> None:

@@ -149,10 +149,8 @@ def _encode(path: Path, frames, spec: SynthSpec) -> None:
             stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
             stream.options = {"crf": str(spec.crf)}
             for rgb in frames:
-                for packet in stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")):
-                    container.mux(packet)
-            for packet in stream.encode(None):
-                container.mux(packet)
+                container.mux(stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")))
+            container.mux(stream.encode(None))  # flush
         replace_durably(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
