@@ -45,7 +45,7 @@ from vidload.sampling import (
     ShortPolicy,
 )
 from vidload.sources.base import FrameSource, FrameSourceBase
-from vidload.transforms import ClipGeometry
+from vidload.transforms import ClipGeometry, apply_geometry
 
 __all__ = ["ClipDataset", "FrameCountWarning", "Item", "SkippedVideoWarning"]
 
@@ -487,14 +487,31 @@ class ClipDataset(OptionAttributes, Dataset):
         views: list[int],
         count: int,
     ) -> tuple[list[np.ndarray], np.ndarray]:
-        """Clip c of entry v sampled from `count` frames (stream `key`) and read: uint8
-        (k, H, W, 3) frames per view in `views` (`_items.read_views`), and the source frame
-        indices read (`_sample`)."""
+        """Clip c of entry v sampled from `count` frames (stream `key`, `_sample`) and read:
+        uint8 (k, H, W, 3) frames per view in `views`, and the source frame indices read.
+
+        The frames are read once: with the geometry when there is one view (every
+        `FrameSourceBase`'s `read` takes one: applied while decoding by vidload's sources, after
+        it by an adapted source that cannot, `vidload.sources._adapted`); otherwise full frames,
+        then `apply_geometry` per view. With a `crop`, every view must come out at that size
+        (TypeError naming the source else). The read is `read_transient`: the views are only
+        ever copied into their tensors (`_items.to_tensor`) before the next read, so a source
+        may return them in memory it reuses (a container source: `vidload._scratch`), and
+        nothing returned to the user shares it.
+        """
         indices, plans = self._sample(count, c, key, i, views, entry, v)
-        views_read = _items.read_views(
-            self.options.adapted, entry.video_id, indices, plans, crop=self.options.geometry.crop
-        )
-        return views_read, indices
+        source, vid, crop = self.options.adapted, entry.video_id, self.options.geometry.crop
+        geometry = plans[0] if len(plans) == 1 else None
+        frames = source.read_transient(vid, indices, geometry=geometry)
+        frames = _items.check_frames(source, vid, len(indices), frames)
+        read = [frames] if geometry is not None else [apply_geometry(frames, p) for p in plans]
+        for view in read:
+            if crop is not None and view.shape[1:3] != crop:
+                raise TypeError(
+                    f"{source.source_name}.read({vid!r}, ..., geometry=...) returned frames of "
+                    f"{view.shape[1]}x{view.shape[2]}, not the crop {crop[0]}x{crop[1]}"
+                )
+        return read, indices
 
 
 def _entry_timestamps(source: FrameSourceBase, vid: str, offset: int, count: int) -> np.ndarray:

@@ -82,7 +82,6 @@ if TYPE_CHECKING:
     from vidload.dataset import ClipDataset
 
 __all__ = [
-    "FetchAheadSampler",
     "HasByteRanges",
     "HasFiles",
     "ReadAheadSampler",

@@ -34,8 +34,8 @@ arrives: at 20 ms a request, the worker is idle for that round each batch. `make
 `FetchAheadSampler` (`vidload.prefetch`) knows the order and how torch deals batches to workers
 (in turn: a worker's next batch is the one `num_workers` batches later), and hands each batch's
 first index as a `Lead`, an int that also names the indices of the batch the same worker reads
-next. `getitems` plans that batch and sends its round (`send`) before decoding the current one,
-and when it arrives takes what the round fetched (`split`).
+next. `getitems` plans that batch and sends its round (`_send_ahead`) before decoding the current
+one, and when it arrives takes what the round fetched (`split`).
 
 What makes a byte fetched ahead safe to use: bytes are held by object (URL) and exact [start,
 stop) range, never by item. A batch uses the round sent ahead for an object only when its own
@@ -111,18 +111,6 @@ class Sent:
 
 #: The round sent ahead, per process and dataset: (the dataset, weakly; what was sent).
 _SENT: ProcessLRU[int, tuple[weakref.ref, Sent]] = ProcessLRU(4)
-
-
-def send(dataset: object, groups: list[list[Request]]) -> None:
-    """Send `groups` (the requests of the batch this process reads next, in the groups its
-    decode takes them in) as one round in threads, and keep it for that batch (`split`),
-    dropping one sent before."""
-    _SENT.discard(id(dataset))
-    if not any(groups):
-        return
-    futures = fetch_started(groups, ahead=True)
-    STATS["sent_ahead"] += 1
-    _SENT.put(id(dataset), (weakref.ref(dataset), Sent(groups, futures)))
 
 
 @dataclass
@@ -227,11 +215,8 @@ def getitems(dataset: Any, indices: Sequence[int]) -> list[Any]:
     plan = source.fetch_plan
     if prepare is None or plan is None or len(indices) == 0:
         return [dataset[i] for i in indices]
-    try:
-        chunks, videos_of = _planned(dataset, prepare, plan, indices)
-    except IndexError:
-        return [dataset[i] for i in indices]  # the bad index raises there, as alone
-    if not any(chunks):
+    chunks, videos_of = _planned(dataset, prepare, plan, indices)
+    if not any(chunks):  # nothing to fetch, or an index out of range (raising there, as alone)
         return [dataset[i] for i in indices]
     STATS["batches"] += 1
     size, groups = _grouped(chunks)  # all sent at once: one round
@@ -260,10 +245,14 @@ def _planned(
     dataset: Any, prepare: Any, plan: Any, indices: Sequence[int]
 ) -> tuple[list[list[Request]], list[list[str]]]:
     """(the storage requests of each item, the videos each item reads) of a batch, its
-    videos' heads opened first (`prepare`); IndexError for an index out of range."""
+    videos' heads opened first (`prepare`); none (empty lists) when an index is out of range,
+    whose own read raises for it."""
     per_video = dataset.items_per_video
     videos = dataset.videos
-    wanted = [videos[dataset._index(i) // per_video].video_id for i in indices]
+    try:
+        wanted = [videos[dataset._index(i) // per_video].video_id for i in indices]
+    except IndexError:
+        return [], []
     with waiting():  # heads not known yet are one round
         prepare(wanted)
     chunks: list[list[Request]] = []  # the requests of each item
@@ -287,14 +276,16 @@ def _planned(
 
 
 def _send_ahead(dataset: Any, prepare: Any, plan: Any, indices: Sequence[int]) -> None:
-    """Plan the batch of `indices` (this process reads it next) and send its round
-    (step 5), in the groups its decode will take. An index out of range
-    sends nothing: that batch's own read raises for it."""
-    try:
-        chunks, _ = _planned(dataset, prepare, plan, indices)
-    except IndexError:
-        return
-    send(dataset, _grouped(chunks)[1])
+    """Plan the batch of `indices` (this process reads it next) and send its round in threads
+    (step 5), in the groups its decode will take, kept for that batch (`split`, which dropped
+    the one sent before). An index out of range sends nothing: that batch's own read raises
+    for it."""
+    chunks, _ = _planned(dataset, prepare, plan, indices)
+    if any(chunks):
+        groups = _grouped(chunks)[1]
+        futures = fetch_started(groups, ahead=True)
+        STATS["sent_ahead"] += 1
+        _SENT.put(id(dataset), (weakref.ref(dataset), Sent(groups, futures)))
 
 
 #: The groups a batch's requests are sent in (at once): its first items are built while the

@@ -101,14 +101,13 @@ class SharedCounts:
 
     def learned_frames(self) -> dict[str, int]:
         """Frame counts learned from reads so far, by video id (a window's: `id [start, end)
-        s`), in any process."""
-        learned = self._learned.numpy()
-        found = self._sorted(np.flatnonzero(learned >= 0))
-        return {_slot_name(key): int(learned[s]) for key, s in found}
+        s`), in any process: `state()`'s, named."""
+        return {_slot_name(e[0], e[3:]): e[2] for e in self.state()["learned"]}
 
     def broken_videos(self) -> list[str]:
-        """Videos (windows: `id [start, end) s`) found broken so far, in any process."""
-        return [_slot_name(key) for key, _ in self._sorted(np.flatnonzero(self._broken.numpy()))]
+        """Videos (windows: `id [start, end) s`) found broken so far, in any process:
+        `state()`'s, named."""
+        return [_slot_name(e[0], e[2:]) for e in self.state()["broken"]]
 
     def state(self) -> dict[str, list]:
         """What was learned, as plain lists (for torch.save): `learned` `[video_id, offset,
@@ -252,7 +251,8 @@ class SharedCounts:
         """Publish `actual` to every worker; warn (`warn` starts the message) unless some
         process already learned it."""
         if actual <= 0:
-            raise VideoReadError(_slot_name(self._key(self._slot(v))), "no frames decode")
+            key = self._key(self._slot(v))
+            raise VideoReadError(_slot_name(key[0], _window_of(key)), "no frames decode")
         slot = self._slot(v)
         if int(self._learned[slot]) == actual:
             return
@@ -349,6 +349,6 @@ def _window_of(key: tuple[str, int, float, float]) -> list[float | None]:
     return [None if start == -1.0 else start, None if end == _INF else end]
 
 
-def _slot_name(key: tuple[str, int, float, float]) -> str:
-    window = _window_of(key)
-    return key[0] if not window else f"{key[0]} {describe(*window)}"
+def _slot_name(video_id: str, window: Sequence[float | None]) -> str:
+    """How messages and `learned_frames` name a slot: its video id, and its window if any."""
+    return video_id if not window else f"{video_id} {describe(*window)}"

@@ -1,5 +1,5 @@
-"""ClipDataset's item assembly: a clip's views read, frames to tensors, the transform's seeded
-call, labels, info, stacking.
+"""ClipDataset's item assembly: a read's frames checked, frames to tensors, the transform's
+seeded call, labels, info, stacking.
 
 Everything here turns what a source returns into what the default collate batches; nothing
 here samples.
@@ -16,42 +16,9 @@ from vidload._cv2 import cv2
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry
 from vidload.sources.base import FrameSourceBase
-from vidload.transforms import ClipGeometry, apply_geometry
 
 #: (clip index within its video, spatial view, int64 (T,) source frame indices) of one clip.
 ClipRecord = tuple[int, int, np.ndarray]
-
-
-def read_views(
-    source: FrameSourceBase,
-    vid: str,
-    indices: np.ndarray,
-    plans: Sequence[ClipGeometry | None],
-    *,
-    crop: tuple[int, int] | None,
-) -> list[np.ndarray]:
-    """uint8 (k, H, W, 3) frames `indices` of `vid`, one array per plan (spatial view).
-
-    The frames are read once: with the geometry when there is one plan (every
-    `FrameSourceBase`'s `read` takes one: applied while decoding by vidload's sources, after
-    it by an adapted source that cannot, `vidload.sources._adapted`); otherwise full frames,
-    then `apply_geometry` per plan. With a `crop`, every view must come out at that size
-    (TypeError naming the source else). The read is `read_transient`: the views are only
-    ever copied into their tensors (`to_tensor`) before the next read, so a source may
-    return them in memory it reuses (a container source: `vidload._scratch`), and nothing
-    returned to the user shares it.
-    """
-    geometry = plans[0] if len(plans) == 1 else None
-    frames = source.read_transient(vid, indices, geometry=geometry)
-    frames = check_frames(source, vid, len(indices), frames)
-    views = [frames] if geometry is not None else [apply_geometry(frames, p) for p in plans]
-    for view in views:
-        if crop is not None and view.shape[1:3] != crop:
-            raise TypeError(
-                f"{source.source_name}.read({vid!r}, ..., geometry=...) returned frames of "
-                f"{view.shape[1]}x{view.shape[2]}, not the crop {crop[0]}x{crop[1]}"
-            )
-    return views
 
 
 def check_frames(source: FrameSourceBase, vid: str, num_indices: int, frames: object) -> np.ndarray:
