@@ -65,15 +65,17 @@ def upload_work(work: WorkDir, url: str) -> None:
 
 
 def measure_bucket(
-    work: WorkDir, url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
+    local: dict[str, Any], url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
-    """{storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s}, requests_per_clip,
-    bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module docstring)."""
+    """The sources of `local` ({storage: its source on the work folder}) against the same
+    storages under `url`: {storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s},
+    requests_per_clip, bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module
+    docstring)."""
     rows: dict[str, Any] = {}
     labels = [0] * len(clips)
     for kind in kinds():
         remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
-        pair = {"local": kind.open(work.converted[kind.name]), "bucket": remote}
+        pair = {"local": local[kind.name], "bucket": remote}
         rr = RoundRobin(0.0)  # each added pass is its warm-up: counts, frame tables, caches
         for name, src in pair.items():
             rr.add(name, functools.partial(row_pass, src.read, clips, cfg.batch_size))
