@@ -64,10 +64,6 @@ class UserVideos:
         self.ids: list[str] = []
         self.sizes: dict[str, int] = {}
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(self.sizes.values())
-
     def check_usage(self) -> None:
         """UsageError for what is wrong with DATA and `--storage-option`s on the command line
         (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
