@@ -31,6 +31,7 @@ from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
 from vidload._measure.timing import RoundRobin, row_pass
+from vidload._measure.videos import walk_sizes
 from vidload._storage import STATS, Location
 from vidload._storage.batch import put_many
 from vidload.sources._format import StorageFormat
@@ -46,14 +47,12 @@ def kinds() -> tuple[StorageFormat, ...]:
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
-    the same size are kept), each storage's files in one concurrent batch (`put_many`)."""
+    the same size are kept: listed with their sizes, one listing per folder, `walk_sizes`),
+    each storage's files in one concurrent batch (`put_many`)."""
     for storage in (k.name for k in kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
-        present: dict[str, int] = {}
-        if target.exists():
-            for rel in target.walk_files():
-                present[rel] = (target / rel).size()
+        present = walk_sizes(target, keep=lambda _name: True) if target.exists() else {}
         todo = [
             p
             for p in sorted(local.rglob("*"))
