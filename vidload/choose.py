@@ -249,7 +249,7 @@ def _measure_all(
         }
         colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
 
-    data_bytes = float(videos.total_bytes)
+    data_bytes = float(sum(videos.sizes.values()))
     table = _rows(specs, roots, built, quality, warm, colds, clips, kept, data_bytes)
     pick = None
     if cfg.need is not None and cfg.cores is not None:  # given together (ChooseOptions)

@@ -31,6 +31,7 @@ from vidload._bench.dataloader import epoch, make_loader
 from vidload._bench.workdir import WorkDir, log
 from vidload._kinds import formats
 from vidload._measure.timing import RoundRobin, row_pass
+from vidload._measure.videos import walk_sizes
 from vidload._storage import STATS, Location
 from vidload._storage.batch import put_many
 from vidload.sources._format import StorageFormat
@@ -46,14 +47,12 @@ def kinds() -> tuple[StorageFormat, ...]:
 
 def upload_work(work: WorkDir, url: str) -> None:
     """Copy the work folder's conversions under `url/<storage>/` (objects already there with
-    the same size are kept), each storage's files in one concurrent batch (`put_many`)."""
+    the same size are kept: listed with their sizes, one listing per folder, `walk_sizes`),
+    each storage's files in one concurrent batch (`put_many`)."""
     for storage in (k.name for k in kinds()):
         local = work.converted[storage]
         target = Location(url) / storage
-        present: dict[str, int] = {}
-        if target.exists():
-            for rel in target.walk_files():
-                present[rel] = (target / rel).size()
+        present = walk_sizes(target, keep=lambda _name: True) if target.exists() else {}
         todo = [
             p
             for p in sorted(local.rglob("*"))
@@ -65,15 +64,17 @@ def upload_work(work: WorkDir, url: str) -> None:
 
 
 def measure_bucket(
-    work: WorkDir, url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
+    local: dict[str, Any], url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
-    """{storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s}, requests_per_clip,
-    bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module docstring)."""
+    """The sources of `local` ({storage: its source on the work folder}) against the same
+    storages under `url`: {storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s},
+    requests_per_clip, bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module
+    docstring)."""
     rows: dict[str, Any] = {}
     labels = [0] * len(clips)
     for kind in kinds():
         remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
-        pair = {"local": kind.open(work.converted[kind.name]), "bucket": remote}
+        pair = {"local": local[kind.name], "bucket": remote}
         rr = RoundRobin(0.0)  # each added pass is its warm-up: counts, frame tables, caches
         for name, src in pair.items():
             rr.add(name, functools.partial(row_pass, src.read, clips, cfg.batch_size))

@@ -25,6 +25,7 @@ decord when they can be imported.
 from __future__ import annotations
 
 import functools
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -203,7 +204,15 @@ class PyAvFromStart:
 
 
 class TorchcodecExact:
-    """Reference: torchcodec `VideoDecoder(path, seek_mode="exact").get_frames_at(indices)`."""
+    """Reference: torchcodec `VideoDecoder(path, seek_mode="exact").get_frames_at(indices)`.
+    Its row (as `DecordBatch`'s): `name`, `description`, and `module`, which must import."""
+
+    name = "torchcodec"
+    module = "torchcodec.decoders"
+    description = (
+        'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
+        "(FFmpeg's best video stream, as VideoSource)"
+    )
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -219,6 +228,11 @@ class TorchcodecExact:
 class DecordBatch:
     """Reference: decord `VideoReader(path, num_threads=1).get_batch(indices)`."""
 
+    name = module = "decord"
+    description = (
+        "decord VideoReader(num_threads=1).get_batch (FFmpeg's best video stream, as VideoSource)"
+    )
+
     def __init__(self, root: Path) -> None:
         self.root = root
 
@@ -229,13 +243,10 @@ class DecordBatch:
         return reader.get_batch(indices.tolist()).asnumpy()
 
 
-def optional_import(name: str) -> str | None:
-    """None when module `name` imports; else why not (one line)."""
+def optional_import(module: str) -> str | None:
+    """None when `module` imports; else why not (one line)."""
     try:
-        if name == "torchcodec":
-            from torchcodec.decoders import VideoDecoder  # noqa: F401
-        else:
-            __import__(name)
+        importlib.import_module(module)
     except Exception as e:  # ImportError, or OSError/RuntimeError from a native library
         return why(e)
     return None
@@ -299,26 +310,13 @@ def build_loaders(
             lambda: PyAvFromStart(vids),
         ),
     ]
-    for name, description, reader in (
-        (
-            "torchcodec",
-            'torchcodec VideoDecoder(seek_mode="exact", 1 thread).get_frames_at '
-            "(FFmpeg's best video stream, as VideoSource)",
-            TorchcodecExact,
-        ),
-        (
-            "decord",
-            "decord VideoReader(num_threads=1).get_batch "
-            "(FFmpeg's best video stream, as VideoSource)",
-            DecordBatch,
-        ),
-    ):
-        cannot = optional_import(name)
+    for reader in (TorchcodecExact, DecordBatch):
+        cannot = optional_import(reader.module)
         if cannot is None:
             make = functools.partial(reader, vids)
-            loaders.append(Loader(name, "reference", ORIGINAL, description, make))
+            loaders.append(Loader(reader.name, "reference", ORIGINAL, reader.description, make))
         else:
-            notes.append(f"{name} skipped: cannot import it here ({cannot})")
+            notes.append(f"{reader.name} skipped: cannot import it here ({cannot})")
     if only is not None:
         loaders = [ld for ld in loaders if ld.name in only]
     return loaders

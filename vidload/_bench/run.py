@@ -37,11 +37,9 @@ from vidload._bench.workdir import (
 )
 from vidload._convert.inputs import frame_folder_kind
 from vidload._cv2 import cv2
-from vidload._kinds import formats
-from vidload._measure.clips import common_counts, sample_clips, why
+from vidload._measure.clips import common_counts, sample_clips, storage_kind, why
 from vidload._measure.timing import measuring
 from vidload._storage import Location
-from vidload.sources.video import VideoSource
 from vidload.synth import SynthSpec
 
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
@@ -133,11 +131,11 @@ def _measure_bucket(
     from vidload._bench import bucket
 
     bucket.upload_work(work, url)
-    sources: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    work, clips, _labels, counts, _dropped = usable_clips(work, sources, {}, cfg, notes)
+    local: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
+    work, clips, _labels, counts, _dropped = usable_clips(work, local, {}, cfg, notes)
     notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
-    rows = bucket.measure_bucket(work, url, clips, cfg)
+    rows = bucket.measure_bucket(local, url, clips, cfg)
     return _result(cfg, work, spec, counts, notes, bucket=rows)
 
 
@@ -153,10 +151,8 @@ def _measure(
     if not loaders:
         raise ValueError(f"--only {cfg.only} leaves nothing to measure")
     readers = {ld.name: ld.make() for ld in loaders}
-    all_sources = {
-        ORIGINAL: VideoSource(work.videos),
-        **{k.name: k.open(work.converted[k.name]) for k in formats()},
-    }
+    # the videos as they are and every kind's conversion, each opened as its kind opens it
+    all_sources = {s: storage_kind(s).open(work.root_of(s)) for s in (ORIGINAL, *work.converted)}
     log("counting frames, sampling clips, and reading each clip with every row once")
     work, clips, labels, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
     memory = readers.get("memory") or MemoryJpeg(work.converted[frame_folder_kind()])

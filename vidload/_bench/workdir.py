@@ -78,11 +78,8 @@ def _found(videos: Path) -> list[str] | None:
 
 
 def _fingerprint(videos: Path, ids: list[str]) -> dict[str, list[int]]:
-    out = {}
-    for vid in ids:
-        st = (videos / vid).stat()
-        out[vid] = [st.st_size, st.st_mtime_ns]
-    return out
+    stats = {vid: (videos / vid).stat() for vid in ids}
+    return {vid: [st.st_size, st.st_mtime_ns] for vid, st in stats.items()}
 
 
 def _load_state(root: Path) -> dict:

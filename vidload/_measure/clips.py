@@ -23,7 +23,6 @@ __all__ = [
     "common_counts",
     "sample_clips",
     "stored_bytes",
-    "stored_files",
     "storage_kind",
     "why",
 ]
@@ -104,12 +103,6 @@ def sample_clips(
         idx = sample_clip(sampling, counts[vid], num_frames, train=True, rng=rng, stride=stride)
         out.append((vid, idx))
     return out
-
-
-def stored_files(storage: str, root: Path, video_id: str) -> list[Path]:
-    """The files that hold `video_id` in `storage` under `root` (a cold read evicts them from
-    the page cache): its kind's `StorageFormat.files` (`storage_kind`)."""
-    return storage_kind(storage).files(root, video_id)
 
 
 def stored_bytes(storage: str, root: Path, video_ids: Sequence[str]) -> float:

@@ -36,7 +36,7 @@ import numpy as np
 import torch
 from torch.utils.data import default_collate
 
-from vidload._measure.clips import Clip, stored_files
+from vidload._measure.clips import Clip, storage_kind
 from vidload._measure.clocks import OtherLoad
 
 Reader = Callable[[str, np.ndarray], np.ndarray]  # read(video_id, indices) -> uint8 (k, H, W, 3)
@@ -242,13 +242,13 @@ def cold_and_warm(
     `rows` maps a name to `(make, storage, root)`: before each cold pass the row's reader is
     made afresh (`make()` returns `read(video_id, indices)`; a new source, so the first-epoch
     setup counts in the cold pass) and the files that hold `video_ids` in `storage` under
-    `root` are evicted (`stored_files`, `drop_from_page_cache`). Wall-clock time,
+    `root` are evicted (the kind's `StorageFormat.files`, `drop_from_page_cache`). Wall-clock time,
     since waiting for the disk is what a cold read costs. Returns {name: {"cold": [...],
     "warm": [...], "cold_s", "warm_s": the best of each, "ratio": cold_s / warm_s}}.
     """
     times: dict[str, dict[str, Any]] = {name: {"cold": [], "warm": []} for name in rows}
     files = {
-        name: [p for v in video_ids for p in stored_files(storage, root, v)]
+        name: [p for v in video_ids for p in storage_kind(storage).files(root, v)]
         for name, (_make, storage, root) in rows.items()
     }
     for _ in range(repeats):

@@ -64,10 +64,6 @@ class UserVideos:
         self.ids: list[str] = []
         self.sizes: dict[str, int] = {}
 
-    @property
-    def total_bytes(self) -> int:
-        return sum(self.sizes.values())
-
     def check_usage(self) -> None:
         """UsageError for what is wrong with DATA and `--storage-option`s on the command line
         (a folder in a bucket is checked where it is listed: a missing one names the URL)."""
@@ -104,7 +100,7 @@ class UserVideos:
                 "listed; give a bucket (s3://, gs://, ...) or a local folder"
             )
         try:
-            sizes = _walk_sizes(root)
+            sizes = walk_sizes(root)
         except VideoReadError as e:
             if e.path != str(root) or e.reason not in _NOT_A_FOLDER:
                 raise
@@ -155,9 +151,10 @@ _NOT_A_FOLDER: dict[str, type[Exception]] = {
 _SAID = {"folder not found": "does not exist", "not a folder": "must be a folder of videos"}
 
 
-def _walk_sizes(root: Any) -> dict[str, int]:
-    """{relative path: size} of the video files under the folder `root`, hidden
-    folders skipped: one listing per folder, each depth's folders listed concurrently."""
+def walk_sizes(root: Any, keep: Callable[[str], bool] = _is_video_name) -> dict[str, int]:
+    """{relative path: size} of the files under the folder `root` whose names `keep` takes
+    (by default the videos), hidden folders skipped: one listing per folder, each depth's
+    folders listed concurrently."""
     from vidload._storage.batch import run_concurrently
 
     sizes: dict[str, int] = {}
@@ -171,7 +168,7 @@ def _walk_sizes(root: Any) -> dict[str, int]:
                 if size is None:
                     if not name.startswith("."):
                         deeper.append(path)
-                elif _is_video_name(name):
+                elif keep(name):
                     sizes[path] = size
         level = deeper
     return sizes
