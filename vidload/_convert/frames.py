@@ -32,7 +32,6 @@ from vidload.transforms import scaled_size
 __all__ = [
     "InputFrames",
     "NoFrames",
-    "jpeg_folder_bytes",
     "one_size",
     "resize_short_side",
 ]
@@ -58,20 +57,6 @@ def one_size(
         why = f"frame size changes from {first[1]}x{first[0]} to {shape[1]}x{shape[0]}"
         raise VideoReadError(path, why, index)
     return shape
-
-
-def jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
-    """The stored bytes of a frame folder's contiguous frames, checked to be one size."""
-    src = JpegSource(item.path.parent)
-    name = item.path.name
-    count = src.actual_frames(name)
-    size: tuple[int, int] | None = None
-    for i in range(count):
-        path = src.frame_path(name, i)
-        data = read_frame_file(path, i)  # a regular file only: a FIFO would block
-        check_jpeg_markers(data, path=str(path), index=i)
-        size = one_size(size, jpeg_size(data, path=str(path), index=i), path, i)
-        yield data
 
 
 class NoFrames(VideoReadError):
@@ -132,9 +117,16 @@ class InputFrames:
         return (encode_jpeg(rgb, quality, subsampling=subsampling) for rgb in self.rgb())
 
     def _frame_files(self) -> Iterator[bytes]:
-        """A frame folder's stored bytes (`jpeg_folder_bytes`), counted into `bytes_read`."""
+        """The stored bytes of a frame folder's contiguous frames, checked to be one size,
+        counted into `bytes_read`."""
+        src, name = JpegSource(self.path.parent), self.path.name
+        size: tuple[int, int] | None = None
         self._read = 0
-        for data in jpeg_folder_bytes(self.item):
+        for i in range(src.actual_frames(name)):
+            path = src.frame_path(name, i)
+            data = read_frame_file(path, i)  # a regular file only: a FIFO would block
+            check_jpeg_markers(data, path=str(path), index=i)
+            size = one_size(size, jpeg_size(data, path=str(path), index=i), path, i)
             self._read += len(data)
             yield data
 
