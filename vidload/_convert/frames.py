@@ -84,13 +84,18 @@ class InputFrames:
         *,
         threads: int,
         short_side: int | None,
-        fps: float | None,
-        reported: int | None,
     ) -> None:
         self.item = item
-        self.path, self.video_id = item.path, item.video_id
-        self.short_side, self.fps, self.reported = short_side, fps, reported
+        self.path, self.video_id, self.short_side = item.path, item.video_id, short_side
         self._video = VideoSource(root, threads=threads, cache_size=0) if item.is_video else None
+        #: the input's frame count and fps as its header (or its list) says, without decoding
+        self.reported: int | None = item.listed_frames
+        self.fps: float | None = None
+        if self._video is not None:
+            info = self._video.info(item.video_id)
+            self.reported, self.fps = info.reported_frames, info.fps
+        elif self.reported is None:
+            self.reported = JpegSource(item.path.parent).reported_frames(item.path.name)
         #: the bytes of a frame folder's files read (`_frame_files`); None before, or a video
         self._read: int | None = None
 
