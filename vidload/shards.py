@@ -202,7 +202,7 @@ def plan_convert(
         labels=options.labels,
         storage_options=options.storage_options,
     )
-    out.check_input(input_path, found, options.to)
+    found.check_no_overlap(input_path, out.location, options.to)
     return _plan(found, out, options, threads)
 
 

@@ -3,7 +3,7 @@ annotation list or a manifest (the forms `vidload.convert`'s module doc lists), 
 whose ids name the output's containers (`vidload._layout`).
 
 A folder's videos are labelled by their top-level class folder (`label_inputs`). Before anything
-is written, `check_no_overlap` makes sure no container lands on or around an input.
+is written, `Inputs.check_no_overlap` makes sure no container lands on or around an input.
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ __all__ = [
     "InputItem",
     "InputKind",
     "Inputs",
-    "check_no_overlap",
     "find_inputs",
     "find_input",
     "find_inputs_at",
@@ -411,32 +410,6 @@ def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
     return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
 
 
-def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
-    """No container may land on or around a local input that is not a folder's (`found`'s
-    items); OUTPUT must not be one of them."""
-    out_r = out.resolve()
-    items = found.items
-    inputs = {item.path.resolve() for item in items}
-    above_inputs = {p for path in inputs for p in path.parents}
-    frame_folders = {
-        item.path.resolve() for item in items if not item.is_video and get_kind(item.kind).folder
-    }
-    names = found.container_names(to)
-    for item in items:
-        target = out_r / names[item.video_id]
-        if (
-            target in inputs
-            or target in above_inputs
-            or any(p in frame_folders for p in target.parents)
-        ):
-            raise UsageError(
-                f"the container of {item.video_id!r} ({target}) would overwrite or sit inside "
-                f"the input; choose another OUTPUT"
-            )
-    if out_r in inputs:
-        raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")
-
-
 @dataclass(frozen=True)
 class Inputs:
     """What `find_input` found.
@@ -464,6 +437,49 @@ class Inputs:
             it.video_id: kind.container_name(it.video_id, keep_extension=it.video_id in full)
             for it in self.items
         }
+
+    def check_no_overlap(
+        self, input_path: str | os.PathLike[str], output: Location, to: str
+    ) -> None:
+        """UsageError where a container would land on or among these inputs of `input_path`
+        (`find_input`): a folder INPUT (local, or an INPUT URL's folder `root`) and OUTPUT
+        `output` inside one another, or a container of another local INPUT on or around an
+        input (one of `items`; OUTPUT itself must not be one); a local INPUT and an OUTPUT URL
+        (or the other way) cannot overlap."""
+        local, out = self.root.local_file(), output.local_file()
+        if (local is None) != (out is None):  # one local, the other a URL
+            return
+        if out is None or Path(input_path).is_dir():
+            a = str(local.resolve()) if local is not None else self.root.url
+            b = str(out.resolve()) if out is not None else output.url
+            a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                shown = str(input_path) if local is not None else str(self.root)
+                raise UsageError(
+                    f"OUTPUT ({str(output)!r}) and INPUT ({shown!r}) overlap: they must not "
+                    f"be inside one another (the containers would be written among the inputs)"
+                )
+            return
+        out_r = out.resolve()
+        inputs = {item.path.resolve() for item in self.items}
+        above_inputs = {p for path in inputs for p in path.parents}
+        frame_folders = {
+            it.path.resolve() for it in self.items if not it.is_video and get_kind(it.kind).folder
+        }
+        names = self.container_names(to)
+        for item in self.items:
+            target = out_r / names[item.video_id]
+            if (
+                target in inputs
+                or target in above_inputs
+                or any(p in frame_folders for p in target.parents)
+            ):
+                raise UsageError(
+                    f"the container of {item.video_id!r} ({target}) would overwrite or sit "
+                    f"inside the input; choose another OUTPUT"
+                )
+        if out_r in inputs:
+            raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")
 
 
 @contextlib.contextmanager

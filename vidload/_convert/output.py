@@ -16,13 +16,11 @@ finished, then the parts and temporaries removed).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
-from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
@@ -106,28 +104,6 @@ class Output:
             (self.location / OPTIONS_NAME).write_bytes(data)  # a full disk: DiskFullError
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
-
-    def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
-        """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.inputs.find_input`): a folder INPUT (local, or an INPUT
-        URL's folder `found.root`) and OUTPUT inside one another, or a container of another
-        local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
-        (or the other way) cannot overlap."""
-        local = found.root.local_file()
-        if (local is None) != (self._disk is None):  # one local, the other a URL
-            return
-        if self._disk is not None and not Path(input_path).is_dir():
-            check_no_overlap(found, self._disk, to)
-            return
-        a = str(local.resolve()) if local is not None else found.root.url
-        b = str(self._disk.resolve()) if self._disk is not None else self.location.url
-        a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-        if a.startswith(b) or b.startswith(a):
-            shown = str(input_path) if local is not None else str(found.root)
-            raise UsageError(
-                f"OUTPUT ({str(self.location)!r}) and INPUT ({shown!r}) overlap: they must not "
-                f"be inside one another (the containers would be written among the inputs)"
-            )
 
     def previous(
         self, planned: Iterable[str], to: str, *, overwrite: bool
