@@ -58,6 +58,7 @@ from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, Conve
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
+from vidload._convert.resume import part_bytes, read_part
 from vidload._kinds import get_kind
 from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
@@ -414,7 +415,7 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
 
 
 def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) -> ShardResult:
-    prior = out.read_part(shard.part)
+    prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
         if parent_gone():
@@ -426,7 +427,7 @@ def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) ->
             continue
         try:
             done[vid] = out.run(job, stage, overwrite=shard.overwrite)
-            out.write_part(shard.part, done.values())
+            (shard.output / shard.part).write_bytes(part_bytes(done.values()))  # atomic, each time
         except Exception as e:
             why = out.stops(e)
             if why is None:

@@ -25,9 +25,7 @@ from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
 from vidload._convert.resume import (
-    part_bytes,
     previous_rows,
-    read_part,
     read_parts,
     remove_stale_temporaries,
 )
@@ -199,9 +197,9 @@ class Output:
 
 class ShardOutput:
     """What one shard writes into (`vidload.shards.convert_shard`), OUTPUT, written once against
-    its `Location`: its part manifest (rewritten whole after each video by
-    `Location.write_bytes`: atomic on a disk, one PUT in a bucket; a part that cannot be read
-    is another run's garbage), whether a job's container is there, and one job run into place.
+    its `Location`: whether a job's container is there, and one job run into place (the shard's
+    part manifest is rewritten whole after each video by `Location.write_bytes`: atomic on a
+    disk, one PUT in a bucket; a part that cannot be read is another run's garbage).
 
     A job's container is written where `Location.local_file` names it, committed by an atomic
     rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
@@ -213,14 +211,6 @@ class ShardOutput:
         self.target = output
         #: Whether its containers are written in the shard's staging folder first (then moved).
         self.stages = output.local_file() is None
-
-    def read_part(self, part: str) -> dict[str, Outcome]:
-        """The outcomes a previous run of this shard recorded ({} when none)."""
-        return read_part(self.target / part)
-
-    def write_part(self, part: str, outcomes: Iterable[Outcome]) -> None:
-        """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
-        (self.target / part).write_bytes(part_bytes(outcomes))
 
     def has_container(self, job: Job) -> bool:
         """Whether `job`'s container is in place."""
