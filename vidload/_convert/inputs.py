@@ -220,9 +220,7 @@ def find_input(
     if local is None and root is not None:
         raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
     base, items, listed = find_inputs_at(src, kinds, root=root)
-    ids = [it.video_id for it in items]
-    class_map = input_class_map(src, base == src, ids, labels)
-    return Inputs(base, _labelled(items, class_map, labels), class_map, listed)
+    return Inputs(base, *_labelled(src, base == src, items, labels), listed)
 
 
 def label_inputs(
@@ -233,9 +231,7 @@ def label_inputs(
     """(items, class map): a folder INPUT's items labelled by their top-level class folder
     (`input_class_map`: sorted folder names, or the `labels` file's mapping); other inputs'
     items unchanged, with class map None."""
-    src, ids = Location(os.fspath(input_path)), [it.video_id for it in items]
-    class_map = input_class_map(src, Path(input_path).is_dir(), ids, labels)
-    return _labelled(items, class_map, labels), class_map
+    return _labelled(Location(os.fspath(input_path)), Path(input_path).is_dir(), items, labels)
 
 
 def input_class_map(
@@ -272,14 +268,19 @@ def input_class_map(
 
 
 def _labelled(
-    items: Sequence[InputItem], class_map: dict[str, int] | None, labels: object
-) -> list[InputItem]:
-    """`items` labelled by `class_map` (the `labels` file's, else the folder's own), if any."""
+    src: Location,
+    folder: bool,
+    items: Sequence[InputItem],
+    labels: str | os.PathLike[str] | None,
+) -> tuple[list[InputItem], dict[str, int] | None]:
+    """(items, class map) of the INPUT `src`: `items` labelled by its `input_class_map` (the
+    `labels` file's, else the folder's own), if any."""
+    class_map = input_class_map(src, folder, [it.video_id for it in items], labels)
     if class_map is None:
-        return list(items)
+        return list(items), None
     where = f"labels ({str(labels)!r})" if labels is not None else "the class map"
     found = label_by_folder([it.video_id for it in items], class_map, where=where)
-    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
 
 
 def entry_listed_frames(entry) -> int | None:
