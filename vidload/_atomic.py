@@ -169,12 +169,12 @@ def write_bytes_atomic(
                 return False
             finally:
                 tmp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         if is_disk_full(e):
             raise DiskFullError(path) from e
         raise
-    fsync_dir(path.parent)
     return True
 
 
