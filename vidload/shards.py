@@ -221,9 +221,9 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         previous = out.previous(planned, options.to, overwrite=overwrite)
         plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
-        plan.names = found.container_names(options.to)
+        names = found.container_names(options.to)
         for item in items:
-            name = plan.names[item.video_id]
+            name = names[item.video_id]
             prev = previous.get(item.video_id)
             exists = out.exists(name, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
@@ -293,8 +293,6 @@ class ConvertPlan:
         self.previous = previous
         self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
-        #: each input video's container name relative to OUTPUT (the manifest's column)
-        self.names: dict[str, str] = {}
         #: a list INPUT's entries, for its own manifest (`vidload._convert.lists`)
         self.listed = listed
         self.shards: tuple[ConvertShard, ...] = ()

@@ -85,7 +85,6 @@ class InputFrames:
         threads: int,
         short_side: int | None,
     ) -> None:
-        self.item = item
         self.path, self.video_id, self.short_side = item.path, item.video_id, short_side
         self._video = VideoSource(root, threads=threads, cache_size=0) if item.is_video else None
         #: the input's frame count and fps as its header (or its list) says, without decoding
