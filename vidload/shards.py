@@ -58,7 +58,7 @@ from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, Conve
 from vidload._convert.output import Output, ShardOutput
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
-from vidload._convert.resume import part_bytes, read_part
+from vidload._convert.resume import part_bytes, read_part, read_parts
 from vidload._kinds import get_kind
 from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
@@ -352,8 +352,9 @@ class ConvertPlan:
         )
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
-        """Every outcome on record: the parts on disk, then what the driver received."""
-        outcomes = self._out.outcomes()
+        """Every outcome on record: the parts in OUTPUT (`read_parts`), then what the driver
+        received."""
+        outcomes = read_parts(self._out.location / PARTS_DIR) or {}
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {v: o for v, o in outcomes.items() if v in wanted}

@@ -10,7 +10,7 @@ What an output does for the driver: take and release OUTPUT's lock (`vidload._lo
 the options, read the rows already there (the manifest, and the part manifests a killed run
 left, merged into it), say whether a container is there, name a job's container, prepare the
 parts, write `classes.txt` and the manifest (each one `Location.write_bytes`: atomic and
-durable on a disk, one PUT in a bucket), read the parts back, and finish (the manifest of what
+durable on a disk, one PUT in a bucket), and finish (the manifest of what
 finished, then the parts and temporaries removed).
 """
 
@@ -169,10 +169,6 @@ class Output:
         """Write the manifest (a checkpoint: the run goes on); a full disk: DiskFullError."""
         manifest = self.location / MANIFEST_NAME
         manifest.write_bytes(render_manifest([rows[k] for k in sorted(rows)], str(manifest)))
-
-    def outcomes(self) -> dict[str, Outcome]:
-        """Every outcome the shards' part manifests hold."""
-        return read_parts(self.location / PARTS_DIR) or {}
 
     def finish(self, rows: Mapping[str, ManifestRow]) -> str | None:
         """Write the final manifest and remove the parts (and temporaries); None when the
