@@ -63,16 +63,6 @@ class NoFrames(VideoReadError):
     """The input opened but not one frame decodes."""
 
 
-def _not_empty(frames: Iterable[object], path: Path, what: str) -> Iterator:
-    """`frames`, raising NoFrames (naming `path` and `what` there is not) where there is none."""
-    count = 0
-    for frame in frames:
-        count += 1
-        yield frame
-    if count == 0:
-        raise NoFrames(path, what)
-
-
 class InputFrames:
     """One input's frames for `StorageFormat.write` (`vidload.sources._format.Frames`): a video
     file (decoded by `VideoSource`, one per input and process) or a JPEG frame folder."""
@@ -113,20 +103,23 @@ class InputFrames:
         else:
             files = enumerate(self._frame_files())
             frames = (decode_jpeg(data, path=str(self.path), index=i) for i, data in files)
-        return _not_empty(self._resized(frames), self.path, self._none())
+        return self._resized(frames)
 
     def jpeg(self, quality: int, subsampling: Subsampling) -> Iterator[bytes]:
         if self._video is None and self.short_side is None:
-            return _not_empty(self._frame_files(), self.path, self._none())
+            return self._frame_files()
         return (encode_jpeg(rgb, quality, subsampling=subsampling) for rgb in self.rgb())
 
     def _frame_files(self) -> Iterator[bytes]:
         """The stored bytes of a frame folder's contiguous frames, checked to be one size,
-        counted into `bytes_read`."""
+        counted into `bytes_read`; NoFrames where there is none."""
         src, name = JpegSource(self.path.parent), self.path.name
         size: tuple[int, int] | None = None
         self._read = 0
-        for i in range(src.actual_frames(name)):
+        count = src.actual_frames(name)
+        if count == 0:
+            raise NoFrames(self.path, f"no frame files ({FIRST_FRAME_NAME}, ...)")
+        for i in range(count):
             path = src.frame_path(name, i)
             data = read_frame_file(path, i)  # a regular file only: a FIFO would block
             check_jpeg_markers(data, path=str(path), index=i)
@@ -135,17 +128,13 @@ class InputFrames:
             yield data
 
     def _resized(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """`frames` of one size, resized to `short_side`; NoFrames where there is none."""
         first: tuple[int, int] | None = None
         for i, rgb in enumerate(frames):
             first = one_size(first, (int(rgb.shape[0]), int(rgb.shape[1])), self.path, i)
             yield rgb if self.short_side is None else resize_short_side(rgb, self.short_side)
-
-    def _none(self) -> str:
-        return (
-            "no frame decodes"
-            if self._video is not None
-            else f"no frame files ({FIRST_FRAME_NAME}, ...)"
-        )
+        if first is None:
+            raise NoFrames(self.path, "no frame decodes")
 
     def rotation(self) -> str | None:
         """A video's display orientation, which `VideoSource` applied to its frames (one more
