@@ -23,7 +23,7 @@ from pathlib import Path
 from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
-from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
+from vidload._convert.remote import commit_key, fetch, publish, publish_sidecar
 from vidload._convert.resume import (
     previous_rows,
     read_parts,
@@ -144,12 +144,12 @@ class Output:
             return get_kind(to).exists(self._disk / name)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        return (f"{name}/{FIRST_FRAME_NAME}" if is_folder_format(to) else name) in self._present
+        return (f"{name}/{FIRST_FRAME_NAME}" if get_kind(to).folder else name) in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
         a frame folder in a bucket."""
-        return self._disk is not None or not is_folder_format(to)
+        return self._disk is not None or not get_kind(to).folder
 
     def prepare(self, num_items: int) -> None:
         """Make ready for the shards' parts: on a disk, the parts folder and the reserve for
