@@ -55,7 +55,7 @@ from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
-from vidload._convert.output import Output, ShardOutput
+from vidload._convert.output import Output, has_container, run_job, shard_stops
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.resume import part_bytes, read_part, read_parts
@@ -100,7 +100,7 @@ class ConvertShard:
             its predecessor's).
         overwrite: convert even when a container exists (the part still prevents doing a video
             twice within one run).
-        output: OUTPUT (`vidload._convert.output.ShardOutput`); where it has no local folder
+        output: OUTPUT (`vidload._convert.output.run_job`); where it has no local folder
             (a bucket prefix: `vidload._convert.remote`), the containers are written in a local
             staging folder and uploaded once complete.
     """
@@ -406,14 +406,13 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     local pool whose driver has died.
     """
     prepare_task_process()
-    out = ShardOutput(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
-    staged = out.stages or any(job.root.local_file() is None for job in shard.jobs)
-    with shard_staging(staged) as stage:
-        return _convert_shard(shard, out, stage)
+    roots = [shard.output, *(job.root for job in shard.jobs)]
+    with shard_staging(any(r.local_file() is None for r in roots)) as stage:
+        return _convert_shard(shard, stage)
 
 
-def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) -> ShardResult:
+def _convert_shard(shard: ConvertShard, stage: Path | None) -> ShardResult:
     prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
@@ -421,14 +420,14 @@ def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) ->
             raise RuntimeError("the driver of this conversion is gone; no new container started")
         vid = job.item.video_id
         old = prior.get(vid)
-        if old is not None and (old.action == "failed" or out.has_container(job)):
+        if old is not None and (old.action == "failed" or has_container(job)):
             done[vid] = old
             continue
         try:
-            done[vid] = out.run(job, stage, overwrite=shard.overwrite)
+            done[vid] = run_job(job, stage, overwrite=shard.overwrite)
             (shard.output / shard.part).write_bytes(part_bytes(done.values()))  # atomic, each time
         except Exception as e:
-            why = out.stops(e)
+            why = shard_stops(e, shard.output)
             if why is None:
                 raise
             done.pop(vid, None)  # its container may be in place, but no part row says so

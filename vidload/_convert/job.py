@@ -35,7 +35,7 @@ class Job:
             (the shard downloads the item into its staging folder first:
             `vidload._convert.inputs.input_copy`).
         output: OUTPUT (a bucket's job is run with its local staging folder instead:
-            `vidload._convert.output.ShardOutput.run`).
+            `vidload._convert.output.run_job`).
         name: its container's name relative to OUTPUT (`vidload._layout.container_name`),
             which its manifest row records.
         options: what to store.

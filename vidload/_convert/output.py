@@ -44,7 +44,7 @@ from vidload.errors import DiskFullError, UsageError, VideoReadError
 from vidload.labels import classes_bytes
 from vidload.manifest import ManifestRow, keep_extra, render_manifest
 
-__all__ = ["Output", "ShardOutput"]
+__all__ = ["Output", "has_container", "run_job", "shard_stops"]
 
 #: Disk space held back for the final manifest (`Output.prepare`): bytes per video, and bounds.
 _RESERVE_PER_VIDEO, _RESERVE_MIN, _RESERVE_MAX = 256, 64 << 10, 64 << 20
@@ -191,64 +191,54 @@ class Output:
 # --------------------------------------------------------------------------- the shard side
 
 
-class ShardOutput:
-    """What one shard writes into (`vidload.shards.convert_shard`), OUTPUT, written once against
-    its `Location`: whether a job's container is there, and one job run into place (the shard's
-    part manifest is rewritten whole after each video by `Location.write_bytes`: atomic on a
-    disk, one PUT in a bucket; a part that cannot be read is another run's garbage).
+# A job's container is written where `Location.local_file` names it, committed by an atomic
+# rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
+# container is written in the shard's staging folder, uploaded once complete, then deleted
+# there. A failed upload stops the shard: it is the bucket's fault, not the video's.
 
-    A job's container is written where `Location.local_file` names it, committed by an atomic
-    rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
-    container is written in the shard's staging folder, uploaded once complete, then deleted
-    there. A failed upload stops the shard: it is the bucket's fault, not the video's.
-    """
 
-    def __init__(self, output: Location) -> None:
-        self.target = output
-        #: Whether its containers are written in the shard's staging folder first (then moved).
-        self.stages = output.local_file() is None
+def has_container(job: Job) -> bool:
+    """Whether `job`'s container is in place."""
+    local = job.container.local_file()
+    if local is not None:
+        return get_kind(job.options.to).exists(local)
+    return commit_key(job.container, job.options.to).exists()
 
-    def has_container(self, job: Job) -> bool:
-        """Whether `job`'s container is in place."""
-        local = job.container.local_file()
-        if local is not None:
-            return get_kind(job.options.to).exists(local)
-        return commit_key(job.container, job.options.to).exists()
 
-    def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
-        """Convert (or verify) `job` and put its container in place."""
-        remote = job.container
-        if remote.local_file() is not None:
-            return convert_job(
-                replace(job, verify=not overwrite and self.has_container(job)), stage
-            )
-        assert stage is not None  # convert_shard stages every bucket shard
-        local = stage / "out" / job.name
-        local.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            # the plan listed the bucket (`Output.verifies`): a container that appeared since
-            # (a duplicate of this task) is converted again and replaced whole, which costs no
-            # reader
-            if job.verify:
-                fetch(remote, local)
-            outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
-            if outcome.action == "converted":
-                publish(local, remote, job.options.to)
-            elif outcome.action == "skipped" and sidecar_path(local).exists():
-                publish_sidecar(local, remote)  # the verified container had none
-            if outcome.row.error:
-                row = replace(outcome.row, error=outcome.row.error.replace(str(local), str(remote)))
-                outcome = replace(outcome, row=row)
-            return outcome
-        finally:
-            for p in (local, sidecar_path(local)):
-                remove_temporary(p)
+def run_job(job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
+    """Convert (or verify) `job` and put its container in place (a shard's side of OUTPUT,
+    `vidload.shards.convert_shard`)."""
+    remote = job.container
+    if remote.local_file() is not None:
+        return convert_job(replace(job, verify=not overwrite and has_container(job)), stage)
+    assert stage is not None  # convert_shard stages every bucket shard
+    local = stage / "out" / job.name
+    local.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # the plan listed the bucket (`Output.verifies`): a container that appeared since
+        # (a duplicate of this task) is converted again and replaced whole, which costs no
+        # reader
+        if job.verify:
+            fetch(remote, local)
+        outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
+        if outcome.action == "converted":
+            publish(local, remote, job.options.to)
+        elif outcome.action == "skipped" and sidecar_path(local).exists():
+            publish_sidecar(local, remote)  # the verified container had none
+        if outcome.row.error:
+            row = replace(outcome.row, error=outcome.row.error.replace(str(local), str(remote)))
+            outcome = replace(outcome, row=row)
+        return outcome
+    finally:
+        for p in (local, sidecar_path(local)):
+            remove_temporary(p)
 
-    def stops(self, e: Exception) -> str | None:
-        """Why an error writing into this output stops the shard (None: it does not): a full
-        disk, or an error of the bucket (an upload, a part, a check)."""
-        if isinstance(e, DiskFullError):
-            return str(e)
-        if self.stages and isinstance(e, VideoReadError):
-            return f"writing into {self.target}: {e}"
-        return None
+
+def shard_stops(e: Exception, output: Location) -> str | None:
+    """Why an error writing into OUTPUT `output` stops the shard (None: it does not): a full
+    disk, or an error of the bucket (an upload, a part, a check)."""
+    if isinstance(e, DiskFullError):
+        return str(e)
+    if output.local_file() is None and isinstance(e, VideoReadError):
+        return f"writing into {output}: {e}"
+    return None
