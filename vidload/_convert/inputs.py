@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -385,18 +386,15 @@ def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputIte
     """Each video once (its first entry): a video listed twice is read and converted once,
     and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
     seen: dict[str, InputItem] = {}
-    repeated: list[str] = []
     for item in items:
-        if item.video_id in seen:
-            repeated.append(item.video_id)
-        else:
-            seen[item.video_id] = item
-    if repeated:
-        names = sorted(set(repeated))
+        seen.setdefault(item.video_id, item)
+    if len(seen) < len(items):
+        counts = Counter(it.video_id for it in items)
+        names = sorted(vid for vid, n in counts.items() if n > 1)
         shown = ", ".join(repr(v) for v in names[:3]) + (", ..." if len(names) > 3 else "")
         warnings.warn(
-            f"{where}: {len(repeated)} repeated entries ({shown}) are read once; the manifest "
-            f"has one row per video (its first entry's label)",
+            f"{where}: {len(items) - len(seen)} repeated entries ({shown}) are read once; the "
+            f"manifest has one row per video (its first entry's label)",
             stacklevel=3,
         )
     return list(seen.values())
@@ -405,10 +403,8 @@ def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputIte
 def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
     """Ids that differ from another input's id only in the video extension (`x.mp4`, `x.avi`):
     their containers keep the extension in their name (`x.mp4.h5`) so that each gets its own."""
-    by_key: dict[str, list[str]] = {}
-    for item in items:
-        by_key.setdefault(strip_video_ext(item.video_id), []).append(item.video_id)
-    return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
+    stems = Counter(strip_video_ext(item.video_id) for item in items)
+    return frozenset(it.video_id for it in items if stems[strip_video_ext(it.video_id)] > 1)
 
 
 @dataclass(frozen=True)
