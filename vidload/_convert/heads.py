@@ -34,13 +34,12 @@ def write_output_heads(to: str, root: Location, rows: Mapping[str, ManifestRow])
     kind = get_kind(to)
     if kind.heads_kind is None:
         return 0
-    make = kind.source
     from vidload.sources._heads import write_heads
 
     kept = {vid: row for vid, row in rows.items() if row.status != "failed"}
     names = {vid: row.container for vid, row in kept.items() if row.container is not None}
     try:
-        source = make(root.url, storage_options=root.storage_options)
+        source = kind.source(root.url, storage_options=root.storage_options)
         if source.use_containers is not None:  # declared by `FrameSourceBase`
             source.use_containers(names)
         return write_heads(source, list(kept))
