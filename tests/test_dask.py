@@ -117,7 +117,7 @@ class _DyingOnce(Executor):
                     os._exit(1)  # a worker lost mid-write: a temporary folder stays behind
                 return real_encode(rgb, quality, **options)
 
-            def video(job, *rest):  # rest: the local root, reported frames, fps
+            def video(job, *rest):  # rest: the input's frames (InputFrames)
                 started.append(job.item.video_id)
                 encoded[0] = 0
                 with open(os.path.join(marks, "log"), "a") as f:

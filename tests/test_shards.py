@@ -91,11 +91,11 @@ def test_a_retried_shard_converts_no_video_twice(inputs, local_hdf5, tmp_path, m
     calls: list[str] = []
     real = job_mod._convert_video
 
-    def counting(job, root, reported, fps):
+    def counting(job, frames):
         calls.append(job.item.video_id)
         if len(calls) == 2:  # the task dies part-way through its second video
             raise KeyboardInterrupt
-        return real(job, root, reported, fps)
+        return real(job, frames)
 
     monkeypatch.setattr(job_mod, "_convert_video", counting)
     with plan_convert(inputs, out, to="hdf5", shard_size=3) as plan:

@@ -23,6 +23,8 @@ import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from vidload.errors import DiskFullError
@@ -39,6 +41,7 @@ __all__ = [
     "replace_folder_durably",
     "temp_path",
     "write_bytes_atomic",
+    "writing",
 ]
 
 #: Temporary names of `temp_path` (`tmp`) and of folders moved aside before removal (`old`).
@@ -101,6 +104,25 @@ def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -
     fsync_dir(Path(path).parent)
 
 
+@contextmanager
+def writing(path: str | os.PathLike[str], *, folder: bool = False) -> Iterator[Path]:
+    """A temporary name beside `path` (its parent folders made) to write one file (or, with
+    `folder`, one folder, made here) at: renamed over `path` durably (`replace_durably`,
+    `replace_folder_durably`) when the block completes, removed where it fails, so nothing but
+    a complete file or folder is ever at `path`."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temp_path(path)
+    try:
+        if folder:
+            tmp.mkdir()
+        yield tmp
+        (replace_folder_durably if folder else replace_durably)(tmp, path)
+    except BaseException:
+        remove_temporary(tmp)
+        raise
+
+
 def replace_folder_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -> None:
     """Rename the written folder `tmp` over `path` durably: fsync its files and itself, rename
     (an existing folder at `path` is moved aside to a temporary name first, and removed once
@@ -147,12 +169,12 @@ def write_bytes_atomic(
                 return False
             finally:
                 tmp.unlink(missing_ok=True)
+        fsync_dir(path.parent)
     except BaseException as e:
         tmp.unlink(missing_ok=True)
         if is_disk_full(e):
             raise DiskFullError(path) from e
         raise
-    fsync_dir(path.parent)
     return True
 
 

@@ -24,10 +24,9 @@ import socket
 import time
 from pathlib import Path
 
-from vidload._atomic import is_disk_full
 from vidload._layout import LOCK_NAME
 from vidload._storage.location import Location
-from vidload.errors import DiskFullError, OutputLockedError
+from vidload.errors import OutputLockedError
 
 __all__ = ["LOCK_NAME", "OutputLock", "process_alive"]
 
@@ -123,7 +122,7 @@ class OutputLock:
         token = os.urandom(8).hex()
         data = (json.dumps(_holder(token)) + "\n").encode()
         for _ in range(5):
-            if self._create(self.location, data) or self._read_token() == token:
+            if self.location.create_bytes(data) or self._read_token() == token:
                 self._token = token  # (or a retried creation found its own first attempt)
                 return
             other = self._read()
@@ -134,19 +133,10 @@ class OutputLock:
             self._take_over(other)
         raise OutputLockedError(self.location, self._read() or {})
 
-    @staticmethod
-    def _create(location: Location, data: bytes) -> bool:
-        try:
-            return location.create_bytes(data)
-        except OSError as e:
-            if is_disk_full(e):
-                raise DiskFullError(location) from e
-            raise
-
     def _take_over(self, stale: dict) -> None:
         stale_token = str(stale.get("token"))
         marker = self.location.with_name(f"{LOCK_NAME}.takeover-{stale_token}")
-        if not self._create(marker, b""):
+        if not marker.create_bytes(b""):
             return  # another run takes this one over; the next attempt sees its lock
         if self._read_token() == stale_token:
             self.location.delete()

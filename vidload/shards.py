@@ -55,9 +55,10 @@ from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find
 from vidload._convert.job import Job, Outcome
 from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
-from vidload._convert.output import Output, ShardOutput
+from vidload._convert.output import Output, has_container, run_job, shard_stops
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
+from vidload._convert.resume import part_bytes, read_part, read_parts
 from vidload._kinds import get_kind
 from vidload._layout import MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
@@ -99,7 +100,7 @@ class ConvertShard:
             its predecessor's).
         overwrite: convert even when a container exists (the part still prevents doing a video
             twice within one run).
-        output: OUTPUT (`vidload._convert.output.ShardOutput`); where it has no local folder
+        output: OUTPUT (`vidload._convert.output.run_job`); where it has no local folder
             (a bucket prefix: `vidload._convert.remote`), the containers are written in a local
             staging folder and uploaded once complete.
     """
@@ -202,7 +203,7 @@ def plan_convert(
         labels=options.labels,
         storage_options=options.storage_options,
     )
-    out.check_input(input_path, found, options.to)
+    found.check_no_overlap(input_path, out.location, options.to)
     return _plan(found, out, options, threads)
 
 
@@ -220,9 +221,9 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
         previous = out.previous(planned, options.to, overwrite=overwrite)
         plan = ConvertPlan(root, out, options, items, previous, found.listed)
         jobs: list[Job] = []
-        plan.names = found.container_names(options.to)
+        names = found.container_names(options.to)
         for item in items:
-            name = plan.names[item.video_id]
+            name = names[item.video_id]
             prev = previous.get(item.video_id)
             exists = out.exists(name, options.to)
             if exists and not overwrite and prev is not None and prev.status in ("ok", "mismatch"):
@@ -292,8 +293,6 @@ class ConvertPlan:
         self.previous = previous
         self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
-        #: each input video's container name relative to OUTPUT (the manifest's column)
-        self.names: dict[str, str] = {}
         #: a list INPUT's entries, for its own manifest (`vidload._convert.lists`)
         self.listed = listed
         self.shards: tuple[ConvertShard, ...] = ()
@@ -353,8 +352,9 @@ class ConvertPlan:
         )
 
     def _outcomes(self, results: Iterable[ShardResult]) -> dict[str, Outcome]:
-        """Every outcome on record: the parts on disk, then what the driver received."""
-        outcomes = self._out.outcomes()
+        """Every outcome on record: the parts in OUTPUT (`read_parts`), then what the driver
+        received."""
+        outcomes = read_parts(self._out.location / PARTS_DIR) or {}
         outcomes.update(_by_id(results))
         wanted = {job.item.video_id for shard in self.shards for job in shard.jobs}
         return {v: o for v, o in outcomes.items() if v in wanted}
@@ -406,29 +406,28 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     local pool whose driver has died.
     """
     prepare_task_process()
-    out = ShardOutput(shard.output)
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
-    staged = out.stages or any(job.root.local_file() is None for job in shard.jobs)
-    with shard_staging(staged) as stage:
-        return _convert_shard(shard, out, stage)
+    roots = [shard.output, *(job.root for job in shard.jobs)]
+    with shard_staging(any(r.local_file() is None for r in roots)) as stage:
+        return _convert_shard(shard, stage)
 
 
-def _convert_shard(shard: ConvertShard, out: ShardOutput, stage: Path | None) -> ShardResult:
-    prior = out.read_part(shard.part)
+def _convert_shard(shard: ConvertShard, stage: Path | None) -> ShardResult:
+    prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
     done: dict[str, Outcome] = {}
     for job in shard.jobs:
         if parent_gone():
             raise RuntimeError("the driver of this conversion is gone; no new container started")
         vid = job.item.video_id
         old = prior.get(vid)
-        if old is not None and (old.action == "failed" or out.has_container(job)):
+        if old is not None and (old.action == "failed" or has_container(job)):
             done[vid] = old
             continue
         try:
-            done[vid] = out.run(job, stage, overwrite=shard.overwrite)
-            out.write_part(shard.part, done.values())
+            done[vid] = run_job(job, stage, overwrite=shard.overwrite)
+            (shard.output / shard.part).write_bytes(part_bytes(done.values()))  # atomic, each time
         except Exception as e:
-            why = out.stops(e)
+            why = shard_stops(e, shard.output)
             if why is None:
                 raise
             done.pop(vid, None)  # its container may be in place, but no part row says so

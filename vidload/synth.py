@@ -23,7 +23,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
+from vidload._atomic import writing
 from vidload._checks import check_bool, check_int, check_real
 from vidload._cv2 import cv2
 from vidload.progress import Progress
@@ -141,20 +141,13 @@ def _is_complete(out: Path, spec: SynthSpec, ids: Sequence[str]) -> bool:
 def _encode(path: Path, frames, spec: SynthSpec) -> None:
     """Encode `frames` into the MP4 `path`, atomically: under a hidden temporary name
     (`vidload._atomic`), which a folder walk such as `vidload convert`'s skips, then renamed."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with av.open(str(tmp), "w", format="mp4") as container:
-            stream = container.add_stream(spec.codec, rate=Fraction(spec.fps))
-            stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
-            stream.options = {"crf": str(spec.crf)}
-            for rgb in frames:
-                container.mux(stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")))
-            container.mux(stream.encode(None))  # flush
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with writing(path) as tmp, av.open(str(tmp), "w", format="mp4") as container:
+        stream = container.add_stream(spec.codec, rate=Fraction(spec.fps))
+        stream.width, stream.height, stream.pix_fmt = spec.width, spec.height, "yuv420p"
+        stream.options = {"crf": str(spec.crf)}
+        for rgb in frames:
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(rgb, format="rgb24")))
+        container.mux(stream.encode(None))  # flush
 
 
 def _with_action(frames, spec: SynthSpec, action: str, rng: np.random.Generator):

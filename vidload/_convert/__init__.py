@@ -6,7 +6,7 @@
 * `options`: a run's options (`ConvertOptions`), checked once; what to store is recorded in the
   output folder;
 * `output`: where a run writes, a local folder or a bucket prefix, one class written against
-  `Location` (`Output`; `ShardOutput` a shard's side); `remote` what a bucket needs (staging,
+  `Location` (`Output`; `run_job` a shard's side); `remote` what a bucket needs (staging,
   uploads);
 * `frames`: the JPEG byte streams a container stores;
 * `job`: one video's conversion, as a worker runs it;

@@ -32,7 +32,6 @@ from vidload.transforms import scaled_size
 __all__ = [
     "InputFrames",
     "NoFrames",
-    "jpeg_folder_bytes",
     "one_size",
     "resize_short_side",
 ]
@@ -60,32 +59,8 @@ def one_size(
     return shape
 
 
-def jpeg_folder_bytes(item: InputItem) -> Iterator[bytes]:
-    """The stored bytes of a frame folder's contiguous frames, checked to be one size."""
-    src = JpegSource(item.path.parent)
-    name = item.path.name
-    count = src.actual_frames(name)
-    size: tuple[int, int] | None = None
-    for i in range(count):
-        path = src.frame_path(name, i)
-        data = read_frame_file(path, i)  # a regular file only: a FIFO would block
-        check_jpeg_markers(data, path=str(path), index=i)
-        size = one_size(size, jpeg_size(data, path=str(path), index=i), path, i)
-        yield data
-
-
 class NoFrames(VideoReadError):
     """The input opened but not one frame decodes."""
-
-
-def _not_empty(frames: Iterable[object], path: Path, what: str) -> Iterator:
-    """`frames`, raising NoFrames (naming `path` and `what` there is not) where there is none."""
-    count = 0
-    for frame in frames:
-        count += 1
-        yield frame
-    if count == 0:
-        raise NoFrames(path, what)
 
 
 class InputFrames:
@@ -99,13 +74,17 @@ class InputFrames:
         *,
         threads: int,
         short_side: int | None,
-        fps: float | None,
-        reported: int | None,
     ) -> None:
-        self.item = item
-        self.path, self.video_id = item.path, item.video_id
-        self.short_side, self.fps, self.reported = short_side, fps, reported
+        self.path, self.video_id, self.short_side = item.path, item.video_id, short_side
         self._video = VideoSource(root, threads=threads, cache_size=0) if item.is_video else None
+        #: the input's frame count and fps as its header (or its list) says, without decoding
+        self.reported: int | None = item.listed_frames
+        self.fps: float | None = None
+        if self._video is not None:
+            info = self._video.info(item.video_id)
+            self.reported, self.fps = info.reported_frames, info.fps
+        elif self.reported is None:
+            self.reported = JpegSource(item.path.parent).reported_frames(item.path.name)
         #: the bytes of a frame folder's files read (`_frame_files`); None before, or a video
         self._read: int | None = None
 
@@ -124,32 +103,38 @@ class InputFrames:
         else:
             files = enumerate(self._frame_files())
             frames = (decode_jpeg(data, path=str(self.path), index=i) for i, data in files)
-        return _not_empty(self._resized(frames), self.path, self._none())
+        return self._resized(frames)
 
     def jpeg(self, quality: int, subsampling: Subsampling) -> Iterator[bytes]:
         if self._video is None and self.short_side is None:
-            return _not_empty(self._frame_files(), self.path, self._none())
+            return self._frame_files()
         return (encode_jpeg(rgb, quality, subsampling=subsampling) for rgb in self.rgb())
 
     def _frame_files(self) -> Iterator[bytes]:
-        """A frame folder's stored bytes (`jpeg_folder_bytes`), counted into `bytes_read`."""
+        """The stored bytes of a frame folder's contiguous frames, checked to be one size,
+        counted into `bytes_read`; NoFrames where there is none."""
+        src, name = JpegSource(self.path.parent), self.path.name
+        size: tuple[int, int] | None = None
         self._read = 0
-        for data in jpeg_folder_bytes(self.item):
+        count = src.actual_frames(name)
+        if count == 0:
+            raise NoFrames(self.path, f"no frame files ({FIRST_FRAME_NAME}, ...)")
+        for i in range(count):
+            path = src.frame_path(name, i)
+            data = read_frame_file(path, i)  # a regular file only: a FIFO would block
+            check_jpeg_markers(data, path=str(path), index=i)
+            size = one_size(size, jpeg_size(data, path=str(path), index=i), path, i)
             self._read += len(data)
             yield data
 
     def _resized(self, frames: Iterable[np.ndarray]) -> Iterator[np.ndarray]:
+        """`frames` of one size, resized to `short_side`; NoFrames where there is none."""
         first: tuple[int, int] | None = None
         for i, rgb in enumerate(frames):
             first = one_size(first, (int(rgb.shape[0]), int(rgb.shape[1])), self.path, i)
             yield rgb if self.short_side is None else resize_short_side(rgb, self.short_side)
-
-    def _none(self) -> str:
-        return (
-            "no frame decodes"
-            if self._video is not None
-            else f"no frame files ({FIRST_FRAME_NAME}, ...)"
-        )
+        if first is None:
+            raise NoFrames(self.path, "no frame decodes")
 
     def rotation(self) -> str | None:
         """A video's display orientation, which `VideoSource` applied to its frames (one more

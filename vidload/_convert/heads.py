@@ -34,20 +34,15 @@ def write_output_heads(to: str, root: Location, rows: Mapping[str, ManifestRow])
     kind = get_kind(to)
     if kind.heads_kind is None:
         return 0
-    make = kind.source
     from vidload.sources._heads import write_heads
 
-    ids = [vid for vid, row in rows.items() if row.status != "failed"]
-    names = {
-        vid: row.container
-        for vid, row in rows.items()
-        if row.container is not None and row.status != "failed"
-    }
+    kept = {vid: row for vid, row in rows.items() if row.status != "failed"}
+    names = {vid: row.container for vid, row in kept.items() if row.container is not None}
     try:
-        source = make(root.url, storage_options=root.storage_options)
+        source = kind.source(root.url, storage_options=root.storage_options)
         if source.use_containers is not None:  # declared by `FrameSourceBase`
             source.use_containers(names)
-        return write_heads(source, ids)
+        return write_heads(source, list(kept))
     except (VidloadError, OSError) as e:
         warnings.warn(
             f"{root}: the sidecar of heads was not written ({e}); readers in a bucket open "

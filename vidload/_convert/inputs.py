@@ -3,7 +3,7 @@ annotation list or a manifest (the forms `vidload.convert`'s module doc lists), 
 whose ids name the output's containers (`vidload._layout`).
 
 A folder's videos are labelled by their top-level class folder (`label_inputs`). Before anything
-is written, `check_no_overlap` makes sure no container lands on or around an input.
+is written, `Inputs.check_no_overlap` makes sure no container lands on or around an input.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import warnings
+from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +36,6 @@ __all__ = [
     "InputItem",
     "InputKind",
     "Inputs",
-    "check_no_overlap",
     "find_inputs",
     "find_input",
     "find_inputs_at",
@@ -221,9 +221,7 @@ def find_input(
     if local is None and root is not None:
         raise UsageError(f"root ({str(root)!r}) does not apply to an INPUT URL")
     base, items, listed = find_inputs_at(src, kinds, root=root)
-    ids = [it.video_id for it in items]
-    class_map = input_class_map(src, base == src, ids, labels)
-    return Inputs(base, _labelled(items, class_map, labels), class_map, listed)
+    return Inputs(base, *_labelled(src, base == src, items, labels), listed)
 
 
 def label_inputs(
@@ -234,9 +232,7 @@ def label_inputs(
     """(items, class map): a folder INPUT's items labelled by their top-level class folder
     (`input_class_map`: sorted folder names, or the `labels` file's mapping); other inputs'
     items unchanged, with class map None."""
-    src, ids = Location(os.fspath(input_path)), [it.video_id for it in items]
-    class_map = input_class_map(src, Path(input_path).is_dir(), ids, labels)
-    return _labelled(items, class_map, labels), class_map
+    return _labelled(Location(os.fspath(input_path)), Path(input_path).is_dir(), items, labels)
 
 
 def input_class_map(
@@ -273,14 +269,19 @@ def input_class_map(
 
 
 def _labelled(
-    items: Sequence[InputItem], class_map: dict[str, int] | None, labels: object
-) -> list[InputItem]:
-    """`items` labelled by `class_map` (the `labels` file's, else the folder's own), if any."""
+    src: Location,
+    folder: bool,
+    items: Sequence[InputItem],
+    labels: str | os.PathLike[str] | None,
+) -> tuple[list[InputItem], dict[str, int] | None]:
+    """(items, class map) of the INPUT `src`: `items` labelled by its `input_class_map` (the
+    `labels` file's, else the folder's own), if any."""
+    class_map = input_class_map(src, folder, [it.video_id for it in items], labels)
     if class_map is None:
-        return list(items)
+        return list(items), None
     where = f"labels ({str(labels)!r})" if labels is not None else "the class map"
     found = label_by_folder([it.video_id for it in items], class_map, where=where)
-    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)]
+    return [replace(it, label=lab) for it, lab in zip(items, found, strict=True)], class_map
 
 
 def entry_listed_frames(entry) -> int | None:
@@ -385,18 +386,15 @@ def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputIte
     """Each video once (its first entry): a video listed twice is read and converted once,
     and has one manifest row. `ClipDataset` on the list keeps both entries as items."""
     seen: dict[str, InputItem] = {}
-    repeated: list[str] = []
     for item in items:
-        if item.video_id in seen:
-            repeated.append(item.video_id)
-        else:
-            seen[item.video_id] = item
-    if repeated:
-        names = sorted(set(repeated))
+        seen.setdefault(item.video_id, item)
+    if len(seen) < len(items):
+        counts = Counter(it.video_id for it in items)
+        names = sorted(vid for vid, n in counts.items() if n > 1)
         shown = ", ".join(repr(v) for v in names[:3]) + (", ..." if len(names) > 3 else "")
         warnings.warn(
-            f"{where}: {len(repeated)} repeated entries ({shown}) are read once; the manifest "
-            f"has one row per video (its first entry's label)",
+            f"{where}: {len(items) - len(seen)} repeated entries ({shown}) are read once; the "
+            f"manifest has one row per video (its first entry's label)",
             stacklevel=3,
         )
     return list(seen.values())
@@ -405,36 +403,8 @@ def unique_items(items: Sequence[InputItem], where: Path | str) -> list[InputIte
 def sharing_a_name(items: Sequence[InputItem]) -> frozenset[str]:
     """Ids that differ from another input's id only in the video extension (`x.mp4`, `x.avi`):
     their containers keep the extension in their name (`x.mp4.h5`) so that each gets its own."""
-    by_key: dict[str, list[str]] = {}
-    for item in items:
-        by_key.setdefault(strip_video_ext(item.video_id), []).append(item.video_id)
-    return frozenset(vid for ids in by_key.values() if len(ids) > 1 for vid in ids)
-
-
-def check_no_overlap(found: Inputs, out: Path, to: str) -> None:
-    """No container may land on or around a local input that is not a folder's (`found`'s
-    items); OUTPUT must not be one of them."""
-    out_r = out.resolve()
-    items = found.items
-    inputs = {item.path.resolve() for item in items}
-    above_inputs = {p for path in inputs for p in path.parents}
-    frame_folders = {
-        item.path.resolve() for item in items if not item.is_video and get_kind(item.kind).folder
-    }
-    names = found.container_names(to)
-    for item in items:
-        target = out_r / names[item.video_id]
-        if (
-            target in inputs
-            or target in above_inputs
-            or any(p in frame_folders for p in target.parents)
-        ):
-            raise UsageError(
-                f"the container of {item.video_id!r} ({target}) would overwrite or sit inside "
-                f"the input; choose another OUTPUT"
-            )
-    if out_r in inputs:
-        raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")
+    stems = Counter(strip_video_ext(item.video_id) for item in items)
+    return frozenset(it.video_id for it in items if stems[strip_video_ext(it.video_id)] > 1)
 
 
 @dataclass(frozen=True)
@@ -464,6 +434,49 @@ class Inputs:
             it.video_id: kind.container_name(it.video_id, keep_extension=it.video_id in full)
             for it in self.items
         }
+
+    def check_no_overlap(
+        self, input_path: str | os.PathLike[str], output: Location, to: str
+    ) -> None:
+        """UsageError where a container would land on or among these inputs of `input_path`
+        (`find_input`): a folder INPUT (local, or an INPUT URL's folder `root`) and OUTPUT
+        `output` inside one another, or a container of another local INPUT on or around an
+        input (one of `items`; OUTPUT itself must not be one); a local INPUT and an OUTPUT URL
+        (or the other way) cannot overlap."""
+        local, out = self.root.local_file(), output.local_file()
+        if (local is None) != (out is None):  # one local, the other a URL
+            return
+        if out is None or Path(input_path).is_dir():
+            a = str(local.resolve()) if local is not None else self.root.url
+            b = str(out.resolve()) if out is not None else output.url
+            a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
+            if a.startswith(b) or b.startswith(a):
+                shown = str(input_path) if local is not None else str(self.root)
+                raise UsageError(
+                    f"OUTPUT ({str(output)!r}) and INPUT ({shown!r}) overlap: they must not "
+                    f"be inside one another (the containers would be written among the inputs)"
+                )
+            return
+        out_r = out.resolve()
+        inputs = {item.path.resolve() for item in self.items}
+        above_inputs = {p for path in inputs for p in path.parents}
+        frame_folders = {
+            it.path.resolve() for it in self.items if not it.is_video and get_kind(it.kind).folder
+        }
+        names = self.container_names(to)
+        for item in self.items:
+            target = out_r / names[item.video_id]
+            if (
+                target in inputs
+                or target in above_inputs
+                or any(p in frame_folders for p in target.parents)
+            ):
+                raise UsageError(
+                    f"the container of {item.video_id!r} ({target}) would overwrite or sit "
+                    f"inside the input; choose another OUTPUT"
+                )
+        if out_r in inputs:
+            raise ValueError(f"OUTPUT ({str(out)!r}) is one of the inputs")
 
 
 @contextlib.contextmanager

@@ -22,8 +22,6 @@ from vidload._storage import Location
 from vidload.errors import DiskFullError, VideoReadError, VidloadError
 from vidload.manifest import ManifestRow
 from vidload.sources._format import Written, path_bytes
-from vidload.sources.jpeg import JpegSource
-from vidload.sources.video import VideoSource
 
 __all__ = ["Job", "Outcome", "convert_job", "count_status", "failure_reason", "path_bytes"]
 
@@ -37,7 +35,7 @@ class Job:
             (the shard downloads the item into its staging folder first:
             `vidload._convert.inputs.input_copy`).
         output: OUTPUT (a bucket's job is run with its local staging folder instead:
-            `vidload._convert.output.ShardOutput.run`).
+            `vidload._convert.output.run_job`).
         name: its container's name relative to OUTPUT (`vidload._layout.container_name`),
             which its manifest row records.
         options: what to store.
@@ -97,17 +95,6 @@ def count_status(reported: int | None, actual: int) -> Literal["ok", "mismatch"]
     return "mismatch" if reported is not None and reported != actual else "ok"
 
 
-def _input_header(job: Job, root: Path) -> tuple[int | None, float | None]:
-    """(reported frames, fps) of the input, without decoding."""
-    item = job.item
-    if item.is_video:
-        info = VideoSource(root, threads=1, cache_size=0).info(item.video_id)
-        return info.reported_frames, info.fps
-    if item.listed_frames is not None:
-        return item.listed_frames, None
-    return JpegSource(item.path.parent).reported_frames(item.path.name), None
-
-
 def convert_job(job: Job, stage: Path | None) -> Outcome:
     """Convert one video (or accept its existing container); failures become a failed row.
     An INPUT URL's item is read from a copy in `stage` (`input_copy`), its row naming the URL."""
@@ -118,13 +105,12 @@ def convert_job(job: Job, stage: Path | None) -> Outcome:
 def _convert_local(job: Job, root: Path) -> Outcome:
     """`convert_job` of an input read under the local folder `root`."""
     item = job.item
-    reported: int | None = None
-    fps: float | None = None
+    frames: InputFrames | None = None
     try:
-        reported, fps = _input_header(job, root)
+        frames = InputFrames(item, root, threads=job.threads, short_side=job.options.short_side)
         if job.verify:
             try:
-                return _verified(job, root, reported, fps)
+                return _verified(job, frames)
             except VidloadError as e:
                 # vidload renames a container into place only once it is complete, so what
                 # fails here was not written by this conversion (or was damaged since): it may
@@ -136,16 +122,16 @@ def _convert_local(job: Job, root: Path) -> Outcome:
                     "vidload replaces only its own containers: move it away, or pass "
                     "--overwrite (overwrite=True) to replace it",
                 ) from e
-        return _convert_video(job, root, reported, fps)
+        return _convert_video(job, frames)
     except (VidloadError, OSError) as e:
         if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
             raise DiskFullError(job.path) from e
         row = ManifestRow(
             item.video_id,
             item.label,
-            reported_frames=reported,
+            reported_frames=None if frames is None else frames.reported,
             actual_frames=0 if isinstance(e, NoFrames) else None,
-            fps=fps,
+            fps=None if frames is None else frames.fps,
             status="failed",
             error=failure_reason(e, item, root, job.root),
             extra=item.extra,
@@ -153,31 +139,16 @@ def _convert_local(job: Job, root: Path) -> Outcome:
         return Outcome(row, "failed")
 
 
-def _convert_video(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
+def _convert_video(job: Job, frames: InputFrames) -> Outcome:
     """Decode (or read) the input and write its container: the kind's class writes it
     (`vidload.sources._format.StorageFormat.write`: a JPEG kind encodes frames, `video`
-    re-encodes them), from the input's frames (`InputFrames`)."""
-    kind = get_kind(job.options.to)
-    frames = _frames(job, root, reported, fps)
-    written = kind.write(job.path, frames, job.options.format_options())
+    re-encodes them), from the input's `frames`."""
+    written = get_kind(job.options.to).write(job.path, frames, job.options.format_options())
     return Outcome(_stored_row(job, frames, written), "converted", frames.bytes_read, written.count)
 
 
-def _frames(job: Job, root: Path, reported: int | None, fps: float | None) -> InputFrames:
-    options = job.options
-    return InputFrames(
-        job.item,
-        root,
-        threads=job.threads,
-        short_side=options.short_side,
-        fps=fps,
-        reported=reported,
-    )
-
-
-def _verified(job: Job, root: Path, reported: int | None, fps: float | None) -> Outcome:
+def _verified(job: Job, frames: InputFrames) -> Outcome:
     """The row of an existing, valid container (a run killed before writing its manifest)."""
-    frames = _frames(job, root, reported, fps)
     written = get_kind(job.options.to).verify(job.path, frames)
     return Outcome(_stored_row(job, frames, written), "skipped")
 

@@ -169,17 +169,12 @@ class ConvertOptions:
                 old = {**get_kind(self.to).options.RECORDED_BEFORE, **old}
             if old != options:
                 changed = (
-                    [k for k in options if old.get(k) != options[k]]
-                    if isinstance(old, dict)
-                    else []
+                    f"--{k.replace('_', '-')} {old.get(k)} before, {value} now"
+                    for k, value in options.items()
+                    if old.get(k) != value
                 )
-                differ = (
-                    ", ".join(
-                        f"--{k.replace('_', '-')} {old.get(k)} before, {options[k]} now"
-                        for k in changed
-                    )
-                    or f"recorded {old}"
-                )
+                shown = ", ".join(changed) if isinstance(old, dict) else ""
+                differ = shown or f"recorded {old}"
                 raise UsageError(
                     f"OUTPUT {str(out)!r} was converted with other options ({differ}; recorded "
                     f"in {path.name}): use the same options to resume, or --overwrite "

@@ -10,26 +10,22 @@ What an output does for the driver: take and release OUTPUT's lock (`vidload._lo
 the options, read the rows already there (the manifest, and the part manifests a killed run
 left, merged into it), say whether a container is there, name a job's container, prepare the
 parts, write `classes.txt` and the manifest (each one `Location.write_bytes`: atomic and
-durable on a disk, one PUT in a bucket), read the parts back, and finish (the manifest of what
+durable on a disk, one PUT in a bucket), and finish (the manifest of what
 finished, then the parts and temporaries removed).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
 from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
-from vidload._convert.inputs import Inputs, check_no_overlap
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
-from vidload._convert.remote import commit_key, fetch, is_folder_format, publish, publish_sidecar
+from vidload._convert.remote import commit_key, fetch, publish, publish_sidecar
 from vidload._convert.resume import (
-    part_bytes,
     previous_rows,
-    read_part,
     read_parts,
     remove_stale_temporaries,
 )
@@ -48,7 +44,7 @@ from vidload.errors import DiskFullError, UsageError, VideoReadError
 from vidload.labels import classes_bytes
 from vidload.manifest import ManifestRow, keep_extra, render_manifest
 
-__all__ = ["Output", "ShardOutput"]
+__all__ = ["Output", "has_container", "run_job", "shard_stops"]
 
 #: Disk space held back for the final manifest (`Output.prepare`): bytes per video, and bounds.
 _RESERVE_PER_VIDEO, _RESERVE_MIN, _RESERVE_MAX = 256, 64 << 10, 64 << 20
@@ -107,28 +103,6 @@ class Output:
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
-    def check_input(self, input_path: str | os.PathLike[str], found: Inputs, to: str) -> None:
-        """UsageError where a container would land on or among the inputs `found` of
-        `input_path` (`vidload._convert.inputs.find_input`): a folder INPUT (local, or an INPUT
-        URL's folder `found.root`) and OUTPUT inside one another, or a container of another
-        local INPUT on or around an input (`check_no_overlap`); a local INPUT and an OUTPUT URL
-        (or the other way) cannot overlap."""
-        local = found.root.local_file()
-        if (local is None) != (self._disk is None):  # one local, the other a URL
-            return
-        if self._disk is not None and not Path(input_path).is_dir():
-            check_no_overlap(found, self._disk, to)
-            return
-        a = str(local.resolve()) if local is not None else found.root.url
-        b = str(self._disk.resolve()) if self._disk is not None else self.location.url
-        a, b = a.rstrip("/") + "/", b.rstrip("/") + "/"
-        if a.startswith(b) or b.startswith(a):
-            shown = str(input_path) if local is not None else str(found.root)
-            raise UsageError(
-                f"OUTPUT ({str(self.location)!r}) and INPUT ({shown!r}) overlap: they must not "
-                f"be inside one another (the containers would be written among the inputs)"
-            )
-
     def previous(
         self, planned: Iterable[str], to: str, *, overwrite: bool
     ) -> dict[str, ManifestRow]:
@@ -170,12 +144,12 @@ class Output:
             return get_kind(to).exists(self._disk / name)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        return (f"{name}/{FIRST_FRAME_NAME}" if is_folder_format(to) else name) in self._present
+        return (f"{name}/{FIRST_FRAME_NAME}" if get_kind(to).folder else name) in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
         a frame folder in a bucket."""
-        return self._disk is not None or not is_folder_format(to)
+        return self._disk is not None or not get_kind(to).folder
 
     def prepare(self, num_items: int) -> None:
         """Make ready for the shards' parts: on a disk, the parts folder and the reserve for
@@ -195,10 +169,6 @@ class Output:
         """Write the manifest (a checkpoint: the run goes on); a full disk: DiskFullError."""
         manifest = self.location / MANIFEST_NAME
         manifest.write_bytes(render_manifest([rows[k] for k in sorted(rows)], str(manifest)))
-
-    def outcomes(self) -> dict[str, Outcome]:
-        """Every outcome the shards' part manifests hold."""
-        return read_parts(self.location / PARTS_DIR) or {}
 
     def finish(self, rows: Mapping[str, ManifestRow]) -> str | None:
         """Write the final manifest and remove the parts (and temporaries); None when the
@@ -221,72 +191,54 @@ class Output:
 # --------------------------------------------------------------------------- the shard side
 
 
-class ShardOutput:
-    """What one shard writes into (`vidload.shards.convert_shard`), OUTPUT, written once against
-    its `Location`: its part manifest (rewritten whole after each video by
-    `Location.write_bytes`: atomic on a disk, one PUT in a bucket; a part that cannot be read
-    is another run's garbage), whether a job's container is there, and one job run into place.
+# A job's container is written where `Location.local_file` names it, committed by an atomic
+# rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
+# container is written in the shard's staging folder, uploaded once complete, then deleted
+# there. A failed upload stops the shard: it is the bucket's fault, not the video's.
 
-    A job's container is written where `Location.local_file` names it, committed by an atomic
-    rename; OUTPUT without a local folder (a bucket prefix) has no atomic rename: there each
-    container is written in the shard's staging folder, uploaded once complete, then deleted
-    there. A failed upload stops the shard: it is the bucket's fault, not the video's.
-    """
 
-    def __init__(self, output: Location) -> None:
-        self.target = output
-        #: Whether its containers are written in the shard's staging folder first (then moved).
-        self.stages = output.local_file() is None
+def has_container(job: Job) -> bool:
+    """Whether `job`'s container is in place."""
+    local = job.container.local_file()
+    if local is not None:
+        return get_kind(job.options.to).exists(local)
+    return commit_key(job.container, job.options.to).exists()
 
-    def read_part(self, part: str) -> dict[str, Outcome]:
-        """The outcomes a previous run of this shard recorded ({} when none)."""
-        return read_part(self.target / part)
 
-    def write_part(self, part: str, outcomes: Iterable[Outcome]) -> None:
-        """Record the shard's outcomes so far (atomically: a kill leaves the last one)."""
-        (self.target / part).write_bytes(part_bytes(outcomes))
+def run_job(job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
+    """Convert (or verify) `job` and put its container in place (a shard's side of OUTPUT,
+    `vidload.shards.convert_shard`)."""
+    remote = job.container
+    if remote.local_file() is not None:
+        return convert_job(replace(job, verify=not overwrite and has_container(job)), stage)
+    assert stage is not None  # convert_shard stages every bucket shard
+    local = stage / "out" / job.name
+    local.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # the plan listed the bucket (`Output.verifies`): a container that appeared since
+        # (a duplicate of this task) is converted again and replaced whole, which costs no
+        # reader
+        if job.verify:
+            fetch(remote, local)
+        outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
+        if outcome.action == "converted":
+            publish(local, remote, job.options.to)
+        elif outcome.action == "skipped" and sidecar_path(local).exists():
+            publish_sidecar(local, remote)  # the verified container had none
+        if outcome.row.error:
+            row = replace(outcome.row, error=outcome.row.error.replace(str(local), str(remote)))
+            outcome = replace(outcome, row=row)
+        return outcome
+    finally:
+        for p in (local, sidecar_path(local)):
+            remove_temporary(p)
 
-    def has_container(self, job: Job) -> bool:
-        """Whether `job`'s container is in place."""
-        local = job.container.local_file()
-        if local is not None:
-            return get_kind(job.options.to).exists(local)
-        return commit_key(job.container, job.options.to).exists()
 
-    def run(self, job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
-        """Convert (or verify) `job` and put its container in place."""
-        remote = job.container
-        if remote.local_file() is not None:
-            return convert_job(
-                replace(job, verify=not overwrite and self.has_container(job)), stage
-            )
-        assert stage is not None  # convert_shard stages every bucket shard
-        local = stage / "out" / job.name
-        local.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            # the plan listed the bucket (`Output.verifies`): a container that appeared since
-            # (a duplicate of this task) is converted again and replaced whole, which costs no
-            # reader
-            if job.verify:
-                fetch(remote, local)
-            outcome = convert_job(replace(job, output=Location(stage / "out")), stage)
-            if outcome.action == "converted":
-                publish(local, remote, job.options.to)
-            elif outcome.action == "skipped" and sidecar_path(local).exists():
-                publish_sidecar(local, remote)  # the verified container had none
-            if outcome.row.error:
-                row = replace(outcome.row, error=outcome.row.error.replace(str(local), str(remote)))
-                outcome = replace(outcome, row=row)
-            return outcome
-        finally:
-            for p in (local, sidecar_path(local)):
-                remove_temporary(p)
-
-    def stops(self, e: Exception) -> str | None:
-        """Why an error writing into this output stops the shard (None: it does not): a full
-        disk, or an error of the bucket (an upload, a part, a check)."""
-        if isinstance(e, DiskFullError):
-            return str(e)
-        if self.stages and isinstance(e, VideoReadError):
-            return f"writing into {self.target}: {e}"
-        return None
+def shard_stops(e: Exception, output: Location) -> str | None:
+    """Why an error writing into OUTPUT `output` stops the shard (None: it does not): a full
+    disk, or an error of the bucket (an upload, a part, a check)."""
+    if isinstance(e, DiskFullError):
+        return str(e)
+    if output.local_file() is None and isinstance(e, VideoReadError):
+        return f"writing into {output}: {e}"
+    return None

@@ -35,13 +35,12 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from vidload._kinds import get_kind, kind_names
+from vidload._kinds import get_kind
 from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
 
 __all__ = [
     "commit_key",
-    "is_folder_format",
     "fetch",
     "publish",
     "publish_sidecar",
@@ -49,11 +48,6 @@ __all__ = [
 ]
 
 _STAGING_PREFIX = "vidload-staging-"
-
-
-def is_folder_format(to: str) -> bool:
-    """Whether a `to` container is a folder of files (JPEG frames) rather than one file."""
-    return to in kind_names() and get_kind(to).folder
 
 
 @contextlib.contextmanager
@@ -87,14 +81,14 @@ def _remove_dead_staging() -> None:
 def commit_key(container: Location, to: str) -> Location:
     """What says `container` is complete in the bucket (module doc): the object itself, or a
     frame folder's first frame."""
-    return container / FIRST_FRAME_NAME if is_folder_format(to) else container
+    return container / FIRST_FRAME_NAME if get_kind(to).folder else container
 
 
 def publish(local: Path, remote: Location, to: str) -> None:
     """Upload the finished container `local` (and its timestamps) to `remote`; see the module
     doc for the order that makes a half-uploaded container never look complete."""
     side_local, side_remote = sidecar_path(local), _sidecar(remote)
-    folder = is_folder_format(to)
+    folder = get_kind(to).folder
     if folder:
         remote.delete(recursive=True)  # frames of an earlier, unrecorded attempt
         put_many([(local / name, remote / name) for name in sorted(os.listdir(local))])

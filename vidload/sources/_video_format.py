@@ -35,7 +35,7 @@ import av
 import av.error
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
+from vidload._atomic import writing
 from vidload._checks import check_choice, check_int, check_real
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
@@ -285,9 +285,7 @@ class VideoFormat(StorageFormat):
             )
         timestamps, time_base = planned
         pts, den = output_pts(timestamps, time_base)
-        container.parent.mkdir(parents=True, exist_ok=True)
-        tmp = temp_path(container)
-        try:
+        with writing(container) as tmp:
             count, size = _encode(tmp, frames.rgb(), pts, den, frames.fps, options, source)
             exact = frames.planned_timestamps()  # after the full decode: the true ones
             assert exact is not None
@@ -298,10 +296,6 @@ class VideoFormat(StorageFormat):
                     f"are not the first of the {len(timestamps)} the packets promised",
                 )
             write_index(container, _verify(tmp, count, pts[:count], den, source), digest_of=tmp)
-            replace_durably(tmp, container)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
         return Written(count, size)
 
     def verify(self, container: Path, frames: Frames) -> Written:

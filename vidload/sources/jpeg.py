@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import string
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from vidload._atomic import replace_folder_durably, temp_path
+from vidload._atomic import writing
 from vidload._checks import check_int, check_positive_number
 from vidload._layout import FRAME_TEMPLATE as DEFAULT_TEMPLATE
 from vidload._layout import container_name
@@ -425,11 +424,8 @@ def write_jpeg_folder(
     _template_regex(template)
     check_int("start_index", start_index, minimum=0)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    tmp.mkdir()
     count = 0
-    try:
+    with writing(path, folder=True) as tmp:
         for frame in frames:
             try:
                 check_jpeg_markers(frame, path=f"frame {count} for {path}", index=count)
@@ -439,10 +435,6 @@ def write_jpeg_folder(
             count += 1
         if count == 0:
             raise ValueError(f"no frames to write to {path}")
-        replace_folder_durably(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return count
 
 
