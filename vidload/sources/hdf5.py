@@ -300,9 +300,6 @@ class Hdf5Source(ContainerSource):
 
     _NO_FPS = "pass fps= (the file has no fps attribute)"
 
-    def _stored_fps(self, video_id: str) -> float | None:
-        return self._head(video_id).fps
-
     def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
         """The metadata before and after the frame data (superblock, object headers,
         `offsets`: a few KiB) and each wanted frame's bytes (`_plan`); a file whose frames are
