@@ -213,22 +213,18 @@ class StorageFormat:
         """The frame rate a container stores (`probe` reports it), None when it keeps none."""
         return None
 
-    def check_root(self, root: Any) -> None:
-        """Raise where this kind cannot be read or written at `root` (a `Location`): a
-        `local_only` kind at a URL (UsageError naming the URL)."""
-        if self.local_only and root.local_file() is None:
-            from vidload.errors import UsageError
-
-            raise UsageError(
-                f"{root}: storage {self.name!r} ({self.described}) is local only; "
-                "give a local folder"
-            )
-
     # -- convert
 
     def check_output(self, output: Any) -> None:
-        """Raise where `convert` cannot write this kind at OUTPUT `output` (a `Location`)."""
-        self.check_root(output)
+        """Raise where `convert` cannot write this kind at OUTPUT `output` (a `Location`): a
+        `local_only` kind at a URL (UsageError naming the URL)."""
+        if self.local_only and output.local_file() is None:
+            from vidload.errors import UsageError
+
+            raise UsageError(
+                f"{output}: storage {self.name!r} ({self.described}) is local only; "
+                "give a local folder"
+            )
 
     def write(self, container: Path, frames: Frames, options: Any) -> Written:
         """Write `frames` as the container at `container`, atomically (a container at its

@@ -278,6 +278,8 @@ class ContainerSource(FrameSourceBase):
             todo = [v for v in todo if not self._pend_from(heads, v, pending)]
             if todo:  # listed nowhere in it: the sidecar may be older than the data
                 heads.suspect()
+        if not todo:
+            return
         found = run_concurrently(self._try_fetch_head, todo)
         for vid, head in zip(todo, found, strict=True):
             if head is not None:
@@ -459,14 +461,10 @@ class ContainerSource(FrameSourceBase):
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: the times `vidload convert` stored beside the
         container (`<container>.timestamps`), else frame i at i / fps (`fps`, else the rate
-        the container stores)."""
-        fps = self.fps if self.fps is not None else self._stored_fps(video_id)
+        the container stores: its head's; a kind without heads takes an `fps` always)."""
+        fps = self.fps if self.fps is not None else self._head(video_id).fps
         actual = self.actual_frames(video_id)
         return container_timestamps(self._container(video_id), actual, fps, self._NO_FPS)
-
-    def _stored_fps(self, video_id: str) -> float | None:
-        """The frame rate `video_id`'s container stores, None where it keeps none."""
-        return None
 
     @abstractmethod
     def read_encoded(self, video_id: str, indices: Indices) -> EncodedFrames:

@@ -34,8 +34,7 @@ layout above.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,7 +155,7 @@ def _opened(where: str, file: Any, size: int, location: Location | None) -> _Han
         f = h5py.File(file, "r")
     except Exception as e:
         raise VideoReadError(where, f"cannot open as HDF5: {_what(e)}") from e
-    with _closed_on_failure(where, f):
+    try:
         handle = _validate(where, f)
         handle.location = location
         offset = _block_offset(handle.frames) if location or f.driver == "sec2" else None
@@ -165,24 +164,12 @@ def _opened(where: str, file: Any, size: int, location: Location | None) -> _Han
             if location is not None:  # the frames are byte ranges of the object
                 f.close()
                 handle.file = None
+    except BaseException as e:  # closed; a failure but a VideoReadError becomes one
+        f.close()
+        if isinstance(e, Exception) and not isinstance(e, VideoReadError):
+            raise VideoReadError(where, f"cannot read the HDF5 structure: {_what(e)}") from e
+        raise
     return handle
-
-
-@contextmanager
-def _closed_on_failure(where: str, f: h5py.File) -> Iterator[None]:
-    """Close `f` when reading its structure fails, in a local file and a bucket's object alike;
-    a failure other than a VideoReadError becomes one naming `where`, chained to it."""
-    try:
-        yield
-    except VideoReadError:
-        f.close()
-        raise
-    except Exception as e:
-        f.close()
-        raise VideoReadError(where, f"cannot read the HDF5 structure: {_what(e)}") from e
-    except BaseException:
-        f.close()
-        raise
 
 
 def _what(e: BaseException) -> str:
@@ -299,9 +286,6 @@ class Hdf5Source(ContainerSource):
         return f"Hdf5Source({str(self.root)!r}, cache_size={self.cache_size})"
 
     _NO_FPS = "pass fps= (the file has no fps attribute)"
-
-    def _stored_fps(self, video_id: str) -> float | None:
-        return self._head(video_id).fps
 
     def _read_ahead(self, video_id: str, idx: np.ndarray) -> list[Request]:
         """The metadata before and after the frame data (superblock, object headers,

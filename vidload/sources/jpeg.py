@@ -223,15 +223,15 @@ class JpegSource(ContainerSource):
         (`vidload._storage.SourceRoot.find`)."""
         return self.store.find(video_id, "", lambda key: self.store.location_of(key).list_dir())
 
-    def _keep_head(self, video_id: str, head: object) -> None:
-        if isinstance(head, _Recorded):  # from the sidecar, checked: as if listed
-            self.store.found_names[container_name(video_id, "", keep_extension=True)] = head.key
-            self._counts[head.key] = (head.count, head.count)
-            return
-        assert isinstance(head, tuple)
-        key, entries = head
+    def _keep_head(self, video_id: str, head: Any) -> None:
+        """A folder's listing (`_fetch_head`), or its record from the sidecar, checked: as
+        if listed."""
+        key = head.key if isinstance(head, _Recorded) else head[0]
         self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
-        self._scan(key, _remote_listing(entries))
+        if isinstance(head, _Recorded):
+            self._counts[key] = (head.count, head.count)
+        else:
+            self._scan(key, _remote_listing(head[1]))
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         if isinstance(head, _Recorded):

@@ -163,12 +163,11 @@ def _split(container: Path | str) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class _Meta:
-    """A video's meta key: its name in the environment and what it holds."""
+    """A video's meta key: its name in the environment and what a read takes of it (the key
+    also holds the frames' size and how they were encoded: `LmdbFormat.write`)."""
 
     name: bytes
     count: int
-    height: int
-    width: int
     fps: float | None
     nbytes: int
     timed: bool
@@ -189,8 +188,6 @@ def _read_meta(txn: Any, name: str) -> _Meta | None:
     return _Meta(
         name.encode(),
         int(meta["count"]),
-        int(meta["height"]),
-        int(meta["width"]),
         meta.get("fps"),
         int(meta["bytes"]),
         bool(meta.get("timed")),
