@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vidload._atomic import replace_durably, temp_path
+from vidload._atomic import temp_path, writing
 from vidload.errors import VideoReadError
 from vidload.sources.jpeg_decode import check_jpeg_markers, jpeg_size
 
@@ -101,12 +101,5 @@ def spilled_container(
     lays it out at the temporary name, which is renamed over `path` (durably: an existing
     file is replaced) when the block completes, and removed where it fails. Parent folders
     are made."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path(path)
-    try:
-        with spill_frames(path, frames, one_size=one_size) as spill:
-            yield tmp, spill
-        replace_durably(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with writing(path) as tmp, spill_frames(path, frames, one_size=one_size) as spill:
+        yield tmp, spill
