@@ -295,6 +295,14 @@ def test_kinetics_classes_pins_a_filtered_csv_and_a_test_csv_is_unlabelled(kin, 
     assert [(e.video_id, e.label) for e in test] == [("y3b_000000_000010.mp4", -1),
                                                     ("-y0a__000010_000020.mp4", -1)]  # fmt: skip
     assert test.classes == () and test.missing == ()
+    # rows are read as far as they go, as published files are: one without its trailing
+    # split cell, one with a cell more than the header
+    ragged = tmp_path / "ragged.csv"
+    ragged.write_text("youtube_id,time_start,time_end,split\ny3b,0,10\n-y0a_,10,20,test,0\n")
+    assert [e.video_id for e in kinetics(ragged, root=kin / "flat")] == [
+        "y3b_000000_000010.mp4",
+        "-y0a__000010_000020.mp4",
+    ]
     ds = ClipDataset(test, VideoSource(kin / "flat"), num_frames=2, train=True, seed=0)
     assert ds[0][1] == -1  # unlabelled training: self-supervised pretraining
 
@@ -305,6 +313,9 @@ def test_kinetics_errors(kin, tmp_path):
     with pytest.raises(ValueError, match=r"bad.csv:1: a Kinetics CSV .* lacks \['time_start', "):
         kinetics(bad, root=kin / "flat")
     bad.write_text("label,youtube_id,time_start,time_end\nx,y,soon,2\n")
+    with pytest.raises(ValueError, match=r"bad.csv:2: not a Kinetics row"):
+        kinetics(bad, root=kin / "flat")
+    bad.write_text("label,youtube_id,time_start,time_end,split\nx,y,1\n")  # no time_end
     with pytest.raises(ValueError, match=r"bad.csv:2: not a Kinetics row"):
         kinetics(bad, root=kin / "flat")
     with pytest.raises(ValueError, match=r"class\(es\) 'air drumming'.* are not in classes="):

@@ -347,16 +347,20 @@ def csv_text(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     return text.getvalue()
 
 
-def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def csv_rows(
+    text: str, where: object, *, ragged: bool = False
+) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     """(header, (line number, {column: cell}) of each row) of a CSV's text, the rows read as
     they are iterated: columns found by name (the header's names stripped, cells as written),
-    blank rows skipped. Which columns it needs, each reader checks in its own words.
+    blank rows skipped. Which columns it needs, each reader checks in its own words. With
+    `ragged`, a row of another length than the header is read as far as it goes: its
+    missing trailing cells empty, its extra cells dropped.
 
     Raises:
         csv.Error: a header `csv` cannot read (not text: `is_manifest` asks a video's bytes).
-        ValueError (while iterating): a row with another number of cells than the header, or
-            one `csv` cannot read (a cell over `csv.field_size_limit()`), `where` and the line
-            named.
+        ValueError (while iterating): a row with another number of cells than the header
+            (unless `ragged`), or one `csv` cannot read (a cell over
+            `csv.field_size_limit()`), `where` and the line named.
     """
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
@@ -366,7 +370,9 @@ def csv_rows(text: str, where: object) -> tuple[list[str], Iterator[tuple[int, d
             for cells in reader:
                 if not cells or cells == [""]:
                     continue
-                if len(cells) != len(header):
+                if len(cells) != len(header) and ragged:
+                    cells = (cells + [""] * len(header))[: len(header)]
+                elif len(cells) != len(header):
                     raise ValueError(
                         f"{where}:{reader.line_num}: {len(cells)} cells, the header has "
                         f"{len(header)}"

@@ -146,7 +146,9 @@ def _none_under(
 def _read_rows(where: Location, text: str) -> tuple[list[tuple[str, str]], bool]:
     """[(label, file stem)] of the CSV's rows ("" labels when it has no `label` column),
     and whether it has one."""
-    header, cells_of = csv_rows(text, where)
+    # ragged: the files as published are read by position, a row without its trailing
+    # `split` cell (or with a cell more) included, as this reader always read them
+    header, cells_of = csv_rows(text, where, ragged=True)
     absent = [c for c in _REQUIRED if c not in header]
     if absent:
         raise ValueError(
