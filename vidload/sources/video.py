@@ -238,8 +238,10 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = self._known(path)
+        key = (str(path), path.stat)  # the cache first: `_known` may open the file
         found = self._orientations.get(key)
+        if found is None:
+            found = self._orientations.get(self._known(path))
         if found is None:
             first = next(self._decode_all(path), None)  # the decode closes as it is dropped
             if first is None:
@@ -287,7 +289,10 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        count = self._actual.get(self._known(path))
+        # the cache first: `_known` may open the file (its `_persisted` entry evicted)
+        count = self._actual.get((str(path), path.stat))
+        if count is None:
+            count = self._actual.get(self._known(path))
         return self._exact_index(path).num_frames if count is None else count
 
     # ------------------------------------------------------------------ persisted index
