@@ -201,12 +201,13 @@ def _check_frame_size(buf: bytes | np.ndarray, dst: np.ndarray, scale: int, path
         return  # not even a header: the caller reports the decode error
     h, w = dst.shape[:2]
     if (math.ceil(height / scale), math.ceil(width / scale)) != (h, w):
-        at = f" (decoded at 1/{scale})" if scale > 1 else ""
-        raise VideoReadError(
-            _where(path),
-            f"frame size {width}x{height} differs from the other frames' {w}x{h}{at}",
-            index,
+        others = (
+            f"{w * scale}x{h * scale} or close, decoded at 1/{scale} to {w}x{h}"
+            if scale > 1
+            else f"{w}x{h}"
         )
+        message = f"frame size {width}x{height} differs from the other frames' {others}"
+        raise VideoReadError(_where(path), message, index)
 
 
 def decode_jpeg(
