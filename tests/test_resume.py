@@ -195,6 +195,16 @@ def test_learned_state_round_trip_and_errors(root):
         ds.load_learned_state({"learned": [["v1.mp4", 0, 0]]})
 
 
+def test_a_learned_state_is_never_dropped_by_a_loader_over_another_dataset(root):
+    loader = make_loader(_dataset(root), batch_size=2, stateful=True)
+    set_epoch(loader, 0)
+    state = loader.state_dict()
+    assert state["dataset"] == {"learned": [], "broken": []}
+    other = make_loader(list(range(4)), batch_size=2, stateful=True)
+    with pytest.raises(ValueError, match="learned frame counts, but this loader's dataset is a l"):
+        other.load_state_dict(state)
+
+
 @pytest.mark.parametrize("read_ahead", [False, True])
 def test_plain_dataloader_start_batch(root, read_ahead):
     def loader():

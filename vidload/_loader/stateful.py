@@ -147,7 +147,13 @@ class StatefulLoader(StatefulDataLoader):
         else:
             self._resume(state_dict, epoch)
         clips, learned = unwrap(self.dataset), state_dict["dataset"]
-        if learned is not None and isinstance(clips, ClipDataset):
+        if learned is not None:
+            if not isinstance(clips, ClipDataset):  # never silently dropped
+                raise ValueError(
+                    "this state holds a ClipDataset's learned frame counts, but this loader's "
+                    f"dataset is a {type(clips).__name__}: resume it over the ClipDataset it "
+                    "was saved from"
+                )
             clips.load_learned_state(learned)
         keys = (*_PASS_KEYS, *_SPLIT_KEYS)
         self._loaded = {k: state_dict[k] for k in keys if k in state_dict}
