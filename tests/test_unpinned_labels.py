@@ -75,3 +75,23 @@ def test_a_numbered_txt_of_any_name_counts(tmp_path):
     with pytest.warns(UserWarning, match=r"my_classes_v2.txt numbers them otherwise "
                       r"\('abseiling' is 1 there, 0 here\)"):  # fmt: skip
         _convert(tree, tmp_path / "out")
+
+
+def test_a_class_file_that_cannot_be_read_is_skipped(tmp_path, monkeypatch):
+    import vidload.labels as labels
+    from vidload.errors import VideoReadError
+
+    tree = _tree(tmp_path, ["Archery", "Bowling"])
+    (tmp_path / "classInd.txt").write_text("1 Bowling\n2 Archery\n")
+    read = labels.read_class_map
+
+    def unreadable(path, *args, **kwargs):  # as a file of another user's reads (EACCES)
+        if str(path).endswith("classInd.txt"):
+            raise VideoReadError(path, "cannot open: [Errno 13] Permission denied")
+        return read(path, *args, **kwargs)
+
+    monkeypatch.setattr(labels, "read_class_map", unreadable)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # skipped: nothing to say, nothing raised
+        _convert(tree, tmp_path / "out")
+    assert _labels(tmp_path / "out") == {"Archery": 0, "Bowling": 1}

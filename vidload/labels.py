@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from vidload._atomic import write_bytes_atomic
 from vidload._layout import CLASSES_NAME
 from vidload._lists import is_int, read_file, text_lines
+from vidload.errors import VidloadError
 
 __all__ = [
     "CLASSES_NAME",
@@ -217,7 +218,7 @@ def warn_unpinned(where: str, class_map: Mapping[str, int], folder: Path | None)
         for path in _class_files(folder):
             try:
                 theirs = read_class_map(path)
-            except (ValueError, OSError):
+            except (ValueError, OSError, VidloadError):  # unreadable (read_file): skipped
                 continue  # not a class list after all
             common = [c for c in class_map if c in theirs]
             if len(common) * 2 < len(class_map) or not common:
