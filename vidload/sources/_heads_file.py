@@ -75,7 +75,10 @@ class StoredArrays(LoadedArrays):
                 if sig != _LOCAL_SIGNATURE:
                     raise ValueError(f"{info.filename}: no local header where the zip says")
                 f.seek(info.header_offset + _LOCAL_HEADER.size + n_name + n_extra)
-                shape, fortran, dtype = read_array_header(f, np.lib.format.read_magic(f))
+                version = np.lib.format.read_magic(f)
+                if version not in ((1, 0), (2, 0)):
+                    raise ValueError(f"{info.filename}: .npy format {version} not read")
+                shape, fortran, dtype = read_array_header(f, version)
                 if fortran or dtype.hasobject:
                     raise ValueError(f"{info.filename}: a Fortran-ordered or object array")
                 data_at = f.tell()
