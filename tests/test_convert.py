@@ -31,7 +31,7 @@ W, H = 96, 64
 
 def container_path(out: Path, video_id: str, to: str) -> Path:
     """Where `convert` writes `video_id`'s `to` container (its kind's rule)."""
-    return get_kind(to).container_path(out, video_id, keep_extension=False)
+    return out / get_kind(to).container_name(video_id)
 
 
 SOURCES = {"jpeg": JpegSource, "hdf5": Hdf5Source, "npy": NpySource}

@@ -186,12 +186,8 @@ class StorageFormat:
         """`video_id`'s container relative to the output folder (`vidload._layout`)."""
         return container_name(video_id, self.suffix, keep_extension=keep_extension)
 
-    def container_path(self, output: Path, video_id: str, *, keep_extension: bool) -> Path:
-        """Where `convert` writes `video_id`'s container under the local folder `output`."""
-        return output / self.container_name(video_id, keep_extension=keep_extension)
-
     def exists(self, container: Path) -> bool:
-        """Whether the container at `container` (as `container_path` names it) is there."""
+        """Whether the container at `container` (OUTPUT / `container_name`) is there."""
         return container.exists()
 
     def nbytes(self, container: Path) -> int:
