@@ -254,11 +254,11 @@ class Hdf5Source(ContainerSource):
             None takes the file's `fps` attribute, else raises.
         <<storage>>
 
-    In a bucket a video costs one round of three concurrent requests (its size, its first and
-    last 64 KiB) when a process first reads it (its frame table, kept per process like an
-    open file; in a batch, none where the root has the heads sidecar convert writes,
-    `vidload.sources._heads`), then one round of concurrent range requests per clip (nearby
-    frames coalesced).
+    In a bucket a video costs one round of two concurrent requests (its first and last 64
+    KiB, whose answers say its size) when a process first reads it (its frame table, kept
+    per process like an open file; in a batch, none where the root has the heads sidecar
+    convert writes, `vidload.sources._heads`), then one round of concurrent range requests
+    per clip (nearby frames coalesced).
 
     `read` returns uint8 (k, H, W, 3) RGB. Picklable: holds the root; handles are per process
     (`vidload._lru.ProcessLRU`).
