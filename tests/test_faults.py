@@ -133,6 +133,9 @@ def test_c_one_argument_form_and_pickling():
         assert type(back) is type(err) and str(back) == str(err)
         assert vars(back) == vars(err)
     assert issubclass(VideoReadError, VidloadError)
+    noted = FrameCountError("x.mp4", 10, 8, 9)
+    noted.__notes__ = ["while reading batch 3"]  # what add_note sets (3.11+), set later
+    assert pickle.loads(pickle.dumps(noted)).__notes__ == ["while reading batch 3"]
 
 
 # --------------------------------------------------------------- A: container damage

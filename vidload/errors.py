@@ -71,7 +71,9 @@ class VidloadError(Exception):
     _args: ClassVar[tuple[str, ...]] = ()
 
     def __reduce__(self):
-        return (self.__class__, (*(getattr(self, name) for name in self._args), str(self)))
+        # with the instance's __dict__ as Exception's own does (notes, attributes set later)
+        args = (*(getattr(self, name) for name in self._args), str(self))
+        return (self.__class__, args, self.__dict__ or None)
 
     def _note_fields(self) -> None:
         # add_note is Python >= 3.11; on 3.10 the type still travels, the attributes do not
