@@ -146,3 +146,28 @@ def test_no_module_but_the_adapters_uses_what_the_libraries_do_not_document():
         if private.search(p.read_text()) or private_kwargs.search(p.read_text())
     )
     assert users == ["_storage/http_adapter.py", "_storage/s3_adapter.py"]
+
+
+def test_read_ends_on_a_filesystem_whose_answers_say_no_size_asks_it_in_the_same_call(
+    monkeypatch,
+):
+    import threading
+
+    import fsspec
+
+    from vidload._storage import Location
+
+    data = os.urandom(3000)
+    fsspec.filesystem("memory").pipe("/ends/obj.bin", data)
+    location = Location("memory://ends/obj.bin")
+    asked_from = []
+    stat = type(location).stat
+
+    def recording_stat(self):
+        asked_from.append(threading.current_thread() is threading.main_thread())
+        return stat(self)
+
+    monkeypatch.setattr(type(location), "stat", recording_stat)
+    st, first, last = location.read_ends(100, 30)
+    assert (st.size, first, last) == (3000, data[:100], data[-30:])
+    assert asked_from == [False]  # once, beside the GETs (gcs: one round, not two)

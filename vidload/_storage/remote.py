@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
-from vidload._storage import byteranges, faults, http_adapter, objectstore
+from vidload._storage import byteranges, faults, http_adapter, objectstore, s3_adapter
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     Span,
@@ -125,9 +126,9 @@ class RemoteLocation(Location):
 
     def read_ends(self, head: int, tail: int) -> tuple[Stat, bytes, bytes]:
         """Both ends in one round of two GETs (the tail a suffix range), the size and the
-        version from their answers (`_cat`); where the answers report no size (a filesystem
-        other than S3 or HTTP, a server's "*") `stat` asks it after."""
-        path = self.fs()[1]
+        version from their answers (`_cat`); a filesystem whose answers say no size (not S3,
+        HTTP or obstore's) has `stat` ask it in the same round, and a server's "*" after."""
+        fs, path = self.fs()
         spans: list[Span] = [(path, 0, head)] + ([(path, -tail, None)] if tail else [])
 
         def ends() -> list[Any]:
@@ -137,10 +138,20 @@ class RemoteLocation(Location):
                 raise failed
             return got
 
-        got = self.call("read the ends", ends)
+        if (
+            objectstore.reader(self._protocol, self._options)
+            or s3_adapter.is_s3(fs)
+            or http_adapter.is_http(fs)
+        ):
+            got = self.call("read the ends", ends)  # answers that say the size
+            asked = None
+        else:  # gcs and others answer bodies only: their size asked in the same round
+            with ThreadPoolExecutor(1) as pool:
+                asked = pool.submit(self.stat)
+                got = self.call("read the ends", ends)
         (first, version, size), last = got[0], got[-1][0] if tail else b""
         if size is None:
-            return self.stat(), first, last
+            return asked.result() if asked is not None else self.stat(), first, last
         return Stat(size, version.strip('"') if version else f"{size}:"), first, last
 
     def stat(self) -> Stat:
