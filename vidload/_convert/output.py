@@ -23,7 +23,7 @@ from pathlib import Path
 from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
-from vidload._convert.remote import commit_key, fetch, publish, publish_sidecar
+from vidload._convert.remote import commit_name, fetch, publish, publish_sidecar
 from vidload._convert.resume import (
     previous_rows,
     read_parts,
@@ -32,7 +32,6 @@ from vidload._convert.resume import (
 from vidload._kinds import get_kind
 from vidload._layout import (
     CLASSES_NAME,
-    FIRST_FRAME_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -144,7 +143,7 @@ class Output:
             return get_kind(to).exists(self._disk / name)
         if self._present is None:
             self._present = set(self.location.walk_files())
-        return (f"{name}/{FIRST_FRAME_NAME}" if get_kind(to).folder else name) in self._present
+        return commit_name(name, to) in self._present
 
     def verifies(self, to: str) -> bool:
         """Whether a container there without a row is validated (else converted again): not
@@ -202,7 +201,7 @@ def has_container(job: Job) -> bool:
     local = job.container.local_file()
     if local is not None:
         return get_kind(job.options.to).exists(local)
-    return commit_key(job.container, job.options.to).exists()
+    return (job.output / commit_name(job.name, job.options.to)).exists()
 
 
 def run_job(job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:

@@ -40,7 +40,7 @@ from vidload._layout import FIRST_FRAME_NAME, TIMESTAMPS_SUFFIX, sidecar_path
 from vidload._storage import Location, put_many
 
 __all__ = [
-    "commit_key",
+    "commit_name",
     "fetch",
     "publish",
     "publish_sidecar",
@@ -78,10 +78,10 @@ def _remove_dead_staging() -> None:
             shutil.rmtree(entry, ignore_errors=True)
 
 
-def commit_key(container: Location, to: str) -> Location:
-    """What says `container` is complete in the bucket (module doc): the object itself, or a
-    frame folder's first frame."""
-    return container / FIRST_FRAME_NAME if get_kind(to).folder else container
+def commit_name(name: str, to: str) -> str:
+    """What says the container `name` is complete in the bucket (module doc): the object
+    itself, or a frame folder's first frame (relative to OUTPUT, as `name`)."""
+    return f"{name}/{FIRST_FRAME_NAME}" if get_kind(to).folder else name
 
 
 def publish(local: Path, remote: Location, to: str) -> None:
