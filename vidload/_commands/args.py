@@ -30,7 +30,6 @@ __all__ = [
     "positive_int",
     "positive_number",
     "quality",
-    "quick_or",
     "storage_option",
     "storage_options",
 ]
@@ -64,16 +63,6 @@ def crf(text: str) -> float:
 
 def positive_number(text: str) -> float:
     return _number(text, float, "a number", lambda v: v > 0, "> 0")
-
-
-def quick_or(quick: bool) -> Callable[[Any, Any, Any], Any]:
-    """`pick(value, normal, fast)`: the value given, else `fast` under `--quick`, else `normal`
-    (bench's and choose's smoke runs)."""
-
-    def pick(value: Any, normal: Any, fast: Any) -> Any:
-        return value if value is not None else (fast if quick else normal)
-
-    return pick
 
 
 def kind_help(name: str, form: str) -> str:

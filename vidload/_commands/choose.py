@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -11,14 +12,17 @@ from vidload._commands.args import (
     add_storage_option,
     positive_int,
     positive_number,
-    quick_or,
     storage_options,
 )
 from vidload.errors import UsageError
 
-__all__ = ["INTERRUPTED", "add_parser", "run"]
+__all__ = ["INTERRUPTED", "QUICK", "add_parser", "run"]
 
 INTERRUPTED = ""
+
+#: `--quick`'s settings where an option does not say otherwise: a smoke run (2 videos, 4 clips,
+#: 1 round, no calibration, 4 PSNR frames, built in this process).
+QUICK = {"sample": 2, "clips": 4, "rounds": 1, "min_time": 0.0, "psnr_frames": 4, "jobs": 1}
 
 
 def _storages(text: str) -> tuple[Any, ...]:
@@ -97,7 +101,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     )
     ch.add_argument("--clips", type=positive_int, metavar="N", help="clips per timed pass (64)")
     ch.add_argument("--rounds", type=positive_int, metavar="R", help="interleaved rounds (3)")
-    ch.add_argument("--no-cold", action="store_true", help="skip the cold-read timing")
+    ch.add_argument(
+        "--no-cold", dest="cold", action="store_false", help="skip the cold-read timing"
+    )
     ch.add_argument(
         "--cold-rounds", type=positive_int, default=1, metavar="R", help="cold passes (1)"
     )
@@ -126,7 +132,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         action="store_true",
         help="smoke run: 2 videos, 4 clips, 1 round, 4 PSNR frames, built in this process",
     )
-    ch.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    ch.add_argument(
+        "-q", "--quiet", dest="progress", action="store_false", help="no progress lines"
+    )
     return ch
 
 
@@ -150,30 +158,15 @@ def run(args: argparse.Namespace) -> int:
             report.check_plotting()
         except RuntimeError as e:
             raise UsageError(str(e)) from e
-    pick, normal = quick_or(args.quick), ChooseOptions  # its defaults are choose()'s
+    # each option given reaches the `choose` keyword of its name (a `ChooseOptions` field)
+    names = {f.name for f in fields(ChooseOptions)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
     result = choose(
         args.input,
         storage_options=options,
-        sample=pick(args.sample, normal.sample, 2),
         storages=args.storages,
-        short_side=args.short_side,
-        num_frames=args.num_frames,
-        sampling=args.sampling,
-        stride=args.stride,
-        clips=pick(args.clips, normal.clips, 4),
-        rounds=pick(args.rounds, normal.rounds, 1),
-        min_time=0.0 if args.quick else normal.min_time,
-        cold=not args.no_cold,
-        cold_rounds=args.cold_rounds,
-        psnr_frames=4 if args.quick else normal.psnr_frames,
-        need=args.need,
-        cores=args.cores,
-        min_psnr=args.min_psnr,
         workdir=args.workdir,
-        keep=args.keep,
-        jobs=pick(args.jobs, None, 1),
-        seed=args.seed,
-        progress=not args.quiet,
+        **{**(QUICK if args.quick else {}), **given},
     )
     data = result.to_json()
     print(report.render(data))
