@@ -227,9 +227,11 @@ def _measure_all(
         stride=cfg.stride,
         seed=cfg.seed,
     )
+    # a new reader of each storage per call: one for the warm timing, one per cold pass
+    readers = {s.name: functools.partial(_reader, s, roots[s.name], cfg.short_side) for s in specs}
     log(f"timing {len(specs)} storages warm, one process: {cfg.rounds} rounds")
     warm = warm_rates(
-        {s.name: _reader(s, roots[s.name], cfg.short_side) for s in specs},
+        {name: make() for name, make in readers.items()},
         clips,
         batch_size=cfg.batch_size,
         rounds=cfg.rounds,
@@ -239,14 +241,7 @@ def _measure_all(
     colds: dict[str, dict[str, Any]] = {}
     if cfg.cold:
         log(f"timing cold first passes: {cfg.cold_rounds} round(s)")
-        rows = {
-            s.name: (
-                functools.partial(_reader, s, roots[s.name], cfg.short_side),
-                s.to,
-                roots[s.name],
-            )
-            for s in specs
-        }
+        rows = {s.name: (readers[s.name], s.to, roots[s.name]) for s in specs}
         colds = cold_and_warm(rows, kept, clips, cfg.batch_size, cfg.cold_rounds)
 
     data_bytes = float(sum(videos.sizes.values()))
