@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from dataclasses import fields
 
 from vidload._commands import EXIT_FAILED, EXIT_OK
 from vidload._commands.args import (
@@ -111,12 +111,7 @@ def run(args: argparse.Namespace) -> int:
     check_paths(args, args.output)
     from vidload.convert import run_convert
 
-    options = opts.ConvertOptions(
-        to=args.to, short_side=args.short_side, **_jpeg_options(args), gop=args.gop,
-        crf=args.crf, preset=args.preset, tune=args.tune, overwrite=args.overwrite,
-        root=args.root, labels=args.labels, shard_size=args.shard_size,
-        storage_options=storage_options(args.storage_option),
-    )  # fmt: skip
+    options = _options(args)
     with official_files_for_the_shell(args, "convert"), dask_executor(args) as (executor, workers):
         report = run_convert(
             options, args.input, args.output, executor=executor, workers=workers,
@@ -128,15 +123,17 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
-def _jpeg_options(args: argparse.Namespace) -> dict[str, Any]:
-    """`--quality` and `--subsampling` as given (left out: `ConvertOptions`' defaults). They set
-    the stored JPEGs: given with a kind that stores no JPEG (`--to video`) they would be
-    ignored, so they are refused."""
-    given = {k: v for k in ("quality", "subsampling") if (v := getattr(args, k)) is not None}
-    if given and "quality" not in get_kind(args.to).option_names:
+def _options(args: argparse.Namespace) -> opts.ConvertOptions:
+    """The options given, each to the `ConvertOptions` field of its name (left out: its
+    default). `--quality` and `--subsampling` set the stored JPEGs: given with a kind that
+    stores no JPEG (`--to video`) they would be ignored, so they are refused."""
+    names = {f.name for f in fields(opts.ConvertOptions)}
+    given = {k: v for k, v in vars(args).items() if k in names and v is not None}
+    jpeg = [f"--{k}" for k in ("quality", "subsampling") if k in given]
+    if jpeg and "quality" not in get_kind(args.to).option_names:
         raise UsageError(
-            f"{' and '.join(f'--{k}' for k in given)} set{'s' if len(given) == 1 else ''} the "
+            f"{' and '.join(jpeg)} set{'s' if len(jpeg) == 1 else ''} the "
             f"stored JPEG frames; --to {args.to} stores none: leave "
-            f"{'it' if len(given) == 1 else 'them'} out (--crf sets a re-encoded video's quality)"
+            f"{'it' if len(jpeg) == 1 else 'them'} out (--crf sets a re-encoded video's quality)"
         )
-    return given
+    return opts.ConvertOptions(**given, storage_options=storage_options(args.storage_option))
