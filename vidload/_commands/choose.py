@@ -70,15 +70,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="S",
         help="the short side you train at: every storage is built and read at it (full size)",
     )
-    ch.add_argument(
-        "--num-frames", type=positive_int, default=8, metavar="T", help="frames per clip (8)"
-    )
-    ch.add_argument(
-        "--sampling", choices=SAMPLING_MODES, default="segment", help="clip sampling (segment)"
-    )
-    ch.add_argument(
-        "--stride", type=positive_int, default=1, metavar="N", help="frame gap, consecutive (1)"
-    )
+    ch.add_argument("--num-frames", type=positive_int, metavar="T", help="frames per clip (8)")
+    ch.add_argument("--sampling", choices=SAMPLING_MODES, help="clip sampling (segment)")
+    ch.add_argument("--stride", type=positive_int, metavar="N", help="frame gap, consecutive (1)")
     ch.add_argument(
         "--need", type=positive_number, metavar="R", help="clips/s you need per GPU (with --cores)"
     )
@@ -104,9 +98,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ch.add_argument(
         "--no-cold", dest="cold", action="store_false", help="skip the cold-read timing"
     )
-    ch.add_argument(
-        "--cold-rounds", type=positive_int, default=1, metavar="R", help="cold passes (1)"
-    )
+    ch.add_argument("--cold-rounds", type=positive_int, metavar="R", help="cold passes (1)")
     ch.add_argument(
         "--workdir",
         metavar="DIR",
@@ -120,7 +112,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="N",
         help="storages built at once (default: the CPUs this process may use)",
     )
-    ch.add_argument("--seed", type=int, default=0, metavar="S", help="clip sampling seed (0)")
+    ch.add_argument("--seed", type=int, metavar="S", help="clip sampling seed (0)")
     ch.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ch.add_argument(
         "--plot",
