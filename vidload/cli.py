@@ -80,18 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the `vidload` command line with `argv` (default: sys.argv[1:]); return the exit code."""
+    """Run the `vidload` command line with `argv` (default: sys.argv[1:]); return the exit code:
+    the command's `run(args)`'s; a `UsageError` is a usage error (2, with the command's usage
+    line, as argparse prints for its own errors), any other error a failure (1) named in one
+    line, with its traceback under `--verbose`."""
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as e:  # --help, --version (0), or a usage error (2, already printed)
         return e.code if isinstance(e.code, int) else EXIT_USAGE
-    return _run(args)
-
-
-def _run(args: argparse.Namespace) -> int:
-    """The command's `run(args)`'s exit status; a `UsageError` is a usage error (2, with the
-    command's usage line, as argparse prints for its own errors), any other error a failure
-    (1) named in one line, with its traceback under `--verbose`."""
     command: Command = args.command_module
     try:
         return command.run(args)
