@@ -362,9 +362,10 @@ def _build_all(
     ]
     if not jobs:
         return {}
-    log(f"building {len(jobs)} storages ({min(cfg.build_jobs, len(jobs))} at a time)")
+    assert cfg.jobs is not None  # ChooseOptions resolved None to the CPUs
+    log(f"building {len(jobs)} storages ({min(cfg.jobs, len(jobs))} at a time)")
     built: dict[str, Built] = {}
-    for b in run_parallel(build_storage, jobs, cfg.build_jobs):
+    for b in run_parallel(build_storage, jobs, cfg.jobs):
         built[b.name] = b
         log(f"  built {b.name}: {b.cpu_s:.1f} CPU s")
     return built

@@ -85,12 +85,6 @@ class ChooseOptions:
             default_workers() if self.jobs is None else check_int("jobs", self.jobs, minimum=1),
         )
 
-    @property
-    def build_jobs(self) -> int:
-        """Storages built at once: `jobs`, which is never None once made."""
-        assert self.jobs is not None  # __post_init__ resolved it
-        return self.jobs
-
     def as_config(self) -> dict[str, Any]:
         """The options as the result's `config` records them (all but `progress`)."""
         return {k: v for k, v in dataclasses.asdict(self).items() if k != "progress"}
