@@ -106,8 +106,7 @@ def pick_storage(
         )
     top = max(good, key=lambda r: r.clips_per_s_per_core)
     rate = top.clips_per_s_per_core
-    cores_needed = math.ceil(need / rate) if rate > 0 else None
-    more = f"; it would need {cores_needed} cores per GPU" if cores_needed is not None else ""
+    more = f"; it would need {math.ceil(need / rate)} cores per GPU" if rate > 0 else ""
     quality = f" at >= {min_psnr:g} dB" if min_psnr is not None else ""
     return answer(
         None,
