@@ -73,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     ch.add_argument("--num-frames", type=positive_int, metavar="T", help="frames per clip (8)")
     ch.add_argument("--sampling", choices=SAMPLING_MODES, help="clip sampling (segment)")
     ch.add_argument("--stride", type=positive_int, metavar="N", help="frame gap, consecutive (1)")
+    ch.add_argument("--seed", type=int, metavar="S", help="clip sampling seed (0)")
     ch.add_argument(
         "--need", type=positive_number, metavar="R", help="clips/s you need per GPU (with --cores)"
     )
@@ -112,7 +113,6 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
         metavar="N",
         help="storages built at once (default: the CPUs this process may use)",
     )
-    ch.add_argument("--seed", type=int, metavar="S", help="clip sampling seed (0)")
     ch.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     ch.add_argument(
         "--plot",
