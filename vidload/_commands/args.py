@@ -191,10 +191,9 @@ def check_paths(args: argparse.Namespace, output: str | None = None) -> None:
         raise UsageError(f"--labels ({args.labels!r}) is not a file")
     if args.root is not None and not Path(args.root).is_dir():
         raise UsageError(f"--root ({args.root!r}) is not a folder")
-    given = {"INPUT": args.input, "OUTPUT": output}
-    remote = [Location(t).over_network for t in given.values() if t is not None]
-    if args.storage_option and not any(remote):
-        paths = " and ".join(n for n, t in given.items() if t is not None)
+    given = {n: t for n, t in {"INPUT": args.input, "OUTPUT": output}.items() if t is not None}
+    if args.storage_option and not any(Location(t).over_network for t in given.values()):
+        paths = " and ".join(given)
         raise UsageError(
             f"--storage-option is for URLs (s3://bucket/videos); {paths} "
             f"{'are local paths' if ' and ' in paths else 'is a local path'}: leave it out"
