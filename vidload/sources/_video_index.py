@@ -47,9 +47,6 @@ import numpy as np
 from vidload.errors import VideoReadError
 from vidload.sources._video_file import VideoHandle, ffmpeg_words
 
-#: Bytes a frame's digest takes in an index.
-DIGEST_BYTES = 4
-
 
 def frame_digest(frame: av.VideoFrame) -> int:
     """CRC-32 of the visible bytes of `frame`'s planes, so that a seek read can tell a picture
@@ -68,7 +65,7 @@ def frame_digest(frame: av.VideoFrame) -> int:
     The digest is the CRC-32 of every plane's visible bytes (row padding left out: it holds
     whatever the buffer pool left there), chained over the planes: the same decoder on the
     same bytes gives the same pixels, hence the same digest, and any pixel that differs
-    changes it (missed with probability 2**-32). `DIGEST_BYTES` a frame. It costs 0.055 ms a
+    changes it (missed with probability 2**-32). 4 bytes a frame. It costs 0.055 ms a
     frame at 340x256, 0.095 ms at 640x360, 0.4 ms at 1280x720, against 0.7, 0.7 and 1.6-3.4
     ms to decode such a frame (H.264, VP8; `python tools/damage_check_cost.py` measures these
     and a read's share). A seek read pays it only for the frames it returns; recording pays it
@@ -255,17 +252,13 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     Frame i is the packet with the i-th smallest pts. Needs every packet to carry a distinct
     pts; the scan stops at the first corrupt packet or demux error, as decoding does.
     """
-    packets: list[tuple[int | None, int | None, bool]] = []
-    pts: list[int | None] = []
+    scan = IndexRecorder()
     for packet in scanned_packets(container.demux(stream)):
-        packets.append((packet.pts, packet.dts, packet.is_keyframe))
+        scan.on_packet(packet)
         if not packet.is_discard:  # decoded for reference, output dropped
-            pts.append(packet.pts)
-    present = [p for p in pts if p is not None]
-    if not pts or len(present) != len(pts) or len(set(present)) != len(present):
-        return None
-    keys = sorted(present)
-    return FrameIndex(len(keys), keys, False, _seek_points(packets, keys))
+            scan.keys.append(packet.pts)
+    index = scan.index(exact=False)
+    return index if index.keys is not None and index.num_frames else None
 
 
 def _flush(ctx) -> list[av.VideoFrame]:
@@ -345,12 +338,15 @@ class IndexRecorder:
         if self.digests is not None:
             self.digests.append(frame_digest(frame))
 
-    def index(self) -> FrameIndex:
+    def index(self, *, exact: bool = True) -> FrameIndex:
+        """The index of the frames seen: a full decode's (`exact`: `keys` in output order),
+        else a packet scan's (`keys` the packets' pts: frame i has the i-th smallest); without
+        keys where a frame has none or two share one."""
         present = [k for k in self.keys if k is not None]
         if len(present) != len(self.keys) or len(set(present)) != len(present):
-            return FrameIndex(len(self.keys), None, True, [], self.digests)
-        points = _seek_points(self.packets, present)
-        return FrameIndex(len(present), present, True, points, self.digests)
+            return FrameIndex(len(self.keys), None, exact, [], self.digests)
+        keys = present if exact else sorted(present)
+        return FrameIndex(len(keys), keys, exact, _seek_points(self.packets, keys), self.digests)
 
 
 class Fresh(Protocol):
