@@ -200,10 +200,7 @@ class VideoFile:
 
     def _fetch(self, wanted: Any) -> None:
         header, kept, missing, needed = self._plan(wanted)
-        if not needed:
-            self._clip = kept
-            return
-        got = self.location.read_ranges(needed)
+        got = self.location.read_ranges(needed) if needed else []  # all held: no request
         blocks = [(a, a + len(data), data) for (a, _), data in zip(needed, got, strict=True)]
         if not self.verified:
             self._verify(blocks)

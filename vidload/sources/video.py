@@ -271,15 +271,14 @@ class VideoSource(VideoRoot):
             known = self._actual.get((str(path), handle.stat))
             if known is not None and known != index.num_frames:
                 index = self._exact_index(path)
-            time_base = handle.stream.time_base
-            fps = video_info(handle).fps
+            info = video_info(handle)
         n = index.num_frames
-        if index.keys is not None and time_base is not None:
+        if index.keys is not None and info.time_base is not None:
             keys = np.sort(np.frombuffer(index.keys, dtype=np.int64)[:n])
-            return keys.astype(np.float64) * float(time_base)
-        if not fps:
+            return keys.astype(np.float64) * float(info.time_base)
+        if not info.fps:
             raise VideoReadError(path, "frames carry no timestamps and the stream no frame rate")
-        return np.arange(n, dtype=np.float64) / fps
+        return np.arange(n, dtype=np.float64) / info.fps
 
     # ------------------------------------------------------------------ counting
 
