@@ -151,8 +151,9 @@ class VideoSource(VideoRoot):
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
-        # the file versions whose persisted index was looked for (and used where found: `_known`)
-        self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
+        # the file versions whose persisted index was looked for (and used where found:
+        # `_known`), kept as long as their counts: a version's entry never asks its file again
+        self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(None)
         self._init_files()
 
     def __repr__(self) -> str:
@@ -238,10 +239,8 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), path.stat)  # the cache first: `_known` may open the file
+        key = self._known(path)
         found = self._orientations.get(key)
-        if found is None:
-            found = self._orientations.get(self._known(path))
         if found is None:
             first = next(self._decode_all(path), None)  # the decode closes as it is dropped
             if first is None:
@@ -288,10 +287,7 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        # the cache first: `_known` may open the file (its `_persisted` entry evicted)
-        count = self._actual.get((str(path), path.stat))
-        if count is None:
-            count = self._actual.get(self._known(path))
+        count = self._actual.get(self._known(path))
         return self._exact_index(path).num_frames if count is None else count
 
     # ------------------------------------------------------------------ persisted index
