@@ -363,19 +363,19 @@ def decode_all(
     module docstring); `recorder` sees every packet decoded and every frame. A recorder of
     digests (`IndexRecorder(digests=True)`) is given a single-threaded decode: the digests are
     those of the frames a seek read must match."""
+    recorder = IndexRecorder() if recorder is None else recorder  # the count checked below
     yielded = 0
-    if threads != 1 and (recorder is None or recorder.digests is None):
+    if threads != 1 and recorder.digests is None:
         fast = IndexRecorder()  # sees every frame yielded
         went_bad = yield from _decode_file(fresh, where, threads, fast, on_error="stop")
         yielded = len(fast.keys)
         if not went_bad:
-            if recorder is not None:
-                recorder.packets, recorder.keys = fast.packets, fast.keys
+            recorder.packets, recorder.keys = fast.packets, fast.keys
             return
     frames = _decode_file(fresh, where, 1, recorder, on_error="flush")
     with closing(frames):  # its file closed here, however this decode ends
         yield from islice(frames, yielded, None)  # past those the threaded decode gave
-    if recorder is not None and len(recorder.keys) < yielded:
+    if len(recorder.keys) < yielded:
         raise VideoReadError(
             where,
             f"a {threads}-thread decode gave {yielded} frames before it met bad data, "
@@ -384,24 +384,22 @@ def decode_all(
 
 
 def _decode_file(
-    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder | None, on_error: Any
+    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder, on_error: Any
 ) -> Generator[av.VideoFrame, None, bool]:
-    """decode_packets on a fresh handle with `threads` (explode unless single-threaded);
-    returns whether the data went bad."""
+    """decode_packets on a fresh handle with `threads` (explode unless single-threaded), each
+    packet and frame shown to `recorder`; returns whether the data went bad."""
     handle = fresh(threads=threads, explode=threads != 1)
     try:
-        on_packet = recorder.on_packet if recorder is not None else None
         packets = handle.container.demux(handle.stream)
         ctx = handle.stream.codec_context
-        frames = decode_packets(ctx, packets, on_packet, on_error=on_error)
+        frames = decode_packets(ctx, packets, recorder.on_packet, on_error=on_error)
         try:
             while True:
                 try:
                     frame = next(frames)
                 except StopIteration as stop:
                     return stop.value
-                if recorder is not None:
-                    recorder.on_frame(frame)
+                recorder.on_frame(frame)
                 yield frame
         finally:
             frames.close()
