@@ -353,21 +353,17 @@ class VideoSource(VideoRoot):
         stores pts, else one from a full decode."""
         key = self._known(path, handle)
         index = self._indexes.get(key)
-        if index is not None:
-            return index
-        if not handle.stores_pts or self.frame_index == "decode":
-            return self._exact_index(path)
-        scan = handle if handle.at_start else self._fresh(path, explode=True)
-        scan.at_start = False
-        try:
-            index = index_from_packets(scan.container, scan.stream)
-        finally:
-            if scan is not handle:
-                scan.close()
-        if index is None:
-            return self._exact_index(path)
-        self._indexes.put(key, index)
-        return index
+        if index is None and handle.stores_pts and self.frame_index == "packets":
+            scan = handle if handle.at_start else self._fresh(path, explode=True)
+            scan.at_start = False
+            try:
+                index = index_from_packets(scan.container, scan.stream)
+            finally:
+                if scan is not handle:
+                    scan.close()
+            if index is not None:
+                self._indexes.put(key, index)
+        return self._exact_index(path) if index is None else index
 
     # ------------------------------------------------------------------ decoding
 
