@@ -327,19 +327,14 @@ def record_of(location: Location) -> HeadRecord | None:
     """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
     what `vidload convert --to video` writes): its persisted index's bytes (format 2 or 3), with the
     object's size and the digest of its ends read now; None where it has no such index or the
-    index describes another size, or they cannot be read."""
+    index describes another size (what `from_record` refuses), or they cannot be read."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
-        found = _ranged(location, raw)
-        if isinstance(found, str):
-            return None
         record = head_record(location, {}, {})
     except VidloadError:
         return None
-    if record.size != found.size:
-        return None
     record.raw = raw
-    return record
+    return record if from_record(location, record) is not None else None
 
 
 def from_record(location: Location, record: HeadRecord) -> VideoFile | None:
