@@ -171,7 +171,8 @@ def _encode(
                     source, "timestamps do not increase (in the time base kept)", count
                 )
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-            frame = frame.reformat(format="yuv420p", threads=1)  # on this thread (_video_seek.rgb)
+            # on this thread, as reads convert (`_video_seek.converter`)
+            frame = frame.reformat(format="yuv420p", threads=1)
             frame.pts = int(pts[count])
             frame.time_base = Fraction(1, den)
             for packet in stream.encode(frame):
