@@ -50,7 +50,7 @@ from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_index import FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
-from vidload.sources.base import open_regular_file
+from vidload.sources.base import open_regular, open_regular_file
 
 __all__ = [
     "PersistedIndex",
@@ -108,14 +108,13 @@ class UnusableIndex(Exception):
 
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
-    with os.fdopen(open_regular_file(path), "rb") as f:
-        fd = f.fileno()
-        size = os.fstat(fd).st_size
+    fd, st = open_regular(path)  # its size from the fstat that checked it
+    with os.fdopen(fd, "rb"):
         spans = [os.pread(fd, _SPAN, 0)]
-        if size > _SPAN:
-            start = max(_SPAN, size - _SPAN)
-            spans.append(os.pread(fd, size - start, start))
-    return size, span_digest(size, spans)
+        if st.st_size > _SPAN:
+            start = max(_SPAN, st.st_size - _SPAN)
+            spans.append(os.pread(fd, st.st_size - start, start))
+    return st.st_size, span_digest(st.st_size, spans)
 
 
 def write_index(
