@@ -17,7 +17,7 @@ one process. The docstrings that quote these figures name this command:
 - `items`: `_scratch` (a `ClipDataset` item through `ContainerSource.read_transient`, the
   default, against the public `read`; also minor page faults per item; each row in a fresh
   process);
-- `video`: `sources.video` (`frame_index="decode"`, skip_frame=NONREF) and `_video_seek.rgb`
+- `video`: `sources.video` (`frame_index="decode"`, skip_frame=NONREF) and `_video_seek.converter`
   (one swscale thread).
 """
 

@@ -16,8 +16,8 @@ rules keep every decoder freed in the process that opened it:
   descriptors of the child, no I/O). The child opens files of its own.
 
 Handles are not closed before a fork (`os.register_at_fork`): another thread may be reading
-through them. Frames are converted to RGB on one thread (`_video_seek.rgb`), so no swscale threads
-outlive a conversion either.
+through them. Frames are converted to RGB on one thread (`_video_seek.converter`), so no
+swscale threads outlive a conversion either.
 """
 
 from __future__ import annotations

@@ -39,7 +39,7 @@ from vidload._atomic import writing
 from vidload._checks import check_choice, check_int, check_real
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
-from vidload.sources._format import BenchRow, Frames, StorageFormat, Written
+from vidload.sources._format import BenchRow, Frames, NoOptions, StorageFormat, Written
 from vidload.sources._video_file import ffmpeg_words
 from vidload.sources._video_persist import PersistedIndex, write_index
 from vidload.sources._video_root import CONVERTED_SUFFIX
@@ -85,9 +85,10 @@ TUNES: tuple[str, ...] = ("none", "fastdecode", "film", "animation", "grain", "p
 
 
 @dataclass(frozen=True)
-class VideoOptions:
+class VideoOptions(NoOptions):
     """The options of `--to video`, checked when made: None takes the default (`DEFAULT_GOP`,
-    ...), which the made object holds.
+    ...), which the made object holds. None were added since the first (`NoOptions`' empty
+    `RECORDED_BEFORE`), and a `vidload choose` name may give none of them.
 
     Raises:
         TypeError: gop is not an int, crf not a number.
@@ -99,9 +100,7 @@ class VideoOptions:
     preset: str | None = None
     tune: str | None = None
 
-    RECORDED_BEFORE: ClassVar[Mapping[str, Any]] = {}
     SPEC_FORM: ClassVar[str] = "[:gopN][:crfQ][:PRESET]"
-    SPEC_REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     def __post_init__(self) -> None:
         put = functools.partial(object.__setattr__, self)  # frozen: set once, here
@@ -172,7 +171,8 @@ def _encode(
                     source, "timestamps do not increase (in the time base kept)", count
                 )
             frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(rgb), format="rgb24")
-            frame = frame.reformat(format="yuv420p", threads=1)  # on this thread (_video_seek.rgb)
+            # on this thread, as reads convert (`_video_seek.converter`)
+            frame = frame.reformat(format="yuv420p", threads=1)
             frame.pts = int(pts[count])
             frame.time_base = Fraction(1, den)
             for packet in stream.encode(frame):

@@ -47,9 +47,6 @@ import numpy as np
 from vidload.errors import VideoReadError
 from vidload.sources._video_file import VideoHandle, ffmpeg_words
 
-#: Bytes a frame's digest takes in an index.
-DIGEST_BYTES = 4
-
 
 def frame_digest(frame: av.VideoFrame) -> int:
     """CRC-32 of the visible bytes of `frame`'s planes, so that a seek read can tell a picture
@@ -68,7 +65,7 @@ def frame_digest(frame: av.VideoFrame) -> int:
     The digest is the CRC-32 of every plane's visible bytes (row padding left out: it holds
     whatever the buffer pool left there), chained over the planes: the same decoder on the
     same bytes gives the same pixels, hence the same digest, and any pixel that differs
-    changes it (missed with probability 2**-32). `DIGEST_BYTES` a frame. It costs 0.055 ms a
+    changes it (missed with probability 2**-32). 4 bytes a frame. It costs 0.055 ms a
     frame at 340x256, 0.095 ms at 640x360, 0.4 ms at 1280x720, against 0.7, 0.7 and 1.6-3.4
     ms to decode such a frame (H.264, VP8; `python tools/damage_check_cost.py` measures these
     and a read's share). A seek read pays it only for the frames it returns; recording pays it
@@ -255,17 +252,13 @@ def index_from_packets(container: av.container.InputContainer, stream) -> FrameI
     Frame i is the packet with the i-th smallest pts. Needs every packet to carry a distinct
     pts; the scan stops at the first corrupt packet or demux error, as decoding does.
     """
-    packets: list[tuple[int | None, int | None, bool]] = []
-    pts: list[int | None] = []
+    scan = IndexRecorder()
     for packet in scanned_packets(container.demux(stream)):
-        packets.append((packet.pts, packet.dts, packet.is_keyframe))
+        scan.on_packet(packet)
         if not packet.is_discard:  # decoded for reference, output dropped
-            pts.append(packet.pts)
-    present = [p for p in pts if p is not None]
-    if not pts or len(present) != len(pts) or len(set(present)) != len(present):
-        return None
-    keys = sorted(present)
-    return FrameIndex(len(keys), keys, False, _seek_points(packets, keys))
+            scan.keys.append(packet.pts)
+    index = scan.index(exact=False)
+    return index if index.keys is not None and index.num_frames else None
 
 
 def _flush(ctx) -> list[av.VideoFrame]:
@@ -345,12 +338,15 @@ class IndexRecorder:
         if self.digests is not None:
             self.digests.append(frame_digest(frame))
 
-    def index(self) -> FrameIndex:
+    def index(self, *, exact: bool = True) -> FrameIndex:
+        """The index of the frames seen: a full decode's (`exact`: `keys` in output order),
+        else a packet scan's (`keys` the packets' pts: frame i has the i-th smallest); without
+        keys where a frame has none or two share one."""
         present = [k for k in self.keys if k is not None]
         if len(present) != len(self.keys) or len(set(present)) != len(present):
-            return FrameIndex(len(self.keys), None, True, [], self.digests)
-        points = _seek_points(self.packets, present)
-        return FrameIndex(len(present), present, True, points, self.digests)
+            return FrameIndex(len(self.keys), None, exact, [], self.digests)
+        keys = present if exact else sorted(present)
+        return FrameIndex(len(keys), keys, exact, _seek_points(self.packets, keys), self.digests)
 
 
 class Fresh(Protocol):
@@ -367,19 +363,19 @@ def decode_all(
     module docstring); `recorder` sees every packet decoded and every frame. A recorder of
     digests (`IndexRecorder(digests=True)`) is given a single-threaded decode: the digests are
     those of the frames a seek read must match."""
+    recorder = IndexRecorder() if recorder is None else recorder  # the count checked below
     yielded = 0
-    if threads != 1 and (recorder is None or recorder.digests is None):
+    if threads != 1 and recorder.digests is None:
         fast = IndexRecorder()  # sees every frame yielded
         went_bad = yield from _decode_file(fresh, where, threads, fast, on_error="stop")
         yielded = len(fast.keys)
         if not went_bad:
-            if recorder is not None:
-                recorder.packets, recorder.keys = fast.packets, fast.keys
+            recorder.packets, recorder.keys = fast.packets, fast.keys
             return
     frames = _decode_file(fresh, where, 1, recorder, on_error="flush")
     with closing(frames):  # its file closed here, however this decode ends
         yield from islice(frames, yielded, None)  # past those the threaded decode gave
-    if recorder is not None and len(recorder.keys) < yielded:
+    if len(recorder.keys) < yielded:
         raise VideoReadError(
             where,
             f"a {threads}-thread decode gave {yielded} frames before it met bad data, "
@@ -388,24 +384,22 @@ def decode_all(
 
 
 def _decode_file(
-    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder | None, on_error: Any
+    fresh: Fresh, where: object, threads: int, recorder: IndexRecorder, on_error: Any
 ) -> Generator[av.VideoFrame, None, bool]:
-    """decode_packets on a fresh handle with `threads` (explode unless single-threaded);
-    returns whether the data went bad."""
+    """decode_packets on a fresh handle with `threads` (explode unless single-threaded), each
+    packet and frame shown to `recorder`; returns whether the data went bad."""
     handle = fresh(threads=threads, explode=threads != 1)
     try:
-        on_packet = recorder.on_packet if recorder is not None else None
         packets = handle.container.demux(handle.stream)
         ctx = handle.stream.codec_context
-        frames = decode_packets(ctx, packets, on_packet, on_error=on_error)
+        frames = decode_packets(ctx, packets, recorder.on_packet, on_error=on_error)
         try:
             while True:
                 try:
                     frame = next(frames)
                 except StopIteration as stop:
                     return stop.value
-                if recorder is not None:
-                    recorder.on_frame(frame)
+                recorder.on_frame(frame)
                 yield frame
         finally:
             frames.close()

@@ -48,9 +48,9 @@ from vidload._atomic import write_bytes_atomic
 from vidload._layout import index_path
 from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
-from vidload.sources._video_index import DIGEST_BYTES, FrameIndex, SeekPoint
+from vidload.sources._video_index import FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
-from vidload.sources.base import open_regular_file
+from vidload.sources.base import open_regular, open_regular_file
 
 __all__ = [
     "PersistedIndex",
@@ -108,14 +108,13 @@ class UnusableIndex(Exception):
 
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
-    with os.fdopen(open_regular_file(path), "rb") as f:
-        fd = f.fileno()
-        size = os.fstat(fd).st_size
+    fd, st = open_regular(path)  # its size from the fstat that checked it
+    with os.fdopen(fd, "rb"):
         spans = [os.pread(fd, _SPAN, 0)]
-        if size > _SPAN:
-            start = max(_SPAN, size - _SPAN)
-            spans.append(os.pread(fd, size - start, start))
-    return size, span_digest(size, spans)
+        if st.st_size > _SPAN:
+            start = max(_SPAN, st.st_size - _SPAN)
+            spans.append(os.pread(fd, st.st_size - start, start))
+    return st.st_size, span_digest(st.st_size, spans)
 
 
 def write_index(
@@ -187,7 +186,7 @@ def parse_index(raw: bytes) -> tuple[PersistedIndex, int, str]:
         num = int(doc["num_frames"])
         if keys is not None and len(keys) != num:
             raise UnusableIndex(f"{len(keys)} keys for {num} frames")
-        digests = _digests_of(doc.get("digests") if doc["format"] >= 3 else None, num)
+        digests = _digests_of(doc.get("digests") if doc["format"] >= 3 else None)
         keys = [int(k) for k in keys] if keys is not None else None
         index = FrameIndex(num, keys, True, points, digests)
         persisted = PersistedIndex(
@@ -210,20 +209,15 @@ def _digests_text(index: FrameIndex) -> str | None:
     return base64.b64encode(np.asarray(index.digests, "<u4").tobytes()).decode("ascii")
 
 
-def _digests_of(text: object, num_frames: int) -> list[int] | None:
-    """The digests of a sidecar's `"digests"` (None: not recorded); UnusableIndex when they
-    are not `num_frames` of them."""
+def _digests_of(text: str | None) -> list[int] | None:
+    """The digests of a sidecar's `"digests"` (None: not recorded); UnusableIndex where they
+    are not base64 of uint32 (`FrameIndex` checks there is one a frame)."""
     if text is None:
         return None
-    if not isinstance(text, str):
-        raise UnusableIndex(f"digests are a {type(text).__name__}, not text")
     try:
-        raw = base64.b64decode(text, validate=True)
-    except ValueError as e:
+        return np.frombuffer(base64.b64decode(text, validate=True), "<u4").tolist()
+    except (ValueError, TypeError) as e:
         raise UnusableIndex(f"unreadable digests ({e})") from None
-    if len(raw) != DIGEST_BYTES * num_frames:
-        raise UnusableIndex(f"{len(raw)} bytes of digests for {num_frames} frames")
-    return np.frombuffer(raw, "<u4").tolist()
 
 
 def _opt_int(value: object) -> int | None:

@@ -57,6 +57,7 @@ from vidload._layout import INDEX_SUFFIX
 from vidload._storage import Location, coalesce
 from vidload._storage.cache import RangeFile
 from vidload._storage.faults import CHANGED
+from vidload._storage.ranges import Block, cut
 from vidload.errors import VideoReadError, VidloadError
 from vidload.sources._heads import HeadRecord, check_spans, head_record
 from vidload.sources._video_persist import PersistedIndex, UnusableIndex, load_index, parse_index
@@ -107,7 +108,7 @@ class VideoFile:
     ) -> None:
         #: The local file FFmpeg opens, None: read by byte ranges.
         self.path = location.local_file()
-        self._missed: collections.deque[tuple[int, bytes]] = collections.deque(maxlen=_MISS_BLOCKS)
+        self._missed: collections.deque[Block] = collections.deque(maxlen=_MISS_BLOCKS)
         self._opened(location.versioned(), persisted, size)
         #: Requests sent for reads of bytes not held (see the module docstring).
         self.misses = 0
@@ -124,8 +125,8 @@ class VideoFile:
         self.verified = False
         #: A read met another version of the object: open it again before the next one.
         self._stale = False
-        self._header: list[tuple[int, bytes]] = []
-        self._clip: list[tuple[int, bytes]] = []
+        self._header: list[Block] = []
+        self._clip: list[Block] = []
         self._missed.clear()
 
     def __str__(self) -> str:
@@ -199,11 +200,8 @@ class VideoFile:
 
     def _fetch(self, wanted: Any) -> None:
         header, kept, missing, needed = self._plan(wanted)
-        if not needed:
-            self._clip = kept
-            return
-        got = self.location.read_ranges(needed)
-        blocks = list(zip((a for a, _ in needed), got, strict=True))
+        got = self.location.read_ranges(needed) if needed else []  # all held: no request
+        blocks = [(a, a + len(data), data) for (a, _), data in zip(needed, got, strict=True)]
         if not self.verified:
             self._verify(blocks)
             self._header = sorted(b for b in blocks if any(_overlaps(b, r) for r in header))
@@ -215,25 +213,25 @@ class VideoFile:
         opened again (its own read does that)."""
         return [] if self._stale else self._plan(wanted)[3]
 
-    def _plan(self, wanted: Any) -> tuple[Ranges, list[tuple[int, bytes]], Ranges, Ranges]:
+    def _plan(self, wanted: Any) -> tuple[Ranges, list[Block], Ranges, Ranges]:
         """(header ranges to fetch, clip blocks kept, clip ranges missing, ranges to request)."""
         assert self.persisted is not None
         clip = clip_ranges(self.layout, self.persisted.index, wanted) or []
         header = [] if self.verified else coalesce(self.layout.opened + self._check_spans(), 0)
         kept = [b for b in self._clip if any(_overlaps(b, r) for r in clip)]
-        missing = [r for r in clip if self._slice(self._header + kept, *r) is None]
+        missing = [r for r in clip if cut(self._header + kept, *r) is None]
         return header, kept, missing, coalesce(missing + header, SHORT_GAP)
 
     def _check_spans(self) -> Ranges:
         return [] if self.check is None else check_spans(self.check.size)
 
-    def _verify(self, blocks: list[tuple[int, bytes]]) -> None:
+    def _verify(self, blocks: list[Block]) -> None:
         if self.check is not None:  # the sidecar of heads' check: size and both ends
-            ends = [self._slice(blocks, a, b) for a, b in self._check_spans()]
+            ends = [cut(blocks, a, b) for a, b in self._check_spans()]
             if any(e is None for e in ends) or not self.check.checks([e or b"" for e in ends]):
                 raise UnusableIndex("the sidecar of heads describes another file: rewritten since")
             self.check = None
-        spans = [self._slice(blocks, a, b) for a, b in self.layout.opened]
+        spans = [cut(blocks, a, b) for a, b in self.layout.opened]
         if any(span is None for span in spans):  # the object ends before them
             found = f"{self.location.name} is shorter now"
         else:
@@ -246,13 +244,6 @@ class VideoFile:
             f"it describes another file (size {self.size}, opening bytes "
             f"{self.layout.digest[:12]}; {found}): rewritten since"
         )
-
-    @staticmethod
-    def _slice(blocks: list[tuple[int, bytes]], a: int, b: int) -> bytes | None:
-        for start, data in blocks:
-            if start <= a and b <= start + len(data):
-                return data[a - start : b - start]
-        return None
 
     # -- reading
 
@@ -270,8 +261,8 @@ class VideoFile:
         its end), else of a range of at least `MISS_FETCH` bytes fetched now."""
         n = stop - pos
         for blocks in (self._clip, self._header, self._missed):
-            for start, data in blocks:
-                if start <= pos < start + len(data):
+            for start, end, data in blocks:
+                if start <= pos < end:
                     return data[pos - start : pos - start + n]
         self.misses += 1
         try:
@@ -281,13 +272,12 @@ class VideoFile:
                 self._stale = True
             raise
         if data:
-            self._missed.append((pos, data))
+            self._missed.append((pos, pos + len(data), data))
         return data[:n]
 
 
-def _overlaps(block: tuple[int, bytes], r: tuple[int, int]) -> bool:
-    start, data = block
-    return start < r[1] and r[0] < start + len(data)
+def _overlaps(block: Block, r: tuple[int, int]) -> bool:
+    return block[0] < r[1] and r[0] < block[1]
 
 
 class RangeReader(RangeFile):
@@ -337,19 +327,14 @@ def record_of(location: Location) -> HeadRecord | None:
     """The record of the video at `location` for the sidecar of heads (`_heads.write_heads`,
     what `vidload convert --to video` writes): its persisted index's bytes (format 2 or 3), with the
     object's size and the digest of its ends read now; None where it has no such index or the
-    index describes another size, or they cannot be read."""
+    index describes another size (what `from_record` refuses), or they cannot be read."""
     try:
         raw = location.with_name(location.name + INDEX_SUFFIX).read_bytes()
-        found = _ranged(location, raw)
-        if isinstance(found, str):
-            return None
         record = head_record(location, {}, {})
     except VidloadError:
         return None
-    if record.size != found.size:
-        return None
     record.raw = raw
-    return record
+    return record if from_record(location, record) is not None else None
 
 
 def from_record(location: Location, record: HeadRecord) -> VideoFile | None:

@@ -194,14 +194,11 @@ class VideoRoot(FrameSourceBase):
         (`explode=False`) and kept so, which spares healthy open GOPs the errors a seek to
         their recovery point reports (a reference list naming frames before the seek)."""
         key = str(path)
-        stat = path.stat
         handle = self._handles.get(key)
-        if handle is not None and (handle.stat != stat or (handle.explode and not explode)):
-            self._handles.discard(key)
-            handle = None
-        if handle is None:
+        if handle is None or handle.stat != path.stat or (handle.explode and not explode):
             handle = self._fresh(path, explode=explode)
-            self._handles.put(key, handle)  # not kept with cache_size=0: closed on exit
+            # closes the handle it replaces; not kept with cache_size=0: closed on exit
+            self._handles.put(key, handle)
         try:
             yield handle
         finally:

@@ -39,7 +39,7 @@ from vidload.sources._video_index import (
 )
 from vidload.transforms import ClipGeometry
 
-__all__ = ["Mismatch", "converter", "orientation_of", "read_seeking", "rgb", "scaled_rgb"]
+__all__ = ["Mismatch", "converter", "orientation_of", "read_seeking", "scaled_rgb"]
 
 #: Seek attempts per stretch before decoding from a freshly opened file instead.
 _MAX_SEEK_TRIES = 4
@@ -200,26 +200,22 @@ def converter(
     path: object, *, displayed: bool, geometry: ClipGeometry | None = None
 ) -> Callable[[av.VideoFrame], np.ndarray]:
     """frame -> uint8 RGB: as displayed (`displayed`: the frame's own display matrix,
-    `orientation_of`) or as stored, at full size or with `geometry` (`scaled_rgb`)."""
+    `orientation_of`) or as stored, at full size or with `geometry` (`scaled_rgb`).
+
+    Converted on the calling thread (`threads=1`, here and in `scaled_rgb`). PyAV's default
+    (threads=0) gives every frame its own swscale context with slice threads, started and
+    joined per frame: 48 us of CPU a 340x256 frame against 28 us on this thread (`python
+    tools/read_paths.py --only video`), and a frame freed in a forked child would wait forever
+    for threads left behind in the parent.
+    """
 
     def convert(frame: av.VideoFrame) -> np.ndarray:
         orientation = orientation_of(path, frame) if displayed else IDENTITY
         if geometry is not None:
             return scaled_rgb(frame, geometry, orientation)
-        return orientation.apply(rgb(frame))
+        return orientation.apply(frame.to_ndarray(format="rgb24", threads=1))
 
     return convert
-
-
-def rgb(frame: av.VideoFrame) -> np.ndarray:
-    """uint8 (H, W, 3) RGB pixels of `frame`, converted on this thread.
-
-    PyAV's default (threads=0) gives every frame its own swscale context with slice threads,
-    started and joined per frame: 48 us of CPU a 340x256 frame against 28 us on this thread
-    (`python tools/read_paths.py --only video`), and a frame freed in a forked child would
-    wait forever for threads left behind in the parent.
-    """
-    return frame.to_ndarray(format="rgb24", threads=1)
 
 
 def scaled_rgb(

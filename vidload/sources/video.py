@@ -151,8 +151,9 @@ class VideoSource(VideoRoot):
         self._indexes: ProcessLRU[FileKey, FrameIndex] = ProcessLRU(_INDEX_CACHE_SIZE)
         self._actual: ProcessLRU[FileKey, int] = ProcessLRU(None)
         self._orientations: ProcessLRU[FileKey, Orientation] = ProcessLRU(None)
-        # the file versions whose persisted index was looked for (and used where found: `_known`)
-        self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(_INDEX_CACHE_SIZE)
+        # the file versions whose persisted index was looked for (and used where found:
+        # `_known`), kept as long as their counts: a version's entry never asks its file again
+        self._persisted: ProcessLRU[FileKey, bool] = ProcessLRU(None)
         self._init_files()
 
     def __repr__(self) -> str:
@@ -238,10 +239,8 @@ class VideoSource(VideoRoot):
                 mirror (VideoSource cannot apply it; pass rotation="ignore").
         """
         path = self._file(video_id)
-        key = (str(path), path.stat)  # the cache first: `_known` may open the file
+        key = self._known(path)
         found = self._orientations.get(key)
-        if found is None:
-            found = self._orientations.get(self._known(path))
         if found is None:
             first = next(self._decode_all(path), None)  # the decode closes as it is dropped
             if first is None:
@@ -271,15 +270,14 @@ class VideoSource(VideoRoot):
             known = self._actual.get((str(path), handle.stat))
             if known is not None and known != index.num_frames:
                 index = self._exact_index(path)
-            time_base = handle.stream.time_base
-            fps = video_info(handle).fps
+            info = video_info(handle)
         n = index.num_frames
-        if index.keys is not None and time_base is not None:
+        if index.keys is not None and info.time_base is not None:
             keys = np.sort(np.frombuffer(index.keys, dtype=np.int64)[:n])
-            return keys.astype(np.float64) * float(time_base)
-        if not fps:
+            return keys.astype(np.float64) * float(info.time_base)
+        if not info.fps:
             raise VideoReadError(path, "frames carry no timestamps and the stream no frame rate")
-        return np.arange(n, dtype=np.float64) / fps
+        return np.arange(n, dtype=np.float64) / info.fps
 
     # ------------------------------------------------------------------ counting
 
@@ -289,10 +287,7 @@ class VideoSource(VideoRoot):
         goes bad part-way counts the frames decoded before; one where no frame decodes raises
         VideoReadError."""
         path = self._file(video_id)
-        # the cache first: `_known` may open the file (its `_persisted` entry evicted)
-        count = self._actual.get((str(path), path.stat))
-        if count is None:
-            count = self._actual.get(self._known(path))
+        count = self._actual.get(self._known(path))
         return self._exact_index(path).num_frames if count is None else count
 
     # ------------------------------------------------------------------ persisted index
@@ -358,21 +353,17 @@ class VideoSource(VideoRoot):
         stores pts, else one from a full decode."""
         key = self._known(path, handle)
         index = self._indexes.get(key)
-        if index is not None:
-            return index
-        if not handle.stores_pts or self.frame_index == "decode":
-            return self._exact_index(path)
-        scan = handle if handle.at_start else self._fresh(path, explode=True)
-        scan.at_start = False
-        try:
-            index = index_from_packets(scan.container, scan.stream)
-        finally:
-            if scan is not handle:
-                scan.close()
-        if index is None:
-            return self._exact_index(path)
-        self._indexes.put(key, index)
-        return index
+        if index is None and handle.stores_pts and self.frame_index == "packets":
+            scan = handle if handle.at_start else self._fresh(path, explode=True)
+            scan.at_start = False
+            try:
+                index = index_from_packets(scan.container, scan.stream)
+            finally:
+                if scan is not handle:
+                    scan.close()
+            if index is not None:
+                self._indexes.put(key, index)
+        return self._exact_index(path) if index is None else index
 
     # ------------------------------------------------------------------ decoding
 
