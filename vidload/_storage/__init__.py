@@ -10,7 +10,7 @@ so a caller never asks which it holds. The parts, one idea each:
 - `local`, `remote`: the two implementations;
 - `filesystems`: URLs and the fsspec filesystem per process and options (fork-safe; a missing
   backend names the extra to install);
-- `objectstore`: S3 reads through obstore where installed (`vidload[obstore]`), in DataLoader
+- `objectstore`: S3 reads through obstore where installed (`vidload[s3]`), in DataLoader
   workers;
 - `faults`: missing / denied / transient, bounded retries, messages without credentials;
 - `ranges`: the one range-coalescing function;

@@ -1,4 +1,4 @@
-"""S3 reads through obstore (`pip install "vidload[obstore]"`), where it is installed.
+"""S3 reads through obstore (`pip install "vidload[s3]"`), where it is installed.
 
 s3fs spends ~1.3-1.7 ms of the client's CPU per request (botocore's hooks, user-agent string,
 signing and response parsing), obstore (Rust's object_store) ~0.15-0.18 ms: at 8 ranges a
