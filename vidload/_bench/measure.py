@@ -123,7 +123,7 @@ def measure_one_process(
         # the parts of its reads the row timed besides the whole: none, the raw read, or both
         split = [] if ld.raw is None else ["read"] if ld.decode is None else ["read", "decode"]
         row: dict[str, Any] = {
-            "kind": ld.kind,
+            "kind": "source" if ld.name in source_names() else "reference",
             "storage": ld.storage,
             "description": ld.description,
             "check": checks.get(ld.name),
