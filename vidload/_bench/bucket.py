@@ -37,19 +37,17 @@ from vidload._storage.batch import put_many
 
 __all__ = ["measure_bucket", "upload_work"]
 
-#: A storage's pair of sources: {"local": on the work folder, "bucket": under the URL}.
-Pair = dict[str, Any]
 
-
-def upload_work(work: WorkDir, url: str, notes: list[str]) -> dict[str, Pair]:
+def upload_work(work: WorkDir, url: str, notes: list[str]) -> dict[str, dict[str, Any]]:
     """Copy the work folder's conversions of the kinds `--bucket` measures (read by the shared
     JPEG decode, and a bucket can hold them: not `local_only`) under `url/<storage>/` (objects
     already there with the same size are kept: listed with their sizes, one listing per
     folder, `walk_sizes`), each storage's files in one concurrent batch (`put_many`).
-    Returns {storage: its pair of sources}, said in `notes`."""
+    Returns {storage: {"local": its source on the work folder, "bucket": under `url`}},
+    said in `notes`."""
     notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
     notes.append("clips/s by wall clock (a bucket read waits for the network)")
-    pairs: dict[str, Pair] = {}
+    pairs: dict[str, dict[str, Any]] = {}
     for kind in (k for k in formats() if k.encoded_reads and not k.local_only):
         local = work.converted[kind.name]
         target = Location(url) / kind.name
@@ -68,7 +66,7 @@ def upload_work(work: WorkDir, url: str, notes: list[str]) -> dict[str, Pair]:
 
 
 def measure_bucket(
-    pairs: dict[str, Pair], clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
+    pairs: dict[str, dict[str, Any]], clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
     """Each storage's pair of sources (`upload_work`'s): {storage: {"local"/"bucket":
     {clips_per_s, dataloader_clips_per_s}, requests_per_clip, bytes_per_clip,
