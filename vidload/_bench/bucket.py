@@ -1,8 +1,8 @@
 """`vidload bench --bucket URL`: the container sources reading from a bucket against local disk.
 
-The work folder's conversions of the kinds a bucket can hold (`kinds()`) are uploaded under URL
-once (an object already there with the same size is kept), then, on the same sampled clips,
-each source is timed reading from the local work folder and from URL:
+The work folder's conversions of the kinds a bucket can hold are uploaded under URL once (an
+object already there with the same size is kept: `upload_work`), then, on the same sampled
+clips, each source is timed reading from the local work folder and from URL:
 
 * one process: wall-clock clips/s (a bucket read is mostly waiting for the network, which CPU
   time would not show), each clip read and decoded by the source's own `read`, made a tensor
