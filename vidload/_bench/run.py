@@ -50,7 +50,7 @@ def usable_clips(
     readers: dict[str, Any],
     cfg: BenchConfig,
     notes: list[str],
-) -> tuple[WorkDir, list[tuple[str, np.ndarray]], dict[str, int]]:
+) -> tuple[WorkDir, list[tuple[str, np.ndarray]], dict[str, int], dict[str, str]]:
     """Clips every row can read, so that rows stay comparable on real data.
 
     Counts each video with every source, samples the clips (`cfg.clips` TSN segment clips of
@@ -58,7 +58,8 @@ def usable_clips(
     each of them once with every row (this also warms the caches); a video that a source or a
     row cannot count or read (a damaged file, a codec a reference lacks) is dropped from every
     row and the clips are sampled again without it. Returns (work with only the kept videos,
-    clips, counts); each dropped video is named in `notes`, with which row failed and why.
+    clips, counts, {dropped video id: which row failed and why}); each dropped video is named
+    in `notes`.
     """
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
@@ -87,7 +88,7 @@ def usable_clips(
                 notes.append(
                     f"left out {vid} from every row (so that rows stay comparable): {reason}"
                 )
-            return dataclasses.replace(work, video_ids=kept), clips, kept_counts
+            return dataclasses.replace(work, video_ids=kept), clips, kept_counts, dropped
 
 
 @measuring()
@@ -117,7 +118,7 @@ def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
 
         pairs = bucket.upload_work(work, cfg.bucket, notes)
         local = {storage: pair["local"] for storage, pair in pairs.items()}
-        work, clips, counts = usable_clips(work, local, {}, cfg, notes)
+        work, clips, counts, _dropped = usable_clips(work, local, {}, cfg, notes)
         rows = bucket.measure_bucket(pairs, clips, cfg)
         return _result(cfg, work, spec, counts, notes, bucket=rows)
     with ram_copy(work.videos, work.video_ids, notes) as ram_videos:
@@ -139,7 +140,7 @@ def _measure(
     # the videos as they are and every kind's conversion, each opened as its kind opens it
     all_sources = {s: storage_kind(s).open(work.root_of(s)) for s in (ORIGINAL, *work.converted)}
     log("counting frames, sampling clips, and reading each clip with every row once")
-    work, clips, counts = usable_clips(work, all_sources, readers, cfg, notes)
+    work, clips, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
     memory = readers.get("memory") or MemoryJpeg(work.converted[frame_folder_kind()])
     for vid, idx in clips:
         memory.preload(vid, idx)
