@@ -420,7 +420,7 @@ def test_the_rows_read_through_the_sources_own_raw_read(tmp_path):
     from vidload.sources.encoded import ContainerSource, EncodedFrames
 
     converted = {storage: tmp_path / storage for storage in ("jpeg", "hdf5", "npy")}
-    work = WorkDir(tmp_path, tmp_path / "videos", [], {}, "synthetic", converted)
+    work = WorkDir(tmp_path, tmp_path / "videos", [], "synthetic", converted)
     built = loaders.build_loaders(work, ("jpeg", "hdf5", "npy-mmap", "npy-read"), [], None)
     assert [ld.name for ld in built] == ["jpeg", "hdf5", "npy-mmap", "npy-read"]
     for ld in built:

@@ -566,15 +566,15 @@ def test_i_usable_clips_names_every_failure_and_keeps_rows_comparable(tmp_path):
             return np.zeros((len(idx), 2, 2, 3), np.uint8)
 
     ids = ["a", "b", "c", "uncountable"]
-    work = WorkDir(tmp_path, tmp_path, ids, dict.fromkeys(ids, 0), "test")
+    work = WorkDir(tmp_path, tmp_path, ids, "test")
     readers = {"x": Row("b"), "y": Row("c")}
     cfg = BenchConfig(clips=12, frames=4)
     notes: list[str] = []
-    kept, clips, labels, counts, dropped = usable_clips(work, {"s": Counts()}, readers, cfg, notes)
+    kept, clips, counts, dropped = usable_clips(work, {"s": Counts()}, readers, cfg, notes)
     left_out = [f"left out {v} from every row (so that rows stay comparable): " for v in "bc"]
     assert [n[: len(s)] for n, s in zip(notes, left_out, strict=False)] == left_out
     assert len(notes) == 3 and notes[2].startswith("left out uncountable from every row")
-    assert kept.video_ids == ["a"] and {v for v, _ in clips} == {"a"} and len(labels) == 12
+    assert kept.video_ids == ["a"] and {v for v, _ in clips} == {"a"} and len(clips) == 12
     assert counts == {"a": 20}
     assert dropped["b"].startswith("row x: RuntimeError: cannot decode b")
     assert dropped["c"].startswith("row y: RuntimeError")

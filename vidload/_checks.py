@@ -65,12 +65,16 @@ def check_optional_bool(name: str, value: object) -> bool | None:
     raise TypeError(f"{name} must be a bool or None, got {value!r}")
 
 
-def check_real(name: str, value: object) -> float:
-    """`value` as a float; TypeError unless a real number (not a bool). Any value, NaN included:
-    for data fields (a manifest's fps) whose range the caller checks, if at all."""
+def check_real(name: str, value: object, *, minimum: float | None = None) -> float:
+    """`value` as a float; TypeError unless a real number (not a bool); ValueError if below
+    `minimum` (NaN too). Without `minimum` any value, NaN included: for data fields (a
+    manifest's fps) whose range the caller checks, if at all."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {value!r}")
-    return float(value)
+    as_float = float(value)
+    if minimum is not None and not as_float >= minimum:
+        raise ValueError(f"{name} ({as_float}) must be >= {minimum:g}")
+    return as_float
 
 
 def check_positive_number(name: str, value: object) -> float:

@@ -1,8 +1,8 @@
 """`vidload bench --bucket URL`: the container sources reading from a bucket against local disk.
 
-The work folder's conversions of the kinds a bucket can hold (`kinds()`) are uploaded under URL
-once (an object already there with the same size is kept), then, on the same sampled clips,
-each source is timed reading from the local work folder and from URL:
+The work folder's conversions of the kinds a bucket can hold are uploaded under URL once (an
+object already there with the same size is kept: `upload_work`), then, on the same sampled
+clips, each source is timed reading from the local work folder and from URL:
 
 * one process: wall-clock clips/s (a bucket read is mostly waiting for the network, which CPU
   time would not show), each clip read and decoded by the source's own `read`, made a tensor
@@ -34,24 +34,23 @@ from vidload._measure.timing import RoundRobin, row_pass
 from vidload._measure.videos import walk_sizes
 from vidload._storage import STATS, Location
 from vidload._storage.batch import put_many
-from vidload.sources._format import StorageFormat
 
-__all__ = ["kinds", "measure_bucket", "upload_work"]
-
-
-def kinds() -> tuple[StorageFormat, ...]:
-    """The kinds `--bucket` measures: those read by the shared JPEG decode that a bucket can
-    hold (not `local_only`)."""
-    return tuple(k for k in formats() if k.encoded_reads and not k.local_only)
+__all__ = ["measure_bucket", "upload_work"]
 
 
-def upload_work(work: WorkDir, url: str) -> None:
-    """Copy the work folder's conversions under `url/<storage>/` (objects already there with
-    the same size are kept: listed with their sizes, one listing per folder, `walk_sizes`),
-    each storage's files in one concurrent batch (`put_many`)."""
-    for storage in (k.name for k in kinds()):
-        local = work.converted[storage]
-        target = Location(url) / storage
+def upload_work(work: WorkDir, url: str, notes: list[str]) -> dict[str, dict[str, Any]]:
+    """Copy the work folder's conversions of the kinds `--bucket` measures (read by the shared
+    JPEG decode, and a bucket can hold them: not `local_only`) under `url/<storage>/` (objects
+    already there with the same size are kept: listed with their sizes, one listing per
+    folder, `walk_sizes`), each storage's files in one concurrent batch (`put_many`).
+    Returns {storage: {"local": its source on the work folder, "bucket": under `url`}},
+    said in `notes`."""
+    notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
+    notes.append("clips/s by wall clock (a bucket read waits for the network)")
+    pairs: dict[str, dict[str, Any]] = {}
+    for kind in (k for k in formats() if k.encoded_reads and not k.local_only):
+        local = work.converted[kind.name]
+        target = Location(url) / kind.name
         present = walk_sizes(target, keep=lambda _name: True) if target.exists() else {}
         todo = [
             p
@@ -59,31 +58,30 @@ def upload_work(work: WorkDir, url: str) -> None:
             if p.is_file() and present.get(p.relative_to(local).as_posix()) != p.stat().st_size
         ]
         if todo:
-            log(f"uploading {len(todo)} files of {storage} to {target}")
+            log(f"uploading {len(todo)} files of {kind.name} to {target}")
             put_many([(p, target / p.relative_to(local).as_posix()) for p in todo])
+        remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
+        pairs[kind.name] = {"local": kind.open(local), "bucket": remote}
+    return pairs
 
 
 def measure_bucket(
-    local: dict[str, Any], url: str, clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
+    pairs: dict[str, dict[str, Any]], clips: list[tuple[str, np.ndarray]], cfg: BenchConfig
 ) -> dict[str, Any]:
-    """The sources of `local` ({storage: its source on the work folder}) against the same
-    storages under `url`: {storage: {"local"/"bucket": {clips_per_s, dataloader_clips_per_s},
-    requests_per_clip, bytes_per_clip, ratio_one_process, ratio_dataloader}} (see the module
-    docstring)."""
+    """Each storage's pair of sources (`upload_work`'s): {storage: {"local"/"bucket":
+    {clips_per_s, dataloader_clips_per_s}, requests_per_clip, bytes_per_clip,
+    ratio_one_process, ratio_dataloader}} (see the module docstring)."""
     rows: dict[str, Any] = {}
-    labels = [0] * len(clips)
-    for kind in kinds():
-        remote = kind.open(f"{url.rstrip('/')}/{kind.name}")
-        pair = {"local": local[kind.name], "bucket": remote}
+    for storage, pair in pairs.items():
         rr = RoundRobin(0.0)  # each added pass is its warm-up: counts, frame tables, caches
         for name, src in pair.items():
             rr.add(name, functools.partial(row_pass, src.read, clips, cfg.batch_size))
         before = dict(STATS)
-        row_pass(remote.read, clips, cfg.batch_size)
+        row_pass(pair["bucket"].read, clips, cfg.batch_size)
         requests = (STATS["requests"] - before["requests"]) / len(clips)
         nbytes = (STATS["bytes"] - before["bytes"]) / len(clips)
         for name, src in pair.items():
-            dl = make_loader(src, clips, labels, cfg, pin_memory=False)
+            dl = make_loader(src, clips, cfg, pin_memory=False)
             rr.add(f"{name} DataLoader", functools.partial(epoch, dl))
         rr.run(cfg.repeats)
         best = {name: rr.best(name) for name in pair}
@@ -100,9 +98,9 @@ def measure_bucket(
         row["bytes_per_clip"] = nbytes
         row["ratio_one_process"] = best["local"] / best["bucket"]
         row["ratio_dataloader"] = best_dl["local"] / best_dl["bucket"]
-        rows[kind.name] = row
+        rows[storage] = row
         log(
-            f"{kind.name}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
+            f"{storage}: bucket/local {row['ratio_one_process']:.2f}x in one process, "
             f"{row['ratio_dataloader']:.2f}x with {cfg.workers} workers"
         )
     return rows

@@ -63,9 +63,7 @@ class BenchConfig:
         for name in ("num_videos", "clips", "repeats", "frames", "batch_size"):
             setattr(self, name, check_positive_int(name, getattr(self, name)))
         self.workers = check_int("workers", self.workers, minimum=0)
-        self.min_time = check_real("min_time", self.min_time)
-        if not self.min_time >= 0:  # NaN too
-            raise ValueError(f"min_time ({self.min_time}) must be >= 0")
+        self.min_time = check_real("min_time", self.min_time, minimum=0)
         if self.only is not None:
             unknown = sorted(set(self.only) - set(source_names()) - set(REFERENCE_NAMES))
             if unknown:

@@ -60,11 +60,10 @@ class VideoPayload:
 
 @dataclass
 class Loader:
-    """One row of the benchmark.
+    """One row of the benchmark: a vidload source (named in `source_names()`) or a reference.
 
     Attributes:
         name: row label, e.g. "hdf5".
-        kind: "source" (a vidload FrameSource) or "reference".
         storage: files it reads: "original" (the video files), a storage kind's name
             (`vidload._kinds`), or "memory".
         description: one line for the table's notes.
@@ -74,7 +73,6 @@ class Loader:
     """
 
     name: str
-    kind: str
     storage: str
     description: str
     make: Callable[[], Any]
@@ -265,7 +263,6 @@ def build_loaders(
     loaders = [
         Loader(
             VIDEO_ROW,
-            "source",
             ORIGINAL,
             "VideoSource(threads=1): seek to the keyframe before each stretch, decode forward",
             lambda: VideoSource(vids, threads=1),
@@ -286,7 +283,6 @@ def build_loaders(
     loaders += [
         Loader(
             "memory",
-            "reference",
             "memory",
             "the clip's JPEG bytes already in memory, simplejpeg straight into a preallocated "
             "array, not vidload's code (the JPEG-family limit)",
@@ -296,14 +292,12 @@ def build_loaders(
         ),
         Loader(
             "pil",
-            "reference",
             jpeg,
             'naive loader: np.asarray(PIL.Image.open(path).convert("RGB")) per frame file',
             lambda: PilPerFile(conv[jpeg]),
         ),
         Loader(
             "pyav-from-start",
-            "reference",
             ORIGINAL,
             "PyAV, one thread, decode from the start up to the last wanted frame "
             "(the stream VideoSource picks)",
@@ -314,7 +308,7 @@ def build_loaders(
         cannot = optional_import(reader.module)
         if cannot is None:
             make = functools.partial(reader, vids)
-            loaders.append(Loader(reader.name, "reference", ORIGINAL, reader.description, make))
+            loaders.append(Loader(reader.name, ORIGINAL, reader.description, make))
         else:
             notes.append(f"{reader.name} skipped: cannot import it here ({cannot})")
     if only is not None:
@@ -330,6 +324,6 @@ def _kind_row(row: BenchRow, kind: StorageFormat, converted: dict[str, Path]) ->
     root = converted[kind.name]
     make = functools.partial(kind.open, root, **row.options)
     if not kind.encoded_reads:
-        return Loader(row.name, "source", kind.name, row.description, make)
+        return Loader(row.name, kind.name, row.description, make)
     decode = EncodedFrames.decode  # what the source's read runs on them (default size)
-    return Loader(row.name, "source", kind.name, row.description, make, make().read_encoded, decode)
+    return Loader(row.name, kind.name, row.description, make, make().read_encoded, decode)

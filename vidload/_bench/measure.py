@@ -123,7 +123,7 @@ def measure_one_process(
         # the parts of its reads the row timed besides the whole: none, the raw read, or both
         split = [] if ld.raw is None else ["read"] if ld.decode is None else ["read", "decode"]
         row: dict[str, Any] = {
-            "kind": ld.kind,
+            "kind": "source" if ld.name in source_names() else "reference",
             "storage": ld.storage,
             "description": ld.description,
             "check": checks.get(ld.name),
@@ -200,7 +200,7 @@ def add_disk_and_ratios(results: dict[str, Any], loaders: list[Loader], work: Wo
                 row[key] = row["clips_per_s"] / results[ref]["clips_per_s"]
 
 
-def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> dict[str, Any]:
+def measure_dataloader(sources, readers, clips, results, cfg, notes) -> dict[str, Any]:
     pin = torch.cuda.is_available()
     notes.append(
         f"DataLoader: batch_size={cfg.batch_size}, num_workers={cfg.workers}, "
@@ -210,7 +210,7 @@ def measure_dataloader(sources, readers, clips, labels, results, cfg, notes) -> 
     log(f"timing DataLoaders ({cfg.workers} workers): warm-up")
     rr = RoundRobin(cfg.min_time)  # holds the DataLoaders (their workers) until it goes
     for ld in sources:
-        dl = make_loader(readers[ld.name], clips, labels, cfg, pin_memory=pin)
+        dl = make_loader(readers[ld.name], clips, cfg, pin_memory=pin)
         epoch(dl)  # starts the workers, fills their caches
         rr.add(ld.name, functools.partial(epoch, dl))
     log(f"timing DataLoaders: {cfg.repeats} interleaved repeats")

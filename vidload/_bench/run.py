@@ -39,7 +39,6 @@ from vidload._convert.inputs import frame_folder_kind
 from vidload._cv2 import cv2
 from vidload._measure.clips import common_counts, sample_clips, storage_kind, why
 from vidload._measure.timing import measuring
-from vidload._storage import Location
 from vidload.synth import SynthSpec
 
 __all__ = ["BenchConfig", "REFERENCE_NAMES", "run_benchmark", "source_names"]
@@ -51,7 +50,7 @@ def usable_clips(
     readers: dict[str, Any],
     cfg: BenchConfig,
     notes: list[str],
-) -> tuple[WorkDir, list[tuple[str, np.ndarray]], list[int], dict[str, int], dict[str, str]]:
+) -> tuple[WorkDir, list[tuple[str, np.ndarray]], dict[str, int], dict[str, str]]:
     """Clips every row can read, so that rows stay comparable on real data.
 
     Counts each video with every source, samples the clips (`cfg.clips` TSN segment clips of
@@ -59,8 +58,8 @@ def usable_clips(
     each of them once with every row (this also warms the caches); a video that a source or a
     row cannot count or read (a damaged file, a codec a reference lacks) is dropped from every
     row and the clips are sampled again without it. Returns (work with only the kept videos,
-    clips, labels, counts, {dropped video id: which row failed and why}); each dropped video
-    is named in `notes`.
+    clips, counts, {dropped video id: which row failed and why}); each dropped video is named
+    in `notes`.
     """
     dropped: dict[str, str] = {}
     counts = common_counts(sources, work.video_ids, dropped)
@@ -89,21 +88,17 @@ def usable_clips(
                 notes.append(
                     f"left out {vid} from every row (so that rows stay comparable): {reason}"
                 )
-            labels = [work.labels[vid] for vid, _ in clips]
-            return dataclasses.replace(work, video_ids=kept), clips, labels, kept_counts, dropped
+            return dataclasses.replace(work, video_ids=kept), clips, kept_counts, dropped
 
 
+@measuring()
 def run_benchmark(cfg: BenchConfig) -> dict[str, Any]:
     """Prepare the data, measure every row, and return the results (as `--json` writes them).
 
-    One-process figures run with one torch thread, as a DataLoader worker does: torch's
-    intra-op threads would otherwise fight other processes for the cores during `stack`.
+    One-process figures run with one torch thread, as a DataLoader worker does (the whole run
+    is `measuring()`): torch's intra-op threads would otherwise fight other processes for the
+    cores during `stack`.
     """
-    with measuring():
-        return _run(cfg)
-
-
-def _run(cfg: BenchConfig) -> dict[str, Any]:
     notes: list[str] = [
         "one process: the clips read in this process with one torch thread (as in a DataLoader "
         "worker), made tensors and stacked into batches as the default collate does"
@@ -118,25 +113,16 @@ def _run(cfg: BenchConfig) -> dict[str, Any]:
     work = prepare(cfg.data, work_root, spec, cfg)
     for vid, reason in sorted(work.failed.items()):
         notes.append(f"left out {vid}: {reason}")
-    if cfg.bucket is not None:
-        return _measure_bucket(cfg, work, spec, notes, cfg.bucket)
+    if cfg.bucket is not None:  # the container sources from the bucket against the work folder
+        from vidload._bench import bucket
+
+        pairs = bucket.upload_work(work, cfg.bucket, notes)
+        local = {storage: pair["local"] for storage, pair in pairs.items()}
+        work, clips, counts, _dropped = usable_clips(work, local, {}, cfg, notes)
+        rows = bucket.measure_bucket(pairs, clips, cfg)
+        return _result(cfg, work, spec, counts, notes, bucket=rows)
     with ram_copy(work.videos, work.video_ids, notes) as ram_videos:
         return _measure(cfg, work, spec, notes, ram_videos)
-
-
-def _measure_bucket(
-    cfg: BenchConfig, work: WorkDir, spec: SynthSpec, notes: list[str], url: str
-) -> dict[str, Any]:
-    """`--bucket URL`: the container sources from URL against the local work folder."""
-    from vidload._bench import bucket
-
-    bucket.upload_work(work, url)
-    local: dict[str, Any] = {k.name: k.open(work.converted[k.name]) for k in bucket.kinds()}
-    work, clips, _labels, counts, _dropped = usable_clips(work, local, {}, cfg, notes)
-    notes.append(f"bucket rows read {Location(url)}/<storage>; local rows the work folder")
-    notes.append("clips/s by wall clock (a bucket read waits for the network)")
-    rows = bucket.measure_bucket(local, url, clips, cfg)
-    return _result(cfg, work, spec, counts, notes, bucket=rows)
 
 
 def _measure(
@@ -154,7 +140,7 @@ def _measure(
     # the videos as they are and every kind's conversion, each opened as its kind opens it
     all_sources = {s: storage_kind(s).open(work.root_of(s)) for s in (ORIGINAL, *work.converted)}
     log("counting frames, sampling clips, and reading each clip with every row once")
-    work, clips, labels, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
+    work, clips, counts, _dropped = usable_clips(work, all_sources, readers, cfg, notes)
     memory = readers.get("memory") or MemoryJpeg(work.converted[frame_folder_kind()])
     for vid, idx in clips:
         memory.preload(vid, idx)
@@ -163,10 +149,10 @@ def _measure(
 
     results, reduced = measure_one_process(loaders, readers, memory, clips, cfg, notes, checks)
     add_disk_and_ratios(results, loaders, work)
-    sources = [ld for ld in loaders if ld.kind == "source"]
+    sources = [ld for ld in loaders if ld.name in source_names()]  # not the references
     dl_settings = None
     if cfg.dataloader and sources:
-        dl_settings = measure_dataloader(sources, readers, clips, labels, results, cfg, notes)
+        dl_settings = measure_dataloader(sources, readers, clips, results, cfg, notes)
     if cfg.cold and sources:
         measure_cold(sources, work, clips, results, cfg, notes)
     geometry = None

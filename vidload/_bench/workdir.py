@@ -45,7 +45,6 @@ class WorkDir:
     root: Path
     videos: Path
     video_ids: list[str]
-    labels: dict[str, int]
     origin: str  # "synthetic" or the user's data folder
     converted: dict[str, Path] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # video id -> why it is left out
@@ -161,13 +160,7 @@ def prepare(data: Path | None, work: Path, spec: SynthSpec, cfg: BenchConfig) ->
     if not usable:
         reasons = "; ".join(f"{v}: {why}" for v, why in sorted(failed.items()))
         raise ValueError(f"no video could be converted to every format ({reasons})")
-    return WorkDir(work, videos, usable, _labels(usable), origin, converted, failed)
-
-
-def _labels(ids: list[str]) -> dict[str, int]:
-    """Label = index of the video's parent folder among all parent folders (sorted)."""
-    classes = sorted({str(Path(v).parent) for v in ids})
-    return {v: classes.index(str(Path(v).parent)) for v in ids}
+    return WorkDir(work, videos, usable, origin, converted, failed)
 
 
 @contextmanager

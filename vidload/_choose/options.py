@@ -64,9 +64,7 @@ class ChooseOptions:
         check_choice("sampling", self.sampling, SAMPLING_MODES)
         if self.sampling == "segment" and self.stride != 1:
             raise ValueError(f"stride ({self.stride}) must be 1 for sampling='segment'")
-        put("min_time", check_real("min_time", self.min_time))
-        if not self.min_time >= 0:
-            raise ValueError(f"min_time ({self.min_time}) must be >= 0")
+        put("min_time", check_real("min_time", self.min_time, minimum=0))
         for name in ("cold", "keep", "progress"):
             put(name, check_bool(name, getattr(self, name)))
         if (self.need is None) != (self.cores is None):

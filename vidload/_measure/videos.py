@@ -31,11 +31,9 @@ def _is_video_name(name: str) -> bool:
 def link_videos(videos: Path, targets: Mapping[str, Path]) -> None:
     """Make `videos` hold exactly one symlink per id of `targets`, `videos/<id>` to its file."""
     if videos.exists():
-        for dirpath, _dirs, files in os.walk(videos):
-            for name in files:
-                p = Path(dirpath) / name
-                if not p.is_symlink():
-                    raise ValueError(f"{p}: expected only links to the user's videos here")
+        for p in videos.rglob("*"):  # links to folders are neither followed nor refused
+            if not (p.is_symlink() or p.is_dir()):
+                raise ValueError(f"{p}: expected only links to the user's videos here")
         shutil.rmtree(videos)
     for vid, target in targets.items():
         link = videos / vid
