@@ -9,7 +9,7 @@ from __future__ import annotations
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import POSITIONED, set_sampler_epoch
+from vidload._loader.position import Positioned, set_sampler_epoch
 
 __all__ = ["loader_epoch", "resume_at", "set_epoch", "unwrap"]
 
@@ -47,7 +47,7 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
                 f"with loader.load_state_dict({{}})"
             )
         return  # load_state_dict set the epoch and the position already
-    if start_batch and not isinstance(loader.sampler, POSITIONED):
+    if start_batch and not isinstance(loader.sampler, Positioned):
         raise TypeError(
             f"start_batch needs one of vidload's samplers (make_loader builds them), got "
             f"{type(loader.sampler).__name__}"
@@ -67,7 +67,7 @@ def resume_at(loader: DataLoader, epoch: int, *, items: int) -> None:
     """Set `epoch` on the loader's dataset and samplers, its next pass this rank's share of
     the rest of the epoch's global order after its first `items` items (a state from another
     world size or batch size: `vidload._loader.position`). Needs one of vidload's samplers."""
-    if not isinstance(loader.sampler, POSITIONED):
+    if not isinstance(loader.sampler, Positioned):
         raise TypeError(
             f"resuming at an item count needs one of vidload's samplers (make_loader builds "
             f"them), got {type(loader.sampler).__name__}"
