@@ -30,7 +30,7 @@ it was for batch k, not for the batches prefetched after it. What it cannot know
 torchdata's part of the state is laid out per worker and holds only for the same `num_workers`;
 vidload's clips and order do not depend on it, so a state loaded into a loader with another
 worker count (or world size, or batch size) restarts the pass at the saved item count through
-the samplers (`resume_at`) instead.
+the samplers (`set_pass`) instead.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from vidload._dataset.counts import merge_learned
 from vidload._dist import gather_objects, process_group
-from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
+from vidload._loader.epochs import loader_epoch, set_epoch, set_pass, unwrap
 from vidload._loader.position import Resumable, handed_out, innermost
 from vidload.dataset import ClipDataset
 
@@ -204,7 +204,7 @@ class StatefulLoader(StatefulDataLoader):
         else:
             yielded = int(state["batches"]) * int(self.batch_size)
             items = handed_out(splits.global_size(), 0, yielded, splits.num_replicas)
-        resume_at(self, epoch, items=items)
+        set_pass(self, epoch, items=items)  # the sampler is vidload's: it splits the order
 
     def _splitter(self) -> Resumable | None:
         """The vidload sampler whose order this loader's sampler splits, if it is one."""
