@@ -54,7 +54,6 @@ FORMAT = "vidload.StatefulLoader/1"
 #: last four are absent from states saved before vidload recorded the split.
 _PASS_KEYS = ("epoch", "batches", "finished", "num_workers", "loader")
 _SPLIT_KEYS = ("batch_size", "sampler", "world_size", "items")
-_NO_SPLIT = {"sampler": None, "world_size": None, "items": None}
 
 
 class StatefulLoader(StatefulDataLoader):
@@ -215,7 +214,7 @@ class StatefulLoader(StatefulDataLoader):
         """`{"sampler", "world_size", "items"}` after this loader's first `batches` batches
         of the pass (None each for a sampler that is not vidload's)."""
         if self._splitter() is None:
-            return dict(_NO_SPLIT)
+            return dict.fromkeys(_SPLIT_KEYS[1:])  # None each
         return self.sampler.split_state(batches * self.batch_size)
 
     def _learned(self) -> dict[str, list] | None:
