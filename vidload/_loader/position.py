@@ -66,20 +66,6 @@ def handed_out(n: int, items: int, yielded: int, world_size: int) -> int:
     return min(items + yielded * world_size, n)
 
 
-def check_state(state: object, owner: str) -> tuple[int, int, int]:
-    """(epoch, yielded, begin) from a sampler state (begin 0 when absent); ValueError /
-    TypeError naming the rule."""
-    if not isinstance(state, Mapping) or not {"epoch", "yielded"} <= state.keys():
-        raise ValueError(
-            f"{owner} state must be a dict with 'epoch' and 'yielded' (from its state_dict()), "
-            f"got {state!r}"
-        )
-    epoch = check_int(f"{owner} state 'epoch'", state["epoch"], minimum=0)
-    yielded = check_int(f"{owner} state 'yielded'", state["yielded"], minimum=0)
-    begin = check_int(f"{owner} state 'begin'", state.get("begin", 0), minimum=0)
-    return epoch, yielded, begin
-
-
 def check_at_most(name: str, value: object, size: int, what: str) -> int:
     """`value` as an int in [0, size]; ValueError naming `name` and what `size` is (`what`,
     in which `{size}` stands for it)."""
@@ -142,9 +128,10 @@ class Positioned:
     def _epoch(self) -> int | None:
         raise NotImplementedError
 
-    def _begin_pass(self, epoch: int, start: int, items: int, names: tuple[str, str]) -> None:
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
         """`epoch` begins; the next pass starts at element `start` of this sampler's pass,
-        from item `items` of the global order; `names`: how messages name start and items."""
+        from item `items` of the global order (`start` is checked here, a loaded state's as it
+        came); `names`: how messages name start and items."""
         raise NotImplementedError
 
     def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
@@ -158,10 +145,18 @@ class Positioned:
         return state | ({"begin": self.begin} if self.begin else {})
 
     def load_state_dict(self, state: dict[str, int | None]) -> None:
+        """`set_epoch` with the state's epoch, `yielded` as the start and `begin` (0 when
+        absent) as the items, each checked under the state's name for it."""
         owner = type(self).__name__
-        epoch, yielded, begin = check_state(state, owner)
+        if not isinstance(state, Mapping) or not {"epoch", "yielded"} <= state.keys():
+            raise ValueError(
+                f"{owner} state must be a dict with 'epoch' and 'yielded' (from its state_dict()), "
+                f"got {state!r}"
+            )
+        epoch = check_int(f"{owner} state 'epoch'", state["epoch"], minimum=0)
+        begin = check_int(f"{owner} state 'begin'", state.get("begin", 0), minimum=0)
         names = (f"{owner} state 'yielded'", f"{owner} state 'begin'")
-        self._begin_pass(epoch, yielded, begin, names)
+        self._begin_pass(epoch, state["yielded"], begin, names)
 
 
 class Resumable(Positioned):
@@ -207,7 +202,7 @@ class Resumable(Positioned):
     def __len__(self) -> int:
         return len(self._share(self._position.items))
 
-    def _begin_pass(self, epoch: int, start: int, items: int, names: tuple[str, str]) -> None:
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
         epoch = check_int("epoch", epoch, minimum=0)
         items = check_at_most(names[1], items, self.global_size(), ITEMS)
         start = check_at_most(names[0], start, len(self._share(items)), LENGTH)
@@ -255,7 +250,7 @@ class Wrapper(Positioned):
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
 
-    def _begin_pass(self, epoch: int, start: int, items: int, names: tuple[str, str]) -> None:
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
         inner = self.sampler
         if items and not isinstance(inner, Positioned):
             raise TypeError(
