@@ -115,15 +115,14 @@ class Positioned:
     `set_epoch(epoch, start=k, items=c)`, `state_dict()` -> `{"epoch", "yielded"}` (and
     `"begin": c` when the pass began after item c) and `load_state_dict`, which is
     `set_epoch` with the state's values (checked under the state's names). A subclass says
-    how a pass begins (`_begin_pass`), its epoch (`_epoch`) and where its pass begins
-    (`begin`)."""
+    how a pass begins (`_begin_pass`) and its epoch (`_epoch`)."""
 
     _position: Position
 
     @property
     def begin(self) -> int:
         """The item of the global order the latest (or next) pass begins at."""
-        raise NotImplementedError
+        return self._position.items
 
     def _epoch(self) -> int | None:
         raise NotImplementedError
@@ -191,10 +190,6 @@ class Resumable(Positioned):
         order = self._order()  # positions past its end are padding: its first ones again
         n = len(order)
         yield from self._position.run(order[p % n] for p in self._share(self._position.items))
-
-    @property
-    def begin(self) -> int:
-        return self._position.items
 
     def _epoch(self) -> int:
         return self.epoch
