@@ -90,12 +90,7 @@ class ShardSampler(Resumable, Sampler[int]):
         return share(self.n, items, self.rank, self.num_replicas, pad=False, drop=False)
 
     def _order(self) -> Sequence[int]:
-        """The epoch's global order (a list, or a range)."""
         return range(self.n)
-
-    def __iter__(self) -> Iterator[int]:
-        order = self._order()
-        yield from self._position.run(order[p] for p in self._share(self._position.items))
 
     def __repr__(self) -> str:
         return f"ShardSampler({self.n}, num_replicas={self.num_replicas}, rank={self.rank})"
@@ -155,20 +150,15 @@ class ResumableDistributedSampler(Resumable, DistributedSampler):
         n, pad, drop = self.global_size(), not self.drop_last, self.drop_last
         return share(n, items, self.rank, self.num_replicas, pad=pad, drop=drop)
 
-    def __iter__(self) -> Iterator[int]:
-        items = self._position.items
-        if not items:  # torch's own, bit for bit
-            yield from self._position.run(super().__iter__())
-            return
-        # the same permutation as DistributedSampler.__iter__: randperm seeded seed + epoch
+    def _order(self) -> Sequence[int]:
+        """`DistributedSampler.__iter__`'s order: a randperm seeded seed + epoch (at item 0
+        its pass is torch's, bit for bit)."""
         n = self.global_size()
-        if self.shuffle:
-            generator = torch.Generator()
-            generator.manual_seed(self.seed + self.epoch)
-            order = torch.randperm(n, generator=generator).tolist()
-        else:
-            order = list(range(n))
-        yield from self._position.run(order[p % n] for p in self._share(items))
+        if not self.shuffle:
+            return range(n)
+        generator = torch.Generator()
+        generator.manual_seed(self.seed + self.epoch)
+        return torch.randperm(n, generator=generator).tolist()
 
 
 def _init_worker(user_fn: Callable[[int], None] | None, worker_id: int) -> None:

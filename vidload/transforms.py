@@ -331,6 +331,18 @@ def resize_into(
     out[...] = region[:, ::-1] if resolved.flip else region
 
 
+def frames_mismatch(frames: object, num_frames: int | None = None) -> str | None:
+    """None when `frames` is uint8 (k, H, W, 3) RGB frames (k = `num_frames` when given), what
+    a source's `read` returns and `apply_geometry` takes; else what it is instead, for a
+    message (`int64 (3, 4)`, `list`)."""
+    if not isinstance(frames, np.ndarray):
+        return type(frames).__name__
+    if frames.dtype == np.uint8 and frames.ndim == 4 and frames.shape[3] == 3:
+        if num_frames is None or frames.shape[0] == num_frames:
+            return None
+    return f"{frames.dtype} {frames.shape}"
+
+
 def apply_geometry(
     frames: np.ndarray,
     geometry: ClipGeometry | None,
@@ -354,8 +366,8 @@ def apply_geometry(
     """
     if geometry is None:
         return frames
-    if not isinstance(frames, np.ndarray) or frames.dtype != np.uint8 or frames.ndim != 4:
-        got = f"{frames.dtype} {frames.shape}" if isinstance(frames, np.ndarray) else frames
+    got = frames_mismatch(frames)
+    if got is not None:
         raise TypeError(f"frames must be a uint8 (k, H, W, 3) array, got {got}")
     k, height, width = frames.shape[:3]
     h0, w0 = (height, width) if frame_size is None else frame_size

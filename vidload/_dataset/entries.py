@@ -37,6 +37,7 @@ import itertools
 import operator
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import fields
 from typing import Any, overload
 
 import numpy as np
@@ -77,30 +78,31 @@ class VideoEntries(Sequence[VideoEntry]):
     @classmethod
     def build(
         cls,
-        video_ids: Sequence[str],
-        labels: Sequence[int] | np.ndarray,
+        video_id: Sequence[str],
+        label: Sequence[int] | np.ndarray,
         *,
         known_frames: Sequence[int | None] | None = None,
         reported_frames: Sequence[int | None] | None = None,
         offset: Sequence[int] | None = None,
-        multi_labels: Sequence[tuple[int, ...] | None] | None = None,
+        labels: Sequence[tuple[int, ...] | None] | None = None,
         absolute: Sequence[bool] | None = None,
         extra: Sequence[Mapping[str, str]] | None = None,
         start: Sequence[float | None] | None = None,
         end: Sequence[float | None] | None = None,
     ) -> VideoEntries:
-        """Entries from one sequence per field (None: every entry has the field's default).
+        """Entries from one sequence per field of `VideoEntry`, named as the field (None: every
+        entry has the field's default).
 
         The ids are taken as they are (callers normalise them). Raises TypeError/ValueError
         naming the entry, the field and the rule for a value the columns cannot hold: an int
         field that is not an int (or outside int64, or the int64 minimum, which stands for
         None), an `extra` that does not map str to str.
         """
-        n = len(video_ids)
+        n = len(video_id)
         cols: dict[str, np.ndarray] = {}
-        blob, ends, ascii_ids = _string_table(video_ids, "video_id")
+        blob, ends, ascii_ids = _string_table(video_id, "video_id")
         cols["id_bytes"], cols["id_ends"] = blob, ends
-        cols["label"] = _int_column("label", labels, video_ids, optional=False)
+        cols["label"] = _int_column("label", label, video_id, optional=False)
         for name, values in (
             ("known_frames", known_frames),
             ("reported_frames", reported_frames),
@@ -109,30 +111,28 @@ class VideoEntries(Sequence[VideoEntry]):
             optional = name != "offset"  # a count's default is None, the offset's 0
             if values is None or not any(v is not None if optional else v != 0 for v in values):
                 continue  # every entry has the default: no column
-            cols[name] = _int_column(name, values, video_ids, optional=optional)
+            cols[name] = _int_column(name, values, video_id, optional=optional)
         for name, window in (("start", start), ("end", end)):
             if window is not None and any(v is not None for v in window):
-                cols[name] = _float_column(name, window, video_ids)
+                cols[name] = _float_column(name, window, video_id)
         flags = np.zeros(n, np.uint8)
         if absolute is not None:
             flags |= np.fromiter(map(bool, absolute), np.bool_, n).astype(np.uint8) * _ABSOLUTE
-        if multi_labels is not None and any(v is not None for v in multi_labels):
-            has = np.fromiter((v is not None for v in multi_labels), np.bool_, n)
+        if labels is not None and any(v is not None for v in labels):
+            has = np.fromiter((v is not None for v in labels), np.bool_, n)
             flags |= has.astype(np.uint8) * _MULTI
-            lengths = np.fromiter(
-                (len(v) if v is not None else 0 for v in multi_labels), np.int64, n
-            )
-            values = [k for v in multi_labels if v is not None for k in v]
+            lengths = np.fromiter((len(v) if v is not None else 0 for v in labels), np.int64, n)
+            values = [k for v in labels if v is not None for k in v]
             cols["labels_ends"] = _ends(lengths)
             owners = np.repeat(np.arange(n), lengths)
             cols["labels_values"] = _int_column(
-                "labels", values, video_ids, optional=False, owners=owners
+                "labels", values, video_id, optional=False, owners=owners
             )
         if flags.any():
             cols["flags"] = flags
         extra_keys: tuple[tuple[str, ...], ...] = ((),)
         if extra is not None and any(extra):
-            extra_keys = _extra_columns(extra, video_ids, cols)
+            extra_keys = _extra_columns(extra, video_id, cols)
         return cls(SharedArrays(cols), extra_keys=extra_keys, ascii_ids=ascii_ids)
 
     @classmethod
@@ -140,22 +140,8 @@ class VideoEntries(Sequence[VideoEntry]):
         """The entries of a list of `VideoEntry` (as `load_videos` returns it)."""
         if isinstance(entries, VideoEntries):
             return entries
-
-        def field(name: str) -> list[Any]:
-            return list(map(operator.attrgetter(name), entries))
-
-        return cls.build(
-            field("video_id"),
-            field("label"),
-            known_frames=field("known_frames"),
-            reported_frames=field("reported_frames"),
-            offset=field("offset"),
-            multi_labels=field("labels"),
-            absolute=field("absolute"),
-            extra=field("extra"),
-            start=field("start"),
-            end=field("end"),
-        )
+        names = [f.name for f in fields(VideoEntry)]  # `build`'s columns
+        return cls.build(**{name: list(map(operator.attrgetter(name), entries)) for name in names})
 
     # ---------------------------------------------------------------- reading
 

@@ -16,27 +16,20 @@ from vidload._cv2 import cv2
 from vidload.errors import FrameCountError, VideoReadError, VidloadError
 from vidload.manifest import UNLABELLED, VideoEntry
 from vidload.sources.base import FrameSourceBase
+from vidload.transforms import frames_mismatch
 
 #: (clip index within its video, spatial view, int64 (T,) source frame indices) of one clip.
 ClipRecord = tuple[int, int, np.ndarray]
 
 
-def check_frames(source: FrameSourceBase, vid: str, num_indices: int, frames: object) -> np.ndarray:
+def check_frames(
+    source: FrameSourceBase, vid: str, num_indices: int, frames: np.ndarray
+) -> np.ndarray:
     """`frames` if it is what `source.read` must return, uint8 (num_indices, H, W, 3); else a
     TypeError naming the source and what it returned."""
-    if (
-        isinstance(frames, np.ndarray)
-        and frames.dtype == np.uint8
-        and frames.ndim == 4
-        and frames.shape[0] == num_indices
-        and frames.shape[3] == 3
-    ):
+    got = frames_mismatch(frames, num_indices)
+    if got is None:
         return frames
-    got = (
-        f"{frames.dtype} {frames.shape}"
-        if isinstance(frames, np.ndarray)
-        else type(frames).__name__
-    )
     raise TypeError(
         f"{source.source_name}.read({vid!r}, ...) returned {got}; "
         f"expected uint8 ({num_indices}, H, W, 3)"

@@ -160,9 +160,11 @@ class ClipOptions:
     ) -> np.ndarray:
         """Clip `c` of an entry of `count` frames: int64 (num_frames,) indices from the
         entry's start, by the sampling options (the one place they meet `vidload.sampling`'s
-        pure functions). With fps / clip_seconds they come from the frames' times
-        (`timestamps()`, asked only then: float64 seconds of the entry's `count` frames;
-        `resampled_indices` / `window_indices`), so every mode samples inside the entry."""
+        pure functions): the sampling mode (`sample_clip`) over the `count` frames, or with fps
+        over the frames on screen every 1/fps s (`resampled_indices`); with clip_seconds
+        `window_indices`. fps / clip_seconds use the frames' times (`timestamps()`, asked only
+        then: float64 seconds of the entry's `count` frames), so every mode samples inside the
+        entry."""
         if self.clip_seconds is not None:
             return window_indices(
                 timestamps(),
@@ -173,16 +175,10 @@ class ClipOptions:
                 clip_index=c,
                 num_clips=self.clips_per_video,
             )
-        if self.fps is not None:
-            grid = resampled_indices(timestamps(), self.fps)
-            return grid[self.frame_indices(len(grid), c, rng)]
-        return self.frame_indices(count, c, rng)
-
-    def frame_indices(self, count: int, c: int, rng: np.random.Generator) -> np.ndarray:
-        """Clip `c` by the sampling mode, over `count` frames (`vidload.sampling.sample_clip`)."""
-        return sample_clip(
+        grid = resampled_indices(timestamps(), self.fps) if self.fps is not None else None
+        indices = sample_clip(
             self.sampling,
-            count,
+            count if grid is None else len(grid),
             self.num_frames,
             train=self.train,
             rng=rng,
@@ -191,6 +187,7 @@ class ClipOptions:
             stride=self.stride,
             short_policy=self.short_policy,
         )
+        return indices if grid is None else grid[indices]
 
 
 #: ClipDataset's option names (its parameters after `videos`), readable as its attributes

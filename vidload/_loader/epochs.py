@@ -9,9 +9,9 @@ from __future__ import annotations
 from torch.utils.data import DataLoader, Dataset, Subset
 
 from vidload._checks import check_int
-from vidload._loader.position import POSITIONED, set_sampler_epoch
+from vidload._loader.position import Positioned, set_sampler_epoch
 
-__all__ = ["loader_epoch", "resume_at", "set_epoch", "unwrap"]
+__all__ = ["loader_epoch", "set_epoch", "set_pass", "unwrap"]
 
 
 def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
@@ -47,12 +47,12 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
                 f"with loader.load_state_dict({{}})"
             )
         return  # load_state_dict set the epoch and the position already
-    if start_batch and not isinstance(loader.sampler, POSITIONED):
+    if start_batch and not isinstance(loader.sampler, Positioned):
         raise TypeError(
             f"start_batch needs one of vidload's samplers (make_loader builds them), got "
             f"{type(loader.sampler).__name__}"
         )
-    _set(loader, epoch)  # the epoch's whole pass: len(loader) counts its batches
+    set_pass(loader, epoch)  # the epoch's whole pass: len(loader) counts its batches
     if start_batch:
         if loader.batch_size is None or start_batch > len(loader):
             raise ValueError(
@@ -60,24 +60,14 @@ def set_epoch(loader: DataLoader, epoch: int, *, start_batch: int = 0) -> None:
                 f"({len(loader) if loader.batch_size is not None else 'none: no batch_size'})"
             )
         start = min(start_batch * loader.batch_size, len(loader.sampler))  # type: ignore[arg-type]
-        _set(loader, epoch, start=start)
+        set_pass(loader, epoch, start=start)
 
 
-def resume_at(loader: DataLoader, epoch: int, *, items: int) -> None:
-    """Set `epoch` on the loader's dataset and samplers, its next pass this rank's share of
-    the rest of the epoch's global order after its first `items` items (a state from another
-    world size or batch size: `vidload._loader.position`). Needs one of vidload's samplers."""
-    if not isinstance(loader.sampler, POSITIONED):
-        raise TypeError(
-            f"resuming at an item count needs one of vidload's samplers (make_loader builds "
-            f"them), got {type(loader.sampler).__name__}"
-        )
-    _set(loader, epoch, items=items)
-
-
-def _set(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> None:
+def set_pass(loader: DataLoader, epoch: int, *, start: int = 0, items: int = 0) -> None:
     """`epoch` on the dataset and every sampler of the loader; vidload's samplers also get
-    the next pass's `start` and `items`."""
+    the next pass's `start` and `items` (`items`: this rank's share of the rest of the epoch's
+    global order after its first `items` items, a state from another world size or batch size:
+    `vidload._loader.position`; the loader's sampler is then one of vidload's)."""
     clips = unwrap(loader.dataset)
     if hasattr(clips, "set_epoch"):
         clips.set_epoch(epoch)

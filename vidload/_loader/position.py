@@ -36,7 +36,7 @@ the last step.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from vidload._checks import check_int
@@ -66,26 +66,18 @@ def handed_out(n: int, items: int, yielded: int, world_size: int) -> int:
     return min(items + yielded * world_size, n)
 
 
-def check_state(state: object, owner: str) -> tuple[int, int, int]:
-    """(epoch, yielded, begin) from a sampler state (begin 0 when absent); ValueError /
-    TypeError naming the rule."""
-    if not isinstance(state, Mapping) or not {"epoch", "yielded"} <= state.keys():
-        raise ValueError(
-            f"{owner} state must be a dict with 'epoch' and 'yielded' (from its state_dict()), "
-            f"got {state!r}"
-        )
-    epoch = check_int(f"{owner} state 'epoch'", state["epoch"], minimum=0)
-    yielded = check_int(f"{owner} state 'yielded'", state["yielded"], minimum=0)
-    begin = check_int(f"{owner} state 'begin'", state.get("begin", 0), minimum=0)
-    return epoch, yielded, begin
+def check_at_most(name: str, value: object, size: int, what: str) -> int:
+    """`value` as an int in [0, size]; ValueError naming `name` and what `size` is (`what`,
+    in which `{size}` stands for it)."""
+    value = check_int(name, value, minimum=0)
+    if value > size:
+        raise ValueError(f"{name} ({value}) must be <= {what.format(size=size)}")
+    return value
 
 
-def check_start(name: str, start: object, size: int) -> int:
-    """`start` as an int in [0, size]; ValueError naming `name` and the sampler's length."""
-    start = check_int(name, start, minimum=0)
-    if start > size:
-        raise ValueError(f"{name} ({start}) must be <= the sampler's length ({size})")
-    return start
+#: What a pass's start and a global order's items are checked against (`check_at_most`).
+LENGTH = "the sampler's length ({size})"
+ITEMS = "the items of the epoch's order ({size}): a state of another dataset?"
 
 
 class Position:
@@ -117,17 +109,65 @@ class Position:
             yield element
 
 
-class Resumable:
-    """`set_epoch(epoch, start=k, items=c)`, `state_dict()`, `load_state_dict`, `split_state`
-    and `__len__` for a sampler whose pass is its rank's share of one global order (the
-    module's docstring): the one copy `EpochShuffleSampler`, `ShardSampler` and
-    `ResumableDistributedSampler` share. A subclass names its order (`order`), its ranks
-    (`num_replicas`), the order's length (`global_size`) and which positions of it a pass from
-    item c yields (`_share`)."""
+class Positioned:
+    """The state of a pass of one of vidload's samplers, the one copy `Resumable` (a rank's
+    share of a global order) and `Wrapper` (a sampler reading ahead of another) share:
+    `set_epoch(epoch, start=k, items=c)`, `state_dict()` -> `{"epoch", "yielded"}` (and
+    `"begin": c` when the pass began after item c) and `load_state_dict`, which is
+    `set_epoch` with the state's values (checked under the state's names). A subclass says
+    how a pass begins (`_begin_pass`) and its epoch (`_epoch`)."""
+
+    _position: Position
+
+    @property
+    def begin(self) -> int:
+        """The item of the global order the latest (or next) pass begins at."""
+        return self._position.items
+
+    def _epoch(self) -> int | None:
+        raise NotImplementedError
+
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
+        """`epoch` begins; the next pass starts at element `start` of this sampler's pass,
+        from item `items` of the global order (`start` is checked here, a loaded state's as it
+        came); `names`: how messages name start and items."""
+        raise NotImplementedError
+
+    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
+        """`epoch` begins: the next pass yields this rank's share of its order, from element
+        `start` of that share; `items` > 0: of the rest of the order after its first `items`
+        items (handed out by a run on another world size or batch size)."""
+        self._begin_pass(epoch, start, items, ("start", "items"))
+
+    def state_dict(self) -> dict[str, int | None]:
+        state = {"epoch": self._epoch(), "yielded": self._position.yielded}
+        return state | ({"begin": self.begin} if self.begin else {})
+
+    def load_state_dict(self, state: dict[str, int | None]) -> None:
+        """`set_epoch` with the state's epoch, `yielded` as the start and `begin` (0 when
+        absent) as the items, each checked under the state's name for it."""
+        owner = type(self).__name__
+        if not isinstance(state, Mapping) or not {"epoch", "yielded"} <= state.keys():
+            raise ValueError(
+                f"{owner} state must be a dict with 'epoch' and 'yielded' (from its state_dict()), "
+                f"got {state!r}"
+            )
+        epoch = check_int(f"{owner} state 'epoch'", state["epoch"], minimum=0)
+        begin = check_int(f"{owner} state 'begin'", state.get("begin", 0), minimum=0)
+        names = (f"{owner} state 'yielded'", f"{owner} state 'begin'")
+        self._begin_pass(epoch, state["yielded"], begin, names)
+
+
+class Resumable(Positioned):
+    """`__iter__`, `__len__` and `split_state`, with `Positioned`'s state, for a sampler
+    whose pass is its rank's share of one global order (the module's docstring): the one
+    copy `EpochShuffleSampler`, `ShardSampler` and `ResumableDistributedSampler` share. A
+    subclass names its order (`order`), its ranks (`num_replicas`), the order's length
+    (`global_size`), the order itself (`_order`) and which positions of it a pass from item c
+    yields (`_share`)."""
 
     epoch: int
     num_replicas: int  # the ranks
-    _position: Position
 
     @property
     def order(self) -> str:
@@ -138,25 +178,29 @@ class Resumable:
         """Items in the epoch's global order (before padding to the ranks)."""
         raise NotImplementedError
 
+    def _order(self) -> Sequence[int]:
+        """The epoch's global order (a list, or a range)."""
+        raise NotImplementedError
+
     def _share(self, items: int) -> range:
         """Positions of the global order this rank yields in a pass that starts at `items`."""
         raise NotImplementedError
 
-    @property
-    def begin(self) -> int:
-        """The item of the global order the latest (or next) pass begins at."""
-        return self._position.items
+    def __iter__(self) -> Iterator[int]:
+        order = self._order()  # positions past its end are padding: its first ones again
+        n = len(order)
+        yield from self._position.run(order[p % n] for p in self._share(self._position.items))
+
+    def _epoch(self) -> int:
+        return self.epoch
 
     def __len__(self) -> int:
         return len(self._share(self._position.items))
 
-    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
-        """`epoch` begins: the next pass yields this rank's share of its order, from element
-        `start` of that share; `items` > 0: of the rest of the order after its first `items`
-        items (handed out by a run on another world size or batch size)."""
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
         epoch = check_int("epoch", epoch, minimum=0)
-        items = check_items("items", items, self.global_size())
-        start = check_start("start", start, len(self._share(items)))
+        items = check_at_most(names[1], items, self.global_size(), ITEMS)
+        start = check_at_most(names[0], start, len(self._share(items)), LENGTH)
         self.epoch = epoch
         self._position.reset(start, items=items)
 
@@ -167,37 +211,8 @@ class Resumable:
         items = handed_out(size, self._position.items, yielded, world)
         return {"sampler": self.order, "world_size": world, "items": items}
 
-    def state_dict(self) -> dict[str, int]:
-        return position_state(self.epoch, self._position)
 
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        owner = type(self).__name__
-        epoch, yielded, begin = check_state(state, owner)
-        begin = check_items(f"{owner} state 'begin'", begin, self.global_size())
-        start = check_start(f"{owner} state 'yielded'", yielded, len(self._share(begin)))
-        self.set_epoch(epoch, start=start, items=begin)
-
-
-def position_state(epoch: int | None, position: Position, begin: int | None = None) -> dict:
-    """`{"epoch", "yielded"}`, and `"begin"` when the pass began after the epoch's first
-    item (`position.items`, or `begin` for a sampler whose inner one keeps it)."""
-    begin = position.items if begin is None else begin
-    state = {"epoch": epoch, "yielded": position.yielded}
-    return state | ({"begin": begin} if begin else {})
-
-
-def check_items(name: str, items: object, size: int) -> int:
-    """`items` as an int in [0, size]; ValueError naming the order's length."""
-    items = check_int(name, items, minimum=0)
-    if items > size:
-        raise ValueError(
-            f"{name} ({items}) must be <= the items of the epoch's order ({size}): a state "
-            f"of another dataset?"
-        )
-    return items
-
-
-class Wrapper:
+class Wrapper(Positioned):
     """A sampler that yields what the sampler it wraps yields, reading ahead of it
     (`vidload.prefetch`'s `ReadAheadSampler` and `FetchAheadSampler`): the one copy of their
     wrapping and position both use.
@@ -211,7 +226,8 @@ class Wrapper:
     reads `islice(self.sampler, k, None)`), so a resumed loader gets what the uninterrupted
     pass yielded next, provided the wrapped order is a function of its epoch (every sampler
     vidload builds). `set_epoch(epoch, items=c)` and `split_state` are passed on to a wrapped
-    sampler of vidload's (another wrapper included)."""
+    sampler of vidload's (another wrapper included): a sampler without `set_epoch` is given
+    no epoch."""
 
     def __init__(self, sampler: Iterable[Any]) -> None:
         if not isinstance(sampler, Iterable):
@@ -229,56 +245,42 @@ class Wrapper:
     def __len__(self) -> int:
         return len(self.sampler)  # type: ignore[arg-type]
 
-    def set_epoch(self, epoch: int, *, start: int = 0, items: int = 0) -> None:
-        """Pass `epoch` on to the wrapped sampler (a no-op if it has no `set_epoch`), and
-        `items` (one of vidload's samplers: its pass begins after the first `items` items of
-        its global order); the next pass starts at element `start` of the wrapped one's pass."""
-        self._set_inner(epoch, items)
-        self._position.reset(check_start("start", start, len(self)))
-
-    def _set_inner(self, epoch: int, items: int) -> None:
+    def _begin_pass(self, epoch: int, start: object, items: int, names: tuple[str, str]) -> None:
         inner = self.sampler
-        if items and not isinstance(inner, POSITIONED):
+        if items and not isinstance(inner, Positioned):
             raise TypeError(
                 f"items ({items}) needs one of vidload's samplers inside the "
                 f"{type(self).__name__}, got {type(inner).__name__}"
             )
         set_sampler_epoch(inner, epoch, items=items)
+        self._position.reset(check_at_most(names[0], start, len(self), LENGTH))
 
     @property
     def begin(self) -> int:
         """The item of the wrapped order the latest (or next) pass begins at (0 for a
         sampler that is not vidload's)."""
         inner = self.sampler
-        return inner.begin if isinstance(inner, POSITIONED) else 0
+        return inner.begin if isinstance(inner, Positioned) else 0
+
+    def _epoch(self) -> int | None:
+        return getattr(self.sampler, "epoch", None)
 
     def split_state(self, yielded: int) -> dict[str, Any] | None:
         """The wrapped sampler's `split_state` (None if it is not one of vidload's)."""
         inner = self.sampler
-        return inner.split_state(yielded) if isinstance(inner, POSITIONED) else None
-
-    def state_dict(self) -> dict[str, int | None]:
-        return position_state(getattr(self.sampler, "epoch", None), self._position, self.begin)
+        return inner.split_state(yielded) if isinstance(inner, (Resumable, Wrapper)) else None
 
     def load_state_dict(self, state: dict[str, int | None]) -> None:
         if isinstance(state, dict) and state.get("epoch", 0) is None:
             state = {**state, "epoch": 0}  # a sampler without epochs
-        owner = type(self).__name__
-        epoch, yielded, begin = check_state(state, owner)
-        self._set_inner(epoch, begin)
-        self._position.reset(check_start(f"{owner} state 'yielded'", yielded, len(self)))
-
-
-#: vidload's samplers, whose `set_epoch` takes `start` and `items`: those that split an order
-#: and those that wrap one.
-POSITIONED = (Resumable, Wrapper)
+        super().load_state_dict(state)
 
 
 def set_sampler_epoch(sampler: object, epoch: int, *, start: int = 0, items: int = 0) -> None:
     """`epoch` on `sampler`: with the next pass's `start` and `items` for one of vidload's
     samplers, the epoch alone for another that has `set_epoch` (a DistributedSampler, a
     BatchSampler of yours), nothing for one without."""
-    if isinstance(sampler, POSITIONED):
+    if isinstance(sampler, Positioned):
         sampler.set_epoch(epoch, start=start, items=items)
         return
     set_epoch = getattr(sampler, "set_epoch", None)

@@ -30,7 +30,7 @@ it was for batch k, not for the batches prefetched after it. What it cannot know
 torchdata's part of the state is laid out per worker and holds only for the same `num_workers`;
 vidload's clips and order do not depend on it, so a state loaded into a loader with another
 worker count (or world size, or batch size) restarts the pass at the saved item count through
-the samplers (`resume_at`) instead.
+the samplers (`set_pass`) instead.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from torchdata.stateful_dataloader import StatefulDataLoader
 
 from vidload._dataset.counts import merge_learned
 from vidload._dist import gather_objects, process_group
-from vidload._loader.epochs import loader_epoch, resume_at, set_epoch, unwrap
+from vidload._loader.epochs import loader_epoch, set_epoch, set_pass, unwrap
 from vidload._loader.position import Resumable, handed_out, innermost
 from vidload.dataset import ClipDataset
 
@@ -54,7 +54,6 @@ FORMAT = "vidload.StatefulLoader/1"
 #: last four are absent from states saved before vidload recorded the split.
 _PASS_KEYS = ("epoch", "batches", "finished", "num_workers", "loader")
 _SPLIT_KEYS = ("batch_size", "sampler", "world_size", "items")
-_NO_SPLIT = {"sampler": None, "world_size": None, "items": None}
 
 
 class StatefulLoader(StatefulDataLoader):
@@ -204,7 +203,7 @@ class StatefulLoader(StatefulDataLoader):
         else:
             yielded = int(state["batches"]) * int(self.batch_size)
             items = handed_out(splits.global_size(), 0, yielded, splits.num_replicas)
-        resume_at(self, epoch, items=items)
+        set_pass(self, epoch, items=items)  # the sampler is vidload's: it splits the order
 
     def _splitter(self) -> Resumable | None:
         """The vidload sampler whose order this loader's sampler splits, if it is one."""
@@ -215,7 +214,7 @@ class StatefulLoader(StatefulDataLoader):
         """`{"sampler", "world_size", "items"}` after this loader's first `batches` batches
         of the pass (None each for a sampler that is not vidload's)."""
         if self._splitter() is None:
-            return dict(_NO_SPLIT)
+            return dict.fromkeys(_SPLIT_KEYS[1:])  # None each
         return self.sampler.split_state(batches * self.batch_size)
 
     def _learned(self) -> dict[str, list] | None:

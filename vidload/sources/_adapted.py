@@ -23,7 +23,7 @@ import inspect
 import numpy as np
 
 from vidload.sources.base import FrameSource, FrameSourceBase, Indices
-from vidload.transforms import ClipGeometry, apply_geometry
+from vidload.transforms import ClipGeometry, apply_geometry, frames_mismatch
 
 __all__ = ["OPTIONAL_METHODS", "AdaptedSource", "adapt_source"]
 
@@ -99,14 +99,7 @@ class AdaptedSource(FrameSourceBase):
         if self._takes_geometry:
             return self.inner.read(video_id, indices, geometry=geometry)  # type: ignore[call-arg]
         frames = self.inner.read(video_id, indices)
-        if (
-            isinstance(frames, np.ndarray)
-            and frames.dtype == np.uint8
-            and frames.ndim == 4
-            and frames.shape[3] == 3
-        ):
-            return apply_geometry(frames, geometry)
-        return frames
+        return frames if frames_mismatch(frames) else apply_geometry(frames, geometry)
 
 
 def _takes_geometry(inner: object) -> bool:
