@@ -154,24 +154,23 @@ def write_bytes_atomic(
     temporary, which fails where a file exists: the lock, `vidload._lock`); False when
     something was. Returns True when written."""
     path = Path(path)
-    tmp = temp_path(path)
     try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         if not exclusive:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            finally:
-                tmp.unlink(missing_ok=True)
+            with writing(path) as tmp, open(tmp, "wb") as f:
+                f.write(data)
+            return True
+        tmp = temp_path(path)
+        try:
+            with open(tmp, "wb") as f:
+                f.write(data)
+            fsync_file(tmp)
+            os.link(tmp, path)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
         fsync_dir(path.parent)
     except BaseException as e:
-        tmp.unlink(missing_ok=True)
         if is_disk_full(e):
             raise DiskFullError(path) from e
         raise
