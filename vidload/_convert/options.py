@@ -152,7 +152,7 @@ class ConvertOptions:
         """What the options file holds: `to`, `short_side` and the kind's own options."""
         return {"to": self.to, "short_side": self.short_side, **asdict(self.format_options())}
 
-    def to_record(self, out: Location, *, overwrite: bool) -> bytes | None:
+    def to_record(self, out: Location) -> bytes | None:
         """Refuse to resume into `out` converted with other options (UsageError, unless
         `overwrite`); else what to record in `out/OPTIONS_NAME` (the output writes it, as it
         writes: `vidload._convert.output`), None when these options are recorded there
@@ -160,7 +160,7 @@ class ConvertOptions:
         "420". `out` (a local folder or a bucket prefix) is only read here."""
         path = out / OPTIONS_NAME
         options = self.recorded()
-        if path.exists() and not overwrite:
+        if path.exists() and not self.overwrite:
             try:
                 old = json.loads(path.read_bytes())
             except (OSError, ValueError, VideoReadError) as e:

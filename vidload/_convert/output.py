@@ -94,17 +94,15 @@ class Output:
         """Release the lock. Idempotent."""
         self._lock.release()
 
-    def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
+    def record(self, options: ConvertOptions) -> None:
         """Check the options against those recorded (a resumed run), then record them."""
-        data = options.to_record(self.location, overwrite=overwrite)
+        data = options.to_record(self.location)
         if data is not None:
             (self.location / OPTIONS_NAME).write_bytes(data)  # a full disk: DiskFullError
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
-    def previous(
-        self, planned: Iterable[str], to: str, *, overwrite: bool
-    ) -> dict[str, ManifestRow]:
+    def previous(self, planned: Iterable[str], options: ConvertOptions) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
         finished merged into it (and written back), the parts removed.
 
@@ -116,6 +114,7 @@ class Output:
         full id's: `exists`, a stat or the plan's one listing); one whose container is not
         there names none.
         """
+        overwrite, to = options.overwrite, options.to
         previous = previous_rows(self.location / MANIFEST_NAME, overwrite=overwrite)
         parts = self.location / PARTS_DIR
         found = read_parts(parts)
@@ -204,12 +203,14 @@ def has_container(job: Job) -> bool:
     return (job.output / commit_name(job.name, job.options.to)).exists()
 
 
-def run_job(job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
+def run_job(job: Job, stage: Path | None) -> Outcome:
     """Convert (or verify) `job` and put its container in place (a shard's side of OUTPUT,
     `vidload.shards.convert_shard`)."""
     remote = job.container
     if remote.local_file() is not None:
-        return convert_job(replace(job, verify=not overwrite and has_container(job)), stage)
+        return convert_job(
+            replace(job, verify=not job.options.overwrite and has_container(job)), stage
+        )
     assert stage is not None  # convert_shard stages every bucket shard
     local = stage / "out" / job.name
     local.parent.mkdir(parents=True, exist_ok=True)
