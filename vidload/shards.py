@@ -212,7 +212,7 @@ def _plan(
     the shards of what is left (each video's container named by `names`). The lock is held
     by the plan, released on any error here."""
     overwrite = options.overwrite
-    out.lock()
+    out.lock.acquire()  # a local OUTPUT folder is made if missing
     try:
         out.record(options)
         if found.listed is not None:  # another list of the same name: refused before any work
@@ -238,7 +238,7 @@ def _plan(
         if found.class_map is not None and is_contiguous(found.class_map):
             out.write_classes(found.class_map)
     except BaseException:
-        out.release()
+        out.lock.release()
         raise
     return plan
 
@@ -302,7 +302,7 @@ class ConvertPlan:
 
     def close(self) -> None:
         """Release OUTPUT's lock without finishing (a later run resumes). Idempotent."""
-        self._out.release()
+        self._out.lock.release()
 
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,

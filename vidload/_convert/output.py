@@ -6,7 +6,7 @@ its `Location` only where the two truly differ: where OUTPUT has a local folder
 for the final manifest and killed writers' temporaries are swept; elsewhere the containers are
 staged by the shards and what is there is known from one listing.
 
-What an output does for the driver: take and release OUTPUT's lock (`vidload._lock`), record
+What an output does for the driver: hold OUTPUT's lock (`vidload._lock`), record
 the options, read the rows already there (the manifest, and the part manifests a killed run
 left, merged into it), say whether a container is there, name a job's container, prepare the
 parts, write `classes.txt` and the manifest (each one `Location.write_bytes`: atomic and
@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
+from vidload._atomic import remove_temporary, write_bytes_atomic
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_name, fetch, publish, publish_sidecar
@@ -69,7 +69,9 @@ class Output:
         #: OUTPUT as `ConvertPlan.output` and the report name it: the local folder, else the
         #: URL, a str without credentials (a Path would fold "s3://" into "s3:/")
         self.folder: Path = self._disk if self._disk is not None else str(target)  # type: ignore[assignment]
-        self._lock = OutputLock(self.location)
+        #: OUTPUT's lock (one run per output, `vidload._lock`): taken by the plan, held until
+        #: it finishes or closes
+        self.lock = OutputLock(self.location)
         self._present: set[str] | None = None
 
     def shown(self, name: str) -> Path:
@@ -77,22 +79,6 @@ class Output:
         if self._disk is None:
             return str(self.location / name)  # type: ignore[return-value]
         return self.folder / name
-
-    def lock(self) -> None:
-        """Take OUTPUT's lock (one run per output), held until `release`; a local folder is
-        made if missing (DiskFullError: no room to make it)."""
-        if self._disk is not None:
-            try:
-                self._disk.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                if is_disk_full(e):
-                    raise DiskFullError(self._disk) from e
-                raise
-        self._lock.acquire()
-
-    def release(self) -> None:
-        """Release the lock. Idempotent."""
-        self._lock.release()
 
     def record(self, options: ConvertOptions) -> None:
         """Check the options against those recorded (a resumed run), then record them."""
@@ -150,10 +136,10 @@ class Output:
         return self._disk is not None or not get_kind(to).folder
 
     def prepare(self, num_items: int) -> None:
-        """Make ready for the shards' parts: on a disk, the parts folder and the reserve for
-        the final manifest; a bucket's parts are objects, with no disk to hold back."""
+        """Make ready for the shards' parts: on a disk, the reserve for the final manifest
+        (which makes the parts folder); a bucket's parts are objects, with no disk to hold
+        back."""
         if self._disk is not None:
-            (self._disk / PARTS_DIR).mkdir(exist_ok=True)
             # bytes held so that the manifest of what finished can still be written when the
             # containers fill the disk (`finish` deletes them first); DiskFullError: no room
             size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
