@@ -88,19 +88,14 @@ class ConvertOptions:
         """`vidload.shards.plan_convert`'s options: `options` where given (not None), when
         every field's keyword is left at its default (the keywords or one object, not both);
         else the options made of `keywords`, checked. `keywords` names every field (what
-        `plan_convert` passes, each by name).
+        `plan_convert` passes, each by name: one left out is a KeyError here).
 
         Raises:
             TypeError: `options` is not a ConvertOptions, or given with option keywords, or
                 neither it nor `to` is given.
         """
-        names = [f.name for f in fields(cls)]
-        if sorted(keywords) != sorted(names):
-            raise TypeError(f"from_keywords takes every field by name: {', '.join(names)}")
         if options is None:
-            if keywords["to"] is None:
-                raise TypeError("to= is required (or options=ConvertOptions(...))")
-            return cls(**keywords)
+            return cls(**keywords)  # `to` None: refused there
         if not isinstance(options, ConvertOptions):
             raise TypeError(f"options must be a ConvertOptions, got {type(options).__name__}")
         both = [f.name for f in fields(cls) if keywords[f.name] != _default(f)]
@@ -114,7 +109,10 @@ class ConvertOptions:
         put = functools.partial(object.__setattr__, self)  # frozen: set once, here
         to = self.to
         if to is None:
-            raise TypeError("to is required: the format to convert into")
+            raise TypeError(
+                "to= is required: the format to convert into (or, where taken, "
+                "options=ConvertOptions(...))"
+            )
         check_choice("to", to, kind_names())
         put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
         own = get_kind(to).option_names
