@@ -44,7 +44,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -256,8 +256,9 @@ def _shards(jobs: list[Job], shard_size: int | None, output: Location) -> tuple[
     return tuple(shards)
 
 
-class ConvertPlan:
-    """A planned conversion (`plan_convert`): the shards to run, then `finish`.
+class ConvertPlan(AbstractContextManager["ConvertPlan"]):
+    """A planned conversion (`plan_convert`): the shards to run, then `finish`; a context
+    manager that `close`s.
 
     Attributes:
         input_root: the folder the input ids are relative to (local, or an INPUT URL's).
@@ -293,9 +294,6 @@ class ConvertPlan:
         self.started = time.perf_counter()
         self._out = output  # holds OUTPUT's lock until `finish` or `close`
         self._finished = False
-
-    def __enter__(self) -> ConvertPlan:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
