@@ -46,7 +46,6 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_bool, check_int
@@ -401,29 +400,28 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
     roots = [shard.output, *(job.root for job in shard.jobs)]
     with shard_staging(any(r.local_file() is None for r in roots)) as stage:
-        return _convert_shard(shard, stage)
-
-
-def _convert_shard(shard: ConvertShard, stage: Path | None) -> ShardResult:
-    prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
-    done: dict[str, Outcome] = {}
-    for job in shard.jobs:
-        if parent_gone():
-            raise RuntimeError("the driver of this conversion is gone; no new container started")
-        vid = job.item.video_id
-        old = prior.get(vid)
-        if old is not None and (old.action == "failed" or has_container(job)):
-            done[vid] = old
-            continue
-        try:
-            done[vid] = run_job(job, stage)
-            (shard.output / shard.part).write_bytes(part_bytes(done.values()))  # atomic, each time
-        except Exception as e:
-            why = shard_stops(e, shard.output)
-            if why is None:
-                raise
-            done.pop(vid, None)  # its container may be in place, but no part row says so
-            return ShardResult(shard.index, tuple(done.values()), stopped=why)
+        prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
+        done: dict[str, Outcome] = {}
+        for job in shard.jobs:
+            if parent_gone():
+                raise RuntimeError(
+                    "the driver of this conversion is gone; no new container started"
+                )
+            vid = job.item.video_id
+            old = prior.get(vid)
+            if old is not None and (old.action == "failed" or has_container(job)):
+                done[vid] = old
+                continue
+            try:
+                done[vid] = run_job(job, stage)
+                # the part, atomically, after each video
+                (shard.output / shard.part).write_bytes(part_bytes(done.values()))
+            except Exception as e:
+                why = shard_stops(e, shard.output)
+                if why is None:
+                    raise
+                done.pop(vid, None)  # its container may be in place, but no part row says so
+                return ShardResult(shard.index, tuple(done.values()), stopped=why)
     return ShardResult(shard.index, tuple(done.values()))
 
 

@@ -16,7 +16,7 @@ finished, then the parts and temporaries removed).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Mapping
 from dataclasses import replace
 from pathlib import Path
 
@@ -88,7 +88,7 @@ class Output:
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
-    def previous(self, planned: Iterable[str], options: ConvertOptions) -> dict[str, ManifestRow]:
+    def previous(self, planned: Container[str], options: ConvertOptions) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
         finished merged into it (and written back), the parts removed.
 
@@ -110,9 +110,8 @@ class Output:
                 previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
                 self.write_manifest(previous)
             parts.delete(recursive=True)
-        skip = set(planned)
         for vid, row in list(previous.items()):
-            if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
+            if vid in planned or row.container is not None or row.status not in ("ok", "mismatch"):
                 continue
             for keep in (False, True):
                 name = get_kind(to).container_name(vid, keep_extension=keep)
