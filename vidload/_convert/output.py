@@ -16,8 +16,9 @@ finished, then the parts and temporaries removed).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Container, Mapping
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from vidload._atomic import remove_temporary, write_bytes_atomic
@@ -81,10 +82,35 @@ class Output:
         return self.folder / name
 
     def record(self, options: ConvertOptions) -> None:
-        """Check the options against those recorded (a resumed run), then record them."""
-        data = options.to_record(self.location)
-        if data is not None:
-            (self.location / OPTIONS_NAME).write_bytes(data)  # a full disk: DiskFullError
+        """Record what says how every video is stored (`to`, `short_side`, the kind's own
+        options) in `OPTIONS_NAME`; where a file there (a resumed run) records other options,
+        refuse (UsageError) unless `overwrite`. A file written before an option existed means
+        its `RECORDED_BEFORE` value (no `subsampling`: "420")."""
+        path = self.location / OPTIONS_NAME
+        kind_options = asdict(options.format_options())
+        recorded = {"to": options.to, "short_side": options.short_side, **kind_options}
+        if options.overwrite or not path.exists():
+            path.write_bytes((json.dumps(recorded) + "\n").encode())  # a full disk: DiskFullError
+        else:
+            try:
+                old = json.loads(path.read_bytes())
+            except (OSError, ValueError, VideoReadError) as e:
+                raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
+            if isinstance(old, dict):  # what a file written before an option existed means
+                old = {**get_kind(options.to).options.RECORDED_BEFORE, **old}
+            if old != recorded:
+                changed = (
+                    f"--{k.replace('_', '-')} {old.get(k)} before, {value} now"
+                    for k, value in recorded.items()
+                    if old.get(k) != value
+                )
+                shown = ", ".join(changed) if isinstance(old, dict) else ""
+                differ = shown or f"recorded {old}"
+                raise UsageError(
+                    f"OUTPUT {str(self.location)!r} was converted with other options ({differ}; "
+                    f"recorded in {path.name}): use the same options to resume, or --overwrite "
+                    f"(overwrite=True) to convert everything again"
+                )
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
