@@ -132,8 +132,7 @@ class Output:
         found = read_parts(parts)
         if found is not None:  # a killed run's parts (a disk's reserve alone stays for `prepare`)
             if found and not overwrite:  # a killed run's finished videos: kept in the manifest
-                leftover = {o.row.video_id: o.row for o in found.values()}
-                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
+                previous.update((v, keep_extra(o.row, previous.get(v))) for v, o in found.items())
                 self.write_manifest(previous)
             parts.delete(recursive=True)
         for vid, row in list(previous.items()):
