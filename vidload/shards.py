@@ -59,10 +59,10 @@ from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.resume import part_bytes, read_part, read_parts
 from vidload._kinds import get_kind
-from vidload._layout import MANIFEST_NAME, PARTS_DIR
+from vidload._layout import CLASSES_NAME, MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.labels import is_contiguous
+from vidload.labels import classes_bytes, is_contiguous
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -235,7 +235,7 @@ def _plan(
         if plan.shards:
             out.prepare(len(found.items))
         if found.class_map is not None and is_contiguous(found.class_map):
-            out.write_classes(found.class_map)
+            (out.location / CLASSES_NAME).write_bytes(classes_bytes(found.class_map))
     except BaseException:
         out.lock.release()
         raise

@@ -9,7 +9,7 @@ staged by the shards and what is there is known from one listing.
 What an output does for the driver: hold OUTPUT's lock (`vidload._lock`), record
 the options, read the rows already there (the manifest, and the part manifests a killed run
 left, merged into it), say whether a container is there, name a job's container, prepare the
-parts, write `classes.txt` and the manifest (each one `Location.write_bytes`: atomic and
+parts, write the manifest (one `Location.write_bytes`: atomic and
 durable on a disk, one PUT in a bucket), and finish (the manifest of what
 finished, then the parts and temporaries removed).
 """
@@ -32,7 +32,6 @@ from vidload._convert.resume import (
 )
 from vidload._kinds import get_kind
 from vidload._layout import (
-    CLASSES_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -41,7 +40,6 @@ from vidload._layout import (
 from vidload._lock import OutputLock
 from vidload._storage import Location
 from vidload.errors import DiskFullError, UsageError, VideoReadError
-from vidload.labels import classes_bytes
 from vidload.manifest import ManifestRow, keep_extra, render_manifest
 
 __all__ = ["Output", "has_container", "run_job", "shard_stops"]
@@ -168,10 +166,6 @@ class Output:
             # containers fill the disk (`finish` deletes them first); DiskFullError: no room
             size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
             write_bytes_atomic(self._disk / PARTS_DIR / _RESERVE_NAME, bytes(size))
-
-    def write_classes(self, class_map: Mapping[str, int]) -> None:
-        """Write `classes.txt` beside the manifest."""
-        (self.location / CLASSES_NAME).write_bytes(classes_bytes(class_map))
 
     def write_manifest(self, rows: Mapping[str, ManifestRow]) -> None:
         """Write the manifest (a checkpoint: the run goes on); a full disk: DiskFullError."""
