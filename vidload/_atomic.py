@@ -105,11 +105,15 @@ def replace_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[str]) -
 
 
 @contextmanager
-def writing(path: str | os.PathLike[str], *, folder: bool = False) -> Iterator[Path]:
+def writing(
+    path: str | os.PathLike[str], *, folder: bool = False, exclusive: bool = False
+) -> Iterator[Path]:
     """A temporary name beside `path` (its parent folders made) to write one file (or, with
     `folder`, one folder, made here) at: renamed over `path` durably (`replace_durably`,
     `replace_folder_durably`) when the block completes, removed where it fails, so nothing but
-    a complete file or folder is ever at `path`."""
+    a complete file or folder is ever at `path`. `exclusive` (a file): hard-linked into place
+    instead, which raises FileExistsError where something is at `path` (the lock,
+    `vidload._lock`)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = temp_path(path)
@@ -117,7 +121,13 @@ def writing(path: str | os.PathLike[str], *, folder: bool = False) -> Iterator[P
         if folder:
             tmp.mkdir()
         yield tmp
-        (replace_folder_durably if folder else replace_durably)(tmp, path)
+        if exclusive:
+            fsync_file(tmp)
+            os.link(tmp, path)
+            tmp.unlink()
+            fsync_dir(path.parent)
+        else:
+            (replace_folder_durably if folder else replace_durably)(tmp, path)
     except BaseException:
         remove_temporary(tmp)
         raise
@@ -148,30 +158,18 @@ def replace_folder_durably(tmp: str | os.PathLike[str], path: str | os.PathLike[
 def write_bytes_atomic(
     path: str | os.PathLike[str], data: bytes, *, exclusive: bool = False
 ) -> bool:
-    """Write `data` to `path` atomically and durably; the temporary is removed on any failure,
-    so nothing but the complete file is ever left. A full disk raises DiskFullError naming
-    `path`. `exclusive`: only where nothing is at `path` yet (a hard link of the complete
-    temporary, which fails where a file exists: the lock, `vidload._lock`); False when
-    something was. Returns True when written."""
-    path = Path(path)
-    tmp = temp_path(path)
+    """Write `data` to `path` atomically and durably (`writing`: its parent folders made); the
+    temporary is removed on any failure, so nothing but the complete file is ever left. A full
+    disk raises DiskFullError naming `path`. `exclusive`: only where nothing is at `path` yet
+    (`writing`'s hard link); False when something was. Returns True when written."""
     try:
-        with open(tmp, "wb") as f:
+        with writing(path, exclusive=exclusive) as tmp, open(tmp, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        if not exclusive:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)
-            except FileExistsError:
-                return False
-            finally:
-                tmp.unlink(missing_ok=True)
-        fsync_dir(path.parent)
+    except FileExistsError:
+        if not exclusive:  # a file where a parent folder should be
+            raise
+        return False
     except BaseException as e:
-        tmp.unlink(missing_ok=True)
         if is_disk_full(e):
             raise DiskFullError(path) from e
         raise

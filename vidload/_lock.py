@@ -94,7 +94,7 @@ class OutputLock:
     * `release` deletes the lock only if it still holds this run's token.
 
     Args:
-        folder: OUTPUT (a local folder must exist).
+        folder: OUTPUT (a local folder is made where missing: `Location.create_bytes`).
     """
 
     def __init__(self, folder: Location) -> None:

@@ -42,28 +42,27 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from vidload._checks import check_bool, check_int
 from vidload._convert.heads import write_output_heads
-from vidload._convert.inputs import InputItem, Inputs, convert_input_kinds, find_input
+from vidload._convert.inputs import Inputs, convert_input_kinds, find_input
 from vidload._convert.job import Job, Outcome
-from vidload._convert.lists import ListedInput, check_list_manifest, write_list_manifest
+from vidload._convert.lists import check_list_manifest, write_list_manifest
 from vidload._convert.options import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING, ConvertOptions
 from vidload._convert.output import Output, has_container, run_job, shard_stops
 from vidload._convert.remote import shard_staging
 from vidload._convert.report import ConvertFormat, ConvertReport
 from vidload._convert.resume import part_bytes, read_part, read_parts
 from vidload._kinds import get_kind
-from vidload._layout import MANIFEST_NAME, PARTS_DIR
+from vidload._layout import CLASSES_NAME, MANIFEST_NAME, PARTS_DIR
 from vidload._parallel import parent_gone, prepare_task_process, run_parallel, shard_size_for
 from vidload._storage import Location
-from vidload.labels import is_contiguous
+from vidload.labels import classes_bytes, is_contiguous
 from vidload.manifest import ManifestRow, keep_extra
 from vidload.progress import Progress
 from vidload.sources.jpeg_decode import Subsampling
@@ -98,8 +97,6 @@ class ConvertShard:
         jobs: the videos, each with its input, container and options.
         part: the shard's part manifest, relative to `output` (deterministic: a retry finds
             its predecessor's).
-        overwrite: convert even when a container exists (the part still prevents doing a video
-            twice within one run).
         output: OUTPUT (`vidload._convert.output.run_job`); where it has no local folder
             (a bucket prefix: `vidload._convert.remote`), the containers are written in a local
             staging folder and uploaded once complete.
@@ -108,7 +105,6 @@ class ConvertShard:
     index: int
     jobs: tuple[Job, ...]
     part: str
-    overwrite: bool
     output: Location
 
     @property
@@ -203,26 +199,27 @@ def plan_convert(
         labels=options.labels,
         storage_options=options.storage_options,
     )
-    found.check_no_overlap(input_path, out.location, options.to)
-    return _plan(found, out, options, threads)
+    names = found.container_names(options.to)
+    found.check_no_overlap(input_path, out.location, names)
+    return _plan(found, names, out, options, threads)
 
 
-def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> ConvertPlan:
+def _plan(
+    found: Inputs, names: dict[str, str], out: Output, options: ConvertOptions, threads: int
+) -> ConvertPlan:
     """Take OUTPUT's lock and plan (module doc): the rows on record, what is already done,
-    the shards of what is left. The lock is held by the plan, released on any error here."""
-    root, items, class_map = found.root, found.items, found.class_map
+    the shards of what is left (each video's container named by `names`). The lock is held
+    by the plan, released on any error here."""
     overwrite = options.overwrite
-    out.lock()
+    out.lock.acquire()  # a local OUTPUT folder is made if missing
     try:
-        out.record(options, overwrite=overwrite)
+        out.record(options)
         if found.listed is not None:  # another list of the same name: refused before any work
             check_list_manifest(out.location, found.listed)
-        planned = [item.video_id for item in items]
-        previous = out.previous(planned, options.to, overwrite=overwrite)
-        plan = ConvertPlan(root, out, options, items, previous, found.listed)
+        previous = out.previous(names, options)
+        plan = ConvertPlan(found, out, options, previous)
         jobs: list[Job] = []
-        names = found.container_names(options.to)
-        for item in items:
+        for item in found.items:
             name = names[item.video_id]
             prev = previous.get(item.video_id)
             exists = out.exists(name, options.to)
@@ -233,21 +230,19 @@ def _plan(found: Inputs, out: Output, options: ConvertOptions, threads: int) -> 
                 )
                 continue
             verify = exists and not overwrite and prev is None and out.verifies(options.to)
-            jobs.append(Job(item, root, out.location, name, options, threads, verify))
-        plan.shards = _shards(jobs, options.shard_size, overwrite, out.location)
+            jobs.append(Job(item, found.root, out.location, name, options, threads, verify))
+        plan.shards = _shards(jobs, options.shard_size, out.location)
         if plan.shards:
-            out.prepare(len(items))
-        if class_map is not None and is_contiguous(class_map):
-            out.write_classes(class_map)
+            out.prepare(len(found.items))
+        if found.class_map is not None and is_contiguous(found.class_map):
+            (out.location / CLASSES_NAME).write_bytes(classes_bytes(found.class_map))
     except BaseException:
-        out.release()
+        out.lock.release()
         raise
     return plan
 
 
-def _shards(
-    jobs: list[Job], shard_size: int | None, overwrite: bool, output: Location
-) -> tuple[ConvertShard, ...]:
+def _shards(jobs: list[Job], shard_size: int | None, output: Location) -> tuple[ConvertShard, ...]:
     """`jobs` in shards of `shard_size` (`shard_size_for`), each with its part manifest's name
     (deterministic: a retried shard finds its predecessor's)."""
     shard_size = shard_size_for(shard_size, len(jobs), DEFAULT_SHARD_SIZE)
@@ -256,12 +251,13 @@ def _shards(
         chunk = tuple(jobs[start : start + shard_size])
         digest = hashlib.sha1("\n".join(j.item.video_id for j in chunk).encode()).hexdigest()
         part = f"{PARTS_DIR}/part-{index:06d}-{digest[:8]}.json"
-        shards.append(ConvertShard(index, chunk, part, overwrite, output))
+        shards.append(ConvertShard(index, chunk, part, output))
     return tuple(shards)
 
 
-class ConvertPlan:
-    """A planned conversion (`plan_convert`): the shards to run, then `finish`.
+class ConvertPlan(AbstractContextManager["ConvertPlan"]):
+    """A planned conversion (`plan_convert`): the shards to run, then `finish`; a context
+    manager that `close`s.
 
     Attributes:
         input_root: the folder the input ids are relative to (local, or an INPUT URL's).
@@ -277,38 +273,33 @@ class ConvertPlan:
 
     def __init__(
         self,
-        input_root: Location,
+        found: Inputs,
         output: Output,
         options: ConvertOptions,
-        items: Sequence[InputItem],
         previous: dict[str, ManifestRow],
-        listed: ListedInput | None = None,
     ) -> None:
-        self.input_root = input_root
+        self.input_root = found.root
         self.output = output.folder
         self.manifest_path = output.shown(MANIFEST_NAME)
         self.options = options
         self.to: ConvertFormat = options.to
-        self.items = tuple(items)
+        self.items = tuple(found.items)
         self.previous = previous
         self.overwrite = options.overwrite
         self.done: dict[str, ManifestRow] = {}
         #: a list INPUT's entries, for its own manifest (`vidload._convert.lists`)
-        self.listed = listed
+        self.listed = found.listed
         self.shards: tuple[ConvertShard, ...] = ()
         self.started = time.perf_counter()
         self._out = output  # holds OUTPUT's lock until `finish` or `close`
         self._finished = False
-
-    def __enter__(self) -> ConvertPlan:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
         """Release OUTPUT's lock without finishing (a later run resumes). Idempotent."""
-        self._out.release()
+        self._out.lock.release()
 
     def checkpoint(self, results: Iterable[ShardResult] = (), *, parts: bool = False) -> None:
         """Rewrite manifest.csv with the rows of `results` (the run goes on); with `parts`,
@@ -409,29 +400,28 @@ def convert_shard(shard: ConvertShard) -> ShardResult:
     # a bucket's containers, and the inputs of an INPUT URL, go through a staging folder
     roots = [shard.output, *(job.root for job in shard.jobs)]
     with shard_staging(any(r.local_file() is None for r in roots)) as stage:
-        return _convert_shard(shard, stage)
-
-
-def _convert_shard(shard: ConvertShard, stage: Path | None) -> ShardResult:
-    prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
-    done: dict[str, Outcome] = {}
-    for job in shard.jobs:
-        if parent_gone():
-            raise RuntimeError("the driver of this conversion is gone; no new container started")
-        vid = job.item.video_id
-        old = prior.get(vid)
-        if old is not None and (old.action == "failed" or has_container(job)):
-            done[vid] = old
-            continue
-        try:
-            done[vid] = run_job(job, stage, overwrite=shard.overwrite)
-            (shard.output / shard.part).write_bytes(part_bytes(done.values()))  # atomic, each time
-        except Exception as e:
-            why = shard_stops(e, shard.output)
-            if why is None:
-                raise
-            done.pop(vid, None)  # its container may be in place, but no part row says so
-            return ShardResult(shard.index, tuple(done.values()), stopped=why)
+        prior = read_part(shard.output / shard.part)  # what a previous run of this shard recorded
+        done: dict[str, Outcome] = {}
+        for job in shard.jobs:
+            if parent_gone():
+                raise RuntimeError(
+                    "the driver of this conversion is gone; no new container started"
+                )
+            vid = job.item.video_id
+            old = prior.get(vid)
+            if old is not None and (old.action == "failed" or has_container(job)):
+                done[vid] = old
+                continue
+            try:
+                done[vid] = run_job(job, stage)
+                # the part, atomically, after each video
+                (shard.output / shard.part).write_bytes(part_bytes(done.values()))
+            except Exception as e:
+                why = shard_stops(e, shard.output)
+                if why is None:
+                    raise
+                done.pop(vid, None)  # its container may be in place, but no part row says so
+                return ShardResult(shard.index, tuple(done.values()), stopped=why)
     return ShardResult(shard.index, tuple(done.values()))
 
 

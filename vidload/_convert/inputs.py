@@ -436,13 +436,13 @@ class Inputs:
         }
 
     def check_no_overlap(
-        self, input_path: str | os.PathLike[str], output: Location, to: str
+        self, input_path: str | os.PathLike[str], output: Location, names: Mapping[str, str]
     ) -> None:
         """UsageError where a container would land on or among these inputs of `input_path`
         (`find_input`): a folder INPUT (local, or an INPUT URL's folder `root`) and OUTPUT
-        `output` inside one another, or a container of another local INPUT on or around an
-        input (one of `items`; OUTPUT itself must not be one); a local INPUT and an OUTPUT URL
-        (or the other way) cannot overlap."""
+        `output` inside one another, or a container of another local INPUT (named by `names`,
+        `container_names`) on or around an input (one of `items`; OUTPUT itself must not be
+        one); a local INPUT and an OUTPUT URL (or the other way) cannot overlap."""
         local, out = self.root.local_file(), output.local_file()
         if (local is None) != (out is None):  # one local, the other a URL
             return
@@ -463,7 +463,6 @@ class Inputs:
         frame_folders = {
             it.path.resolve() for it in self.items if not it.is_video and get_kind(it.kind).folder
         }
-        names = self.container_names(to)
         for item in self.items:
             target = out_r / names[item.video_id]
             if (

@@ -98,19 +98,16 @@ def count_status(reported: int | None, actual: int) -> Literal["ok", "mismatch"]
 def convert_job(job: Job, stage: Path | None) -> Outcome:
     """Convert one video (or accept its existing container); failures become a failed row.
     An INPUT URL's item is read from a copy in `stage` (`input_copy`), its row naming the URL."""
-    with input_copy(job.item, job.root, stage) as (root, item):
-        return _convert_local(replace(job, item=item), root)
-
-
-def _convert_local(job: Job, root: Path) -> Outcome:
-    """`convert_job` of an input read under the local folder `root`."""
-    item = job.item
     frames: InputFrames | None = None
-    try:
-        frames = InputFrames(item, root, threads=job.threads, short_side=job.options.short_side)
-        if job.verify:
-            try:
-                return _verified(job, frames)
+    with input_copy(job.item, job.root, stage) as (root, item):
+        job = replace(job, item=item)
+        try:
+            frames = InputFrames(item, root, threads=job.threads, short_side=job.options.short_side)
+            if not job.verify:
+                return _convert_video(job, frames)
+            try:  # the row of an existing, valid container (a run killed before its row)
+                written = get_kind(job.options.to).verify(job.path, frames)
+                return Outcome(_stored_row(job, frames, written), "skipped")
             except VidloadError as e:
                 # vidload renames a container into place only once it is complete, so what
                 # fails here was not written by this conversion (or was damaged since): it may
@@ -122,21 +119,20 @@ def _convert_local(job: Job, root: Path) -> Outcome:
                     "vidload replaces only its own containers: move it away, or pass "
                     "--overwrite (overwrite=True) to replace it",
                 ) from e
-        return _convert_video(job, frames)
-    except (VidloadError, OSError) as e:
-        if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
-            raise DiskFullError(job.path) from e
-        row = ManifestRow(
-            item.video_id,
-            item.label,
-            reported_frames=None if frames is None else frames.reported,
-            actual_frames=0 if isinstance(e, NoFrames) else None,
-            fps=None if frames is None else frames.fps,
-            status="failed",
-            error=failure_reason(e, item, root, job.root),
-            extra=item.extra,
-        )
-        return Outcome(row, "failed")
+        except (VidloadError, OSError) as e:
+            if is_disk_full(e):  # not this video's fault: the run must stop (vidload.shards)
+                raise DiskFullError(job.path) from e
+            row = ManifestRow(
+                item.video_id,
+                item.label,
+                reported_frames=None if frames is None else frames.reported,
+                actual_frames=0 if isinstance(e, NoFrames) else None,
+                fps=None if frames is None else frames.fps,
+                status="failed",
+                error=failure_reason(e, item, root, job.root),
+                extra=item.extra,
+            )
+            return Outcome(row, "failed")
 
 
 def _convert_video(job: Job, frames: InputFrames) -> Outcome:
@@ -145,12 +141,6 @@ def _convert_video(job: Job, frames: InputFrames) -> Outcome:
     re-encodes them), from the input's `frames`."""
     written = get_kind(job.options.to).write(job.path, frames, job.options.format_options())
     return Outcome(_stored_row(job, frames, written), "converted", frames.bytes_read, written.count)
-
-
-def _verified(job: Job, frames: InputFrames) -> Outcome:
-    """The row of an existing, valid container (a run killed before writing its manifest)."""
-    written = get_kind(job.options.to).verify(job.path, frames)
-    return Outcome(_stored_row(job, frames, written), "skipped")
 
 
 def _stored_row(job: Job, frames: InputFrames, written: Written) -> ManifestRow:

@@ -1,12 +1,11 @@
 """What a conversion stores: its options, checked once (for `convert` and
-`vidload.shards.plan_convert` alike) and recorded in the output folder (`OPTIONS_NAME`), so that
-a resumed run stores every video the same way.
+`vidload.shards.plan_convert` alike) and recorded in the output folder (`OPTIONS_NAME`, by
+`vidload._convert.output.Output.record`), so that a resumed run stores every video the same way.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import MISSING, Field, asdict, dataclass, fields
@@ -15,9 +14,7 @@ from typing import Any
 from vidload._checks import check_bool, check_choice, check_optional_int
 from vidload._convert.report import ConvertFormat
 from vidload._kinds import formats, get_kind, kind_names
-from vidload._layout import OPTIONS_NAME
-from vidload._storage import Location
-from vidload.errors import UsageError, VideoReadError
+from vidload.errors import UsageError
 from vidload.sources._jpeg_kinds import DEFAULT_QUALITY, DEFAULT_SUBSAMPLING
 from vidload.sources._video_format import (
     DEFAULT_CRF,
@@ -88,19 +85,14 @@ class ConvertOptions:
         """`vidload.shards.plan_convert`'s options: `options` where given (not None), when
         every field's keyword is left at its default (the keywords or one object, not both);
         else the options made of `keywords`, checked. `keywords` names every field (what
-        `plan_convert` passes, each by name).
+        `plan_convert` passes, each by name: one left out is a KeyError here).
 
         Raises:
             TypeError: `options` is not a ConvertOptions, or given with option keywords, or
                 neither it nor `to` is given.
         """
-        names = [f.name for f in fields(cls)]
-        if sorted(keywords) != sorted(names):
-            raise TypeError(f"from_keywords takes every field by name: {', '.join(names)}")
         if options is None:
-            if keywords["to"] is None:
-                raise TypeError("to= is required (or options=ConvertOptions(...))")
-            return cls(**keywords)
+            return cls(**keywords)  # `to` None: refused there
         if not isinstance(options, ConvertOptions):
             raise TypeError(f"options must be a ConvertOptions, got {type(options).__name__}")
         both = [f.name for f in fields(cls) if keywords[f.name] != _default(f)]
@@ -114,7 +106,10 @@ class ConvertOptions:
         put = functools.partial(object.__setattr__, self)  # frozen: set once, here
         to = self.to
         if to is None:
-            raise TypeError("to is required: the format to convert into")
+            raise TypeError(
+                "to= is required: the format to convert into (or, where taken, "
+                "options=ConvertOptions(...))"
+            )
         check_choice("to", to, kind_names())
         put("short_side", check_optional_int("short_side", self.short_side, minimum=1))
         own = get_kind(to).option_names
@@ -147,41 +142,6 @@ class ConvertOptions:
         ...), made from the fields of the same names."""
         kind = get_kind(self.to)
         return kind.options(**{name: getattr(self, name) for name in kind.option_names})
-
-    def recorded(self) -> dict[str, object]:
-        """What the options file holds: `to`, `short_side` and the kind's own options."""
-        return {"to": self.to, "short_side": self.short_side, **asdict(self.format_options())}
-
-    def to_record(self, out: Location, *, overwrite: bool) -> bytes | None:
-        """Refuse to resume into `out` converted with other options (UsageError, unless
-        `overwrite`); else what to record in `out/OPTIONS_NAME` (the output writes it, as it
-        writes: `vidload._convert.output`), None when these options are recorded there
-        already. An options file without `subsampling` (written before it existed) means
-        "420". `out` (a local folder or a bucket prefix) is only read here."""
-        path = out / OPTIONS_NAME
-        options = self.recorded()
-        if path.exists() and not overwrite:
-            try:
-                old = json.loads(path.read_bytes())
-            except (OSError, ValueError, VideoReadError) as e:
-                raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
-            if isinstance(old, dict):  # what a file written before an option existed means
-                old = {**get_kind(self.to).options.RECORDED_BEFORE, **old}
-            if old != options:
-                changed = (
-                    f"--{k.replace('_', '-')} {old.get(k)} before, {value} now"
-                    for k, value in options.items()
-                    if old.get(k) != value
-                )
-                shown = ", ".join(changed) if isinstance(old, dict) else ""
-                differ = shown or f"recorded {old}"
-                raise UsageError(
-                    f"OUTPUT {str(out)!r} was converted with other options ({differ}; recorded "
-                    f"in {path.name}): use the same options to resume, or --overwrite "
-                    f"(overwrite=True) to convert everything again"
-                )
-            return None
-        return (json.dumps(options) + "\n").encode()
 
 
 def _default(f: Field[Any]) -> object:

@@ -6,21 +6,22 @@ its `Location` only where the two truly differ: where OUTPUT has a local folder
 for the final manifest and killed writers' temporaries are swept; elsewhere the containers are
 staged by the shards and what is there is known from one listing.
 
-What an output does for the driver: take and release OUTPUT's lock (`vidload._lock`), record
+What an output does for the driver: hold OUTPUT's lock (`vidload._lock`), record
 the options, read the rows already there (the manifest, and the part manifests a killed run
 left, merged into it), say whether a container is there, name a job's container, prepare the
-parts, write `classes.txt` and the manifest (each one `Location.write_bytes`: atomic and
+parts, write the manifest (one `Location.write_bytes`: atomic and
 durable on a disk, one PUT in a bucket), and finish (the manifest of what
 finished, then the parts and temporaries removed).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import replace
+import json
+from collections.abc import Container, Mapping
+from dataclasses import asdict, replace
 from pathlib import Path
 
-from vidload._atomic import is_disk_full, remove_temporary, write_bytes_atomic
+from vidload._atomic import remove_temporary, write_bytes_atomic
 from vidload._convert.job import Job, Outcome, convert_job
 from vidload._convert.options import ConvertOptions
 from vidload._convert.remote import commit_name, fetch, publish, publish_sidecar
@@ -31,7 +32,6 @@ from vidload._convert.resume import (
 )
 from vidload._kinds import get_kind
 from vidload._layout import (
-    CLASSES_NAME,
     MANIFEST_NAME,
     OPTIONS_NAME,
     PARTS_DIR,
@@ -40,7 +40,6 @@ from vidload._layout import (
 from vidload._lock import OutputLock
 from vidload._storage import Location
 from vidload.errors import DiskFullError, UsageError, VideoReadError
-from vidload.labels import classes_bytes
 from vidload.manifest import ManifestRow, keep_extra, render_manifest
 
 __all__ = ["Output", "has_container", "run_job", "shard_stops"]
@@ -69,7 +68,9 @@ class Output:
         #: OUTPUT as `ConvertPlan.output` and the report name it: the local folder, else the
         #: URL, a str without credentials (a Path would fold "s3://" into "s3:/")
         self.folder: Path = self._disk if self._disk is not None else str(target)  # type: ignore[assignment]
-        self._lock = OutputLock(self.location)
+        #: OUTPUT's lock (one run per output, `vidload._lock`): taken by the plan, held until
+        #: it finishes or closes
+        self.lock = OutputLock(self.location)
         self._present: set[str] | None = None
 
     def shown(self, name: str) -> Path:
@@ -78,33 +79,40 @@ class Output:
             return str(self.location / name)  # type: ignore[return-value]
         return self.folder / name
 
-    def lock(self) -> None:
-        """Take OUTPUT's lock (one run per output), held until `release`; a local folder is
-        made if missing (DiskFullError: no room to make it)."""
-        if self._disk is not None:
+    def record(self, options: ConvertOptions) -> None:
+        """Record what says how every video is stored (`to`, `short_side`, the kind's own
+        options) in `OPTIONS_NAME`; where a file there (a resumed run) records other options,
+        refuse (UsageError) unless `overwrite`. A file written before an option existed means
+        its `RECORDED_BEFORE` value (no `subsampling`: "420")."""
+        path = self.location / OPTIONS_NAME
+        kind_options = asdict(options.format_options())
+        recorded = {"to": options.to, "short_side": options.short_side, **kind_options}
+        if options.overwrite or not path.exists():
+            path.write_bytes((json.dumps(recorded) + "\n").encode())  # a full disk: DiskFullError
+        else:
             try:
-                self._disk.mkdir(parents=True, exist_ok=True)
-            except OSError as e:
-                if is_disk_full(e):
-                    raise DiskFullError(self._disk) from e
-                raise
-        self._lock.acquire()
-
-    def release(self) -> None:
-        """Release the lock. Idempotent."""
-        self._lock.release()
-
-    def record(self, options: ConvertOptions, *, overwrite: bool) -> None:
-        """Check the options against those recorded (a resumed run), then record them."""
-        data = options.to_record(self.location, overwrite=overwrite)
-        if data is not None:
-            (self.location / OPTIONS_NAME).write_bytes(data)  # a full disk: DiskFullError
+                old = json.loads(path.read_bytes())
+            except (OSError, ValueError, VideoReadError) as e:
+                raise ValueError(f"{path}: unreadable ({e}); remove it or pass overwrite") from e
+            if isinstance(old, dict):  # what a file written before an option existed means
+                old = {**get_kind(options.to).options.RECORDED_BEFORE, **old}
+            if old != recorded:
+                changed = (
+                    f"--{k.replace('_', '-')} {old.get(k)} before, {value} now"
+                    for k, value in recorded.items()
+                    if old.get(k) != value
+                )
+                shown = ", ".join(changed) if isinstance(old, dict) else ""
+                differ = shown or f"recorded {old}"
+                raise UsageError(
+                    f"OUTPUT {str(self.location)!r} was converted with other options ({differ}; "
+                    f"recorded in {path.name}): use the same options to resume, or --overwrite "
+                    f"(overwrite=True) to convert everything again"
+                )
         if self._disk is not None:  # safe: the lock says no other run is writing
             remove_stale_temporaries(self._disk)
 
-    def previous(
-        self, planned: Iterable[str], to: str, *, overwrite: bool
-    ) -> dict[str, ManifestRow]:
+    def previous(self, planned: Container[str], options: ConvertOptions) -> dict[str, ManifestRow]:
         """The rows already on record: the manifest, with what the parts of a killed run
         finished merged into it (and written back), the parts removed.
 
@@ -116,18 +124,17 @@ class Output:
         full id's: `exists`, a stat or the plan's one listing); one whose container is not
         there names none.
         """
+        overwrite, to = options.overwrite, options.to
         previous = previous_rows(self.location / MANIFEST_NAME, overwrite=overwrite)
         parts = self.location / PARTS_DIR
         found = read_parts(parts)
         if found is not None:  # a killed run's parts (a disk's reserve alone stays for `prepare`)
             if found and not overwrite:  # a killed run's finished videos: kept in the manifest
-                leftover = {o.row.video_id: o.row for o in found.values()}
-                previous.update((v, keep_extra(r, previous.get(v))) for v, r in leftover.items())
+                previous.update((v, keep_extra(o.row, previous.get(v))) for v, o in found.items())
                 self.write_manifest(previous)
             parts.delete(recursive=True)
-        skip = set(planned)
         for vid, row in list(previous.items()):
-            if vid in skip or row.container is not None or row.status not in ("ok", "mismatch"):
+            if vid in planned or row.container is not None or row.status not in ("ok", "mismatch"):
                 continue
             for keep in (False, True):
                 name = get_kind(to).container_name(vid, keep_extension=keep)
@@ -151,18 +158,14 @@ class Output:
         return self._disk is not None or not get_kind(to).folder
 
     def prepare(self, num_items: int) -> None:
-        """Make ready for the shards' parts: on a disk, the parts folder and the reserve for
-        the final manifest; a bucket's parts are objects, with no disk to hold back."""
+        """Make ready for the shards' parts: on a disk, the reserve for the final manifest
+        (which makes the parts folder); a bucket's parts are objects, with no disk to hold
+        back."""
         if self._disk is not None:
-            (self._disk / PARTS_DIR).mkdir(exist_ok=True)
             # bytes held so that the manifest of what finished can still be written when the
             # containers fill the disk (`finish` deletes them first); DiskFullError: no room
             size = min(_RESERVE_MAX, max(_RESERVE_MIN, num_items * _RESERVE_PER_VIDEO))
             write_bytes_atomic(self._disk / PARTS_DIR / _RESERVE_NAME, bytes(size))
-
-    def write_classes(self, class_map: Mapping[str, int]) -> None:
-        """Write `classes.txt` beside the manifest."""
-        (self.location / CLASSES_NAME).write_bytes(classes_bytes(class_map))
 
     def write_manifest(self, rows: Mapping[str, ManifestRow]) -> None:
         """Write the manifest (a checkpoint: the run goes on); a full disk: DiskFullError."""
@@ -204,12 +207,14 @@ def has_container(job: Job) -> bool:
     return (job.output / commit_name(job.name, job.options.to)).exists()
 
 
-def run_job(job: Job, stage: Path | None, *, overwrite: bool) -> Outcome:
+def run_job(job: Job, stage: Path | None) -> Outcome:
     """Convert (or verify) `job` and put its container in place (a shard's side of OUTPUT,
     `vidload.shards.convert_shard`)."""
     remote = job.container
     if remote.local_file() is not None:
-        return convert_job(replace(job, verify=not overwrite and has_container(job)), stage)
+        return convert_job(
+            replace(job, verify=not job.options.overwrite and has_container(job)), stage
+        )
     assert stage is not None  # convert_shard stages every bucket shard
     local = stage / "out" / job.name
     local.parent.mkdir(parents=True, exist_ok=True)

@@ -111,8 +111,8 @@ def _sidecar(container: Location) -> Location:
 
 
 def fetch(remote: Location, local: Path) -> None:
-    """Download a file container and, when there is one, its timestamps file."""
-    local.parent.mkdir(parents=True, exist_ok=True)
+    """Download a file container (into an existing folder) and, when there is one, its
+    timestamps file."""
     local.write_bytes(remote.read_bytes())
     side = _sidecar(remote).read_optional()
     if side is not None:

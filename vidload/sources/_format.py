@@ -63,7 +63,7 @@ class Written:
 class NoOptions:
     """The options of a kind that has none of its own."""
 
-    #: Fields an options file written before they existed means (`ConvertOptions.to_record`).
+    #: Fields an options file written before they existed means (`_convert.output.Output.record`).
     RECORDED_BEFORE: ClassVar[Mapping[str, Any]] = {}
 
     @classmethod
