@@ -187,8 +187,7 @@ def test_originals_with_an_index_are_read_by_ranges_frame_exact(
         assert np.array_equal(g, frames[i]), (name, i)
     log = http_dir.faults.requests(path_contains=f"/{name}")
     assert all(r.range is not None for r in log if not r.path.endswith(".vidload-index"))
-    if name.endswith(".mp4"):
-        assert src._remote.get(name).misses == 0  # the recorded layout sufficed
+    assert src._remote.get(name).misses == 0  # the recorded layout sufficed
     assert src.actual_frames(name) == len(frames)
     assert np.allclose(src.timestamps(name), VideoSource(originals).timestamps(name))
 
@@ -351,3 +350,45 @@ def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch,
     for k, (clip, label) in enumerate(items):
         want, want_label = local[k]
         assert label == want_label and np.array_equal(clip.numpy(), want.numpy())
+
+
+@pytest.fixture(scope="module")
+def matroska(tmp_path_factory) -> Path:
+    """A 24-second Matroska original (H.264 in MKV, a keyframe every 25 frames) of ~1 MB, whose
+    Cues FFmpeg's muxer writes at the end of the file, with its persisted index."""
+    folder = tmp_path_factory.mktemp("mkv")
+    path = folder / "long.mkv"
+    noise = np.random.default_rng(1).integers(0, 256, (NOISE, W, 3), dtype=np.uint8)
+    with av.open(str(path), "w") as out:
+        stream = out.add_stream("libx264", rate=25)
+        stream.width, stream.height, stream.pix_fmt = W, H + NOISE, "yuv420p"
+        stream.options = {"preset": "ultrafast", "crf": "23", "g": "25", "bf": "2"}
+        for i in range(600):
+            frame = av.VideoFrame.from_ndarray(_long_frame(i, noise), format="rgb24")
+            for packet in stream.encode(frame):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    VideoSource(folder).write_index("long.mkv")
+    return path
+
+
+def test_a_matroska_original_is_one_round_after_its_index(matroska, http_dir, monkeypatch):
+    """Matroska's demuxer reads the Cues (here at the end of the file) at the first seek, and
+    lands on a cue's cluster, a little before its keyframe: the persisted layout holds the
+    Cues with the opening bytes and each clip range starts before its seek point, so a cold
+    clip is the sidecar, then one round, and FFmpeg asks for nothing it does not hold."""
+    shutil.copy(matroska, http_dir.path / "long.mkv")
+    shutil.copy(index_path(matroska), http_dir.path / "long.mkv.vidload-index")
+    clip = [599, 0, 130, 260, 261, 444, 580]
+    want = sequential_frames(matroska, clip)
+    rounds = Rounds(monkeypatch)
+    src = VideoSource(http_dir.url)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = src.read("long.mkv", clip)
+    for g, i in zip(got, clip, strict=True):
+        assert np.array_equal(g, want[i]), i
+    assert [frame_number(f[:H]) for f in got] == clip
+    assert src._remote.get("long.mkv").misses == 0
+    assert rounds.calls == ["read_ranges", "read_ranges"]  # the sidecar; header + packets

@@ -6,8 +6,9 @@ A `ByteLayout` is recorded from the finished file when its frame index is persis
 
 * `opened`: the byte ranges `av.open` reads from a Python file object (the MP4's `ftyp`, the
   `moov` wherever it lies, the first packets `avformat_find_stream_info` probes), recorded by
-  opening the file through a file object that notes every read. FFmpeg reads through a 32 KiB
-  buffer, so these are its reads as they happen, not the boxes' exact extents.
+  opening the file through a file object that notes every read, and what a first seek reads
+  besides packets (Matroska's Cues, which the demuxer loads only then). FFmpeg reads through a
+  32 KiB buffer, so these are its reads as they happen, not the boxes' exact extents.
 * `digest`: a SHA-1 of the file's size and those `opened` bytes (`span_digest`): they hold an
   MP4's `moov`, every sample's size and offset, so a reader over a URL checks that the object is
   the one the layout describes from bytes it fetches anyway.
@@ -18,7 +19,8 @@ A `ByteLayout` is recorded from the finished file when its frame index is persis
 `clip_ranges` turns wanted frames into byte ranges with the same plan `_video_seek.read_seeking`
 follows: for each wanted frame, from the packet of the seek point before it (where decoding
 resumes) to the wanted frame's own packet, plus `reorder + 1` packets for a decoder that holds
-frames back (B-frames; 1 packet with none). Ranges closer than `SHORT_GAP` are joined
+frames back (B-frames; 1 packet with none), from `SEEK_LEAD` bytes before the seek point's packet
+(where a demuxer may land: a Matroska cluster's start). Ranges closer than `SHORT_GAP` are joined
 (`vidload._storage.coalesce`): FFmpeg reads across a short gap instead of seeking (`avio_seek`
 reads forward up to its buffer plus its short-seek threshold, 32 + 32 KiB), so the gap bytes
 must be there too.
@@ -47,6 +49,10 @@ __all__ = ["SHORT_GAP", "ByteLayout", "clip_ranges", "record_layout", "span_dige
 
 #: Byte ranges closer than this are fetched as one (see the module docstring).
 SHORT_GAP = 128 << 10
+#: Bytes fetched before a seek point's packet: a demuxer may land a little before it (a
+#: Matroska cue names its cluster, whose header, and any audio block first, precede the
+#: keyframe by a few hundred bytes).
+SEEK_LEAD = 4 << 10
 
 
 def span_digest(size: int, spans: Iterable[bytes]) -> str:
@@ -123,7 +129,8 @@ def clip_ranges(
         last = layout.packet_number(index.keys[target])
         if first is None or last is None or last < first:
             return None
-        spans.append(layout.bytes_of(first, min(last + layout.reorder + 1, n - 1)))
+        start, stop = layout.bytes_of(first, min(last + layout.reorder + 1, n - 1))
+        spans.append((max(0, start - SEEK_LEAD), stop))
     return coalesce(spans, SHORT_GAP)
 
 
@@ -159,6 +166,31 @@ def record_layout(path: Path, stream_index: int) -> ByteLayout | None:
                 keys.append(key)
                 pos.append(packet.pos)
                 size.append(packet.size)
+        opened = coalesce(opened + _seek_index_reads(path, stream_index, pos, size), 0)
         size_of_file = os.fstat(rec.fileno()).st_size
         digest = span_digest(size_of_file, (os.pread(rec.fileno(), b - a, a) for a, b in opened))
     return ByteLayout(opened, digest, keys, pos, size)
+
+
+def _seek_index_reads(
+    path: Path, stream_index: int, pos: Sequence[int], size: Sequence[int]
+) -> list[tuple[int, int]]:
+    """What a first seek reads besides packets: an index the demuxer loads only then
+    (Matroska's Cues, often at the end of the file), which a reader over a URL would otherwise
+    fetch as a miss, one more round, at its first clip. Recorded by opening the file again and
+    seeking to its start; the reads that touch no packet are kept."""
+    order = np.argsort(np.asarray(pos, np.int64), kind="stable")
+    starts = np.asarray(pos, np.int64)[order]
+    stops = np.maximum.accumulate(starts + np.asarray(size, np.int64)[order])
+    with _Recording(path) as rec:
+        with av.open(rec, "r") as container:
+            stream = list(container.streams.video)[stream_index]
+            before = len(rec.reads)
+            container.seek(stream.start_time or 0, backward=True, stream=stream)
+            seeking = rec.reads[before:]
+    kept = []
+    for a, b in seeking:
+        i = int(np.searchsorted(starts, b)) - 1  # the last packet starting before b
+        if i < 0 or stops[i] <= a:  # no packet in [a, b)
+            kept.append((a, b))
+    return kept
