@@ -138,8 +138,8 @@ def read_annotation_list(
 def _parse_line(
     line: str, multi_label: bool, with_offset: bool | None, classes: Mapping[str, int] | None
 ) -> VideoEntry:
-    """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
-    labels, as `_parse_list_fields` reads them."""
+    """One list line: its path (spaces allowed, see `read_annotation_list`), then its counts
+    (a rawframes line's) and labels."""
     fields = line.split()
     cut = next((k + 1 for k, f in enumerate(fields) if has_video_ext(f)), None)
     if cut is None:  # rawframes: the path is what precedes the trailing integers
@@ -156,7 +156,36 @@ def _parse_line(
         if name not in classes:
             raise ValueError(f"label {name!r} is not an integer nor a class name")
         rest = [str(classes[name])]
-    return _parse_list_fields([path, *rest], multi_label, with_offset)
+    video_id, absolute = _list_id(path)
+    shown = " ".join([path, *rest])
+    is_video = has_video_ext(video_id)
+    counts: tuple[str, ...] = ()  # the names of the counts before the labels
+    if is_video:
+        if with_offset:
+            raise ValueError(f"{path!r} is a video file: with_offset applies to rawframes")
+    else:
+        has_offset = (
+            with_offset if with_offset is not None else (len(rest) == 3 and not multi_label)
+        )
+        if has_offset and not multi_label and len(rest) != 3:
+            raise ValueError(
+                f"{len(rest) + 1} fields in {shown!r}; a rawframes line with an offset "
+                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
+            )
+        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
+        if len(rest) < len(counts):
+            raise ValueError(f"{shown!r}: too few fields for a rawframes line")
+    labels = rest[len(counts) :]
+    if not labels:
+        raise ValueError(f"{shown!r} has no label")
+    if len(labels) > 1 and not multi_label:
+        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
+        raise ValueError(
+            f"{shown!r} has {len(labels)} labels: a single-label line is {shape}; "
+            f"for a multi-label list pass multi_label=True"
+        )
+    cells = dict(zip(counts, rest, strict=False))  # rest holds every count (checked above)
+    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
 def _head(line: str, fields: list[str], n: int) -> str:
@@ -181,40 +210,6 @@ def is_int(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _parse_list_fields(
-    fields: list[str], multi_label: bool, with_offset: bool | None
-) -> VideoEntry:
-    video_id, absolute = _list_id(fields[0])
-    is_video = has_video_ext(video_id)
-    counts: tuple[str, ...] = ()  # the names of the counts before the labels
-    if is_video:
-        if with_offset:
-            raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
-    else:
-        has_offset = (
-            with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
-        )
-        if has_offset and not multi_label and len(fields) != 4:
-            raise ValueError(
-                f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
-                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
-            )
-        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
-        if len(fields) < 1 + len(counts):
-            raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
-    labels = fields[1 + len(counts) :]
-    if not labels:
-        raise ValueError(f"{' '.join(fields)!r} has no label")
-    if len(labels) > 1 and not multi_label:
-        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
-        raise ValueError(
-            f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
-            f"for a multi-label list pass multi_label=True"
-        )
-    cells = dict(zip(counts, fields[1 : 1 + len(counts)], strict=True))
-    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
 def checked_entry(
