@@ -23,7 +23,8 @@ from vidload.errors import OneBasedLabelsWarning
 
 #: UCF101's class index file, beside its split lists in `ucfTrainTestlist/`.
 UCF101_CLASS_INDEX = "classInd.txt"
-_HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
+#: An HMDB51 split file's name, `<class>_test_split<N>.txt`: `vidload.datasets.hmdb51` reads them.
+HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
 _UCF101_LIST = re.compile(r"^(train|test)list0?(?P<n>\d+)\.txt$", re.IGNORECASE)
 
 
@@ -72,7 +73,7 @@ def check_plain_list(path: Location, entries: Sequence) -> None:
             label in {0, 1, 2} in a file named `<class>_test_split<N>.txt` (HMDB51).
     """
     labels = {e.label for e in entries}
-    hmdb = _HMDB51_SPLIT.match(path.name)
+    hmdb = HMDB51_SPLIT.match(path.name)
     if hmdb and labels and labels <= {0, 1, 2}:
         raise OfficialFileError(
             f"{path}: an HMDB51 split file ({hmdb['cls']!r}, split {hmdb['n']}): its numbers "
