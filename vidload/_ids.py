@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import PurePosixPath
 
-__all__ = ["VIDEO_EXTENSIONS", "normalize_video_id", "strip_video_ext"]
+__all__ = ["VIDEO_EXTENSIONS", "has_video_ext", "normalize_video_id", "strip_video_ext"]
 
 #: File extensions treated as videos (lower case, with the dot).
 VIDEO_EXTENSIONS: frozenset[str] = frozenset(
@@ -42,16 +42,19 @@ def _is_canonical(video_id: str) -> bool:
     return "" not in parts and "." not in parts and ".." not in parts
 
 
+def has_video_ext(field: str) -> bool:
+    """Whether the last path component of `field` (a list's field, a canonical id) ends in a
+    video extension (`x.mp4`): the suffix as PurePosixPath gives it, from the last "." of the
+    last part, if that "." is neither the part's first character nor its last."""
+    name = field[field.rfind("/") + 1 :]
+    dot = name.rfind(".")
+    return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
+
+
 def strip_video_ext(video_id: str) -> str:
     """`abseiling/x1.mp4` -> `abseiling/x1`; ids without a video extension are unchanged."""
     if type(video_id) is str and video_id and _is_canonical(video_id):
-        # the suffix as PurePosixPath gives it: from the last "." of the last part, if that
-        # "." is neither the part's first character nor its last
-        dot = video_id.rfind(".")
-        start = video_id.rfind("/") + 1
-        if start < dot < len(video_id) - 1 and video_id[dot:].lower() in VIDEO_EXTENSIONS:
-            return video_id[:dot]
-        return video_id
+        return video_id[: video_id.rfind(".")] if has_video_ext(video_id) else video_id
     p = PurePosixPath(video_id)
     if p.suffix.lower() in VIDEO_EXTENSIONS:
         return str(p.with_suffix(""))

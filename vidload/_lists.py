@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vidload._checks import check_int
+from vidload._ids import has_video_ext, normalize_video_id
 from vidload._storage import Location
 from vidload._windows import check_window, check_window_columns
-from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 #: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
 UNLABELLED = -1
@@ -194,13 +194,6 @@ def _head(line: str, fields: list[str], n: int) -> str:
 
 
 _FIELD = re.compile(r"\S+")
-
-
-def has_video_ext(field: str) -> bool:
-    """Whether the field's last path component ends in a video extension (`x.mp4`)."""
-    name = field[field.rfind("/") + 1 :]
-    dot = name.rfind(".")
-    return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
 
 
 def is_int(text: str) -> bool:

@@ -16,7 +16,8 @@ from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice
-from vidload._lists import VideoEntry, csv_rows, csv_text, has_video_ext, read_file, text_lines
+from vidload._ids import has_video_ext
+from vidload._lists import VideoEntry, csv_rows, csv_text, read_file, text_lines
 from vidload.labels import class_map_in_order, read_class_map
 
 
