@@ -15,13 +15,14 @@ same way. Absolute paths (`/data/k400/x.mp4`) are kept relative to the filesyste
 The public names are `vidload.manifest`'s (`read_annotation_list`, `VideoEntry`, `load_videos`
 for any list or manifest); this module also holds the value rules both formats share
 (`check_range`, `parse_int`) and the one way every list, manifest and dataset file is read
-(`read_file`, `text_lines`, `csv_rows`) and a CSV written (`csv_text`).
+(`read_file`, `text_lines`, `csv_rows`, `parse_json`) and a CSV written (`csv_text`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -251,12 +252,7 @@ def _list_id(path: str) -> tuple[str, bool]:
 def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoEntry]:
     """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
     "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
-    import json
-
-    try:
-        items = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{path}: not a JSON annotation list ({e})") from e
+    items = parse_json(text, path)
     if not isinstance(items, list):
         raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
     entries = []
@@ -297,6 +293,14 @@ def read_text(path: Location) -> str:
         return path.read_text()
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
+
+
+def parse_json(text: str, where: object) -> object:
+    """The value of a JSON file's `text`; ValueError naming `where` when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{where}: not JSON ({e})") from e
 
 
 def read_file(
