@@ -34,6 +34,7 @@ class OfficialFileError(ValueError):
     Attributes:
         what: what the file is and why it cannot be read as a list (file named).
         call: the `vidload.datasets` call that reads it right (`ucf101('ann', split=1, ...)`).
+        reader: the reader's name (`ucf101`).
         labels: where the official numbering comes from for a class folder tree
             (`ann/classInd.txt`: `--labels` takes it), "" where the sorted class folders give
             it, None where a tree does not (Kinetics, SSv2).
@@ -41,12 +42,8 @@ class OfficialFileError(ValueError):
 
     def __init__(self, what: str, call: str, after: str = "", labels: str | None = None) -> None:
         self.what, self.call, self.labels = what, call, labels
+        self.reader = call.partition("(")[0]
         super().__init__(f"{what}. Read it with vidload.datasets.{call}{after}")
-
-    @property
-    def reader(self) -> str:
-        """The reader's name (`ucf101`)."""
-        return self.call.partition("(")[0]
 
     def __reduce__(self):  # a plain ValueError's message across a process boundary
         return (ValueError, (str(self),))
