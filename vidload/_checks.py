@@ -51,18 +51,17 @@ def check_positive_int(name: str, value: object) -> int:
     return as_int
 
 
-def check_bool(name: str, value: object) -> bool:
-    """`value`; TypeError unless it is a bool (0/1 and NumPy bools are refused)."""
+def check_bool(name: str, value: object, kind: str = "a bool") -> bool:
+    """`value`; TypeError unless it is a bool (0/1 and NumPy bools are refused: the message
+    says `kind`)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
     return value
 
 
 def check_optional_bool(name: str, value: object) -> bool | None:
     """`check_bool`, with None allowed (and returned): "decide for me"."""
-    if value is None or isinstance(value, bool):
-        return value
-    raise TypeError(f"{name} must be a bool or None, got {value!r}")
+    return None if value is None else check_bool(name, value, "a bool or None")
 
 
 def check_real(name: str, value: object) -> float:
