@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
@@ -73,7 +72,7 @@ class DatasetList(list[VideoEntry]):
             data = csv_text(["video_id", "label", "start", "end"], rows)
         else:
             data = "".join(_list_line(e) for e in self)
-        write_bytes_atomic(Path(path), data.encode("utf-8"))
+        write_bytes_atomic(path, data.encode("utf-8"))
 
     def _check_writable(self, *, json_list: bool, windows: bool) -> None:
         for e in self:
