@@ -242,10 +242,9 @@ def checked_entry(
 
 
 def _list_id(path: str) -> tuple[str, bool]:
-    """(video id, absolute): an absolute path is kept relative to `/`."""
-    if not isinstance(path, str) or not path:
-        raise TypeError(f"a path must be a non-empty str, got {path!r}")
-    absolute = path.startswith("/")
+    """(video id, absolute): an absolute path is kept relative to `/`; anything but a
+    non-empty str is refused by `normalize_video_id`."""
+    absolute = isinstance(path, str) and path.startswith("/")
     return normalize_video_id(path.lstrip("/") if absolute else path), absolute
 
 
