@@ -24,7 +24,6 @@ import csv
 import io
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -147,7 +146,7 @@ def _parse_line(
         cut = len(fields)
         while cut > 1 and is_int(fields[cut - 1]):
             cut -= 1
-    path, rest = _head(line, fields, cut), fields[cut:]
+    path, rest = line.rsplit(None, len(fields) - cut)[0], fields[cut:]  # spaces inside kept
     if rest and not all(map(is_int, rest)):  # a video line's class name
         name = line[len(path) :].strip()
         if classes is None:
@@ -187,14 +186,6 @@ def _parse_line(
         )
     cells = dict(zip(counts, rest, strict=False))  # rest holds every count (checked above)
     return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
-
-
-def _head(line: str, fields: list[str], n: int) -> str:
-    """`line` up to the end of its `n`-th field (`fields`: its fields), spaces inside kept."""
-    return fields[0] if n == 1 else line[: list(_FIELD.finditer(line))[n - 1].end()]
-
-
-_FIELD = re.compile(r"\S+")
 
 
 def is_int(text: str) -> bool:
