@@ -19,16 +19,18 @@ import numpy as np
 T = TypeVar("T")
 
 
-def _as_int(name: str, value: object) -> int:
-    """`value` as a Python int; TypeError unless it is an int or a NumPy integer (not a bool)."""
+def _as_int(name: str, value: object, kind: str = "an int") -> int:
+    """`value` as a Python int; TypeError unless it is an int or a NumPy integer (not a bool),
+    saying the value must be `kind`."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {value!r}")
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
     return int(value)
 
 
-def check_int(name: str, value: object, *, minimum: int | None = None) -> int:
-    """`value` as an int; TypeError unless an int (not a bool), ValueError if below `minimum`."""
-    as_int = _as_int(name, value)
+def check_int(name: str, value: object, *, minimum: int | None = None, kind: str = "an int") -> int:
+    """`value` as an int; TypeError unless an int (not a bool: the message says `kind`),
+    ValueError if below `minimum`."""
+    as_int = _as_int(name, value, kind)
     if minimum is not None and as_int < minimum:
         raise ValueError(f"{name} ({value}) must be >= {minimum}")
     return as_int
@@ -38,9 +40,7 @@ def check_optional_int(name: str, value: object, *, minimum: int | None = None) 
     """`check_int`, with None allowed (and returned)."""
     if value is None:
         return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int or None, got {value!r}")
-    return check_int(name, value, minimum=minimum)
+    return check_int(name, value, minimum=minimum, kind="an int or None")
 
 
 def check_positive_int(name: str, value: object) -> int:
@@ -51,18 +51,17 @@ def check_positive_int(name: str, value: object) -> int:
     return as_int
 
 
-def check_bool(name: str, value: object) -> bool:
-    """`value`; TypeError unless it is a bool (0/1 and NumPy bools are refused)."""
+def check_bool(name: str, value: object, kind: str = "a bool") -> bool:
+    """`value`; TypeError unless it is a bool (0/1 and NumPy bools are refused: the message
+    says `kind`)."""
     if not isinstance(value, bool):
-        raise TypeError(f"{name} must be a bool, got {value!r}")
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
     return value
 
 
 def check_optional_bool(name: str, value: object) -> bool | None:
     """`check_bool`, with None allowed (and returned): "decide for me"."""
-    if value is None or isinstance(value, bool):
-        return value
-    raise TypeError(f"{name} must be a bool or None, got {value!r}")
+    return None if value is None else check_bool(name, value, "a bool or None")
 
 
 def check_real(name: str, value: object, *, minimum: float | None = None) -> float:

@@ -15,23 +15,23 @@ same way. Absolute paths (`/data/k400/x.mp4`) are kept relative to the filesyste
 The public names are `vidload.manifest`'s (`read_annotation_list`, `VideoEntry`, `load_videos`
 for any list or manifest); this module also holds the value rules both formats share
 (`check_range`, `parse_int`) and the one way every list, manifest and dataset file is read
-(`read_file`, `text_lines`, `csv_rows`) and a CSV written (`csv_text`).
+(`read_file`, `text_lines`, `csv_rows`, `parse_json`) and a CSV written (`csv_text`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from vidload._checks import check_int
+from vidload._ids import has_video_ext, normalize_video_id
 from vidload._storage import Location
 from vidload._windows import check_window, check_window_columns
-from vidload.sources.base import VIDEO_EXTENSIONS, normalize_video_id
 
 #: Label given to unlabelled videos (an empty manifest `label` cell, a JSON entry without one).
 UNLABELLED = -1
@@ -138,15 +138,15 @@ def read_annotation_list(
 def _parse_line(
     line: str, multi_label: bool, with_offset: bool | None, classes: Mapping[str, int] | None
 ) -> VideoEntry:
-    """One list line: its path (spaces allowed, see `read_annotation_list`), then counts and
-    labels, as `_parse_list_fields` reads them."""
+    """One list line: its path (spaces allowed, see `read_annotation_list`), then its counts
+    (a rawframes line's) and labels."""
     fields = line.split()
     cut = next((k + 1 for k, f in enumerate(fields) if has_video_ext(f)), None)
     if cut is None:  # rawframes: the path is what precedes the trailing integers
         cut = len(fields)
         while cut > 1 and is_int(fields[cut - 1]):
             cut -= 1
-    path, rest = _head(line, fields, cut), fields[cut:]
+    path, rest = line.rsplit(None, len(fields) - cut)[0], fields[cut:]  # spaces inside kept
     if rest and not all(map(is_int, rest)):  # a video line's class name
         name = line[len(path) :].strip()
         if classes is None:
@@ -156,22 +156,36 @@ def _parse_line(
         if name not in classes:
             raise ValueError(f"label {name!r} is not an integer nor a class name")
         rest = [str(classes[name])]
-    return _parse_list_fields([path, *rest], multi_label, with_offset)
-
-
-def _head(line: str, fields: list[str], n: int) -> str:
-    """`line` up to the end of its `n`-th field (`fields`: its fields), spaces inside kept."""
-    return fields[0] if n == 1 else line[: list(_FIELD.finditer(line))[n - 1].end()]
-
-
-_FIELD = re.compile(r"\S+")
-
-
-def has_video_ext(field: str) -> bool:
-    """Whether the field's last path component ends in a video extension (`x.mp4`)."""
-    name = field[field.rfind("/") + 1 :]
-    dot = name.rfind(".")
-    return dot > 0 and name[dot:].lower() in VIDEO_EXTENSIONS
+    video_id, absolute = _list_id(path)
+    shown = " ".join([path, *rest])
+    is_video = has_video_ext(video_id)
+    counts: tuple[str, ...] = ()  # the names of the counts before the labels
+    if is_video:
+        if with_offset:
+            raise ValueError(f"{path!r} is a video file: with_offset applies to rawframes")
+    else:
+        has_offset = (
+            with_offset if with_offset is not None else (len(rest) == 3 and not multi_label)
+        )
+        if has_offset and not multi_label and len(rest) != 3:
+            raise ValueError(
+                f"{len(rest) + 1} fields in {shown!r}; a rawframes line with an offset "
+                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
+            )
+        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
+        if len(rest) < len(counts):
+            raise ValueError(f"{shown!r}: too few fields for a rawframes line")
+    labels = rest[len(counts) :]
+    if not labels:
+        raise ValueError(f"{shown!r} has no label")
+    if len(labels) > 1 and not multi_label:
+        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
+        raise ValueError(
+            f"{shown!r} has {len(labels)} labels: a single-label line is {shape}; "
+            f"for a multi-label list pass multi_label=True"
+        )
+    cells = dict(zip(counts, rest, strict=False))  # rest holds every count (checked above)
+    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
 def is_int(text: str) -> bool:
@@ -181,40 +195,6 @@ def is_int(text: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def _parse_list_fields(
-    fields: list[str], multi_label: bool, with_offset: bool | None
-) -> VideoEntry:
-    video_id, absolute = _list_id(fields[0])
-    is_video = has_video_ext(video_id)
-    counts: tuple[str, ...] = ()  # the names of the counts before the labels
-    if is_video:
-        if with_offset:
-            raise ValueError(f"{fields[0]!r} is a video file: with_offset applies to rawframes")
-    else:
-        has_offset = (
-            with_offset if with_offset is not None else (len(fields) == 4 and not multi_label)
-        )
-        if has_offset and not multi_label and len(fields) != 4:
-            raise ValueError(
-                f"{len(fields)} fields in {' '.join(fields)!r}; a rawframes line with an offset "
-                f"is `frame_dir offset total_frames label` (pass multi_label=True for more labels)"
-            )
-        counts = ("offset", "total_frames") if has_offset else ("total_frames",)
-        if len(fields) < 1 + len(counts):
-            raise ValueError(f"{' '.join(fields)!r}: too few fields for a rawframes line")
-    labels = fields[1 + len(counts) :]
-    if not labels:
-        raise ValueError(f"{' '.join(fields)!r} has no label")
-    if len(labels) > 1 and not multi_label:
-        shape = "`path label`" if is_video else "`frame_dir [offset] total_frames label`"
-        raise ValueError(
-            f"{' '.join(fields)!r} has {len(labels)} labels: a single-label line is {shape}; "
-            f"for a multi-label list pass multi_label=True"
-        )
-    cells = dict(zip(counts, fields[1 : 1 + len(counts)], strict=True))
-    return checked_entry(video_id, labels, cells, parse_int, multi_label, absolute)
 
 
 def checked_entry(
@@ -253,22 +233,16 @@ def checked_entry(
 
 
 def _list_id(path: str) -> tuple[str, bool]:
-    """(video id, absolute): an absolute path is kept relative to `/`."""
-    if not isinstance(path, str) or not path:
-        raise TypeError(f"a path must be a non-empty str, got {path!r}")
-    absolute = path.startswith("/")
+    """(video id, absolute): an absolute path is kept relative to `/`; anything but a
+    non-empty str is refused by `normalize_video_id`."""
+    absolute = isinstance(path, str) and path.startswith("/")
     return normalize_video_id(path.lstrip("/") if absolute else path), absolute
 
 
 def _read_json_list(path: Location, text: str, multi_label: bool) -> list[VideoEntry]:
     """mmaction2's JSON annotation list: a list of dicts with "filename" (a video) or
     "frame_dir" and "total_frames" (rawframes), "label" (int or list), optional "offset"."""
-    import json
-
-    try:
-        items = json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{path}: not a JSON annotation list ({e})") from e
+    items = parse_json(text, path)
     if not isinstance(items, list):
         raise ValueError(f"{path}: a JSON annotation list is a list, got {type(items).__name__}")
     entries = []
@@ -309,6 +283,14 @@ def read_text(path: Location) -> str:
         return path.read_text()
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not a UTF-8 text file ({e})") from e
+
+
+def parse_json(text: str, where: object) -> object:
+    """The value of a JSON file's `text`; ValueError naming `where` when it is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise ValueError(f"{where}: not JSON ({e})") from e
 
 
 def read_file(

@@ -23,7 +23,8 @@ from vidload.errors import OneBasedLabelsWarning
 
 #: UCF101's class index file, beside its split lists in `ucfTrainTestlist/`.
 UCF101_CLASS_INDEX = "classInd.txt"
-_HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
+#: An HMDB51 split file's name, `<class>_test_split<N>.txt`: `vidload.datasets.hmdb51` reads them.
+HMDB51_SPLIT = re.compile(r"^(?P<cls>.+)_test_split(?P<n>\d+)\.txt$")
 _UCF101_LIST = re.compile(r"^(train|test)list0?(?P<n>\d+)\.txt$", re.IGNORECASE)
 
 
@@ -33,6 +34,7 @@ class OfficialFileError(ValueError):
     Attributes:
         what: what the file is and why it cannot be read as a list (file named).
         call: the `vidload.datasets` call that reads it right (`ucf101('ann', split=1, ...)`).
+        reader: the reader's name (`ucf101`).
         labels: where the official numbering comes from for a class folder tree
             (`ann/classInd.txt`: `--labels` takes it), "" where the sorted class folders give
             it, None where a tree does not (Kinetics, SSv2).
@@ -40,12 +42,8 @@ class OfficialFileError(ValueError):
 
     def __init__(self, what: str, call: str, after: str = "", labels: str | None = None) -> None:
         self.what, self.call, self.labels = what, call, labels
+        self.reader = call.partition("(")[0]
         super().__init__(f"{what}. Read it with vidload.datasets.{call}{after}")
-
-    @property
-    def reader(self) -> str:
-        """The reader's name (`ucf101`)."""
-        return self.call.partition("(")[0]
 
     def __reduce__(self):  # a plain ValueError's message across a process boundary
         return (ValueError, (str(self),))
@@ -72,7 +70,7 @@ def check_plain_list(path: Location, entries: Sequence) -> None:
             label in {0, 1, 2} in a file named `<class>_test_split<N>.txt` (HMDB51).
     """
     labels = {e.label for e in entries}
-    hmdb = _HMDB51_SPLIT.match(path.name)
+    hmdb = HMDB51_SPLIT.match(path.name)
     if hmdb and labels and labels <= {0, 1, 2}:
         raise OfficialFileError(
             f"{path}: an HMDB51 split file ({hmdb['cls']!r}, split {hmdb['n']}): its numbers "

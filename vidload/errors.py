@@ -159,11 +159,6 @@ class VideoReadError(VidloadError):
         super().__init__(f"{self.path}{where}: {reason}")
         self._note_fields()
 
-    def __reduce__(self):
-        if self.reason is None:
-            return (self.__class__, (str(self),))
-        return (self.__class__, (self.path, self.reason, self.index))
-
 
 class DiskFullError(VidloadError, OSError):
     """No space left on the device (or quota) while writing `path`: the run stopped there.

@@ -147,7 +147,7 @@ def write_classes(path: str | os.PathLike[str], class_map: Mapping[str, int]) ->
     Raises:
         ValueError: as `classes_bytes`.
     """
-    write_bytes_atomic(Path(path), classes_bytes(class_map))
+    write_bytes_atomic(path, classes_bytes(class_map))
 
 
 def classes_bytes(class_map: Mapping[str, int]) -> bytes:

@@ -41,6 +41,7 @@ from typing import Any, Literal, get_args
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice, check_int, check_optional_int, check_real
+from vidload._ids import is_canonical, normalize_video_id
 from vidload._lists import (
     MAX_FRAMES,
     UNLABELLED,
@@ -58,7 +59,6 @@ from vidload._official import warn_one_based
 from vidload._storage import Location
 from vidload._windows import check_window_columns, parse_number, parse_window
 from vidload.errors import OneBasedLabelsWarning
-from vidload.sources.base import normalize_video_id
 
 __all__ = [
     "MANIFEST_FIELDS",
@@ -156,16 +156,11 @@ class ManifestRow:
             from vidload.sources._orientation import parse_orientation
 
             parse_orientation(self.rotation)
-        if self.container is not None:
-            try:
-                canonical: str | None = normalize_video_id(self.container)
-            except ValueError:
-                canonical = None
-            if canonical != self.container:
-                raise ValueError(
-                    f"container ({self.container!r}) must be a relative `/`-separated path "
-                    "in canonical form (as `vidload convert` writes it)"
-                )
+        if self.container is not None and not is_canonical(self.container):
+            raise ValueError(
+                f"container ({self.container!r}) must be a relative `/`-separated path "
+                "in canonical form (as `vidload convert` writes it)"
+            )
         object.__setattr__(self, "extra", _checked_extra(self.extra))
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 from vidload._atomic import write_bytes_atomic
 from vidload._checks import check_choice
-from vidload._lists import VideoEntry, csv_rows, csv_text, has_video_ext, read_file, text_lines
+from vidload._ids import has_video_ext
+from vidload._lists import VideoEntry, csv_rows, csv_text, read_file, text_lines
 from vidload.labels import class_map_in_order, read_class_map
 
 
@@ -72,7 +72,7 @@ class DatasetList(list[VideoEntry]):
             data = csv_text(["video_id", "label", "start", "end"], rows)
         else:
             data = "".join(_list_line(e) for e in self)
-        write_bytes_atomic(Path(path), data.encode("utf-8"))
+        write_bytes_atomic(path, data.encode("utf-8"))
 
     def _check_writable(self, *, json_list: bool, windows: bool) -> None:
         for e in self:

@@ -127,11 +127,9 @@ def epic_kitchens(
 
 
 def _entry(row: dict[str, str], k: int, media: str, window: str, ext: str) -> VideoEntry:
-    person, video = row["participant_id"], row["video_id"]
-    if media == "videos":
-        vid = normalize_video_id(f"{person}/videos/{video}{ext}")
-    else:
-        vid = normalize_video_id(f"{person}/rgb_frames/{video}")
+    # media names the folder: `P01/videos/P01_01.MP4`, `P01/rgb_frames/P01_01`
+    name = f"{row['participant_id']}/{media}/{row['video_id']}"
+    vid = normalize_video_id(name + ext if media == "videos" else name)
     extra = {"narration_id": row["narration_id"]} if "narration_id" in row else {}
     if window == "frames":
         first, stop = (_int(row, name) for name in ("start_frame", "stop_frame"))

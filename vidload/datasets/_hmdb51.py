@@ -7,11 +7,11 @@ unpacks to one `<class>.rar` per class, each to `<class>/<video>.avi`.
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from typing import Literal
 
 from vidload._lists import VideoEntry
+from vidload._official import HMDB51_SPLIT
 from vidload.datasets._common import (
     DatasetList,
     check_split,
@@ -45,10 +45,8 @@ def hmdb51(
     """
     split, chosen = check_split(split, subset)
     folder = Path(splits_dir)
-    pattern = re.compile(rf"^(.+)_test_split{split}\.txt$")
-    files = sorted(
-        (m[1], folder / m[0]) for m in map(pattern.match, os.listdir(folder)) if m is not None
-    )
+    found = map(HMDB51_SPLIT.match, os.listdir(folder))
+    files = sorted((m["cls"], folder / m[0]) for m in found if m and m["n"] == str(split))
     if not files:
         raise FileNotFoundError(f"{str(folder)!r} holds no <class>_test_split{split}.txt file")
     numbering, names = class_numbering([c for c, _ in files], classes, str(folder))

@@ -8,10 +8,9 @@ folder.
 
 from __future__ import annotations
 
-import json
 import os
 
-from vidload._lists import VideoEntry, read_file
+from vidload._lists import VideoEntry, parse_json, read_file
 from vidload.datasets._common import DatasetList
 
 
@@ -29,7 +28,7 @@ def ssv2(
         ValueError: a labels file whose numbers are not 0..N-1, or an entry without an id or
             whose template the labels file does not name (file and entry named).
     """
-    labels = _read_json(labels_json)
+    labels = parse_json(read_file(labels_json)[1], labels_json)
     if not isinstance(labels, dict):
         raise ValueError(f"{labels_json}: the labels JSON is an object {{template: number}}")
     try:
@@ -39,7 +38,7 @@ def ssv2(
     if sorted(numbering.values()) != list(range(len(numbering))):
         raise ValueError(f"{labels_json}: the labels must be 0..{len(numbering) - 1}, each once")
     names = sorted(numbering, key=numbering.__getitem__)
-    items = _read_json(annotations_json)
+    items = parse_json(read_file(annotations_json)[1], annotations_json)
     if not isinstance(items, list):
         raise ValueError(f"{annotations_json}: the annotations JSON is a list of objects")
     entries = []
@@ -57,11 +56,3 @@ def ssv2(
             label = numbering[key]
         entries.append(VideoEntry(f"{item['id']}.webm", label))
     return DatasetList(entries, names)
-
-
-def _read_json(path: str | os.PathLike[str]) -> object:
-    text = read_file(path)[1]
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise ValueError(f"{path}: not JSON ({e})") from e
