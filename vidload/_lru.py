@@ -96,6 +96,14 @@ class ProcessLRU(Generic[K, V]):
             entries.move_to_end(key)
         return value
 
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        """The entry of `key` (`get`), else `make()` kept under it (`put`) and returned."""
+        value = self.get(key)
+        if value is None:
+            value = make()
+            self.put(key, value)
+        return value
+
     def put(self, key: K, value: V) -> bool:
         """Keep `value` under `key` (closing an entry it replaces, then the least recently
         used beyond `capacity`); False when `capacity` is 0 and nothing was kept: the caller

@@ -131,11 +131,8 @@ def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     key = (protocol, options_key(options), endpoint(None))
     fs = _FS.get(key)
     if fs is None:
-        with _FS_LOCK:
-            fs = _FS.get(key)
-            if fs is None:
-                fs = _make_filesystem(protocol, options)
-                _FS.put(key, fs)
+        with _FS_LOCK:  # one filesystem per key, made by one thread
+            fs = _FS.get_or_make(key, lambda: _make_filesystem(protocol, options))
     return fs
 
 
