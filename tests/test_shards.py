@@ -408,7 +408,8 @@ def test_tasks_undo_a_low_malloc_trim_threshold(monkeypatch, env, expected):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(par, "_libc", lambda: FakeLibc())
-    par._tune_malloc()
+    par.prepare_task_process.cache_clear()  # once per process: again here, for each case
+    par.prepare_task_process()
     assert calls == expected
 
 
