@@ -218,7 +218,7 @@ class LocalCache:
             return path
         except FileNotFoundError:
             pass
-        self._put(path, location.get_file)
+        self.put(path, location.get_file)
         return path
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
@@ -239,10 +239,10 @@ class LocalCache:
         got = read_many([locations[i] for i in missing])  # none: [], no request
         for i, data in zip(missing, got, strict=True):
             out[i] = data
-            self._put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
+            self.put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
         return out
 
-    def _put(self, path: Path, write: Callable[[Path], object]) -> None:
+    def put(self, path: Path, write: Callable[[Path], object]) -> None:
         """`path` in the cache, as `write(part)` writes it: under a name of its own, renamed
         over `path` when complete (see the class docstring)."""
         path.parent.mkdir(parents=True, exist_ok=True)
