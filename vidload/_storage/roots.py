@@ -268,18 +268,18 @@ class SourceRoot:
         if self._str is not None:
             root = self._str
             return next((n for n in names if os.path.exists(join_root(root, n))), names[0])
-        key = tuple(names)
-        known = self._first.get(key)
-        if known is not None:
-            return known
-        name = names[0]
-        if len(names) > 1:
-            folder, _, _ = name.rpartition("/")
-            listed = self._listings.get_or_make(folder, lambda: (self._listed(folder),))[0]
-            if listed is not None:
-                name = next((n for n in names if n.rsplit("/", 1)[-1] in listed), names[0])
-        self._first.put(key, name)
-        return name
+        return self._first.get_or_make(tuple(names), lambda: self._first_listed(names))
+
+    def _first_listed(self, names: Sequence[str]) -> str:
+        """At a URL, the first of `names` in its folder's listing (`_listed`, kept per
+        process), else `names[0]`."""
+        folder = names[0].rpartition("/")[0]
+        if len(names) == 1:
+            return names[0]
+        listed = self._listings.get_or_make(folder, lambda: (self._listed(folder),))[0]
+        if listed is None:
+            return names[0]
+        return next((n for n in names if n.rsplit("/", 1)[-1] in listed), names[0])
 
     def _listed(self, folder: str) -> frozenset[str] | None:
         """The names in `folder` (empty where there is no such folder: the first name's read
