@@ -26,7 +26,6 @@ part missing) falls back to one request per range for that object alone.
 from __future__ import annotations
 
 import re
-import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
@@ -40,8 +39,8 @@ __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
 #: Ranges one request asks at most (a header of ~2 KiB; Apache's MaxRanges is 200).
 MAX_RANGES = 64
 
-_LOCK = threading.Lock()
-#: The hosts ("scheme://netloc") that answered a multi-range request with something else.
+#: The hosts ("scheme://netloc") that answered a multi-range request with something else (a
+#: set's `add` is atomic: the event loops of several filesystems add without a lock).
 _UNSUPPORTED: set[str] = set()
 
 _BOUNDARY = re.compile(r"""boundary=(?:"([^"]+)"|([^;\s]+))""", re.IGNORECASE)
@@ -139,13 +138,11 @@ async def _multi(
             if served is None:
                 past_end = total is not None and any(a >= total for a, _ in asked)
                 if parts is not None and not past_end:  # not a refusal: a stale range
-                    with _LOCK:
-                        _UNSUPPORTED.add(_host(url))
+                    _UNSUPPORTED.add(_host(url))
                 return None
             return served, answer_version(r.headers, total), total
         if r.status == 200:  # the ranges ignored: the whole object, not read
-            with _LOCK:
-                _UNSUPPORTED.add(_host(url))
+            _UNSUPPORTED.add(_host(url))
             r.close()
             return None
         if r.status == 416:  # a range past the end: each alone says what it gets
