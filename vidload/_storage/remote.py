@@ -38,16 +38,15 @@ T = TypeVar("T")
 #: call that sends requests and waits for them is one, and the calls one `run_concurrently`
 #: runs in threads at once (a batch's heads) are one together. Not thread-safe: a count.
 STATS = {"requests": 0, "bytes": 0, "rounds": 0}
-_COUNTED_GROUP = [-1]
+#: The concurrent group whose round was counted last (None: a call of none).
+_COUNTED_GROUP: list[int | None] = [None]
 
 
 def count(requests: int, data: int = 0) -> None:
     STATS["requests"] += requests
     STATS["bytes"] += data
     group = concurrent_group()
-    if group is None:
-        STATS["rounds"] += 1
-    elif group != _COUNTED_GROUP[0]:
+    if group is None or group != _COUNTED_GROUP[0]:  # a round of its own, or a new group's
         _COUNTED_GROUP[0] = group
         STATS["rounds"] += 1
 
