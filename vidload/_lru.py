@@ -12,7 +12,9 @@ Sources are picklable and open files lazily, in the process that reads (STYLE.md
   (`close`, when given), so no open file waits for the garbage collector;
 - it pickles empty (its settings only).
 
-Not thread-safe, as the sources that use it are not.
+Not thread-safe, as the sources that use it are not; an unbounded one's `get_or_make` may be
+called from several threads (a per-process memo: each step is one dict operation, and a key
+never leaves it), where two threads that miss one key both make it and the second is kept.
 """
 
 from __future__ import annotations
@@ -111,10 +113,11 @@ class ProcessLRU(Generic[K, V]):
         entries = self._own()
         if self.capacity == 0:
             return False
-        old = entries.pop(key, None)
+        old = entries.get(key)
+        entries[key] = value  # replaced in place: a key present stays present (`get_or_make`)
+        entries.move_to_end(key)
         if old is not None and old is not value:
             self._closing(old)
-        entries[key] = value
         if self.capacity is not None:
             while len(entries) > self.capacity:
                 _, evicted = entries.popitem(last=False)

@@ -158,7 +158,7 @@ def holding(
 #: Threads that wait on storage for `run_concurrently` (the waits overlap; the CPU work is
 #: small): one pool per process, made on first use (a forked child makes its own).
 _POOL_THREADS = 16
-_POOL: ProcessLRU[str, ThreadPoolExecutor] = ProcessLRU(1)
+_POOL: ProcessLRU[str, ThreadPoolExecutor] = ProcessLRU(None)
 
 
 def _pool() -> ThreadPoolExecutor:
