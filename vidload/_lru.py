@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Generic, TypeVar
 
 from vidload._checks import check_optional_int
@@ -98,12 +99,18 @@ class ProcessLRU(Generic[K, V]):
             entries.move_to_end(key)
         return value
 
-    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
-        """The entry of `key` (`get`), else `make()` kept under it (`put`) and returned."""
+    def get_or_make(
+        self, key: K, make: Callable[[], V], lock: AbstractContextManager[object] | None = None
+    ) -> V:
+        """The entry of `key` (`get`), else `make()` kept under it (`put`) and returned; with
+        `lock`, a miss is checked again and made under it (one thread makes it)."""
         value = self.get(key)
         if value is None:
-            value = make()
-            self.put(key, value)
+            with lock or nullcontext():
+                value = self.get(key)
+                if value is None:
+                    value = make()
+                    self.put(key, value)
         return value
 
     def put(self, key: K, value: V) -> bool:

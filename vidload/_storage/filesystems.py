@@ -129,11 +129,7 @@ def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     # forever on answers that have arrived (seen: a DataLoader worker's first URL read hung
     # the parent's next batch).
     key = (protocol, options_key(options), endpoint(None))
-    fs = _FS.get(key)
-    if fs is None:
-        with _FS_LOCK:  # one filesystem per key, made by one thread
-            fs = _FS.get_or_make(key, lambda: _make_filesystem(protocol, options))
-    return fs
+    return _FS.get_or_make(key, lambda: _make_filesystem(protocol, options), _FS_LOCK)
 
 
 def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:

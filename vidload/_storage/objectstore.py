@@ -81,11 +81,7 @@ def reader(protocol: str, options: Mapping[str, Any] | None) -> S3Reader | None:
     if protocol not in ("s3", "s3a") or not _may_use():
         return None
     key = options_key(options) + "|" + endpoint(None)
-    found = _READERS.get(key)
-    if found is None:
-        with _LOCK:
-            found = _READERS.get_or_make(key, lambda: (_make(options or {}),))
-    return found[0]
+    return _READERS.get_or_make(key, lambda: (_make(options or {}),), _LOCK)[0]
 
 
 def _make(options: Mapping[str, Any]) -> S3Reader | None:

@@ -211,8 +211,9 @@ class SourceRoot:
         or a missing one), once per process; names handed over before are kept as they are."""
         if self.names is not None:
             return False  # handed over: a video they do not list is found by the rules
-        with _MISS_LOCK:
-            tried = self._tried.get_or_make("manifest", lambda: (self._manifest_names(suffix),))
+        tried = self._tried.get_or_make(
+            "manifest", lambda: (self._manifest_names(suffix),), _MISS_LOCK
+        )
         if tried[0] is None:
             return False
         self.names = tried[0]
