@@ -31,7 +31,6 @@ from vidload._checks import check_int
 from vidload._cpus import available_cpus, default_workers
 
 __all__ = [
-    "check_workers",
     "parent_gone",
     "prepare_task_process",
     "resolve_workers",
@@ -151,14 +150,6 @@ def run_parallel(
             own.shutdown(wait=True, cancel_futures=True)
 
 
-def check_workers(workers: int | None) -> int:
-    """`workers`, or this process's share of the CPUs it may use for None
-    (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
-    if workers is None:
-        return default_workers()
-    return check_int("workers", workers, minimum=1)
-
-
 def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int, int]:
     """(local worker processes, decoding threads per task) for a run of `convert` or `probe`.
 
@@ -174,7 +165,8 @@ def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int
                 f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
             )
         return 1, 1
-    workers = check_workers(workers)
+    # None: this process's share of the CPUs it may use (`vidload._cpus.default_workers()`)
+    workers = default_workers() if workers is None else check_int("workers", workers, minimum=1)
     return workers, max(1, available_cpus() // workers)
 
 
