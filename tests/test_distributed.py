@@ -127,10 +127,10 @@ import argparse
 from vidload import ClipDataset, NpySource, make_loader
 from vidload._commands.bench import config_from_args
 from vidload.cli import build_parser
-from vidload._parallel import check_workers
+from vidload._parallel import resolve_workers
 ds = ClipDataset([("v0.mp4", 0)], NpySource({root!r}), num_frames=2, seed=0)
 bench = config_from_args(build_parser().parse_args(["bench"])).workers
-print(make_loader(ds).num_workers, check_workers(None), bench)
+print(make_loader(ds).num_workers, resolve_workers(None, None)[0], bench)
 """
 
 

@@ -99,3 +99,26 @@ def test_entries_of_another_process_can_be_handed_over():
     lru.put("a", "A")
     lru._pid = -1
     assert len(lru) == 0 and parked == ["A"] and CLOSED == []
+
+
+def test_get_or_make_makes_once_and_keeps_it():
+    made: list[str] = []
+    lru: ProcessLRU[str, str] = ProcessLRU(1, close)
+    assert lru.get_or_make("a", lambda: made.append("A") or "A") == "A"
+    assert lru.get_or_make("a", lambda: made.append("A2") or "A2") == "A"
+    assert made == ["A"]
+    assert lru.get_or_make("b", lambda: "B") == "B" and CLOSED == ["A"]  # capacity 1
+
+
+def test_get_or_make_with_a_lock_makes_a_miss_under_it():
+    import threading
+
+    lock = threading.Lock()
+    lru: ProcessLRU[str, str] = ProcessLRU(None)
+
+    def make() -> str:
+        assert lock.locked()
+        return "A"
+
+    assert lru.get_or_make("a", make, lock) == "A"
+    assert lru.get_or_make("a", lambda: "B", lock) == "A" and not lock.locked()

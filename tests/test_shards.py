@@ -408,7 +408,8 @@ def test_tasks_undo_a_low_malloc_trim_threshold(monkeypatch, env, expected):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     monkeypatch.setattr(par, "_libc", lambda: FakeLibc())
-    par._tune_malloc()
+    par.prepare_task_process.cache_clear()  # once per process: again here, for each case
+    par.prepare_task_process()
     assert calls == expected
 
 
@@ -445,15 +446,16 @@ def test_numpy_integers_are_accepted_like_ints(tmp_path):
     # one int check for convert, probe and the planner: NumPy integers pass everywhere
     import numpy as np
 
-    from vidload._parallel import check_workers, resolve_workers, shard_size_for
+    from vidload._parallel import resolve_workers, shard_size_for
 
-    assert check_workers(np.int64(2)) == 2 and type(check_workers(np.int64(2))) is int
+    workers = resolve_workers(np.int64(2), None)[0]
+    assert workers == 2 and type(workers) is int
     assert resolve_workers(np.int64(1), None)[0] == 1
     assert shard_size_for(np.int32(3), 100, 16) == 3
     with pytest.raises(ValueError, match=r"shard_size \(0\) must be >= 1"):
         shard_size_for(0, 100, 16)
     with pytest.raises(TypeError, match="workers must be an int"):
-        check_workers(2.0)
+        resolve_workers(2.0, None)
 
 
 def test_plan_convert_takes_the_keywords_or_one_convert_options(inputs, tmp_path):

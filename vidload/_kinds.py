@@ -70,11 +70,16 @@ _MADE: dict[str, StorageFormat] = {}
 
 
 def _load(name: str, row: _Row) -> StorageFormat:
-    """The kind's class imported (MissingExtraError naming the extra where it cannot be) and
-    made, once per process."""
+    """The kind's class made, once per process (`_made`)."""
     made = _MADE.get(name)
-    if made is not None:
-        return made
+    if made is None:
+        made = _MADE[name] = _made(name, row)
+    return made
+
+
+def _made(name: str, row: _Row) -> StorageFormat:
+    """The kind's class imported (MissingExtraError naming the extra where it cannot be) and
+    made; ValueError where it calls itself by another name."""
     cls = row.target
     if isinstance(cls, str):
         module, _, attr = cls.partition(":")
@@ -87,7 +92,7 @@ def _load(name: str, row: _Row) -> StorageFormat:
             raise MissingExtraError(
                 f"storage {name!r} needs {needs}: pip install 'vidload[{row.extra}]'"
             ) from e
-    made = _MADE[name] = cls()
+    made = cls()
     if made.name != name:
         raise ValueError(f"storage kind {name!r}: its class calls itself {made.name!r}")
     return made
@@ -100,7 +105,7 @@ def register(
     the CLI's choices, convert, probe, bench and choose take it from then on. `replace` allows
     a name already taken. Returns the kind; None where its module needs a package that is not
     installed (`extra` names it: the kind is registered, and asking for it says what to
-    install).
+    install). A kind refused leaves the table as it was.
 
     Raises:
         ValueError: the name is taken (without `replace`), the class names itself otherwise,
@@ -109,23 +114,19 @@ def register(
     if name in _TABLE and not replace:
         raise ValueError(f"storage kind {name!r} is already registered")
     row = _Row(target, extra)
-    old = _MADE.pop(name, None)  # a replaced kind stays until the new one is checked
     try:
-        kind = _load(name, row)
-        for other in formats():
-            if other.name != name and other.suffix == kind.suffix:
-                raise ValueError(
-                    f"storage kind {name!r}: suffix {kind.suffix!r} is taken by {other.name!r}"
-                )
+        kind = _made(name, row)
     except MissingExtraError:  # named in the choices; using it names what to install
         _TABLE[name] = row
-        return None
-    except BaseException:
         _MADE.pop(name, None)
-        if old is not None:
-            _MADE[name] = old
-        raise
+        return None
+    for other in formats():
+        if other.name != name and other.suffix == kind.suffix:
+            raise ValueError(
+                f"storage kind {name!r}: suffix {kind.suffix!r} is taken by {other.name!r}"
+            )
     _TABLE[name] = row
+    _MADE[name] = kind
     return kind
 
 

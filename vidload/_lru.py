@@ -12,7 +12,9 @@ Sources are picklable and open files lazily, in the process that reads (STYLE.md
   (`close`, when given), so no open file waits for the garbage collector;
 - it pickles empty (its settings only).
 
-Not thread-safe, as the sources that use it are not.
+Not thread-safe, as the sources that use it are not; an unbounded one's `get_or_make` may be
+called from several threads (a per-process memo: each step is one dict operation, and a key
+never leaves it), where two threads that miss one key both make it and the second is kept.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from __future__ import annotations
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
+from contextlib import AbstractContextManager, nullcontext
 from typing import Generic, TypeVar
 
 from vidload._checks import check_optional_int
@@ -96,6 +99,20 @@ class ProcessLRU(Generic[K, V]):
             entries.move_to_end(key)
         return value
 
+    def get_or_make(
+        self, key: K, make: Callable[[], V], lock: AbstractContextManager[object] | None = None
+    ) -> V:
+        """The entry of `key` (`get`), else `make()` kept under it (`put`) and returned; with
+        `lock`, a miss is checked again and made under it (one thread makes it)."""
+        value = self.get(key)
+        if value is None:
+            with lock or nullcontext():
+                value = self.get(key)
+                if value is None:
+                    value = make()
+                    self.put(key, value)
+        return value
+
     def put(self, key: K, value: V) -> bool:
         """Keep `value` under `key` (closing an entry it replaces, then the least recently
         used beyond `capacity`); False when `capacity` is 0 and nothing was kept: the caller
@@ -103,10 +120,11 @@ class ProcessLRU(Generic[K, V]):
         entries = self._own()
         if self.capacity == 0:
             return False
-        old = entries.pop(key, None)
+        old = entries.get(key)
+        entries[key] = value  # replaced in place: a key present stays present (`get_or_make`)
+        entries.move_to_end(key)
         if old is not None and old is not value:
             self._closing(old)
-        entries[key] = value
         if self.capacity is not None:
             while len(entries) > self.capacity:
                 _, evicted = entries.popitem(last=False)

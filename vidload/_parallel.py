@@ -11,7 +11,7 @@ and set themselves up in `_init_worker`:
 OpenCV is already on one thread in every process that imports vidload (`vidload._cv2`).
 
 Every task process (a local worker, a Dask or Ray worker) calls `prepare_task_process()`, which
-also fixes glibc's allocator settings (`_tune_malloc`).
+fixes glibc's allocator settings.
 """
 
 from __future__ import annotations
@@ -31,7 +31,6 @@ from vidload._checks import check_int
 from vidload._cpus import available_cpus, default_workers
 
 __all__ = [
-    "check_workers",
     "parent_gone",
     "prepare_task_process",
     "resolve_workers",
@@ -62,8 +61,9 @@ def _libc() -> ctypes.CDLL | None:
         return None
 
 
-def _die_with_parent(parent: int) -> None:
-    """SIGKILL this process when its parent dies (Linux), or now if it already has."""
+def _init_worker(parent: int) -> None:
+    """A local pool worker's setup: SIGKILL it when its parent dies (Linux), or now if it
+    already has; then `prepare_task_process`."""
     global _parent_pid
     _parent_pid = parent
     libc = _libc()
@@ -71,6 +71,7 @@ def _die_with_parent(parent: int) -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the parent died before prctl took effect
         os._exit(1)
+    prepare_task_process()
 
 
 def parent_gone() -> bool:
@@ -78,8 +79,10 @@ def parent_gone() -> bool:
     return _parent_pid is not None and os.getppid() != _parent_pid
 
 
-def _tune_malloc() -> None:
-    """Undo allocator settings that make conversion slow (glibc only).
+@functools.cache
+def prepare_task_process() -> None:
+    """Set up the process a conversion task runs in, once: undo allocator settings that make
+    conversion slow (glibc only).
 
     glibc reads `MALLOC_TRIM_THRESHOLD_` / `MALLOC_MMAP_THRESHOLD_` once, when the process
     starts; setting the variable later changes nothing, but `mallopt` does. Dask's worker
@@ -104,17 +107,6 @@ def _tune_malloc() -> None:
         return
     libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
     libc.mallopt(_M_TRIM_THRESHOLD, _TRIM_THRESHOLD)
-
-
-@functools.cache
-def prepare_task_process() -> None:
-    """Set up the process a conversion task runs in, once: the allocator (`_tune_malloc`)."""
-    _tune_malloc()
-
-
-def _init_worker(parent: int) -> None:
-    _die_with_parent(parent)
-    prepare_task_process()
 
 
 def local_pool(workers: int) -> ProcessPoolExecutor:
@@ -158,14 +150,6 @@ def run_parallel(
             own.shutdown(wait=True, cancel_futures=True)
 
 
-def check_workers(workers: int | None) -> int:
-    """`workers`, or this process's share of the CPUs it may use for None
-    (`vidload._cpus.default_workers()`); ValueError/TypeError for anything but an int >= 1."""
-    if workers is None:
-        return default_workers()
-    return check_int("workers", workers, minimum=1)
-
-
 def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int, int]:
     """(local worker processes, decoding threads per task) for a run of `convert` or `probe`.
 
@@ -181,7 +165,8 @@ def resolve_workers(workers: int | None, executor: Executor | None) -> tuple[int
                 f"executor must be a concurrent.futures.Executor, got {type(executor).__name__}"
             )
         return 1, 1
-    workers = check_workers(workers)
+    # None: this process's share of the CPUs it may use (`vidload._cpus.default_workers()`)
+    workers = default_workers() if workers is None else check_int("workers", workers, minimum=1)
     return workers, max(1, available_cpus() // workers)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
+from vidload._lru import ProcessLRU
 from vidload._storage.location import Location
 from vidload._storage.ranges import Block, cut
 
@@ -157,16 +158,13 @@ def holding(
 #: Threads that wait on storage for `run_concurrently` (the waits overlap; the CPU work is
 #: small): one pool per process, made on first use (a forked child makes its own).
 _POOL_THREADS = 16
-_POOL: dict[int, ThreadPoolExecutor] = {}
+_POOL: ProcessLRU[str, ThreadPoolExecutor] = ProcessLRU(None)
 
 
 def _pool() -> ThreadPoolExecutor:
-    pid = os.getpid()
-    pool = _POOL.get(pid)
-    if pool is None:
-        _POOL.clear()  # a parent's: its threads are not in this process
-        pool = _POOL[pid] = ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="vidload-io")
-    return pool
+    return _POOL.get_or_make(
+        "pool", lambda: ThreadPoolExecutor(_POOL_THREADS, thread_name_prefix="vidload-io")
+    )
 
 
 _GROUP = threading.local()

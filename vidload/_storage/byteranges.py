@@ -1,5 +1,6 @@
-"""Several byte ranges of one HTTP object in one request (`multipart/byteranges`, RFC 9110
-§14.6), for fsspec's HTTP filesystem.
+"""Byte spans of any fsspec filesystem in one concurrent round (`cat_spans`), and over
+fsspec's HTTP filesystem several byte ranges of one object in one request
+(`multipart/byteranges`, RFC 9110 §14.6).
 
 Every request costs the client ~0.2-0.3 ms of CPU whatever the client (aiohttp through fsspec,
 or obstore: `tools/obstore_cost.py`), and a clip of a container is ~8 ranges of one object
@@ -25,7 +26,6 @@ part missing) falls back to one request per range for that object alone.
 from __future__ import annotations
 
 import re
-import threading
 import urllib.parse
 from collections.abc import Sequence
 from typing import Any
@@ -39,8 +39,8 @@ __all__ = ["MAX_RANGES", "cat_spans", "parse_byteranges", "unsupported"]
 #: Ranges one request asks at most (a header of ~2 KiB; Apache's MaxRanges is 200).
 MAX_RANGES = 64
 
-_LOCK = threading.Lock()
-#: The hosts ("scheme://netloc") that answered a multi-range request with something else.
+#: The hosts ("scheme://netloc") that answered a multi-range request with something else (a
+#: set's `add` is atomic: the event loops of several filesystems add without a lock).
 _UNSUPPORTED: set[str] = set()
 
 _BOUNDARY = re.compile(r"""boundary=(?:"([^"]+)"|([^;\s]+))""", re.IGNORECASE)
@@ -138,13 +138,11 @@ async def _multi(
             if served is None:
                 past_end = total is not None and any(a >= total for a, _ in asked)
                 if parts is not None and not past_end:  # not a refusal: a stale range
-                    with _LOCK:
-                        _UNSUPPORTED.add(_host(url))
+                    _UNSUPPORTED.add(_host(url))
                 return None
             return served, answer_version(r.headers, total), total
         if r.status == 200:  # the ranges ignored: the whole object, not read
-            with _LOCK:
-                _UNSUPPORTED.add(_host(url))
+            _UNSUPPORTED.add(_host(url))
             r.close()
             return None
         if r.status == 416:  # a range past the end: each alone says what it gets
@@ -154,11 +152,29 @@ async def _multi(
 
 
 def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Answer | Exception], int]:
-    """Each `(path, start, stop)` span's `filesystems.Answer` as `filesystems.cat_reporting`
-    answers it (an exception in a failed one's place), for fsspec's HTTP filesystem
-    (`http_adapter.is_http`): the ranges of one object in one request where its server serves
-    that (see the module docstring), all in one concurrent round on the filesystem's event
-    loop; and the number of requests sent."""
+    """Each `(path, start, stop)` span's `filesystems.Answer`, all in one concurrent round (an
+    exception in place of a failed one, as `cat_ranges(on_error="return")`), and the number
+    of requests sent: how `RemoteLocation` reads any fsspec filesystem (obstore's S3 aside).
+    Over fsspec's HTTP (`http_adapter.is_http`) the ranges of one object go in one request
+    where its server serves that (see the module docstring); every other span is one
+    `filesystems.cat_one`, on the filesystem's event loop.
+
+    The version is what the GET's own answer says: S3's ETag, HTTP's ETag (else its
+    Last-Modified and total size); the size is its Content-Range's total (a whole object's
+    length); None where the filesystem does not hand its responses out (a blocking one, read
+    by `cat_ranges`: then nothing can be compared, and `RemoteLocation.read_ends` asks the
+    size). This is how a reader that keeps an object's header knows that the bytes it fetches
+    later are still that object's, and one that opens an object its size, without a request
+    of their own (`RemoteLocation.versioned`, `RemoteLocation.read_ends`). fsspec's
+    `cat_ranges` returns the bodies only, so S3 and HTTP are read by their filesystems' own
+    clients (`s3_adapter`, `http_adapter`: the one home each of what those libraries do not
+    document), the rest by `_cat_file`. A whole S3 object is one GET (s3fs's own `cat_file`
+    first asks its size, a HEAD, to fetch a large one in parts: the whole objects read here
+    are small, manifests, sidecars, frame files)."""
+    if not getattr(fs, "async_impl", False):  # a blocking filesystem: no answer to report
+        paths, starts, stops = ([span[k] for span in spans] for k in range(3))
+        got = fs.cat_ranges(paths, starts, stops, on_error="return")
+        return [g if isinstance(g, Exception) else (g, None, None) for g in got], len(spans)
     import asyncio
 
     from fsspec.asyn import sync
@@ -166,8 +182,9 @@ def cat_spans(fs: Any, spans: Sequence[Span]) -> tuple[list[Answer | Exception],
     starts, stops = [span[1] for span in spans], [span[2] for span in spans]
     by_path: dict[str, list[int]] = {}
     singles: list[int] = []
+    http = http_adapter.is_http(fs)
     for i, (path, a, b) in enumerate(spans):
-        if a is None or b is None or a >= b:
+        if not http or a is None or b is None or a >= b:
             singles.append(i)
         else:
             by_path.setdefault(path, []).append(i)

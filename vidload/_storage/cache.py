@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from vidload._lru import ProcessLRU
 from vidload._storage.batch import read_many, run_concurrently
 from vidload._storage.filesystems import endpoint, is_url, redact_url, scheme
 from vidload._storage.location import Location
@@ -123,19 +124,15 @@ def url_of_copy(path: str) -> str | None:
 PATH_NAMES.append(url_of_copy)
 
 #: The version (`Location.stat().version`: ETag, generation, or size and mtime) of each object
-#: this process has cached or read from the cache, by (process id, URL).
-_VERSIONS: dict[tuple[int, str], str] = {}
+#: this process has cached or read from the cache, by URL.
+_VERSIONS: ProcessLRU[str, str] = ProcessLRU(None)
 
 
 def version_of(location: Location) -> str:
     """The object's version as this process first saw it (one request, once per object and
     process): what the cache names its copy by, so that an object rewritten in the store is
     fetched again by the next process instead of served from a stale copy."""
-    key = (os.getpid(), location.url)
-    version = _VERSIONS.get(key)
-    if version is None:
-        version = _VERSIONS[key] = location.stat().version
-    return version
+    return _VERSIONS.get_or_make(location.url, lambda: location.stat().version)
 
 
 #: `cache_max_bytes` when none is given.
@@ -218,15 +215,14 @@ class LocalCache:
             return path
         except FileNotFoundError:
             pass
-        self._put(path, location.get_file)
+        self.put(path, location.get_file)
         return path
 
     def read_many(self, locations: Sequence[Location]) -> list[bytes]:
         """The contents of each location: hits read from the cache, misses fetched
         concurrently (`read_many`) and stored; the versions this process has not learned yet
         asked in one concurrent round first."""
-        pid = os.getpid()
-        run_concurrently(version_of, [loc for loc in locations if (pid, loc.url) not in _VERSIONS])
+        run_concurrently(version_of, [loc for loc in locations if _VERSIONS.get(loc.url) is None])
         out = [b""] * len(locations)
         missing = []
         for i, loc in enumerate(locations):
@@ -239,10 +235,10 @@ class LocalCache:
         got = read_many([locations[i] for i in missing])  # none: [], no request
         for i, data in zip(missing, got, strict=True):
             out[i] = data
-            self._put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
+            self.put(self.path_of(locations[i]), partial(Path.write_bytes, data=data))
         return out
 
-    def _put(self, path: Path, write: Callable[[Path], object]) -> None:
+    def put(self, path: Path, write: Callable[[Path], object]) -> None:
         """`path` in the cache, as `write(part)` writes it: under a name of its own, renamed
         over `path` when complete (see the class docstring)."""
         path.parent.mkdir(parents=True, exist_ok=True)

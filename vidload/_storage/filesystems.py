@@ -22,7 +22,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -35,7 +35,6 @@ __all__ = [
     "MissingExtraError",
     "answer_version",
     "cat_one",
-    "cat_reporting",
     "filesystem",
     "is_url",
     "options_key",
@@ -130,14 +129,7 @@ def filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     # forever on answers that have arrived (seen: a DataLoader worker's first URL read hung
     # the parent's next batch).
     key = (protocol, options_key(options), endpoint(None))
-    fs = _FS.get(key)
-    if fs is None:
-        with _FS_LOCK:
-            fs = _FS.get(key)
-            if fs is None:
-                fs = _make_filesystem(protocol, options)
-                _FS.put(key, fs)
-    return fs
+    return _FS.get_or_make(key, lambda: _make_filesystem(protocol, options), _FS_LOCK)
 
 
 def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
@@ -172,44 +164,12 @@ def _make_filesystem(protocol: str, options: Mapping[str, Any] | None) -> Any:
     return fs
 
 
-#: A byte range of `cat_reporting`: (path, start, stop); start and stop None: the whole object;
-#: start < 0 and stop None: its last -start bytes.
+#: A byte range of `byteranges.cat_spans`: (path, start, stop); start and stop None: the
+#: whole object; start < 0 and stop None: its last -start bytes.
 Span = tuple[str, "int | None", "int | None"]
 #: A span's answer: (its bytes, the object's version the answer reported, the object's size it
 #: reported); None where it reports none.
 Answer = tuple[bytes, "str | None", "int | None"]
-
-
-def cat_reporting(fs: Any, spans: Sequence[Span]) -> list[Answer | Exception]:
-    """Each span's `Answer`, all in one concurrent round (an exception in place of a failed
-    one, as `cat_ranges(on_error="return")`): how `RemoteLocation` reads any filesystem but
-    fsspec's HTTP (`byteranges`) and obstore's S3.
-
-    The version is what the GET's own answer says: S3's ETag, HTTP's ETag (else its
-    Last-Modified and total size); the size is its Content-Range's total (a whole object's
-    length); None where the filesystem does not hand its responses out (then nothing can be
-    compared, and `RemoteLocation.read_ends` asks the size). This is how a reader that keeps
-    an object's header knows that the bytes it fetches later are still that object's, and one
-    that opens an object its size, without a request of their own (`RemoteLocation.versioned`,
-    `RemoteLocation.read_ends`). fsspec's `cat_ranges` returns the bodies only, so S3 and
-    HTTP are read here by their filesystems' own clients (`s3_adapter`, `http_adapter`: the
-    one home each of what those libraries do not document), the rest by `_cat_file`. A whole
-    S3 object is one GET (s3fs's own `cat_file` first asks its size, a HEAD, to fetch a large
-    one in parts: the whole objects read here are small, manifests, sidecars, frame files)."""
-    if not getattr(fs, "async_impl", False):  # a blocking filesystem: no answer to report
-        paths, starts, stops = ([span[k] for span in spans] for k in range(3))
-        got = fs.cat_ranges(paths, starts, stops, on_error="return")
-        return [g if isinstance(g, Exception) else (g, None, None) for g in got]
-    import asyncio
-
-    from fsspec.asyn import sync
-
-    async def gather() -> list[Any]:
-        return await asyncio.gather(
-            *(cat_one(fs, path, a, b) for path, a, b in spans), return_exceptions=True
-        )
-
-    return sync(fs.loop, gather)
 
 
 def answer_version(headers: Any, total: object) -> str | None:
@@ -226,8 +186,8 @@ def answer_version(headers: Any, total: object) -> str | None:
 
 async def cat_one(fs: Any, path: str, start: int | None, stop: int | None) -> Answer:
     """One span's bytes (start < 0, stop None: the last -start bytes), the version its answer
-    reported and the object's size it reported (`cat_reporting`'s request; the single-range
-    requests of `byteranges.cat_spans`)."""
+    reported and the object's size it reported (a single-range request of
+    `byteranges.cat_spans`)."""
     if start is not None and stop is not None and start >= stop:
         return b"", None, None
     if s3_adapter.is_s3(fs):

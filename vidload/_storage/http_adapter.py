@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-__all__ = ["contract_problems", "get", "is_http", "raise_for_status", "url_of"]
+__all__ = ["contract_problems", "get", "is_http", "member_problems", "raise_for_status", "url_of"]
 
 
 def is_http(fs: Any) -> bool:
@@ -57,21 +57,29 @@ _USED: dict[str, tuple[tuple[str, ...], bool]] = {
 }
 
 
+def member_problems(cls: type, used: Mapping[str, tuple[tuple[str, ...], bool]]) -> list[str]:
+    """What `cls` no longer has of the members `used` names (name -> (its parameters, a
+    coroutine)): a member gone, its parameters or its being a coroutine changed. Both
+    adapters' contract check (`s3_adapter.contract_problems` too)."""
+    problems = []
+    for name, (params, is_async) in used.items():
+        member = getattr(cls, name, None)
+        if member is None:
+            problems.append(f"{cls.__name__}.{name} is gone")
+            continue
+        got = tuple(inspect.signature(member).parameters)
+        if got != params:
+            problems.append(f"{cls.__name__}.{name} takes {got}, not {params}")
+        if inspect.iscoroutinefunction(member) != is_async:
+            problems.append(f"{cls.__name__}.{name} is {'not ' if is_async else ''}a coroutine")
+    return problems
+
+
 def contract_problems() -> list[str]:
     """What the installed fsspec no longer has of what this module uses (empty: all there)."""
     from fsspec.implementations.http import HTTPFileSystem
 
-    problems = []
-    for name, (params, is_async) in _USED.items():
-        member = getattr(HTTPFileSystem, name, None)
-        if member is None:
-            problems.append(f"HTTPFileSystem.{name} is gone")
-            continue
-        got = tuple(inspect.signature(member).parameters)
-        if got != params:
-            problems.append(f"HTTPFileSystem.{name} takes {got}, not {params}")
-        if inspect.iscoroutinefunction(member) != is_async:
-            problems.append(f"HTTPFileSystem.{name} is {'not ' if is_async else ''}a coroutine")
+    problems = member_problems(HTTPFileSystem, _USED)
     if not isinstance(getattr(HTTPFileSystem(skip_instance_cache=True), "kwargs", None), dict):
         problems.append("HTTPFileSystem no longer keeps its client options as .kwargs")
     return problems

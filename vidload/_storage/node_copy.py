@@ -19,7 +19,8 @@ sidecar is fetched again, once per machine, and read under its new version's nam
 Several processes at once: the fetch is made under an exclusive `flock` of `.<key>~lock` (so
 that the workers of a cold start wait for one download instead of making one each), written
 under a name of its own and renamed over its final name when complete (`Location.get_file`),
-and the pointer replaced the same way: a reader sees a whole copy and a whole pointer or none.
+and the pointer replaced the same way (`LocalCache.put`): a reader sees a whole copy and a
+whole pointer or none.
 Without `fcntl` (Windows) there is no lock: each process that finds no pointer fetches, and
 the last rename wins with the same bytes. A copy the cache evicts while a process reads it
 stays readable to that process (POSIX); the next process that follows the pointer to it finds
@@ -131,8 +132,5 @@ def node_copy(
             path = cache.path_of(location, version)
             if not path.is_file():
                 path, version = _fetch(location, cache)
-        part = pointer.with_name(f".{pointer.name}.{os.getpid()}{PART_SUFFIX}")
-        pointer.parent.mkdir(parents=True, exist_ok=True)
-        part.write_text(version)
-        os.replace(part, pointer)
+        cache.put(pointer, lambda part: part.write_text(version))
         return path, version

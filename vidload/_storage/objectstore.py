@@ -41,6 +41,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from vidload._lru import ProcessLRU
 from vidload._storage.filesystems import endpoint, options_key
 
 __all__ = ["S3Reader", "reader"]
@@ -52,7 +53,9 @@ _CLIENT_KNOWN = frozenset({"endpoint_url", "region_name"})
 _IGNORED = frozenset({"config_kwargs", "skip_instance_cache"})
 
 _LOCK = threading.Lock()
-_READERS: dict[tuple[int, str], S3Reader | None] = {}
+#: This process's readers (a parent's are dropped in a forked child: their stores hold no
+#: open connections there), None where obstore does not serve those options.
+_READERS: ProcessLRU[str, tuple[S3Reader | None]] = ProcessLRU(None)
 #: The process that first sent a request through obstore (its runtime lives there only).
 _RUNTIME_PID: list[int] = []
 
@@ -77,16 +80,8 @@ def reader(protocol: str, options: Mapping[str, Any] | None) -> S3Reader | None:
     docstring)."""
     if protocol not in ("s3", "s3a") or not _may_use():
         return None
-    key = (os.getpid(), options_key(options) + "|" + endpoint(None))
-    found = _READERS.get(key, False)
-    if found is not False:
-        return found  # type: ignore[return-value]
-    with _LOCK:
-        if key not in _READERS:
-            for stale in [k for k in _READERS if k[0] != key[0]]:
-                del _READERS[stale]  # a parent's (its stores hold no open connections here)
-            _READERS[key] = _make(options or {})
-        return _READERS[key]
+    key = options_key(options) + "|" + endpoint(None)
+    return _READERS.get_or_make(key, lambda: (_make(options or {}),), _LOCK)[0]
 
 
 def _make(options: Mapping[str, Any]) -> S3Reader | None:

@@ -3,7 +3,7 @@ scheme fsspec knows), read by byte ranges through this process's fsspec filesyst
 (`filesystems.filesystem`), every failure through `faults.call`.
 
 Reads: `read_ranges` coalesces nearby ranges (`ranges.COALESCE_GAP`) and fetches what is left
-concurrently (`filesystems.cat_reporting`: one round trip for a clip's frames; over HTTP one
+concurrently (`byteranges.cat_spans`: one round trip for a clip's frames; over HTTP one
 request for all of them, `byteranges`); `batch.fetch` does the same for the ranges of many
 objects at once (a batch's clips: one round trip for the batch).
 """
@@ -20,7 +20,6 @@ from vidload._storage import byteranges, faults, http_adapter, objectstore, s3_a
 from vidload._storage.batch import concurrent_group, held
 from vidload._storage.filesystems import (
     Span,
-    cat_reporting,
     filesystem,
     options_key,
     redact_url,
@@ -39,16 +38,15 @@ T = TypeVar("T")
 #: call that sends requests and waits for them is one, and the calls one `run_concurrently`
 #: runs in threads at once (a batch's heads) are one together. Not thread-safe: a count.
 STATS = {"requests": 0, "bytes": 0, "rounds": 0}
-_COUNTED_GROUP = [-1]
+#: The concurrent group whose round was counted last (None: a call of none).
+_COUNTED_GROUP: list[int | None] = [None]
 
 
 def count(requests: int, data: int = 0) -> None:
     STATS["requests"] += requests
     STATS["bytes"] += data
     group = concurrent_group()
-    if group is None:
-        STATS["rounds"] += 1
-    elif group != _COUNTED_GROUP[0]:
+    if group is None or group != _COUNTED_GROUP[0]:  # a round of its own, or a new group's
         _COUNTED_GROUP[0] = group
         STATS["rounds"] += 1
 
@@ -252,17 +250,14 @@ class RemoteLocation(Location):
         counted: its `filesystems.Answer` (bytes, the version and size the answer reported),
         or the exception in a failed one's place.
         The one place that picks the client: obstore where it serves (`objectstore`), over
-        HTTP an object's ranges in one request where its server serves that (`byteranges`),
-        else the filesystem's own (`filesystems.cat_reporting`)."""
-        fs = self.fs()[0]
+        HTTP an object's ranges in one request where its server serves that, else the
+        filesystem's own client (`byteranges.cat_spans`)."""
         fast = objectstore.reader(self._protocol, self._options)  # where obstore serves
         got: list[Any]
         if fast is not None:
             got, sent = fast.cat(spans), len(spans)
-        elif http_adapter.is_http(fs):
-            got, sent = byteranges.cat_spans(fs, spans)
         else:
-            got, sent = cat_reporting(fs, spans), len(spans)
+            got, sent = byteranges.cat_spans(self.fs()[0], spans)
         count(sent, sum(len(r[0]) for r in got if isinstance(r, tuple)))
         return got
 
@@ -270,7 +265,7 @@ class RemoteLocation(Location):
 
     def versioned(self) -> Location:
         """This object, its range reads checked against its version: each read takes the
-        version the store reports with every answer (`filesystems.cat_reporting`: ETag), the
+        version the store reports with every answer (`byteranges.cat_spans`: ETag), the
         first one it meets is kept, and a read answered from another version raises
         `VideoReadError(location, faults.CHANGED)`: the object was rewritten since it was
         first read. No request of its own: the GETs report it. Where the filesystem reports no

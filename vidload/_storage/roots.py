@@ -211,23 +211,25 @@ class SourceRoot:
         or a missing one), once per process; names handed over before are kept as they are."""
         if self.names is not None:
             return False  # handed over: a video they do not list is found by the rules
-        with _MISS_LOCK:
-            tried = self._tried.get("manifest")
-            if tried is None:
-                recorded = None
-                try:
-                    raw = (self.location / MANIFEST_NAME).read_optional()
-                    recorded = None if raw is None else recorded_names(raw, self.location)
-                except VideoReadError:
-                    pass  # unreadable here: the rules, as without one
-                except ValueError as e:  # not a manifest vidload wrote: said, not used
-                    warnings.warn(f"{e}: its container names are not used", stacklevel=2)
-                tried = (ContainerNames.of(recorded, suffix) if recorded else None,)
-                self._tried.put("manifest", tried)
+        tried = self._tried.get_or_make(
+            "manifest", lambda: (self._manifest_names(suffix),), _MISS_LOCK
+        )
         if tried[0] is None:
             return False
         self.names = tried[0]
         return True
+
+    def _manifest_names(self, suffix: str) -> ContainerNames | None:
+        """The container names of `suffix` the root's manifest records, None without them."""
+        recorded = None
+        try:
+            raw = (self.location / MANIFEST_NAME).read_optional()
+            recorded = None if raw is None else recorded_names(raw, self.location)
+        except VideoReadError:
+            pass  # unreadable here: the rules, as without one
+        except ValueError as e:  # not a manifest vidload wrote: said, not used
+            warnings.warn(f"{e}: its container names are not used", stacklevel=2)
+        return ContainerNames.of(recorded, suffix) if recorded else None
 
     def open_file(self, rel: str, open_at: Open[T]) -> T:
         """`open_at(location)` of the file `rel`: a local file (`local_file()`) under a local
@@ -267,25 +269,26 @@ class SourceRoot:
         if self._str is not None:
             root = self._str
             return next((n for n in names if os.path.exists(join_root(root, n))), names[0])
-        key = tuple(names)
-        known = self._first.get(key)
-        if known is not None:
-            return known
-        name = names[0]
-        if len(names) > 1:
-            folder, _, _ = name.rpartition("/")
-            entry = self._listings.get(folder)
-            if entry is None:
-                where = self.location / folder if folder else self.location
-                entry = (None,)
-                if where.can_list:
-                    try:
-                        entry = (frozenset(where.list_dir()),)
-                    except VideoReadError:
-                        entry = (frozenset(),)  # no such folder: the first name's read says so
-                self._listings.put(folder, entry)
-            listed = entry[0]
-            if listed is not None:
-                name = next((n for n in names if n.rsplit("/", 1)[-1] in listed), names[0])
-        self._first.put(key, name)
-        return name
+        return self._first.get_or_make(tuple(names), lambda: self._first_listed(names))
+
+    def _first_listed(self, names: Sequence[str]) -> str:
+        """At a URL, the first of `names` in its folder's listing (`_listed`, kept per
+        process), else `names[0]`."""
+        folder = names[0].rpartition("/")[0]
+        if len(names) == 1:
+            return names[0]
+        listed = self._listings.get_or_make(folder, lambda: (self._listed(folder),))[0]
+        if listed is None:
+            return names[0]
+        return next((n for n in names if n.rsplit("/", 1)[-1] in listed), names[0])
+
+    def _listed(self, folder: str) -> frozenset[str] | None:
+        """The names in `folder` (empty where there is no such folder: the first name's read
+        says so), None where the store cannot list (HTTP)."""
+        where = self.location / folder if folder else self.location
+        if not where.can_list:
+            return None
+        try:
+            return frozenset(where.list_dir())
+        except VideoReadError:
+            return frozenset()

@@ -13,9 +13,9 @@ them, and `tests/test_storage_adapters.py` fails on it (and reads a real object 
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
+from vidload._storage.http_adapter import member_problems
 from vidload._storage.ranges import http_range
 
 __all__ = ["contract_problems", "get_object", "is_s3"]
@@ -49,19 +49,15 @@ async def get_object(
     return data, resp.get("ETag"), size
 
 
+#: What `get_object` uses of `S3FileSystem`: name -> (its parameters, a coroutine).
+_USED: dict[str, tuple[tuple[str, ...], bool]] = {
+    "_call_s3": (("self", "method", "akwarglist", "kwargs"), True),
+    "split_path": (("self", "path"), False),
+}
+
+
 def contract_problems() -> list[str]:
     """What the installed s3fs no longer has of what this module uses (empty: all there)."""
     from s3fs import S3FileSystem
 
-    problems = []
-    call = getattr(S3FileSystem, "_call_s3", None)
-    if call is None:
-        problems.append("S3FileSystem._call_s3 is gone")
-    else:
-        params = tuple(inspect.signature(call).parameters)
-        if params[:2] != ("self", "method") or not inspect.iscoroutinefunction(call):
-            problems.append(f"S3FileSystem._call_s3 is now {params}, not an async (method, ...)")
-    split = getattr(S3FileSystem, "split_path", None)
-    if split is None or tuple(inspect.signature(split).parameters) != ("self", "path"):
-        problems.append("S3FileSystem.split_path(path) is gone or changed")
-    return problems
+    return member_problems(S3FileSystem, _USED)
