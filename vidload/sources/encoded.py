@@ -302,20 +302,15 @@ class ContainerSource(FrameSourceBase):
             return []
         return self._plan(video_id, idx, None)
 
-    def settle(self, video_ids: Sequence[str] | None = None) -> None:
-        """Check the heads taken from the sidecar against the bytes the batch's round fetched
-        (`vidload._dataset.batch`: inside `holding`, so no request is sent): a container
-        unchanged since the sidecar was written keeps its head, as if opened; one rewritten
-        since is opened by its own read, as without a sidecar. Those of `video_ids`, or all."""
+    def settle(self, video_ids: Sequence[str]) -> None:
+        """Check the heads of `video_ids` taken from the sidecar against the bytes the batch's
+        round fetched (`vidload._dataset.batch`: inside `holding`, so no request is sent): a
+        container unchanged since the sidecar was written keeps its head, as if opened; one
+        rewritten since is opened by its own read, as without a sidecar."""
         pending = self._pending_heads
-        if video_ids is None:
-            items = list(pending.items())
-            pending.clear()
-        else:
-            items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
-            for v, _ in items:
-                pending.discard(v)
+        items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
         for vid, (location, record, head) in items:
+            pending.discard(vid)
             if self._head_checks(location, record, head):
                 self._keep_head(vid, head)
             else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
