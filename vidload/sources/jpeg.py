@@ -172,17 +172,13 @@ class JpegSource(ContainerSource):
         """(folder name, its record) for the sidecar of heads (`_heads.write_heads`, run in
         threads: no shared state but the names found), None where the folder does not list
         or has no frame."""
-        listed: dict[str, tuple[set[str], Callable[[str], bool]]] = {}
-
-        def probe(key: str) -> None:
-            listed[key] = self._listing(key)
 
         def name(i: int) -> str:
             return self.template.format(self.start_index + i)
 
         try:
-            key = self.store.container_key(video_id, self.suffix, probe)
-            count = _frame_run(*(listed.get(key) or self._listing(key)), name)[1]
+            key, listing = self._fetch_head(video_id)
+            count = _frame_run(*listing, name)[1]
             if count == 0:
                 return None
             last = self.store.location_of(f"{key}/{name(count - 1)}")
@@ -218,10 +214,10 @@ class JpegSource(ContainerSource):
         key = self.store.found_names.get(container_name(video_id, "", keep_extension=True))
         return key is not None and key in self._counts
 
-    def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
-        """(folder, its listing), the folder named as `_key` finds it
+    def _fetch_head(self, video_id: str) -> tuple[str, tuple[set[str], Callable[[str], bool]]]:
+        """(folder, its listing: `_listing`), the folder named as `_key` finds it
         (`vidload._storage.SourceRoot.find`)."""
-        return self.store.find(video_id, "", lambda key: self.store.location_of(key).list_dir())
+        return self.store.find(video_id, self.suffix, self._listing)
 
     def _keep_head(self, video_id: str, head: Any) -> None:
         """A folder's listing (`_fetch_head`), or its record from the sidecar, checked: as
@@ -231,7 +227,7 @@ class JpegSource(ContainerSource):
         if isinstance(head, _Recorded):
             self._counts[key] = (head.count, head.count)
         else:
-            self._scan(key, _remote_listing(head[1]))
+            self._scan(key, head[1])
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         if isinstance(head, _Recorded):
@@ -381,7 +377,10 @@ def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
     sizes)."""
     folder = where.local_file()
     if folder is None:
-        return _remote_listing(where.list_dir())
+        entries = where.list_dir()
+        return {n for n, size in entries.items() if size is not None}, (
+            lambda name: entries.get(name) == 0
+        )
     try:
         names = set(os.listdir(folder))
     except FileNotFoundError as e:
@@ -391,13 +390,6 @@ def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
     except OSError as e:
         raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
     return names, lambda name: _is_empty(folder / name)
-
-
-def _remote_listing(entries: dict[str, int | None]) -> tuple[set[str], Callable[[str], bool]]:
-    """A bucket folder's listing as `_listing` gives it (names; sizes say which are empty)."""
-    return {n for n, size in entries.items() if size is not None}, (
-        lambda name: entries.get(name) == 0
-    )
 
 
 def _is_empty(path: Path) -> bool:
