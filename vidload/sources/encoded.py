@@ -311,10 +311,19 @@ class ContainerSource(FrameSourceBase):
         items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
         for vid, (location, record, head) in items:
             pending.discard(vid)
-            if self._head_checks(location, record, head):
-                self._keep_head(vid, head)
-            else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
-                self._root_heads.suspect()
+            self._settle_one(vid, location, record, head)
+
+    def _settle_one(
+        self, video_id: str, location: Location, record: HeadRecord, head: object
+    ) -> bool:
+        """Keep `head`, `video_id`'s from the sidecar, as if opened where `location`'s bytes
+        check `record` (`_head_checks`); else note the sidecar suspect (the container was
+        rewritten since it was: it may be too, asked at the next batch). Whether kept."""
+        if self._head_checks(location, record, head):
+            self._keep_head(video_id, head)
+            return True
+        self._root_heads.suspect()
+        return False
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
         """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;

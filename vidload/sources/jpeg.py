@@ -200,13 +200,11 @@ class JpegSource(ContainerSource):
         return self.store.location_of(f"{name}/{self._name(count - 1)}"), head
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
-        """The last frame file as recorded, and no planned frame file absent; read from what
-        the round fetched (`held`): a failure is not asked again here."""
+        """The last frame file as recorded, and no planned frame file absent: a file the
+        round failed to fetch (`held`) is not asked again here."""
         assert isinstance(head, _Recorded)
-        h = held(location.url)
-        if h is None or h.error is not None:
-            return False
-        if any((p := held(url)) is not None and p.error is not None for url in head.planned):
+        urls = (location.url, *head.planned)
+        if any((h := held(url)) is not None and h.error is not None for url in urls):
             return False
         return super()._head_checks(location, record, head)
 
@@ -284,11 +282,8 @@ class JpegSource(ContainerSource):
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        if listing is None and not self.store.location.can_list:
-            recorded = self._recorded_count(key)
-            if recorded is not None:
-                self._counts[key] = (recorded, recorded)
-                return recorded, recorded
+        if listing is None and not self.store.location.can_list and self._recorded(key):
+            return self._counts[key]
         names, is_empty = self._listing(key) if listing is None else listing
         run, actual = _frame_run(names, is_empty, self._name)
         matching = run  # plus any numbered files outside the run (after a hole, say)
@@ -301,24 +296,18 @@ class JpegSource(ContainerSource):
         self._counts[key] = (matching, actual)
         return matching, actual
 
-    def _recorded_count(self, key: str) -> int | None:
-        """Where the root cannot list (HTTP): the frame count of the folder `key` as the
-        root's sidecar of heads records it (`_heads`, fetched once per machine), taken once its
-        last frame file is checked (one request: the bytes the record's digest covers); None
-        where there is no record or it does not check (the folder is then listed)."""
+    def _recorded(self, key: str) -> bool:
+        """Where the root cannot list (HTTP): whether the frame count of the folder `key` is
+        taken (`_keep_head`) as the root's sidecar of heads records it (`_heads`, fetched once
+        per machine), once its last frame file is checked (one request: the bytes the
+        record's digest covers); False where there is no record or it does not check (the
+        folder is then listed)."""
         heads = self._sidecar()
         record = None if heads is None else heads.get(key)
         if record is None:
-            return None
+            return False
         got = self._pending_of(key, key, record)
-        if got is None:
-            return None
-        location, head = got
-        if not ContainerSource._head_checks(self, location, record, head):
-            self._root_heads.suspect()  # rewritten since the sidecar was: it may be too
-            return None
-        assert isinstance(head, _Recorded)
-        return head.count
+        return got is not None and self._settle_one(key, got[0], record, got[1])
 
     def reported_frames(self, video_id: str) -> int | None:
         """`frame_counts[video_id]` when given, else the number of files matching the template."""
