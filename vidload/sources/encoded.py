@@ -210,15 +210,19 @@ class ContainerSource(FrameSourceBase):
         per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
         word for the videos it names."""
+        return missing_names(
+            self.store.location, video_ids, self._container_names, recorded=self.store.named
+        )
 
-        def names(vid: str) -> Iterator[str]:
-            short = container_name(vid, self.suffix)
-            yield short
-            full = container_name(vid, self.suffix, keep_extension=True)
-            if full != short:
-                yield full
-
-        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
+    def _container_names(self, video_id: str) -> Iterator[str]:
+        """The names `vidload._layout` gives `video_id`'s container, in the order they are
+        looked for in a bucket: without the video extension (`a/x1.h5`), then with it
+        (`a/x1.mp4.h5`, where two inputs share a stem); the second only when asked for."""
+        short = container_name(video_id, self.suffix)
+        yield short
+        full = container_name(video_id, self.suffix, keep_extension=True)
+        if full != short:
+            yield full
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
@@ -278,8 +282,6 @@ class ContainerSource(FrameSourceBase):
             todo = [v for v in todo if not self._pend_from(heads, v, pending)]
             if todo:  # listed nowhere in it: the sidecar may be older than the data
                 heads.suspect()
-        if not todo:
-            return
         found = run_concurrently(self._try_fetch_head, todo)
         for vid, head in zip(todo, found, strict=True):
             if head is not None:
@@ -345,10 +347,9 @@ class ContainerSource(FrameSourceBase):
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
         does not list its container (by the name the manifest records, else the short name
         first, as `_open_container`)."""
-        short = container_name(video_id, self.suffix)
         full = container_name(video_id, self.suffix, keep_extension=True)
         recorded = self.store.named(video_id)
-        for name in (recorded,) if recorded is not None else dict.fromkeys((short, full)):
+        for name in (recorded,) if recorded is not None else self._container_names(video_id):
             record = heads.get(name)
             if record is None:
                 continue
