@@ -110,16 +110,6 @@ def _block_offset(frames: h5py.Dataset) -> int | None:
     return int(offset)
 
 
-def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> int:
-    if offset + frames.shape[0] > size:
-        raise VideoReadError(
-            path,
-            f"truncated: 'frames' needs bytes up to {offset + frames.shape[0]} "
-            f"but the file has {size}",
-        )
-    return int(offset)
-
-
 def _open_at(location: Location) -> _Handle:
     """Open and validate one video's HDF5 file (`local_file()`; any failure is a
     VideoReadError naming it), or its object in a bucket: its size, then its first and last
@@ -160,7 +150,13 @@ def _opened(where: str, file: Any, size: int, location: Location | None) -> _Han
         handle.location = location
         offset = _block_offset(handle.frames) if location or f.driver == "sec2" else None
         if offset is not None:
-            handle.data_offset = _check_within(where, offset, handle.frames, size)
+            if offset + handle.frames.shape[0] > size:
+                raise VideoReadError(
+                    where,
+                    f"truncated: 'frames' needs bytes up to {offset + handle.frames.shape[0]} "
+                    f"but the file has {size}",
+                )
+            handle.data_offset = offset
             if location is not None:  # the frames are byte ranges of the object
                 f.close()
                 handle.file = None

@@ -154,8 +154,25 @@ class JpegSource(ContainerSource):
         return self.store.container_key(video_id, self.suffix, self._scan)
 
     def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
-        """(file names in the folder `key`, a test for an empty file among them)."""
-        return _folder_listing(self.store.location_of(key))
+        """(file names in the folder `key`, a test for an empty file among them): a local
+        folder (`local_file()`) by one `os.listdir`, a stat only for the files asked about;
+        in a bucket one request (names and sizes)."""
+        where = self.store.location_of(key)
+        folder = where.local_file()
+        if folder is None:
+            entries = where.list_dir()
+            return {n for n, size in entries.items() if size is not None}, (
+                lambda name: entries.get(name) == 0
+            )
+        try:
+            names = set(os.listdir(folder))
+        except FileNotFoundError as e:
+            raise VideoReadError(folder, "frame folder not found") from e
+        except NotADirectoryError as e:
+            raise VideoReadError(folder, "not a folder of frames") from e
+        except OSError as e:
+            raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
+        return names, lambda name: _is_empty(folder / name)
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
     #
@@ -358,27 +375,6 @@ class _Recorded:
     key: str
     count: int
     planned: list[str] = field(default_factory=list)
-
-
-def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
-    """A frame folder's listing (`JpegSource._listing`): a local one (`local_file()`) by one
-    `os.listdir`, a stat only for the files asked about; in a bucket one request (names and
-    sizes)."""
-    folder = where.local_file()
-    if folder is None:
-        entries = where.list_dir()
-        return {n for n, size in entries.items() if size is not None}, (
-            lambda name: entries.get(name) == 0
-        )
-    try:
-        names = set(os.listdir(folder))
-    except FileNotFoundError as e:
-        raise VideoReadError(folder, "frame folder not found") from e
-    except NotADirectoryError as e:
-        raise VideoReadError(folder, "not a folder of frames") from e
-    except OSError as e:
-        raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
-    return names, lambda name: _is_empty(folder / name)
 
 
 def _is_empty(path: Path) -> bool:
