@@ -260,16 +260,10 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
     }
     if any(r.lengths is not None for r in rows):
         parts = [np.asarray(r.lengths if r.lengths is not None else [], np.uint32) for r in rows]
-        arrays["lengths"] = np.concatenate(parts) if parts else np.empty(0, np.uint32)
-        arrays["starts"] = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(
-            np.int64
-        )
+        arrays["lengths"], arrays["starts"] = _ragged(parts, np.uint32)
     if any(r.raw is not None for r in rows):
         blobs = [np.frombuffer(zlib.compress(r.raw) if r.raw else b"", np.uint8) for r in rows]
-        arrays["zblobs"] = np.concatenate(blobs) if blobs else np.empty(0, np.uint8)
-        arrays["blob_starts"] = np.concatenate([[0], np.cumsum([b.size for b in blobs])]).astype(
-            np.int64
-        )
+        arrays["zblobs"], arrays["blob_starts"] = _ragged(blobs, np.uint8)
     out = io.BytesIO()
     # `numpy.savez`'s layout, but each member dated 1980-01-01: the same heads give the same
     # bytes (a local run and one into a bucket write identical sidecars)
@@ -278,6 +272,13 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
             with z.open(zipfile.ZipInfo(f"{name}.npy"), "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.asanyarray(arr), allow_pickle=False)
     return out.getvalue()
+
+
+def _ragged(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """(every row's part, end to end; int64 (rows + 1,) where each row's part starts): a
+    column of one part a row (`Heads.get` reads row i's as [starts[i], starts[i + 1]))."""
+    values = np.concatenate(parts) if parts else np.empty(0, dtype)
+    return values, np.cumsum([0, *(p.size for p in parts)], dtype=np.int64)
 
 
 def _nan(value: float | None) -> float:
