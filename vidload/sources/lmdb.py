@@ -151,14 +151,10 @@ def _forget(path: str) -> None:
 def _split(container: Path | str) -> tuple[str, str]:
     """(environment path, name within it) of a container path `OUTPUT/frames.lmdb#a/x1`."""
     text = os.fspath(container)
-    head, mark, name = text.rpartition(os.sep + _MARK)
-    if not mark:
-        head, mark, name = (
-            ("", _MARK, text[len(_MARK) :]) if text.startswith(_MARK) else ("", "", "")
-        )
-    if not mark or not name:
+    head, mark, name = text.rpartition(_MARK)
+    if not mark or not name or head[-1:] not in ("", os.sep):  # the mark starts a path part
         raise ValueError(f"{text!r} is not an LMDB container name ({_MARK}<name>)")
-    return (os.path.join(head, ENV_NAME) if head else ENV_NAME), name
+    return head + ENV_NAME, name
 
 
 @dataclass(frozen=True)
