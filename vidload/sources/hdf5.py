@@ -232,9 +232,9 @@ def _validate(path: str, f: h5py.File) -> _Handle:
     return _Handle(f, frames, offsets, reported, fps=fps, name=path)
 
 
-def _close_handle(handle: _Handle) -> None:
-    if handle.file is not None:
-        handle.file.close()
+def _close_handle(head: _Handle) -> None:
+    if head.file is not None:
+        head.file.close()
 
 
 @shared_docs
@@ -301,9 +301,7 @@ class Hdf5Source(ContainerSource):
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
     _open_head = staticmethod(_open_at)
-
-    def _close_head(self, head: _Handle) -> None:
-        _close_handle(head)
+    _close_head = staticmethod(_close_handle)
 
     heads_kind = "hdf5"
 
