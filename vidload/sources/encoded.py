@@ -282,6 +282,8 @@ class ContainerSource(FrameSourceBase):
             todo = [v for v in todo if not self._pend_from(heads, v, pending)]
             if todo:  # listed nowhere in it: the sidecar may be older than the data
                 heads.suspect()
+        if not todo:
+            return
         found = run_concurrently(self._try_fetch_head, todo)
         for vid, head in zip(todo, found, strict=True):
             if head is not None:
