@@ -76,7 +76,7 @@ from vidload._dataset.batch import Lead
 from vidload._loader.position import Wrapper
 from vidload._lru import ProcessLRU
 from vidload.errors import VideoReadError
-from vidload.sources.base import FrameSourceBase, open_regular
+from vidload.sources.base import FrameSourceBase, open_regular_file
 
 if TYPE_CHECKING:
     from vidload.dataset import ClipDataset
@@ -358,7 +358,7 @@ class ReadAheadSampler(Wrapper, Sampler[T]):
 
     def _hint(self, video_id: str, path: Path, offset: int, length: int) -> None:
         try:
-            fd = open_regular(path)[0]  # a FIFO would block the hinting thread
+            fd = open_regular_file(path)  # a FIFO would block the hinting thread
         except (VideoReadError, TypeError, ValueError) as e:  # missing, not a file, not a path
             self._failed(f"{str(path)!r} (video {video_id!r})", e)
             return

@@ -50,7 +50,7 @@ from vidload.errors import VideoReadError
 from vidload.sources._orientation import Orientation
 from vidload.sources._video_index import DIGEST_BYTES, FrameIndex, SeekPoint
 from vidload.sources._video_ranges import ByteLayout, record_layout, span_digest
-from vidload.sources.base import open_regular
+from vidload.sources.base import open_regular_file
 
 __all__ = [
     "PersistedIndex",
@@ -108,7 +108,7 @@ class UnusableIndex(Exception):
 
 def file_digest(path: Path) -> tuple[int, str]:
     """(size, SHA-1 hex of the first and last `_SPAN` bytes) of the file at `path`."""
-    with os.fdopen(open_regular(path)[0], "rb") as f:
+    with os.fdopen(open_regular_file(path), "rb") as f:
         fd = f.fileno()
         size = os.fstat(fd).st_size
         spans = [os.pread(fd, _SPAN, 0)]
@@ -159,7 +159,7 @@ def load_index(video_file: Path, stream_index: int) -> PersistedIndex | None:
     if not os.path.lexists(path):
         return None
     try:
-        with os.fdopen(open_regular(path)[0], "rb") as f:
+        with os.fdopen(open_regular_file(path), "rb") as f:
             persisted, size, digest = parse_index(f.read())
         now = file_digest(video_file)
         if (size, digest) != now:

@@ -35,6 +35,7 @@ __all__ = [
     "hints_of",
     "normalize_video_id",
     "open_regular",
+    "open_regular_file",
     "strip_video_ext",
 ]
 
@@ -212,17 +213,22 @@ def check_regular_file(path: Path) -> os.stat_result:
     return st
 
 
+def open_regular_file(path: str | os.PathLike[str], *, index: int | None = None) -> int:
+    """A read-only file descriptor on `path`, which must be a regular file (see
+    `check_regular_file`); opened non-blocking so that a FIFO never blocks, then checked.
+    `index` (a frame index) goes into the errors."""
+    return open_regular(path, index=index)[0]
+
+
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 def open_regular(
     path: str | os.PathLike[str], *, index: int | None = None
 ) -> tuple[int, os.stat_result]:
-    """(a read-only file descriptor on `path`, which must be a regular file (see
-    `check_regular_file`), the stat of the opened file): opened non-blocking so that a FIFO
-    never blocks, then checked by one fstat (a reader that needs the size or a change stamp
-    takes it from here, not from a second fstat). `index` (a frame index) goes into the
-    errors."""
+    """`open_regular_file`, with the stat of the opened file (the one fstat that checked it:
+    a reader that needs the size or a change stamp takes it from here, not from a second
+    fstat)."""
     try:
         fd = os.open(path, _OPEN_FLAGS)
     except FileNotFoundError as e:
