@@ -236,13 +236,12 @@ class JpegSource(ContainerSource):
 
     def _keep_head(self, video_id: str, head: Any) -> None:
         """A folder's listing (`_fetch_head`), or its record from the sidecar, checked: as
-        if listed."""
-        key = head.key if isinstance(head, _Recorded) else head[0]
-        self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
+        if listed. The folder's name is kept where it was found (`SourceRoot.find`, or
+        `_pend_from` for a record)."""
         if isinstance(head, _Recorded):
-            self._counts[key] = (head.count, head.count)
+            self._counts[head.key] = (head.count, head.count)
         else:
-            self._scan(key, head[1])
+            self._scan(*head)
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         if isinstance(head, _Recorded):
