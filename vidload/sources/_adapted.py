@@ -27,18 +27,15 @@ from vidload.transforms import ClipGeometry, apply_geometry, frames_mismatch
 
 __all__ = ["OPTIONAL_METHODS", "AdaptedSource", "adapt_source"]
 
-#: The optional methods `FrameSourceBase` declares (None: not offered).
-OPTIONAL_METHODS = (
-    "timestamps",
-    "missing_videos",
-    "prepare",
-    "fetch_plan",
-    "settle",
-    "files",
-    "byte_ranges",
-    "use_containers",
-)
+#: The attributes of `FrameSourceBase` the adapter takes where the object has them.
 _ATTRIBUTES = ("root", "store")
+#: The optional methods `FrameSourceBase` declares (None: not offered), read off its
+#: declarations: every attribute it declares None but `_ATTRIBUTES` and `heads_kind`.
+OPTIONAL_METHODS = tuple(
+    name
+    for name, value in vars(FrameSourceBase).items()
+    if value is None and name not in (*_ATTRIBUTES, "heads_kind")
+)
 
 
 def adapt_source(source: object) -> FrameSourceBase:

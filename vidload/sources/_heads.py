@@ -16,7 +16,7 @@ request (`vidload._storage.node_copy`). No process reads it whole: a record is a
 Kinetics-size sidecar (hundreds of MB) costs the page cache one copy per machine. The copy is
 named by the sidecar's version (ETag); a process that sees it stale (a head that fails its
 check, a container it does not list) asks the version once and fetches a rewritten sidecar
-again (`Heads.refreshed`).
+again (`Heads.current`).
 
 A head from the sidecar is checked before it is used: the round also fetches the container's
 first and last `CHECK_BYTES` (`check_spans`, coalesced with nearby frames), and their digest
@@ -139,7 +139,7 @@ def name_key(name: str) -> int:
 
 class Heads:
     """A sidecar: the record of a container by its name (`get`), read by rows from its local
-    file (`_heads_file`); where it came from a bucket, `refreshed` fetches it again once a
+    file (`_heads_file`); where it came from a bucket, `current` fetches it again once a
     process has seen it is stale."""
 
     def __init__(
@@ -208,15 +208,12 @@ class Heads:
         self._suspect = True
 
     def current(self) -> Heads | None:
-        """This sidecar, or where it was noted suspect, `refreshed()` (no request otherwise)."""
-        return self.refreshed() if self._suspect else self
-
-    def refreshed(self) -> Heads | None:
-        """The sidecar as it is in the bucket now, where this copy may be stale (a head that
-        failed its check, a container it does not list): once per process, the version is
-        asked (one request) and a rewritten sidecar fetched again, once per machine
-        (`node_copy`); this copy where it is the store's, or the sidecar is local."""
-        if self._rechecked:
+        """This sidecar (no request), or where it was noted suspect (`suspect`: a head that
+        failed its check, a container it does not list) the sidecar as it is in the bucket
+        now: once per process, the version is asked (one request) and a rewritten sidecar
+        fetched again, once per machine (`node_copy`); this copy where it is the store's, or
+        the sidecar is local."""
+        if self._rechecked or not self._suspect:
             return self
         self._rechecked = True
         assert self._origin is not None
@@ -260,16 +257,10 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
     }
     if any(r.lengths is not None for r in rows):
         parts = [np.asarray(r.lengths if r.lengths is not None else [], np.uint32) for r in rows]
-        arrays["lengths"] = np.concatenate(parts) if parts else np.empty(0, np.uint32)
-        arrays["starts"] = np.concatenate([[0], np.cumsum([p.size for p in parts])]).astype(
-            np.int64
-        )
+        arrays["lengths"], arrays["starts"] = _ragged(parts, np.uint32)
     if any(r.raw is not None for r in rows):
         blobs = [np.frombuffer(zlib.compress(r.raw) if r.raw else b"", np.uint8) for r in rows]
-        arrays["zblobs"] = np.concatenate(blobs) if blobs else np.empty(0, np.uint8)
-        arrays["blob_starts"] = np.concatenate([[0], np.cumsum([b.size for b in blobs])]).astype(
-            np.int64
-        )
+        arrays["zblobs"], arrays["blob_starts"] = _ragged(blobs, np.uint8)
     out = io.BytesIO()
     # `numpy.savez`'s layout, but each member dated 1980-01-01: the same heads give the same
     # bytes (a local run and one into a bucket write identical sidecars)
@@ -278,6 +269,13 @@ def render_heads(kind: str, records: Mapping[str, HeadRecord]) -> bytes:
             with z.open(zipfile.ZipInfo(f"{name}.npy"), "w", force_zip64=True) as f:
                 np.lib.format.write_array(f, np.asanyarray(arr), allow_pickle=False)
     return out.getvalue()
+
+
+def _ragged(parts: list[np.ndarray], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """(every row's part, end to end; int64 (rows + 1,) where each row's part starts): a
+    column of one part a row (`Heads.get` reads row i's as [starts[i], starts[i + 1]))."""
+    values = np.concatenate(parts) if parts else np.empty(0, dtype)
+    return values, np.cumsum([0, *(p.size for p in parts)], dtype=np.int64)
 
 
 def _nan(value: float | None) -> float:
@@ -360,7 +358,7 @@ class RootHeads:
         if got is None:
             got = (read_heads(root, kind, cache),)
         elif got[0] is not None:
-            got = (got[0].current(),)  # noted suspect: asked again (`Heads.refreshed`)
+            got = (got[0].current(),)  # noted suspect: asked again (`Heads.current`)
         self._held.put("heads", got)
         return got[0]
 

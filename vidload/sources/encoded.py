@@ -210,15 +210,19 @@ class ContainerSource(FrameSourceBase):
         per folder (per prefix in a bucket), not a stat per video
         (`vidload.sources._listing`); where the root cannot list (HTTP), the manifest's
         word for the videos it names."""
+        return missing_names(
+            self.store.location, video_ids, self._container_names, recorded=self.store.named
+        )
 
-        def names(vid: str) -> Iterator[str]:
-            short = container_name(vid, self.suffix)
-            yield short
-            full = container_name(vid, self.suffix, keep_extension=True)
-            if full != short:
-                yield full
-
-        return missing_names(self.store.location, video_ids, names, recorded=self.store.named)
+    def _container_names(self, video_id: str) -> Iterator[str]:
+        """The names `vidload._layout` gives `video_id`'s container, in the order they are
+        looked for in a bucket: without the video extension (`a/x1.h5`), then with it
+        (`a/x1.mp4.h5`, where two inputs share a stem); the second only when asked for."""
+        short = container_name(video_id, self.suffix)
+        yield short
+        full = container_name(video_id, self.suffix, keep_extension=True)
+        if full != short:
+            yield full
 
     def files(self, video_id: str) -> list[Path]:
         """The files a read of `video_id` opens (for read-ahead hints): its container file;
@@ -302,24 +306,28 @@ class ContainerSource(FrameSourceBase):
             return []
         return self._plan(video_id, idx, None)
 
-    def settle(self, video_ids: Sequence[str] | None = None) -> None:
-        """Check the heads taken from the sidecar against the bytes the batch's round fetched
-        (`vidload._dataset.batch`: inside `holding`, so no request is sent): a container
-        unchanged since the sidecar was written keeps its head, as if opened; one rewritten
-        since is opened by its own read, as without a sidecar. Those of `video_ids`, or all."""
+    def settle(self, video_ids: Sequence[str]) -> None:
+        """Check the heads of `video_ids` taken from the sidecar against the bytes the batch's
+        round fetched (`vidload._dataset.batch`: inside `holding`, so no request is sent): a
+        container unchanged since the sidecar was written keeps its head, as if opened; one
+        rewritten since is opened by its own read, as without a sidecar."""
         pending = self._pending_heads
-        if video_ids is None:
-            items = list(pending.items())
-            pending.clear()
-        else:
-            items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
-            for v, _ in items:
-                pending.discard(v)
+        items = [(v, got) for v in dict.fromkeys(video_ids) if (got := pending.get(v))]
         for vid, (location, record, head) in items:
-            if self._head_checks(location, record, head):
-                self._keep_head(vid, head)
-            else:  # rewritten since the sidecar was: it may be too (asked at the next batch)
-                self._root_heads.suspect()
+            pending.discard(vid)
+            self._settle_one(vid, location, record, head)
+
+    def _settle_one(
+        self, video_id: str, location: Location, record: HeadRecord, head: object
+    ) -> bool:
+        """Keep `head`, `video_id`'s from the sidecar, as if opened where `location`'s bytes
+        check `record` (`_head_checks`); else note the sidecar suspect (the container was
+        rewritten since it was: it may be too, asked at the next batch). Whether kept."""
+        if self._head_checks(location, record, head):
+            self._keep_head(video_id, head)
+            return True
+        self._root_heads.suspect()
+        return False
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
         """Whether the bytes fetched at `location`'s `check_spans` are the record's (`settle`;
@@ -341,10 +349,9 @@ class ContainerSource(FrameSourceBase):
         """Take `video_id`'s head from the sidecar, pending its check; False where the sidecar
         does not list its container (by the name the manifest records, else the short name
         first, as `_open_container`)."""
-        short = container_name(video_id, self.suffix)
         full = container_name(video_id, self.suffix, keep_extension=True)
         recorded = self.store.named(video_id)
-        for name in (recorded,) if recorded is not None else dict.fromkeys((short, full)):
+        for name in (recorded,) if recorded is not None else self._container_names(video_id):
             record = heads.get(name)
             if record is None:
                 continue

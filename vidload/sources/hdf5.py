@@ -110,16 +110,6 @@ def _block_offset(frames: h5py.Dataset) -> int | None:
     return int(offset)
 
 
-def _check_within(path: str, offset: int, frames: h5py.Dataset, size: int) -> int:
-    if offset + frames.shape[0] > size:
-        raise VideoReadError(
-            path,
-            f"truncated: 'frames' needs bytes up to {offset + frames.shape[0]} "
-            f"but the file has {size}",
-        )
-    return int(offset)
-
-
 def _open_at(location: Location) -> _Handle:
     """Open and validate one video's HDF5 file (`local_file()`; any failure is a
     VideoReadError naming it), or its object in a bucket: its size, then its first and last
@@ -160,7 +150,13 @@ def _opened(where: str, file: Any, size: int, location: Location | None) -> _Han
         handle.location = location
         offset = _block_offset(handle.frames) if location or f.driver == "sec2" else None
         if offset is not None:
-            handle.data_offset = _check_within(where, offset, handle.frames, size)
+            if offset + handle.frames.shape[0] > size:
+                raise VideoReadError(
+                    where,
+                    f"truncated: 'frames' needs bytes up to {offset + handle.frames.shape[0]} "
+                    f"but the file has {size}",
+                )
+            handle.data_offset = offset
             if location is not None:  # the frames are byte ranges of the object
                 f.close()
                 handle.file = None
@@ -236,9 +232,9 @@ def _validate(path: str, f: h5py.File) -> _Handle:
     return _Handle(f, frames, offsets, reported, fps=fps, name=path)
 
 
-def _close_handle(handle: _Handle) -> None:
-    if handle.file is not None:
-        handle.file.close()
+def _close_handle(head: _Handle) -> None:
+    if head.file is not None:
+        head.file.close()
 
 
 @shared_docs
@@ -305,9 +301,7 @@ class Hdf5Source(ContainerSource):
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
 
     _open_head = staticmethod(_open_at)
-
-    def _close_head(self, head: _Handle) -> None:
-        _close_handle(head)
+    _close_head = staticmethod(_close_handle)
 
     heads_kind = "hdf5"
 

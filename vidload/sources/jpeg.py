@@ -154,8 +154,25 @@ class JpegSource(ContainerSource):
         return self.store.container_key(video_id, self.suffix, self._scan)
 
     def _listing(self, key: str) -> tuple[set[str], Callable[[str], bool]]:
-        """(file names in the folder `key`, a test for an empty file among them)."""
-        return _folder_listing(self.store.location_of(key))
+        """(file names in the folder `key`, a test for an empty file among them): a local
+        folder (`local_file()`) by one `os.listdir`, a stat only for the files asked about;
+        in a bucket one request (names and sizes)."""
+        where = self.store.location_of(key)
+        folder = where.local_file()
+        if folder is None:
+            entries = where.list_dir()
+            return {n for n, size in entries.items() if size is not None}, (
+                lambda name: entries.get(name) == 0
+            )
+        try:
+            names = set(os.listdir(folder))
+        except FileNotFoundError as e:
+            raise VideoReadError(folder, "frame folder not found") from e
+        except NotADirectoryError as e:
+            raise VideoReadError(folder, "not a folder of frames") from e
+        except OSError as e:
+            raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
+        return names, lambda name: _is_empty(folder / name)
 
     # -- a batch in one round (`ContainerSource.prepare`, `fetch_plan`): remote roots only
     #
@@ -172,17 +189,13 @@ class JpegSource(ContainerSource):
         """(folder name, its record) for the sidecar of heads (`_heads.write_heads`, run in
         threads: no shared state but the names found), None where the folder does not list
         or has no frame."""
-        listed: dict[str, tuple[set[str], Callable[[str], bool]]] = {}
-
-        def probe(key: str) -> None:
-            listed[key] = self._listing(key)
 
         def name(i: int) -> str:
             return self.template.format(self.start_index + i)
 
         try:
-            key = self.store.container_key(video_id, self.suffix, probe)
-            count = _frame_run(*(listed.get(key) or self._listing(key)), name)[1]
+            key, listing = self._fetch_head(video_id)
+            count = _frame_run(*listing, name)[1]
             if count == 0:
                 return None
             last = self.store.location_of(f"{key}/{name(count - 1)}")
@@ -204,13 +217,11 @@ class JpegSource(ContainerSource):
         return self.store.location_of(f"{name}/{self._name(count - 1)}"), head
 
     def _head_checks(self, location: Location, record: HeadRecord, head: object) -> bool:
-        """The last frame file as recorded, and no planned frame file absent; read from what
-        the round fetched (`held`): a failure is not asked again here."""
+        """The last frame file as recorded, and no planned frame file absent: a file the
+        round failed to fetch (`held`) is not asked again here."""
         assert isinstance(head, _Recorded)
-        h = held(location.url)
-        if h is None or h.error is not None:
-            return False
-        if any((p := held(url)) is not None and p.error is not None for url in head.planned):
+        urls = (location.url, *head.planned)
+        if any((h := held(url)) is not None and h.error is not None for url in urls):
             return False
         return super()._head_checks(location, record, head)
 
@@ -218,20 +229,19 @@ class JpegSource(ContainerSource):
         key = self.store.found_names.get(container_name(video_id, "", keep_extension=True))
         return key is not None and key in self._counts
 
-    def _fetch_head(self, video_id: str) -> tuple[str, dict[str, int | None]]:
-        """(folder, its listing), the folder named as `_key` finds it
+    def _fetch_head(self, video_id: str) -> tuple[str, tuple[set[str], Callable[[str], bool]]]:
+        """(folder, its listing: `_listing`), the folder named as `_key` finds it
         (`vidload._storage.SourceRoot.find`)."""
-        return self.store.find(video_id, "", lambda key: self.store.location_of(key).list_dir())
+        return self.store.find(video_id, self.suffix, self._listing)
 
     def _keep_head(self, video_id: str, head: Any) -> None:
         """A folder's listing (`_fetch_head`), or its record from the sidecar, checked: as
-        if listed."""
-        key = head.key if isinstance(head, _Recorded) else head[0]
-        self.store.found_names[container_name(video_id, "", keep_extension=True)] = key
+        if listed. The folder's name is kept where it was found (`SourceRoot.find`, or
+        `_pend_from` for a record)."""
         if isinstance(head, _Recorded):
-            self._counts[key] = (head.count, head.count)
+            self._counts[head.key] = (head.count, head.count)
         else:
-            self._scan(key, _remote_listing(head[1]))
+            self._scan(*head)
 
     def _plan(self, video_id: str, idx: np.ndarray, head: object | None) -> list[Request]:
         if isinstance(head, _Recorded):
@@ -288,11 +298,8 @@ class JpegSource(ContainerSource):
         cached = self._counts.get(key)
         if cached is not None:
             return cached
-        if listing is None and not self.store.location.can_list:
-            recorded = self._recorded_count(key)
-            if recorded is not None:
-                self._counts[key] = (recorded, recorded)
-                return recorded, recorded
+        if listing is None and not self.store.location.can_list and self._recorded(key):
+            return self._counts[key]
         names, is_empty = self._listing(key) if listing is None else listing
         run, actual = _frame_run(names, is_empty, self._name)
         matching = run  # plus any numbered files outside the run (after a hole, say)
@@ -305,24 +312,18 @@ class JpegSource(ContainerSource):
         self._counts[key] = (matching, actual)
         return matching, actual
 
-    def _recorded_count(self, key: str) -> int | None:
-        """Where the root cannot list (HTTP): the frame count of the folder `key` as the
-        root's sidecar of heads records it (`_heads`, fetched once per machine), taken once its
-        last frame file is checked (one request: the bytes the record's digest covers); None
-        where there is no record or it does not check (the folder is then listed)."""
+    def _recorded(self, key: str) -> bool:
+        """Where the root cannot list (HTTP): whether the frame count of the folder `key` is
+        taken (`_keep_head`) as the root's sidecar of heads records it (`_heads`, fetched once
+        per machine), once its last frame file is checked (one request: the bytes the
+        record's digest covers); False where there is no record or it does not check (the
+        folder is then listed)."""
         heads = self._sidecar()
         record = None if heads is None else heads.get(key)
         if record is None:
-            return None
+            return False
         got = self._pending_of(key, key, record)
-        if got is None:
-            return None
-        location, head = got
-        if not ContainerSource._head_checks(self, location, record, head):
-            self._root_heads.suspect()  # rewritten since the sidecar was: it may be too
-            return None
-        assert isinstance(head, _Recorded)
-        return head.count
+        return got is not None and self._settle_one(key, got[0], record, got[1])
 
     def reported_frames(self, video_id: str) -> int | None:
         """`frame_counts[video_id]` when given, else the number of files matching the template."""
@@ -373,31 +374,6 @@ class _Recorded:
     key: str
     count: int
     planned: list[str] = field(default_factory=list)
-
-
-def _folder_listing(where: Location) -> tuple[set[str], Callable[[str], bool]]:
-    """A frame folder's listing (`JpegSource._listing`): a local one (`local_file()`) by one
-    `os.listdir`, a stat only for the files asked about; in a bucket one request (names and
-    sizes)."""
-    folder = where.local_file()
-    if folder is None:
-        return _remote_listing(where.list_dir())
-    try:
-        names = set(os.listdir(folder))
-    except FileNotFoundError as e:
-        raise VideoReadError(folder, "frame folder not found") from e
-    except NotADirectoryError as e:
-        raise VideoReadError(folder, "not a folder of frames") from e
-    except OSError as e:
-        raise VideoReadError(folder, f"cannot list the frame folder: {e}") from e
-    return names, lambda name: _is_empty(folder / name)
-
-
-def _remote_listing(entries: dict[str, int | None]) -> tuple[set[str], Callable[[str], bool]]:
-    """A bucket folder's listing as `_listing` gives it (names; sizes say which are empty)."""
-    return {n for n, size in entries.items() if size is not None}, (
-        lambda name: entries.get(name) == 0
-    )
 
 
 def _is_empty(path: Path) -> bool:

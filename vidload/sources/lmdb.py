@@ -34,7 +34,7 @@ import errno
 import json
 import os
 import struct
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,14 +151,10 @@ def _forget(path: str) -> None:
 def _split(container: Path | str) -> tuple[str, str]:
     """(environment path, name within it) of a container path `OUTPUT/frames.lmdb#a/x1`."""
     text = os.fspath(container)
-    head, mark, name = text.rpartition(os.sep + _MARK)
-    if not mark:
-        head, mark, name = (
-            ("", _MARK, text[len(_MARK) :]) if text.startswith(_MARK) else ("", "", "")
-        )
-    if not mark or not name:
+    head, mark, name = text.rpartition(_MARK)
+    if not mark or not name or head[-1:] not in ("", os.sep):  # the mark starts a path part
         raise ValueError(f"{text!r} is not an LMDB container name ({_MARK}<name>)")
-    return (os.path.join(head, ENV_NAME) if head else ENV_NAME), name
+    return head + ENV_NAME, name
 
 
 @dataclass(frozen=True)
@@ -173,11 +169,10 @@ class _Meta:
     timed: bool
 
 
-def _find_meta(txn: Any, video_id: str) -> _Meta | None:
-    """A video's meta key, by its names in the environment (`_names`), None where it has none."""
-    return next(
-        filter(None, (_read_meta(txn, n) for n in _names(normalize_video_id(video_id)))), None
-    )
+def _find_meta(txn: Any, names: Iterable[str]) -> _Meta | None:
+    """A video's meta key, by the first of its `names` in the environment (`_names`) that
+    has one, None where none has."""
+    return next(filter(None, (_read_meta(txn, n) for n in names)), None)
 
 
 def _read_meta(txn: Any, name: str) -> _Meta | None:
@@ -255,7 +250,7 @@ class LmdbSource(ContainerSource):
         got = self._metas.get(video_id)
         if got is None:
             with _environment(self.environment, write=False).begin() as txn:
-                got = _find_meta(txn, video_id)
+                got = _find_meta(txn, _names(video_id))
             if got is None:
                 raise VideoReadError(
                     f"{self.environment}#{normalize_video_id(video_id)}", "not found"
@@ -275,7 +270,7 @@ class LmdbSource(ContainerSource):
         if not os.path.isdir(self.environment):
             return list(video_ids)
         with _environment(self.environment, write=False).begin() as txn:
-            return [v for v in video_ids if _find_meta(txn, v) is None]
+            return [v for v in video_ids if _find_meta(txn, _names(v)) is None]
 
     def timestamps(self, video_id: str) -> np.ndarray:
         """float64 (actual_frames,) seconds: those convert stored, else frame i at i / fps
@@ -338,30 +333,28 @@ class LmdbFormat(JpegFramesFormat):
         environment, name = _split(container)
         if not os.path.isfile(os.path.join(environment, "data.mdb")):
             return False
-        return self._meta(environment, name) is not None
+        with _environment(environment, write=False, fresh=True).begin() as txn:
+            return _read_meta(txn, name) is not None
 
     @staticmethod
-    def _meta(environment: str, name: str) -> _Meta | None:
+    def _stored_bytes(environment: str, *names: str) -> int:
+        """The bytes on disk of the video stored by the first of `names` that has a meta key
+        in the environment (whole pages, as LMDB stores a large value)."""
         with _environment(environment, write=False, fresh=True).begin() as txn:
-            return _read_meta(txn, name)
+            meta = _find_meta(txn, names)
+        if meta is None:
+            raise VideoReadError(f"{environment}#{names[0]}", "not found")
+        return meta.nbytes
 
     def nbytes(self, container: Path) -> int:
-        """Its values' bytes on disk (whole pages, as LMDB stores a large value)."""
-        meta = self._meta(*_split(container))
-        if meta is None:
-            raise VideoReadError(container, "not found")
-        return meta.nbytes
+        """Its values' bytes on disk (`_stored_bytes`)."""
+        return self._stored_bytes(*_split(container))
 
     def files(self, root: Path, video_id: str) -> list[Path]:
         return [root / ENV_NAME / "data.mdb"]
 
     def video_bytes(self, root: Path, video_id: str) -> int:
-        environment = str(root / ENV_NAME)
-        with _environment(environment, write=False, fresh=True).begin() as txn:
-            meta = _find_meta(txn, video_id)
-        if meta is None:
-            raise VideoReadError(environment, f"{video_id!r} not found")
-        return meta.nbytes
+        return self._stored_bytes(str(root / ENV_NAME), *_names(video_id))
 
     def write(self, container: Path, frames: Frames, options: Any) -> Written:
         """Encode `frames` (spilled to disk, outside the lock), then store them as the
