@@ -42,21 +42,28 @@ def _long_frame(i: int, noise: np.ndarray) -> np.ndarray:
 def long_video(tmp_path_factory) -> Path:
     """A 2-minute H.264 MP4 laid out as `vidload convert --to video` writes one (a keyframe
     every GOP frames, no B-frames), ~7 MB, with its persisted frame index."""
-    folder = tmp_path_factory.mktemp("long")
-    path = folder / "long.mp4"
-    noise = np.random.default_rng(0).integers(0, 256, (NOISE, W, 3), dtype=np.uint8)
     params = f"keyint={GOP}:min-keyint={GOP}:scenecut=0:bframes=0"
+    return _write_long(
+        tmp_path_factory.mktemp("long") / "long.mp4", LONG, 0, {"x264-params": params}
+    )
+
+
+def _write_long(path: Path, frames: int, seed: int, options: dict[str, str]) -> Path:
+    """`frames` painted frames with moving noise (`_long_frame`) as H.264 at 25 fps in `path`
+    (the container from its suffix), x264 `options` beside ultrafast/CRF 23, with its
+    persisted frame index."""
+    noise = np.random.default_rng(seed).integers(0, 256, (NOISE, W, 3), dtype=np.uint8)
     with av.open(str(path), "w") as out:
         stream = out.add_stream("libx264", rate=25)
         stream.width, stream.height, stream.pix_fmt = W, H + NOISE, "yuv420p"
-        stream.options = {"preset": "ultrafast", "crf": "23", "x264-params": params}
-        for i in range(LONG):
+        stream.options = {"preset": "ultrafast", "crf": "23", **options}
+        for i in range(frames):
             frame = av.VideoFrame.from_ndarray(_long_frame(i, noise), format="rgb24")
             for packet in stream.encode(frame):
                 out.mux(packet)
         for packet in stream.encode(None):
             out.mux(packet)
-    VideoSource(folder).write_index("long.mp4")
+    VideoSource(path.parent).write_index(path.name)
     return path
 
 
@@ -356,21 +363,7 @@ def test_a_batch_of_cold_videos_is_two_rounds(long_video, http_dir, monkeypatch,
 def matroska(tmp_path_factory) -> Path:
     """A 24-second Matroska original (H.264 in MKV, a keyframe every 25 frames) of ~1 MB, whose
     Cues FFmpeg's muxer writes at the end of the file, with its persisted index."""
-    folder = tmp_path_factory.mktemp("mkv")
-    path = folder / "long.mkv"
-    noise = np.random.default_rng(1).integers(0, 256, (NOISE, W, 3), dtype=np.uint8)
-    with av.open(str(path), "w") as out:
-        stream = out.add_stream("libx264", rate=25)
-        stream.width, stream.height, stream.pix_fmt = W, H + NOISE, "yuv420p"
-        stream.options = {"preset": "ultrafast", "crf": "23", "g": "25", "bf": "2"}
-        for i in range(600):
-            frame = av.VideoFrame.from_ndarray(_long_frame(i, noise), format="rgb24")
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    VideoSource(folder).write_index("long.mkv")
-    return path
+    return _write_long(tmp_path_factory.mktemp("mkv") / "long.mkv", 600, 1, {"g": "25", "bf": "2"})
 
 
 def test_a_matroska_original_is_one_round_after_its_index(matroska, http_dir, monkeypatch):
