@@ -112,8 +112,11 @@ def test_an_output_behind_http_reads_with_its_own_manifest_as_locally(kind, outp
     url = f"{http_dir.url}/out"
     kw = {"num_frames": 4, "seed": 3}
     local = ClipDataset(str(outputs[kind] / "manifest.csv"), SOURCES[kind](outputs[kind]), **kw)
+    http_dir.faults.clear_log()
     remote = ClipDataset(f"{url}/manifest.csv", SOURCES[kind](url), **kw)
     assert len(remote) == len(VIDEOS)
+    built = [(r.method, r.path.rsplit("/", 2)[-2:], r.range) for r in http_dir.faults.requests()]
+    assert built == [("GET", ["out", "manifest.csv"], None)], built  # one GET builds it
     for epoch in (0, 1):
         local.set_epoch(epoch)
         remote.set_epoch(epoch)

@@ -111,10 +111,23 @@ def read_annotation_list(
     Errors name the file and line number. An official split file read here is refused
     naming the reader that reads it (`vidload._official`).
     """
+    path = Location(path, storage_options)
+    return parse_annotation_list(
+        path, read_text(path), multi_label=multi_label, with_offset=with_offset, classes=classes
+    )
+
+
+def parse_annotation_list(
+    path: Location,
+    text: str,
+    *,
+    multi_label: bool = False,
+    with_offset: bool | None = None,
+    classes: Mapping[str, int] | None = None,
+) -> list[VideoEntry]:
+    """`read_annotation_list` of the list's `text` (read from `path`, which names it)."""
     from vidload._official import check_kinetics_csv, check_plain_list, json_list_error, line_error
 
-    path = Location(path, storage_options)
-    text = read_text(path)
     if path.name.lower().endswith(".json") or text.lstrip().startswith(("[", "{")):
         try:
             return _read_json_list(path, text, multi_label)

@@ -51,6 +51,7 @@ from vidload._lists import (
     csv_rows,
     csv_text,
     not_a_file,
+    parse_annotation_list,
     parse_int,
     read_annotation_list,
     read_text,
@@ -182,8 +183,13 @@ def is_manifest(
     """True when the file's first line is a manifest header: CSV with a `video_id` column
     (anywhere: columns are found by name). Reads at most 64 KiB (the file may be a video)."""
     head = Location(path, storage_options).read_range(0, 65536)
+    return has_manifest_header(head.decode("utf-8", errors="replace").lstrip("\ufeff"), path)
+
+
+def has_manifest_header(text: str, path: object) -> bool:
+    """`is_manifest` of a file's text (its first 64 KiB are parsed)."""
     try:
-        header, _ = csv_rows(head.decode("utf-8", errors="replace").lstrip("\ufeff"), path)
+        header, _ = csv_rows(text[:65536], path)
     except csv.Error:  # not text (a video's bytes)
         return False
     return MANIFEST_FIELDS[0] in header
@@ -288,10 +294,11 @@ def load_videos(
         path = Location(videos, storage_options)
         if not_a_file(path):
             raise FileNotFoundError(f"videos ({str(path)!r}) is not a file")
-        if is_manifest(path):
-            return entries_from_manifest(read_manifest(path), str(path))
-        entries = read_annotation_list(
-            path, multi_label=multi_label, with_offset=with_offset, classes=classes
+        text = read_text(path)  # once: a manifest at a URL is one GET, not a sniff and a GET
+        if has_manifest_header(text, path):
+            return entries_from_manifest(parse_manifest(text, path), str(path))
+        entries = parse_annotation_list(
+            path, text, multi_label=multi_label, with_offset=with_offset, classes=classes
         )
         warn_one_based(entries, str(path))
         return entries

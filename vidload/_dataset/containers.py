@@ -43,7 +43,7 @@ from vidload._layout import MANIFEST_NAME, recorded_names
 from vidload._lists import read_text
 from vidload._storage import Location
 from vidload.errors import VidloadError
-from vidload.manifest import VideoEntry, entries_from_manifest, is_manifest, parse_manifest
+from vidload.manifest import VideoEntry, entries_from_manifest, has_manifest_header, parse_manifest
 from vidload.sources.base import FrameSourceBase
 
 __all__ = ["check_missing", "entries_and_containers"]
@@ -72,8 +72,9 @@ def entries_and_containers(
     root = store.location
     manifest = root / MANIFEST_NAME
     names: dict[str, str] | None
-    if _names_it(videos, manifest, storage_options):
-        rows = parse_manifest(read_text(manifest), str(videos))
+    text = _manifest_text(videos, manifest, storage_options)
+    if text is not None:
+        rows = parse_manifest(text, str(videos))
         entries = VideoEntries.from_entries(entries_from_manifest(rows, str(videos)))
         names = {r.video_id: r.container for r in rows if r.container and r.status != "failed"}
     else:
@@ -86,19 +87,23 @@ def entries_and_containers(
     return entries
 
 
-def _names_it(
+def _manifest_text(
     videos: object, manifest: Location, storage_options: Mapping[str, Any] | None
-) -> bool:
-    """Whether `videos` is the path or URL of the manifest `manifest` (and is a manifest)."""
+) -> str | None:
+    """The text of the manifest `manifest` where `videos` is its path or URL and it is a
+    manifest (read once: at a URL one GET), else None."""
     if not isinstance(videos, (str, os.PathLike, Location)):
-        return False
+        return None
     where = videos if isinstance(videos, Location) else Location(videos, storage_options)
     mine, theirs = where.local_file(), manifest.local_file()
     if mine is not None or theirs is not None:
         same = mine is not None and theirs is not None and mine.resolve() == theirs.resolve()
     else:
         same = where.url == manifest.url
-    return same and (mine is None or mine.is_file()) and is_manifest(manifest)
+    if not same or (mine is not None and not mine.is_file()):
+        return None
+    text = read_text(manifest)
+    return text if has_manifest_header(text, manifest) else None
 
 
 def _recorded_names(manifest: Location) -> dict[str, str] | None:
