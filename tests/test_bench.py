@@ -158,6 +158,9 @@ def test_quick_run_measures_every_source_on_the_same_clips(quick_run):
     # npy "read" reads the whole file, "mmap" only the clip's rows
     assert rows["npy-read"]["bytes_read_per_clip"] > rows["npy-mmap"]["bytes_read_per_clip"]
     assert rows["memory"]["vs_memory"] == pytest.approx(1.0)
+    # the HDF5 row says that its few files stay open from clip to clip (its handle cache)
+    held = [n for n in result["notes"] if n.startswith("hdf5: its ")]
+    assert len(held) == 1 and "cache_size=32" in held[0], result["notes"]
     assert result["data"]["num_videos"] == 2
     assert set(result["data"]["frames_per_video"].values()) == {50}
     assert result["dataloader_settings"]["workers"] == 1

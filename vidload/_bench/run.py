@@ -137,6 +137,13 @@ def _measure(
     if not loaders:
         raise ValueError(f"--only {cfg.only} leaves nothing to measure")
     readers = {ld.name: ld.make() for ld in loaders}
+    if "hdf5" in readers and readers["hdf5"].cache_size >= len(work.video_ids):
+        notes.append(
+            f"hdf5: its {len(work.video_ids)} files stay open from clip to clip "
+            f"(Hdf5Source(cache_size={readers['hdf5'].cache_size})); in a dataset of more "
+            "videos than that, read in random order, a clip also opens its file (h5py: a "
+            "large part of a clip's read), which this row leaves out"
+        )
     # the videos as they are and every kind's conversion, each opened as its kind opens it
     all_sources = {s: storage_kind(s).open(work.root_of(s)) for s in (ORIGINAL, *work.converted)}
     log("counting frames, sampling clips, and reading each clip with every row once")
