@@ -186,7 +186,10 @@ def _seek_index_reads(
         with av.open(rec, "r") as container:
             stream = list(container.streams.video)[stream_index]
             before = len(rec.reads)
-            container.seek(stream.start_time or 0, backward=True, stream=stream)
+            try:
+                container.seek(stream.start_time or 0, backward=True, stream=stream)
+            except av.error.FFmpegError:  # a file that cannot seek is read without seeking
+                return []
             seeking = rec.reads[before:]
     kept = []
     for a, b in seeking:
