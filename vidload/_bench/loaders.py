@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +38,11 @@ import simplejpeg
 from vidload._bench.config import VIDEO_ROW
 from vidload._bench.workdir import ORIGINAL, WorkDir
 from vidload._convert.inputs import frame_folder_kind
+from vidload._dataset.containers import manifest_names
 from vidload._kinds import formats
-from vidload._layout import FRAME_TEMPLATE, container_path
+from vidload._layout import FRAME_TEMPLATE, MANIFEST_NAME, container_path
 from vidload._measure.clips import why
+from vidload._storage import Location
 from vidload.sources._format import BenchRow, StorageFormat
 from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
@@ -316,13 +318,25 @@ def build_loaders(
     return loaders
 
 
+def _as_dataset_reads(kind: StorageFormat, root: Path, options: Mapping[str, Any]) -> Any:
+    """A source of `kind` under `root` as `ClipDataset("<root>/manifest.csv", source)` reads
+    it (README's use of a converted folder): given the container names its manifest records
+    (`vidload._dataset.containers`; a folder without one: found by the rules), so no container
+    name is looked for per clip."""
+    source = kind.open(root, **options)
+    names = manifest_names(Location(root / MANIFEST_NAME))
+    if names and source.use_containers is not None:
+        source.use_containers(names)
+    return source
+
+
 def _kind_row(row: BenchRow, kind: StorageFormat, converted: dict[str, Path]) -> Loader:
     """A storage kind's row: `read` on a fresh source of its converted folder; for a kind whose
     read is the source's raw read then the shared JPEG decode (`encoded_reads`), split into
     `read_encoded` (on an instance of its own that keeps its files open as the row's does) and
     the decode of those bytes (`EncodedFrames.decode`)."""
     root = converted[kind.name]
-    make = functools.partial(kind.open, root, **row.options)
+    make = functools.partial(_as_dataset_reads, kind, root, row.options)
     if not kind.encoded_reads:
         return Loader(row.name, kind.name, row.description, make)
     decode = EncodedFrames.decode  # what the source's read runs on them (default size)

@@ -46,7 +46,7 @@ from vidload.errors import VidloadError
 from vidload.manifest import VideoEntry, entries_from_manifest, has_manifest_header, parse_manifest
 from vidload.sources.base import FrameSourceBase
 
-__all__ = ["check_missing", "entries_and_containers"]
+__all__ = ["check_missing", "entries_and_containers", "manifest_names"]
 
 #: How many missing ids a message shows.
 SHOWN = 5
@@ -81,7 +81,7 @@ def entries_and_containers(
         entries = entries_of(videos, multi_label=multi_label, storage_options=storage_options)
         # where the root can list (local, a bucket), its rules find each container exactly
         # and a bucket root reads the manifest itself at its first miss (`SourceRoot`)
-        names = None if root.can_list else _recorded_names(manifest)
+        names = None if root.can_list else manifest_names(manifest)
     if names:
         use(names)
     return entries
@@ -106,7 +106,7 @@ def _manifest_text(
     return text if has_manifest_header(text, manifest) else None
 
 
-def _recorded_names(manifest: Location) -> dict[str, str] | None:
+def manifest_names(manifest: Location) -> dict[str, str] | None:
     """{video id: container} of the manifest at `manifest` (one read), None where there is
     none or it names no container (`vidload._layout.recorded_names`)."""
     try:
