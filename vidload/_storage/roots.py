@@ -154,6 +154,11 @@ class SourceRoot:
         name = self.named(video_id) if self.names is not None else None
         return join_root(root, name or found_container_name(root, video_id, suffix))
 
+    def local_container(self, video_id: str, suffix: str) -> str | None:
+        """`local_name` under a local root (a source's per-clip path: a string, no `Location`
+        to make), None at a URL."""
+        return None if self._str is None else self.local_name(video_id, suffix)
+
     def handle_key(self, video_id: str, suffix: str) -> str:
         """What a per-process cache of open containers keeps `video_id`'s under: its local
         path (`local_name`, what the per-clip lookup computes), or at a URL the id itself

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import h5py
@@ -52,10 +53,9 @@ from vidload.sources._heads import HeadRecord
 from vidload.sources.base import (
     Indices,
     as_index_array,
-    check_in_range,
     check_regular_file,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
+from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames, read_spans
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "stored_fps", "write_hdf5"]
 
@@ -83,14 +83,21 @@ class _Handle:
     def spans(self, frames: np.ndarray) -> list[tuple[int, int]] | None:
         """The [start, stop) of `frames` in the file, None where its frames are read through
         h5py (chunked, filtered)."""
+        bounds = self._bounds
+        return None if bounds is None else [(bounds[i], bounds[i + 1]) for i in frames.tolist()]
+
+    @cached_property
+    def _bounds(self) -> list[int] | None:
+        """Where each frame starts in the file, and where the last ends: `spans` by list
+        look-ups (~10 us a clip less than numpy's fancy indexing), made once per handle."""
         base = self.data_offset
-        if base is None:
-            return None
-        starts, stops = (
-            (base + self.offsets[frames]).tolist(),
-            (base + self.offsets[frames + 1]).tolist(),
-        )
-        return list(zip(starts, stops, strict=True))
+        return None if base is None else (base + self.offsets).tolist()
+
+    @cached_property
+    def fd(self) -> int:
+        """HDF5's own descriptor of the open local file (asked of h5py once per handle)."""
+        assert self.file is not None
+        return self.file.id.get_vfd_handle()
 
 
 def _block_offset(frames: h5py.Dataset) -> int | None:
@@ -361,8 +368,7 @@ class Hdf5Source(ContainerSource):
 def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
     """`read_encoded` on an open handle."""
     actual = handle.actual
-    check_in_range(video_id, idx, actual, handle.reported)
-    frames, order = distinct_frames(idx, actual)
+    frames, order = clip_frames(video_id, idx, actual, handle.reported)
     buffers = _frame_bytes(handle, frames)
     return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 
@@ -382,8 +388,7 @@ def _frame_bytes(handle: _Handle, frames: np.ndarray) -> list:
         return buffers
     if handle.location is not None:
         return read_spans(handle.location, ranges, rows)
-    assert handle.file is not None  # a local file's handle keeps it open
-    fd = handle.file.id.get_vfd_handle()
+    fd = handle.fd  # a local file's handle keeps it open
     return [_pread(fd, a, b, path, i) for i, (a, b) in zip(rows, ranges, strict=True)]
 
 

@@ -50,8 +50,8 @@ from vidload.sources._docs import shared_docs
 from vidload.sources._format import BenchRow, Frames, Written
 from vidload.sources._jpeg_kinds import JpegFramesFormat
 from vidload.sources._spill import spill_frames
-from vidload.sources.base import Indices, as_index_array, check_in_range, normalize_video_id
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
+from vidload.sources.base import Indices, as_index_array, normalize_video_id
+from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames
 
 try:
     import lmdb
@@ -292,8 +292,7 @@ class LmdbSource(ContainerSource):
         """<<read_encoded>>"""
         idx = as_index_array(indices)
         meta = self._meta(video_id)
-        check_in_range(video_id, idx, meta.count, meta.count)
-        frames, order = distinct_frames(idx, meta.count)
+        frames, order = clip_frames(video_id, idx, meta.count, meta.count)
         where = f"{self.environment}#{meta.name.decode()}"
         with _environment(self.environment, write=False).begin() as txn:
             buffers = [txn.get(_frame_key(meta.name, f)) for f in frames.tolist()]

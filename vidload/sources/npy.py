@@ -54,10 +54,9 @@ from vidload.sources._spill import BLOCK_BYTES, spilled_container
 from vidload.sources.base import (
     Indices,
     as_index_array,
-    check_in_range,
     open_regular,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
+from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames, read_spans
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -266,6 +265,9 @@ class NpySource(ContainerSource):
         pages are read as they are decoded); of one whole-file read in "read" mode.
         """
         idx = as_index_array(indices)
+        local = self.store.local_container(video_id, self.suffix)
+        if local is not None:  # the per-clip path: no `Location` made
+            return self._read_rows(local, video_id, idx, *self._open(local))
 
         def read_at(location: Location) -> EncodedFrames:
             path = location.local_file()
@@ -282,8 +284,7 @@ class NpySource(ContainerSource):
         """The rows of `idx` of the local file open at `fd` (closed here), or (`fd` None) of
         the object `where` in a bucket, whose header is `header`."""
         try:
-            check_in_range(video_id, idx, header.rows, header.rows)
-            frames, order = distinct_frames(idx, header.rows)
+            frames, order = clip_frames(video_id, idx, header.rows, header.rows)
             if frames.size == 0:
                 return EncodedFrames([], frames, order, str(where), 0)
             data, at = self._matrix(fd, where, header, frames)
