@@ -44,7 +44,6 @@ from vidload.transforms import ClipGeometry
 __all__ = [
     "ContainerSource",
     "EncodedFrames",
-    "clip_frames",
     "distinct_frames",
     "read_spans",
 ]
@@ -125,36 +124,26 @@ class EncodedFrames:
         )
 
 
-def distinct_frames(indices: np.ndarray, available: int) -> tuple[np.ndarray, np.ndarray]:
+def distinct_frames(
+    indices: np.ndarray,
+    available: int,
+    video_id: str | None = None,
+    reported: int | None | Callable[[], int | None] = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(frames, order) of a clip: its distinct frame indices, increasing, and where each of
     `indices` is among them (`frames[order] == indices`). For an empty clip: frame 0 when the
-    video has any (`available` > 0; see `EncodedFrames.order`), and an empty order."""
-    if indices.size > _SMALL_CLIP:
+    video has any (`available` > 0; see `EncodedFrames.order`), and an empty order. With a
+    `video_id` (a source's per-clip call), first `check_in_range` of a video of `available`
+    frames (`reported` as there), in the same pass over the indices."""
+    wanted = indices.tolist()
+    if video_id is not None and wanted and max(wanted) >= available:
+        check_in_range(video_id, indices, available, reported)
+    if len(wanted) > _SMALL_CLIP:
         frames, order = np.unique(indices, return_inverse=True)
         return frames, order.reshape(-1)
-    return _distinct(indices.tolist(), available)
-
-
-def clip_frames(
-    video_id: str, indices: np.ndarray, actual: int, reported: int | None | Callable[[], int | None]
-) -> tuple[np.ndarray, np.ndarray]:
-    """`distinct_frames` of a clip of a video of `actual` frames, after `check_in_range`
-    (`reported` as there): a container source's per-clip step, one pass over a few indices
-    as a list (a clip's cost before its bytes are read is ~20 us less than the two apart)."""
-    if indices.size > _SMALL_CLIP:
-        check_in_range(video_id, indices, actual, reported)
-        return distinct_frames(indices, actual)
-    wanted = indices.tolist()
-    if wanted and max(wanted) >= actual:
-        check_in_range(video_id, indices, actual, reported)
-    return _distinct(wanted, actual)
-
-
-def _distinct(wanted: list[int], available: int) -> tuple[np.ndarray, np.ndarray]:
-    """`distinct_frames` of a clip's few indices: sorted(set()) and a dict, ~3 us against
-    ~9 us for np.unique."""
     if not wanted:
         return np.arange(min(available, 1), dtype=np.int64), np.empty(0, np.int64)
+    # a clip's few indices: sorted(set()) and a dict, ~3 us against ~9 us for np.unique
     distinct = sorted(set(wanted))
     position = {f: k for k, f in enumerate(distinct)}
     return (

@@ -55,7 +55,7 @@ from vidload.sources.base import (
     as_index_array,
     check_regular_file,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames, read_spans
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["FORMAT_VERSION", "Hdf5Source", "stored_fps", "write_hdf5"]
 
@@ -368,7 +368,7 @@ class Hdf5Source(ContainerSource):
 def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFrames:
     """`read_encoded` on an open handle."""
     actual = handle.actual
-    frames, order = clip_frames(video_id, idx, actual, handle.reported)
+    frames, order = distinct_frames(idx, actual, video_id, handle.reported)
     buffers = _frame_bytes(handle, frames)
     return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
 

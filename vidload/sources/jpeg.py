@@ -48,7 +48,7 @@ from vidload.sources.base import (
     open_regular,
     strip_video_ext,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames, distinct_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 from vidload.sources.jpeg_decode import check_jpeg_markers
 
 __all__ = ["JpegSource", "write_jpeg_folder"]
@@ -344,7 +344,9 @@ class JpegSource(ContainerSource):
         key = self._key(video_id)
         idx = as_index_array(indices)
         actual = self._scan(key)[1]
-        frames, order = clip_frames(video_id, idx, actual, lambda: self.reported_frames(video_id))
+        frames, order = distinct_frames(
+            idx, actual, video_id, lambda: self.reported_frames(video_id)
+        )
         rows = frames.tolist()
         buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
         return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))

@@ -51,7 +51,7 @@ from vidload.sources._format import BenchRow, Frames, Written
 from vidload.sources._jpeg_kinds import JpegFramesFormat
 from vidload.sources._spill import spill_frames
 from vidload.sources.base import Indices, as_index_array, normalize_video_id
-from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames
 
 try:
     import lmdb
@@ -292,7 +292,7 @@ class LmdbSource(ContainerSource):
         """<<read_encoded>>"""
         idx = as_index_array(indices)
         meta = self._meta(video_id)
-        frames, order = clip_frames(video_id, idx, meta.count, meta.count)
+        frames, order = distinct_frames(idx, meta.count, video_id, meta.count)
         where = f"{self.environment}#{meta.name.decode()}"
         with _environment(self.environment, write=False).begin() as txn:
             buffers = [txn.get(_frame_key(meta.name, f)) for f in frames.tolist()]

@@ -56,7 +56,7 @@ from vidload.sources.base import (
     as_index_array,
     open_regular,
 )
-from vidload.sources.encoded import ContainerSource, EncodedFrames, clip_frames, read_spans
+from vidload.sources.encoded import ContainerSource, EncodedFrames, distinct_frames, read_spans
 
 __all__ = ["NpySource", "read_npy_frame_bytes", "write_npy"]
 
@@ -284,7 +284,7 @@ class NpySource(ContainerSource):
         """The rows of `idx` of the local file open at `fd` (closed here), or (`fd` None) of
         the object `where` in a bucket, whose header is `header`."""
         try:
-            frames, order = clip_frames(video_id, idx, header.rows, header.rows)
+            frames, order = distinct_frames(idx, header.rows, video_id, header.rows)
             if frames.size == 0:
                 return EncodedFrames([], frames, order, str(where), 0)
             data, at = self._matrix(fd, where, header, frames)
