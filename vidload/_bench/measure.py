@@ -19,7 +19,7 @@ from vidload._bench.workdir import WorkDir, log
 from vidload._cv2 import cv2
 from vidload._measure.clips import ORIGINAL, stored_bytes
 from vidload._measure.clocks import OtherLoad, OwnClock
-from vidload._measure.timing import RoundRobin, cold_and_warm, filesystem_of, row_pass
+from vidload._measure.timing import Parts, RoundRobin, cold_and_warm, filesystem_of, row_pass
 from vidload.sources.jpeg_decode import decode_jpeg
 
 __all__ = [
@@ -94,15 +94,22 @@ def measure_one_process(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Every row's whole reads, with the raw reads and decodes of the same clips timed in the
     same pass (`row_pass`), and the reduced-size decode, in interleaved rounds: (one result
-    row per loader, the reduced-size decode result)."""
+    row per loader, the reduced-size decode result).
+
+    The rows take turns batch by batch, not pass by pass: on a shared machine the speed of a
+    CPU drifts within a pass of a row (passes of one round here have differed by half), so a
+    row's figure is the sum over batches of each batch's fastest round, every row timed on a
+    batch moments after the others."""
+    batches = [clips[i : i + cfg.batch_size] for i in range(0, len(clips), cfg.batch_size)]
     with OwnClock() as clock:
         rr = RoundRobin(cfg.min_time, clock)
         log(f"warming up and calibrating {len(loaders)} rows")
         bytes_read: dict[str, float] = {}
+        for b, batch in enumerate(batches):
+            for ld in loaders:
+                args = (readers[ld.name].read, batch, cfg.batch_size, ld.raw, ld.decode, clock)
+                rr.add(f"row/{ld.name}/{b}", functools.partial(row_pass, *args), passes=1)
         for ld in loaders:
-            read = readers[ld.name].read
-            args = (read, clips, cfg.batch_size, ld.raw, ld.decode, clock)
-            rr.add(f"row/{ld.name}", functools.partial(row_pass, *args))
             if ld.raw is not None and ld.storage != "memory":
                 bytes_read[ld.name] = float(np.mean([ld.raw(v, i).nbytes_read for v, i in clips]))
         reduced_tasks = _reduced_decode_tasks(memory, rr)
@@ -117,8 +124,7 @@ def measure_one_process(
     clamped: list[str] = []
     n = len(clips)
     for ld in loaders:
-        rounds = rr.rounds[f"row/{ld.name}"]
-        best = rr.best_round(f"row/{ld.name}")
+        rounds, best = _row_rounds(rr, ld.name, len(batches))
         total = best["total"]
         # the parts of its reads the row timed besides the whole: none, the raw read, or both
         split = [] if ld.raw is None else ["read"] if ld.decode is None else ["read", "decode"]
@@ -164,6 +170,15 @@ def measure_one_process(
         "times_s": {"full+resize": rr.times["reduced/full+resize"], "dct": rr.times["reduced/dct"]},
     }
     return results, reduced
+
+
+def _row_rounds(rr: RoundRobin, name: str, batches: int) -> tuple[list[Parts], Parts]:
+    """(each round's parts of row `name`, summed over its batches; the parts of each batch's
+    fastest round, summed: the row's figure)."""
+    per = [rr.rounds[f"row/{name}/{b}"] for b in range(batches)]
+    rounds = [{k: sum(p[r][k] for p in per) for k in per[0][r]} for r in range(len(per[0]))]
+    fastest = [min(p, key=lambda parts: parts["total"]) for p in per]
+    return rounds, {k: sum(f[k] for f in fastest) for k in fastest[0]}
 
 
 def _note_own_clock(notes: list[str], available: bool, rr: RoundRobin) -> None:

@@ -177,12 +177,12 @@ class RoundRobin:
         self.tasks: list[tuple[str, Callable[[], object], int]] = []
         self.rounds: dict[str, list[Parts]] = {}
 
-    def add(self, name: str, fn: Callable[[], object]) -> Parts:
-        """Run `fn` once (warm-up: files opened, indexes built, caches filled), calibrate, and
-        schedule it. Returns the warm-up's parts."""
+    def add(self, name: str, fn: Callable[[], object], passes: int | None = None) -> Parts:
+        """Run `fn` once (warm-up: files opened, indexes built, caches filled), calibrate (or
+        take `passes` per timed unit), and schedule it. Returns the warm-up's parts."""
         parts = timed(fn, 1, self.clock)
-        # passes per timed unit, so that one unit lasts at least `min_time` seconds
-        passes = math.ceil(self.min_time / parts["wall"]) if parts["wall"] > 0 else 50
+        if passes is None:  # passes per timed unit, so that one lasts at least `min_time` s
+            passes = math.ceil(self.min_time / parts["wall"]) if parts["wall"] > 0 else 50
         self.tasks.append((name, fn, max(1, min(50, passes))))
         self.rounds[name] = []
         return parts
