@@ -298,6 +298,53 @@ def test_round_robin_warms_up_and_keeps_each_rounds_parts_together():
     assert (best["total"], best["read"], best["decode"]) == (8.0, 2.0, 5.5)
 
 
+def test_one_process_rows_take_turns_batch_by_batch(monkeypatch):
+    """The rows are timed batch by batch in turn (not a whole pass each), so a drift in the
+    machine's speed lands on every row alike; the warm-up runs in the same order."""
+    from types import SimpleNamespace
+
+    from vidload._bench import measure
+    from vidload._bench.loaders import Loader
+
+    calls: list[tuple[str, str]] = []
+
+    def reader(name):
+        def read(video_id, indices):
+            calls.append((name, video_id))
+            return np.zeros((len(indices), 2, 2, 3), np.uint8)
+
+        return SimpleNamespace(read=read)
+
+    def no_reduced(memory, rr):
+        rr.add("reduced/full+resize", lambda: None)
+        rr.add("reduced/dct", lambda: None)
+        return {"frames": 1}
+
+    monkeypatch.setattr(measure, "_reduced_decode_tasks", no_reduced)
+    loaders = [Loader(n, "memory", "", lambda: None) for n in ("x", "y")]
+    clips = [(f"v{k}", np.array([0])) for k in range(4)]
+    cfg = SimpleNamespace(min_time=1.0, repeats=2, batch_size=2, frames=1)
+    readers = {n: reader(n) for n in ("x", "y")}
+    results, _ = measure.measure_one_process(loaders, readers, None, clips, cfg, [], {})
+    one_round = [("x", "v0"), ("x", "v1"), ("y", "v0"), ("y", "v1")]
+    one_round += [("x", "v2"), ("x", "v3"), ("y", "v2"), ("y", "v3")]
+    assert calls == one_round * 3  # the warm-up, then two rounds: one pass each, min_time aside
+    assert [len(results[n]["times_s"]["total"]) for n in ("x", "y")] == [2, 2]
+
+
+def test_a_rows_figure_is_the_sum_of_each_batchs_fastest_round():
+    from vidload._bench.measure import _row_rounds
+
+    rr = RoundRobin(0.0)
+    rr.rounds = {
+        "row/x/0": [{"total": 5.0, "read": 1.0}, {"total": 3.0, "read": 2.0}],
+        "row/x/1": [{"total": 2.0, "read": 0.5}, {"total": 4.0, "read": 1.0}],
+    }
+    rounds, best = _row_rounds(rr, "x", 2)
+    assert rounds == [{"total": 7.0, "read": 1.5}, {"total": 7.0, "read": 3.0}]
+    assert best == {"total": 5.0, "read": 2.5}  # 3 + 2: no whole round was that fast
+
+
 def test_own_clock_falls_back_to_wall_time_without_schedstat(monkeypatch):
     from vidload._measure import clocks
 

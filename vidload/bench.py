@@ -17,10 +17,12 @@ measures each source and some reference loaders:
 * with `--cold`, the first epoch after evicting the files from the page cache against a warm one;
 * reduced-size (DCT-scaled) JPEG decode against full decode + resize.
 
-Every figure is the best of `--repeats` repeats, interleaved round-robin over the rows. A row's
-whole read, raw read and decode are timed in the same pass, clip by clip, and one-process times
-leave out what the benchmark waited for a CPU held by another process (Linux run-queue delay),
-so a burst of load from other processes does not shift time from one part to another.
+Every figure is the best of `--repeats` repeats, interleaved round-robin over the rows; in one
+process the rows take turns batch by batch, and a row's figure adds up each batch's best (on a
+shared machine the CPU's speed drifts within one row's pass). A row's whole read, raw read and
+decode are timed in the same pass, clip by clip, and one-process times leave out what the
+benchmark waited for a CPU held by another process (Linux run-queue delay), so a burst of load
+from other processes does not shift time from one part to another.
 """
 
 from __future__ import annotations

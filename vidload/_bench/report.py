@@ -123,7 +123,8 @@ def render(result: Result, *, markdown: bool = False) -> str:
         f"vidload bench: {data['num_videos']} video{'s' if data['num_videos'] != 1 else ''} "
         f"({data['description']}), "
         f"{cfg['clips']} clips of {cfg['frames']} frames (TSN segments, seed {cfg['seed']}), "
-        f"batches of {cfg['batch_size']}; best of {cfg['repeats']} interleaved repeats; "
+        f"batches of {cfg['batch_size']}; each batch's best of {cfg['repeats']} interleaved "
+        "repeats; "
         f"{result['machine']['cpus']} CPUs"
     )
     dl_clock = (

@@ -3,7 +3,9 @@
 Timer discipline: each measurement is calibrated once (an untimed warm-up pass gives its
 duration, and a timed unit repeats the pass until it lasts at least `min_time`), then the
 repeats are interleaved round-robin over all loaders, so slow drift and noise from other
-processes hit every loader alike. The benchmark reports the best (fastest) repeat.
+processes hit every loader alike. The benchmark reports the best (fastest) repeat; where a pass
+is long enough for the machine's speed to drift within it, it times each part (a batch of a
+row) as a task of its own and adds up each part's best (`vidload._bench.measure`).
 
 The parts of one row (its whole read, the raw read of the bytes, the decode of those bytes) are
 timed in the same pass, clip by clip (`row_pass`), never in passes of their own. And they are
