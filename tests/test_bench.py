@@ -328,7 +328,10 @@ def test_one_process_rows_take_turns_batch_by_batch(monkeypatch):
     results, _ = measure.measure_one_process(loaders, readers, None, clips, cfg, [], {})
     one_round = [("x", "v0"), ("x", "v1"), ("y", "v0"), ("y", "v1")]
     one_round += [("x", "v2"), ("x", "v3"), ("y", "v2"), ("y", "v3")]
-    assert calls == one_round * 3  # the warm-up, then two rounds: one pass each, min_time aside
+    # the warm-up, then two rounds (the second backwards): one pass each, min_time aside
+    backwards = [("y", "v2"), ("y", "v3"), ("x", "v2"), ("x", "v3")]
+    backwards += [("y", "v0"), ("y", "v1"), ("x", "v0"), ("x", "v1")]
+    assert calls == one_round * 2 + backwards
     assert [len(results[n]["times_s"]["total"]) for n in ("x", "y")] == [2, 2]
 
 
