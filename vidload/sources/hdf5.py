@@ -370,7 +370,7 @@ def _read_frames(handle: _Handle, video_id: str, idx: np.ndarray) -> EncodedFram
     actual = handle.actual
     frames, order = distinct_frames(idx, actual, video_id, handle.reported)
     buffers = _frame_bytes(handle, frames)
-    return EncodedFrames(buffers, frames, order, handle.name, sum(len(b) for b in buffers))
+    return EncodedFrames(buffers, frames, order, handle.name, sum(map(len, buffers)))
 
 
 def _frame_bytes(handle: _Handle, frames: np.ndarray) -> list:

@@ -349,7 +349,7 @@ class JpegSource(ContainerSource):
         )
         rows = frames.tolist()
         buffers, paths = self.store.read_files(key, rows, self._name, read_frame_file)
-        return EncodedFrames(buffers, frames, order, paths, sum(len(b) for b in buffers))
+        return EncodedFrames(buffers, frames, order, paths, sum(map(len, buffers)))
 
 
 def _frame_run(

@@ -72,7 +72,7 @@ def _as_buffer(data: _Data) -> bytes | np.ndarray:
     if isinstance(data, np.ndarray):
         if data.dtype != np.uint8:
             raise TypeError(f"JPEG data must be a uint8 array, got dtype {data.dtype}")
-        return data.reshape(-1)
+        return data if data.ndim == 1 else data.reshape(-1)
     if isinstance(data, (bytearray, memoryview)):
         return np.frombuffer(data, dtype=np.uint8)
     raise TypeError(
@@ -178,7 +178,8 @@ def _decode_into(data: _Data, dst: np.ndarray, scale: int, path: str | None, ind
     1/`scale`, strictly, after checking its markers. At 1/1 simplejpeg is given no minimum
     size: it would pick a smaller scale for a frame twice the others' size, and fit it."""
     buf = _as_buffer(data)
-    check_jpeg_markers(buf, path=path, index=index)
+    if not _markers_ok(buf):  # says why, where it is not a complete JPEG
+        check_jpeg_markers(buf, path=path, index=index)
     h, w = dst.shape[:2]
     scaled = {} if scale == 1 else {"min_height": h, "min_width": w, "min_factor": scale}
     try:

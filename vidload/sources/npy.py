@@ -297,7 +297,7 @@ class NpySource(ContainerSource):
         elif fd is None:  # whole rows fetched
             nbytes = data.nbytes
         else:
-            nbytes = sum(LENGTH_BYTES + b.shape[0] for b in buffers)
+            nbytes = sum(map(len, buffers)) + LENGTH_BYTES * len(buffers)
         return EncodedFrames(buffers, frames, order, str(where), nbytes)
 
     def _matrix(
