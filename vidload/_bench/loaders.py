@@ -43,6 +43,7 @@ from vidload._kinds import formats
 from vidload._layout import FRAME_TEMPLATE, MANIFEST_NAME, container_path
 from vidload._measure.clips import why
 from vidload._storage import Location
+from vidload.sources._adapted import adapt_source
 from vidload.sources._format import BenchRow, StorageFormat
 from vidload.sources.encoded import EncodedFrames, distinct_frames
 from vidload.sources.jpeg import JpegSource
@@ -325,8 +326,9 @@ def _as_dataset_reads(kind: StorageFormat, root: Path, options: Mapping[str, Any
     name is looked for per clip."""
     source = kind.open(root, **options)
     names = manifest_names(Location(root / MANIFEST_NAME))
-    if names and source.use_containers is not None:
-        source.use_containers(names)
+    use = adapt_source(source).use_containers  # a kind's own source class: as the dataset does
+    if names and use is not None:
+        use(names)
     return source
 
 
