@@ -31,22 +31,11 @@ from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, RootHeads, check_spans, head_record
 from vidload.sources._listing import missing_names
 from vidload.sources._timestamps import container_timestamps
-from vidload.sources.base import (
-    FrameSourceBase,
-    Indices,
-    as_index_array,
-    check_in_range,
-    hints_of,
-)
+from vidload.sources.base import FrameSourceBase, Indices, as_index_array, check_in_range, hints_of
 from vidload.sources.jpeg_decode import check_size, decode_many, jpeg_size
 from vidload.transforms import ClipGeometry
 
-__all__ = [
-    "ContainerSource",
-    "EncodedFrames",
-    "distinct_frames",
-    "read_spans",
-]
+__all__ = ["ContainerSource", "EncodedFrames", "distinct_frames", "read_spans"]
 
 Buffer = bytes | np.ndarray
 T = TypeVar("T")
