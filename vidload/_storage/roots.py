@@ -163,7 +163,7 @@ class SourceRoot:
         """What a per-process cache of open containers keeps `video_id`'s under: its local
         path (`local_name`, what the per-clip lookup computes), or at a URL the id itself
         (the object's name is found when it is opened)."""
-        return video_id if self._str is None else self.local_name(video_id, suffix)
+        return self.local_container(video_id, suffix) or video_id
 
     def container_key(self, video_id: str, suffix: str, probe: Callable[[str], object]) -> str:
         """The name of `video_id`'s container (a file, or a folder with `suffix` ""): as
