@@ -186,11 +186,14 @@ def as_index_array(indices: Indices) -> np.ndarray:
     arr = np.asarray(indices)
     if arr.ndim != 1:
         raise ValueError(f"indices must be 1-D, got shape {arr.shape}")
-    if arr.size and arr.dtype.kind not in "iu":  # np.issubdtype(.., np.integer), ~10x cheaper
-        raise TypeError(f"indices must be integers, got dtype {arr.dtype}")
-    arr = arr.astype(np.int64, copy=False)
-    if arr.size and arr.min() < 0:
-        raise IndexError(f"frame indices must be >= 0, got {int(arr.min())}")
+    if arr.dtype != np.int64:
+        if arr.size and arr.dtype.kind not in "iu":  # np.issubdtype(.., np.integer), ~10x cheaper
+            raise TypeError(f"indices must be integers, got dtype {arr.dtype}")
+        arr = arr.astype(np.int64)
+    # a clip's few indices: min of a list, ~10 us less than a numpy reduction after a decode
+    low = (min(arr.tolist()) if arr.size <= 64 else int(arr.min())) if arr.size else 0
+    if low < 0:
+        raise IndexError(f"frame indices must be >= 0, got {low}")
     return arr
 
 

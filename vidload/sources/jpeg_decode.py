@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NoReturn
 
 import numpy as np
 import simplejpeg
@@ -52,6 +52,7 @@ __all__ = [
     "check_quality",
     "check_size",
     "decode_jpeg",
+    "decode_clip",
     "decode_many",
     "encode_jpeg",
     "jpeg_size",
@@ -173,25 +174,17 @@ def check_size(name: str, size: tuple[int, int] | None) -> None:
         raise ValueError(rule)
 
 
-def _decode_into(data: _Data, dst: np.ndarray, scale: int, path: str | None, index) -> None:
-    """Decode `data` into `dst` (a C-contiguous uint8 (h, w, 3) view) at the DCT scale
-    1/`scale`, strictly, after checking its markers. At 1/1 simplejpeg is given no minimum
-    size: it would pick a smaller scale for a frame twice the others' size, and fit it."""
-    buf = _as_buffer(data)
-    if not _markers_ok(buf):  # says why, where it is not a complete JPEG
-        check_jpeg_markers(buf, path=path, index=index)
-    h, w = dst.shape[:2]
-    scaled = {} if scale == 1 else {"min_height": h, "min_width": w, "min_factor": scale}
-    try:
-        img = simplejpeg.decode_jpeg(buf, colorspace="RGB", buffer=dst, strict=True, **scaled)
-    except ValueError as e:
-        _check_frame_size(buf, dst, scale, path, index)
-        raise VideoReadError(_where(path), f"JPEG decode failed (corrupt data): {e}", index) from e
-    if img.shape != dst.shape:  # a smaller frame decodes into the start of the buffer
-        _check_frame_size(buf, dst, scale, path, index)
-        raise VideoReadError(  # unreachable unless the header lies
-            _where(path), f"decoded to shape {img.shape}, expected {dst.shape}", index
-        )
+def _failed(buf, dst: np.ndarray, scale: int, path, index, got: Exception | tuple) -> NoReturn:
+    """Raise the VideoReadError of a frame `decode_clip` could not decode into `dst` at the
+    DCT scale 1/`scale` (`got`: simplejpeg's error, or the shape it decoded): a frame of
+    another size says so. simplejpeg is given no minimum size at 1/1: it would pick a smaller
+    scale for a frame twice the others' size, and fit it."""
+    _check_frame_size(buf, dst, scale, path, index)
+    where = _where(path)
+    if isinstance(got, Exception):
+        raise VideoReadError(where, f"JPEG decode failed (corrupt data): {got}", index) from got
+    # unreachable unless the header lies
+    raise VideoReadError(where, f"decoded to shape {got}, expected {dst.shape}", index)
 
 
 def _check_frame_size(buf: bytes | np.ndarray, dst: np.ndarray, scale: int, path, index) -> None:
@@ -270,49 +263,80 @@ def decode_many(
     order_list = list(range(n)) if order is None else np.asarray(order, np.int64).ravel().tolist()
     if order_list and (min(order_list) < 0 or max(order_list) >= n):
         raise ValueError(f"order must index into the {n} buffers, got values outside [0, {n})")
-    k = len(order_list)
-    if k == 0:
+    if not order_list:
         raise ValueError("decode_many needs at least one frame to decode (got 0)")
-    path_of = [paths] * n if paths is None or isinstance(paths, str) else list(paths)
-    index_of = [None] * n if indices is None else np.asarray(indices, np.int64).ravel().tolist()
-    for name, given in (("paths", path_of), ("indices", index_of)):
-        if len(given) != n:
+    for name, given in (("paths", paths), ("indices", indices)):
+        if given is not None and not isinstance(given, str) and len(given) != n:
             raise ValueError(f"{name} has {len(given)} entries for {n} buffers")
-
-    b0 = order_list[0]
-    check_jpeg_markers(buffers[b0], path=path_of[b0], index=index_of[b0])
-    height, width = _stored_size(
-        buffers[b0], path_of[b0], index_of[b0], "JPEG decode failed: cannot read its header"
-    )
-    scale = _scale_for(height, width, size)
-    shape = (k, math.ceil(height / scale), math.ceil(width / scale), 3)
     if out is not None and scratch is not None:
         raise ValueError("decode_many takes out or scratch, not both")
-    if scratch is not None:
-        out = scratch.array(shape)
-    elif out is None:
-        out = np.empty(shape, np.uint8)
-    elif (
+    if out is not None and (
         out.dtype != np.uint8
         or out.ndim != 4
-        or out.shape[0] != k
+        or out.shape[0] != len(order_list)
         or out.shape[3] != 3
         or not out.flags.c_contiguous
     ):
         raise ValueError(
-            f"out must be a C-contiguous uint8 ({k}, H, W, 3) array, "
+            f"out must be a C-contiguous uint8 ({len(order_list)}, H, W, 3) array, "
             f"got {out.dtype} {tuple(out.shape)}"
         )
-    elif out.shape != shape:
-        raise ValueError(f"out has frames of shape {out.shape[1:]}, decoded {shape[1:]}")
+    return decode_clip(buffers, order_list, paths, indices, size, scratch if out is None else out)
+
+
+def decode_clip(
+    buffers: Sequence[_Data],
+    order: list[int],
+    paths: Sequence[str | None] | str | None,
+    indices: Sequence[int] | np.ndarray | None,
+    size: tuple[int, int] | None,
+    into: np.ndarray | Scratch | None = None,
+) -> np.ndarray:
+    """`decode_many` of arguments already checked (`EncodedFrames.decode`'s, made by a
+    source): `order` a non-empty list of ints into `buffers`, `into` an `out` array, a
+    `scratch` or None. A buffer's path and index are looked up only for an error that names
+    them (`_named`): building them per frame cost ~10 us a clip, after a decode."""
+    b0 = order[0]
+    head = _as_buffer(buffers[b0])
+    where = _named(paths, b0), _named(indices, b0)
+    if not _markers_ok(head):
+        check_jpeg_markers(head, path=where[0], index=where[1])
+    height, width = _stored_size(head, *where, "JPEG decode failed: cannot read its header")
+    scale = _scale_for(height, width, size)
+    shape = (len(order), math.ceil(height / scale), math.ceil(width / scale), 3)
+    if isinstance(into, Scratch):
+        out = into.array(shape)
+    elif into is None:
+        out = np.empty(shape, np.uint8)
+    elif into.shape != shape:
+        raise ValueError(f"out has frames of shape {into.shape[1:]}, decoded {shape[1:]}")
+    else:
+        out = into
+    kwargs: dict = {"colorspace": "RGB", "strict": True}  # at 1/1 no minimum: see `_failed`
+    if scale > 1:
+        kwargs.update(min_height=shape[1], min_width=shape[2], min_factor=scale)
     first_at: dict[int, int] = {}
-    for j, b in enumerate(order_list):
+    for j, b in enumerate(order):  # one frame's work inline: ~10 us a clip less than a call
         seen = first_at.setdefault(b, j)
         if seen != j:  # a buffer named again: copy its frame
             out[j] = out[seen]
-        else:
-            _decode_into(buffers[b], out[j], scale, path_of[b], index_of[b])
+            continue
+        buf = _as_buffer(buffers[b])
+        if not _markers_ok(buf):  # says why, where it is not a complete JPEG
+            check_jpeg_markers(buf, path=_named(paths, b), index=_named(indices, b))
+        try:
+            img = simplejpeg.decode_jpeg(buf, buffer=out[j], **kwargs)
+        except ValueError as e:
+            _failed(buf, out[j], scale, _named(paths, b), _named(indices, b), e)
+        if img.shape != shape[1:]:  # a smaller frame decodes into the start of the buffer
+            _failed(buf, out[j], scale, _named(paths, b), _named(indices, b), img.shape)
     return out
+
+
+def _named(given, b: int):
+    """Entry `b` of `decode_many`'s `paths` or `indices` (or the one path for all, or None)."""
+    item = given if given is None or isinstance(given, str) else given[b]
+    return item if item is None or isinstance(item, str) else int(item)
 
 
 def check_quality(quality: int) -> int:
