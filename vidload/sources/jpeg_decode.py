@@ -304,14 +304,11 @@ def decode_clip(
     height, width = _stored_size(head, *where, "JPEG decode failed: cannot read its header")
     scale = _scale_for(height, width, size)
     shape = (len(order), math.ceil(height / scale), math.ceil(width / scale), 3)
-    if isinstance(into, Scratch):
-        out = into.array(shape)
-    elif into is None:
+    out = into.array(shape) if isinstance(into, Scratch) else into
+    if out is None:
         out = np.empty(shape, np.uint8)
-    elif into.shape != shape:
-        raise ValueError(f"out has frames of shape {into.shape[1:]}, decoded {shape[1:]}")
-    else:
-        out = into
+    elif out.shape != shape:  # a caller's `out`
+        raise ValueError(f"out has frames of shape {out.shape[1:]}, decoded {shape[1:]}")
     kwargs: dict = {"colorspace": "RGB", "strict": True}  # at 1/1 no minimum: see `_failed`
     if scale > 1:
         kwargs.update(min_height=shape[1], min_width=shape[2], min_factor=scale)

@@ -362,14 +362,15 @@ def _rows_bytes(
     path: str, data: np.ndarray, frames: np.ndarray, at: np.ndarray
 ) -> list[np.ndarray]:
     """The JPEGs of `frames` stored in rows `at` of `data` (views), each checked against its
-    row's length prefix (the prefixes read in one step: ~1 us a frame less than one by one)."""
-    lengths = np.ascontiguousarray(data[at, :LENGTH_BYTES]).view("<u4").reshape(-1)
-    room = data.shape[1] - LENGTH_BYTES
-    buffers = []
-    for i, row, length in zip(frames.tolist(), at.tolist(), lengths.tolist(), strict=True):
+    row's length prefix (read as an int from the bytes: ~20 us a clip less than by numpy)."""
+    cols, flat = data.shape[1], data.reshape(-1)  # C-order rows: a view
+    room, view, buffers = cols - LENGTH_BYTES, flat.data, []
+    for i, row in zip(frames.tolist(), at.tolist(), strict=True):
+        start = row * cols + LENGTH_BYTES
+        length = int.from_bytes(view[start - LENGTH_BYTES : start], "little")
         if length == 0 or length > room:
             raise VideoReadError(path, f"corrupt row: length prefix {length} not in [1, {room}]", i)
-        buffers.append(data[row, LENGTH_BYTES : LENGTH_BYTES + length])
+        buffers.append(flat[start : start + length])
     return buffers
 
 
