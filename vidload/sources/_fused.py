@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from vidload._scratch import Scratch
-from vidload.sources.jpeg_decode import decode_many, jpeg_size
+from vidload.sources.jpeg_decode import decode_clip, jpeg_size
 from vidload.transforms import ClipGeometry, Resolved, resize_into, scale_box
 
 __all__ = ["decode_geometry", "decode_size_for", "empty_clip"]
@@ -71,22 +71,17 @@ def decode_geometry(
     Raises:
         VideoReadError: a bad buffer (see `decode_jpeg`), or frames of differing sizes.
     """
-    order_list = [int(b) for b in order]
+    order_list = order if isinstance(order, list) else np.asarray(order).tolist()
     first = order_list[0]
     path = paths if isinstance(paths, str) else paths[first]
     height, width = jpeg_size(buffers[first], path=path, index=int(indices[first]))
     resolved = geometry.resolve(height, width)
     # every named buffer once, in the order of first use, at the reduced scale, straight into
-    # one array (decode_many checks that all frames have one size); then cut, resize and flip
-    # into the output
-    decoded = decode_many(
-        buffers,
-        order=list(dict.fromkeys(order_list)),
-        paths=paths,
-        indices=indices,
-        size=decode_size_for(height, width, resolved),
-        scratch=_DECODED,
-    )
+    # one array (`decode_clip` checks that all frames have one size; the arguments are a
+    # source's `EncodedFrames`, checked); then cut, resize and flip into the output
+    size = decode_size_for(height, width, resolved)
+    once = list(dict.fromkeys(order_list))
+    decoded = decode_clip(buffers, once, paths, indices, size, _DECODED)
     box = scale_box(resolved.box, (height, width), decoded.shape[1:3])
     shape = (len(order_list), *resolved.out, 3)
     out = np.empty(shape, np.uint8) if scratch is None else scratch.array(shape)

@@ -96,13 +96,9 @@ class EncodedFrames:
             h, w = jpeg_size(self.buffers[0], path=path, index=int(self.frames[0]))
             return empty_clip(h, w, geometry)
         if geometry is not None:
+            buffers, paths = self.buffers, self.paths
             return decode_geometry(
-                self.buffers,
-                geometry,
-                order=self.order,
-                paths=self.paths,
-                indices=self.frames,
-                scratch=scratch,
+                buffers, geometry, order=order, paths=paths, indices=self.frames, scratch=scratch
             )
         if size is not None:
             check_size("size", size)
