@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 # VIDEO_EXTENSIONS, normalize_video_id and strip_video_ext live in vidload._ids (below the
 # sources: the container names of vidload._layout need them too); this module re-exports them.
 __all__ = [
+    "SMALL_CLIP",
     "FrameSource",
     "FrameSourceBase",
     "Indices",
@@ -181,6 +182,11 @@ class FrameSourceBase(ABC):
         return type(self).__name__
 
 
+#: Clips up to this many frames take pure-Python paths (`as_index_array`'s minimum,
+#: `encoded.distinct_frames`): a list beats numpy's per-call cost after a decode.
+SMALL_CLIP = 64
+
+
 def as_index_array(indices: Indices) -> np.ndarray:
     """Indices as a 1-D int64 array; negative or non-integer indices raise IndexError/TypeError."""
     arr = np.asarray(indices)
@@ -191,7 +197,7 @@ def as_index_array(indices: Indices) -> np.ndarray:
             raise TypeError(f"indices must be integers, got dtype {arr.dtype}")
         arr = arr.astype(np.int64)
     # a clip's few indices: min of a list, ~10 us less than a numpy reduction after a decode
-    low = (min(arr.tolist()) if arr.size <= 64 else int(arr.min())) if arr.size else 0
+    low = (min(arr.tolist()) if arr.size <= SMALL_CLIP else int(arr.min())) if arr.size else 0
     if low < 0:
         raise IndexError(f"frame indices must be >= 0, got {low}")
     return arr

@@ -31,7 +31,14 @@ from vidload.sources._fused import decode_geometry, empty_clip
 from vidload.sources._heads import HeadRecord, Heads, RootHeads, check_spans, head_record
 from vidload.sources._listing import missing_names
 from vidload.sources._timestamps import container_timestamps
-from vidload.sources.base import FrameSourceBase, Indices, as_index_array, check_in_range, hints_of
+from vidload.sources.base import (
+    SMALL_CLIP,
+    FrameSourceBase,
+    Indices,
+    as_index_array,
+    check_in_range,
+    hints_of,
+)
 from vidload.sources.jpeg_decode import check_size, decode_clip, jpeg_size
 from vidload.transforms import ClipGeometry
 
@@ -119,7 +126,7 @@ def distinct_frames(
     wanted = indices.tolist()
     if video_id is not None and wanted and max(wanted) >= available:
         check_in_range(video_id, indices, available, reported)
-    if len(wanted) > _SMALL_CLIP:
+    if len(wanted) > SMALL_CLIP:
         frames, order = np.unique(indices, return_inverse=True)
         return frames, order.reshape(-1)
     if not wanted:
@@ -131,10 +138,6 @@ def distinct_frames(
         np.array(distinct, dtype=np.int64),
         np.array([position[f] for f in wanted], dtype=np.int64),
     )
-
-
-#: Clips up to this many frames take the pure-Python path of `distinct_frames`.
-_SMALL_CLIP = 64
 
 
 def read_spans(location: Location, spans: list[tuple[int, int]], frames: list[int]) -> list[bytes]:
